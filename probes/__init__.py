@@ -1,0 +1,1 @@
+"""probes: Flax transformer ports, hidden-state extraction, PLS and BoRP."""

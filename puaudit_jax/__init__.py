@@ -1,0 +1,1 @@
+"""puaudit-jax: auditing LLM judges with partial optimal transport."""
