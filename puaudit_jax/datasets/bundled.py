@@ -1,0 +1,34 @@
+"""The bundled real comparison sets, by name.
+
+=================  =====================================================================  =========
+name               judge vs human                                                         default
+                                                                                          unlabelled
+=================  =====================================================================  =========
+``mtbench``        GPT-4 vs MT-Bench expert/author votes (:mod:`.mtbench`)                 included
+``llmfao-gpt4``    GPT-4 vs LLMFAO crowd (:mod:`.llmfao`)                                  not
+``llmfao-gpt3``    GPT-3.5 vs LLMFAO crowd (:mod:`.llmfao`)                                not
+=================  =====================================================================  =========
+
+``include_unlabelled`` (None = the default above) adds the judge verdicts nobody voted on as
+human = "missing": 8 MT-Bench turn-2 items (they sit in the same file as the labelled verdicts, so
+they are kept by default: nothing read is dropped), 1,097 LLMFAO pairs (a separate file, added on
+request). ``vote_rule`` chooses how several human votes become one verdict (:mod:`.votes`).
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from .llmfao import load_llmfao
+from .mtbench import load_mtbench
+
+BUNDLED = ("mtbench", "llmfao-gpt4", "llmfao-gpt3")
+
+
+def load_bundled(name: str, *, include_unlabelled: bool | None = None, vote_rule: str = "plurality") -> pd.DataFrame:
+    """Validated comparison table of a bundled set (names in :data:`BUNDLED`)."""
+    if name == "mtbench":
+        return load_mtbench(include_unlabelled=True if include_unlabelled is None else include_unlabelled,
+                            vote_rule=vote_rule)
+    if name in ("llmfao-gpt4", "llmfao-gpt3"):
+        return load_llmfao(name.split("-")[1], include_unlabelled=bool(include_unlabelled), vote_rule=vote_rule)
+    raise ValueError(f"unknown bundled set {name!r}; use one of {BUNDLED}")

@@ -1,0 +1,523 @@
+"""The comparison table: its schema, its validation, and reading / writing jsonl, csv and parquet.
+
+A comparison table is a pandas DataFrame with one row per pairwise comparison. Core columns come
+first, in this order; every other column is an extra column and is kept as read.
+
+=============  ===============================  ==================================================
+column         values                           meaning
+=============  ===============================  ==================================================
+id             str, non-empty, unique           the comparison's identifier (integers -> str)
+question       str | list[str] | None           the user message; a multi-turn comparison stores
+                                                the user turns in order (see "Multi-turn")
+response_a     str | None                       the judged response of the first model
+response_b     str | None                       the judged response of the second model
+judge          "A" | "B" | "tie"                the judge's verdict (required on every row)
+human          "A" | "B" | "tie" | "missing"    the human verdict; "missing" = unlabelled.
+                                                Optional column: absent -> all "missing"
+question_type  str | None                       optional grouping label; absent -> None
+turn           Int64 >= 1 | <NA>                optional turn number; absent -> <NA>
+=============  ===============================  ==================================================
+
+Verdict spellings accepted on input are listed in :mod:`puaudit_jax.datasets.verdicts`.
+
+Missing text (None, NaN or an empty / whitespace-only string in question, response_a or
+response_b; the empty string is stored as None) is *not* a validation error: such rows are kept
+and reported with a reason by :func:`puaudit_jax.datasets.exclusions.item_status`. Validation errors are problems that make a row
+unreadable: a missing required column, an empty or duplicate id, an unknown verdict, a missing judge
+verdict, text that is not a string, a bad turn number. All problems of a file are collected and
+raised together in one :class:`ComparisonValidationError`, each naming the row (file line for jsonl
+and csv, 1-based record number for parquet and DataFrames), the id when known, and the column.
+
+Multi-turn
+----------
+``question`` may be a list of user turns ``[user_1, ..., user_k]``; ``response_a`` / ``response_b``
+are then the models' answers to ``user_k`` (what the judge compared). The models' own earlier
+answers live in the extra columns ``history_a`` / ``history_b`` (``list[str]`` of length k - 1),
+because they differ between the two sides. :func:`conversation` rebuilds a side's full chat.
+
+File formats
+------------
+- jsonl: one JSON object per line; lists are stored natively; blank lines are skipped.
+- csv: list cells of ``question``, ``history_a`` and ``history_b`` are JSON arrays
+  (``["turn 1", "turn 2"]``); a cell is read back as a list only when the whole cell parses as a
+  JSON array of strings. Empty cells of text columns are missing text; text is never type-guessed
+  (a response "42" stays the string "42").
+- parquet: list columns are stored natively; a column that mixes text and lists (``question`` of
+  MT-Bench) stores its list cells as JSON arrays, decoded as for csv.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .verdicts import MISSING, is_null, normalize_verdict
+
+REQUIRED_COLUMNS = ("id", "question", "response_a", "response_b", "judge")
+OPTIONAL_COLUMNS = ("human", "question_type", "turn")
+CORE_COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
+TEXT_COLUMNS = ("question", "response_a", "response_b")
+LIST_COLUMNS = ("question", "history_a", "history_b")
+"""Columns whose cells may be lists of strings (decoded from JSON arrays in csv / parquet)."""
+
+_MAX_LISTED_PROBLEMS = 50
+_CSV_NA_VALUES = ["", "NA", "N/A", "NaN", "nan", "null", "None", "<NA>", "#N/A"]
+
+
+@dataclass(frozen=True)
+class ValidationProblem:
+    """One problem found while validating a comparison table.
+
+    ``row`` is the 0-based position in the table (None for table-level problems such as a missing
+    column); ``label`` names that row for people ("line 7", "row 3").
+    """
+
+    message: str
+    row: int | None = None
+    label: str | None = None
+    id: str | None = None
+    column: str | None = None
+
+    def __str__(self) -> str:
+        where = []
+        if self.label is not None:
+            where.append(self.label if self.id is None else f"{self.label} (id {self.id!r})")
+        if self.column is not None:
+            where.append(f"column {self.column!r}")
+        return (": ".join(where) + ": " if where else "") + self.message
+
+
+class ComparisonValidationError(ValueError):
+    """Raised with every problem of a table; ``problems`` holds them as :class:`ValidationProblem`."""
+
+    def __init__(self, source: str, problems: Sequence[ValidationProblem]):
+        self.source = source
+        self.problems = tuple(problems)
+        lines = [f"{len(self.problems)} problem(s) in {source}:"]
+        lines += [f"  {p}" for p in self.problems[:_MAX_LISTED_PROBLEMS]]
+        if len(self.problems) > _MAX_LISTED_PROBLEMS:
+            lines.append(f"  ... and {len(self.problems) - _MAX_LISTED_PROBLEMS} more")
+        super().__init__("\n".join(lines))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One comparison, for building tables in code (see :func:`comparisons_to_frame`)."""
+
+    id: str
+    question: str | tuple[str, ...] | None
+    response_a: str | None
+    response_b: str | None
+    judge: str
+    human: str = MISSING
+    question_type: str | None = None
+    turn: int | None = None
+    extra: Mapping[str, object] = field(default_factory=dict)
+
+
+def comparisons_to_frame(items: Iterable[Comparison], *, source: str = "comparisons") -> pd.DataFrame:
+    """Validated comparison table from :class:`Comparison` objects (``extra`` -> extra columns)."""
+    records = []
+    for item in items:
+        record = {
+            "id": item.id,
+            "question": list(item.question) if isinstance(item.question, tuple) else item.question,
+            "response_a": item.response_a, "response_b": item.response_b, "judge": item.judge,
+            "human": item.human, "question_type": item.question_type, "turn": item.turn,
+        }
+        clash = set(item.extra) & set(record)
+        if clash:
+            raise ValueError(f"comparison {item.id!r}: extra keys {sorted(clash)} clash with core columns")
+        records.append({**record, **item.extra})
+    frame = pd.DataFrame.from_records(records, columns=None if records else list(CORE_COLUMNS))
+    return validate_comparisons(frame, source=source)
+
+
+def conversation(question, history, response) -> list[dict[str, str]]:
+    """A side's full chat as ``[{"role": "user" | "assistant", "content": str}, ...]``.
+
+    ``question`` is the user text or the list of user turns; ``history`` the side's earlier answers
+    (one fewer than the user turns; None or [] for single-turn); ``response`` the judged answer.
+    """
+    turns = [question] if isinstance(question, str) else list(question)
+    earlier = [] if history is None else list(history)
+    if len(earlier) != len(turns) - 1:
+        raise ValueError(f"{len(turns)} user turns need {len(turns) - 1} earlier answers, got {len(earlier)}")
+    messages = []
+    for k, user in enumerate(turns):
+        messages.append({"role": "user", "content": user})
+        messages.append({"role": "assistant", "content": earlier[k] if k < len(earlier) else response})
+    return messages
+
+
+# --------------------------------------------------------------------------------------------------
+# validation
+
+
+def validate_comparisons(
+    frame: pd.DataFrame,
+    *,
+    source: str = "table",
+    row_labels: Sequence[str] | Callable[[int], str] | None = None,
+) -> pd.DataFrame:
+    """Check ``frame`` against the schema and return it in normal form (a new DataFrame).
+
+    Normal form: core columns first (absent optional ones added), ids as str, verdicts normalised,
+    missing text as None, list questions as ``list[str]``, ``turn`` as nullable Int64, a fresh
+    RangeIndex; extra columns unchanged. Raises :class:`ComparisonValidationError` listing every
+    problem; ``row_labels`` names rows in messages (default "row <1-based position>").
+    """
+    label = _labeller(row_labels)
+    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
+    if missing:
+        problems = [ValidationProblem(f"required column is missing (have: {list(frame.columns)})", column=c)
+                    for c in missing]
+        raise ComparisonValidationError(source, problems)
+    duplicated_names = frame.columns[frame.columns.duplicated()].tolist()
+    if duplicated_names:
+        raise ComparisonValidationError(source, [ValidationProblem("column appears more than once", column=c)
+                                                 for c in duplicated_names])
+
+    problems: list[ValidationProblem] = []
+    n = len(frame)
+    ids, id_problems = _check_ids(frame["id"].tolist(), label)
+    display_ids = [i if i else None for i in ids]
+
+    def add(row: int, column: str, message: str) -> None:
+        problems.append(ValidationProblem(message, row=row, label=label(row), id=display_ids[row], column=column))
+
+    for row, message in id_problems:
+        add(row, "id", message)
+    columns: dict[str, list] = {"id": ids}
+    for column in TEXT_COLUMNS:
+        columns[column] = [
+            _check_text(v, allow_list=column == "question", report=lambda m, r=row, c=column: add(r, c, m))
+            for row, v in enumerate(frame[column].tolist())]
+    columns["judge"] = _check_verdicts(frame["judge"].tolist(), allow_missing=False,
+                                       report=lambda r, m: add(r, "judge", m))
+    human = frame["human"].tolist() if "human" in frame.columns else [MISSING] * n
+    columns["human"] = _check_verdicts(human, allow_missing=True, report=lambda r, m: add(r, "human", m))
+    qtypes = frame["question_type"].tolist() if "question_type" in frame.columns else [None] * n
+    columns["question_type"] = [_check_label(v, report=lambda m, r=row: add(r, "question_type", m))
+                                for row, v in enumerate(qtypes)]
+    turns = frame["turn"].tolist() if "turn" in frame.columns else [None] * n
+    columns["turn"] = [_check_turn(v, report=lambda m, r=row: add(r, "turn", m)) for row, v in enumerate(turns)]
+    if problems:
+        problems.sort(key=lambda p: (p.row if p.row is not None else -1))
+        raise ComparisonValidationError(source, problems)
+
+    out = pd.DataFrame({
+        "id": pd.Series(ids, dtype="str"),
+        "question": pd.Series(columns["question"], dtype=object),
+        "response_a": pd.Series(columns["response_a"], dtype=object),
+        "response_b": pd.Series(columns["response_b"], dtype=object),
+        "judge": pd.Series(columns["judge"], dtype="str"),
+        "human": pd.Series(columns["human"], dtype="str"),
+        "question_type": pd.Series(columns["question_type"], dtype=object),
+        "turn": pd.array(columns["turn"], dtype="Int64"),
+    })
+    extras = [c for c in frame.columns if c not in CORE_COLUMNS]
+    if extras:
+        rest = frame[extras].reset_index(drop=True)
+        for column in LIST_COLUMNS:
+            if column in rest.columns:
+                rest[column] = pd.Series([_as_list_cell(v) for v in rest[column].tolist()], dtype=object)
+        out = pd.concat([out, rest], axis=1)
+    return out
+
+
+def _labeller(row_labels) -> Callable[[int], str]:
+    if row_labels is None:
+        return lambda row: f"row {row + 1}"
+    if callable(row_labels):
+        return row_labels
+    return lambda row: row_labels[row]
+
+
+def _check_ids(values: list, label: Callable[[int], str]) -> tuple[list[str], list[tuple[int, str]]]:
+    """Ids as str ("" where unusable) and (row, message) problems: wrong type, empty, padded, repeated."""
+    ids: list[str] = []
+    problems: list[tuple[int, str]] = []
+    first_seen: dict[str, int] = {}
+    for row, value in enumerate(values):
+        if is_null(value):
+            text = ""
+        elif isinstance(value, str):
+            text = value.strip()
+            if text and text != value:
+                problems.append((row, f"id {value!r} has leading or trailing whitespace"))
+        elif isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+            text = str(int(value))
+        else:
+            problems.append((row, f"id must be a string or an integer, got {type(value).__name__} {_short(value)}"))
+            ids.append("")
+            continue
+        ids.append(text)
+        if not text:
+            problems.append((row, "empty id"))
+        elif text in first_seen:
+            problems.append((row, f"duplicate id {text!r} (first at {label(first_seen[text])})"))
+        else:
+            first_seen[text] = row
+    return ids, problems
+
+
+def _check_text(value, *, allow_list: bool, report: Callable[[str], None]):
+    if isinstance(value, str):
+        return value if value else None  # "" and a null cell are the same thing in csv
+    if isinstance(value, (list, tuple, np.ndarray)):
+        if not allow_list:
+            report(f"expected text (str), got a list {_short(value)}")
+            return None
+        items = list(value)
+        bad = [k for k, item in enumerate(items) if not isinstance(item, str)]
+        if bad:
+            report(f"list item {bad[0]} is {type(items[bad[0]]).__name__}, expected str")
+            return None
+        return items
+    if is_null(value):
+        return None
+    report(f"expected text (str), got {type(value).__name__} {_short(value)}")
+    return None
+
+
+def _check_verdicts(values: list, *, allow_missing: bool, report: Callable[[int, str], None]) -> list[str]:
+    mapping: dict[object, str] = {}
+    errors: dict[object, str] = {}
+    out = []
+    for row, value in enumerate(values):
+        key = _hashable(value)
+        if key not in mapping and key not in errors:
+            try:
+                mapping[key] = normalize_verdict(value, allow_missing=allow_missing)
+            except ValueError as error:
+                errors[key] = str(error)
+        if key in errors:
+            report(row, errors[key])
+            out.append(MISSING)
+        else:
+            out.append(mapping[key])
+    return out
+
+
+def _hashable(value):
+    if is_null(value):
+        return ("null",)
+    try:
+        hash(value)
+    except TypeError:
+        return ("unhashable", repr(value))
+    return (type(value).__name__, value)
+
+
+def _check_label(value, *, report: Callable[[str], None]):
+    if is_null(value):
+        return None
+    if isinstance(value, str):
+        return value if value.strip() else None
+    report(f"expected a label (str), got {type(value).__name__} {_short(value)}")
+    return None
+
+
+def _check_turn(value, *, report: Callable[[str], None]):
+    if is_null(value):
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, (bool, np.bool_)):
+        report(f"turn must be an integer >= 1, got {value!r}")
+        return None
+    if isinstance(value, (int, np.integer)) or (isinstance(value, (float, np.floating)) and float(value).is_integer()):
+        if int(value) >= 1:
+            return int(value)
+    report(f"turn must be an integer >= 1, got {_short(value)}")
+    return None
+
+
+def _short(value, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _as_list_cell(value):
+    """ndarray -> list; a JSON array of strings -> list; anything else unchanged."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, str) and value.startswith("[") and value.endswith("]"):
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            return value
+        if isinstance(decoded, list) and all(isinstance(item, str) for item in decoded):
+            return decoded
+    return value
+
+
+# --------------------------------------------------------------------------------------------------
+# reading
+
+
+def load_comparisons(path: str | os.PathLike, *, format: str | None = None) -> pd.DataFrame:
+    """Read and validate a comparison table from a ``.jsonl``, ``.csv`` or ``.parquet`` file.
+
+    ``format`` ("jsonl" | "csv" | "parquet") overrides the file suffix. Returns the table in normal
+    form (see :func:`validate_comparisons`); raises :class:`ComparisonValidationError` naming the
+    line (jsonl, csv) or record (parquet), the id and the column of every problem.
+    """
+    path = Path(path)
+    kind = format or _format_of(path)
+    if kind == "jsonl":
+        frame, labels = _read_jsonl(path)
+    elif kind == "csv":
+        frame, labels = _read_csv(path)
+    elif kind == "parquet":
+        frame = pd.read_parquet(path)
+        labels = lambda row: f"record {row + 1}"  # noqa: E731
+    else:
+        raise ValueError(f"{path}: unknown format {kind!r} (use jsonl, csv or parquet)")
+    for column in LIST_COLUMNS:
+        if column in frame.columns:
+            frame[column] = pd.Series([_as_list_cell(v) for v in frame[column].tolist()], index=frame.index,
+                                      dtype=object)
+    return validate_comparisons(frame, source=str(path), row_labels=labels)
+
+
+def _format_of(path: Path) -> str:
+    suffix = path.suffix.lower()
+    formats = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+    if suffix not in formats:
+        raise ValueError(f"{path}: cannot tell the format from suffix {suffix!r}; "
+                         f"use one of {sorted(formats)} or pass format=")
+    return formats[suffix]
+
+
+def _read_jsonl(path: Path) -> tuple[pd.DataFrame, list[str]]:
+    records, labels, problems = [], [], []
+    with open(path, encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError as error:
+                problems.append(ValidationProblem(f"invalid JSON: {error}", label=f"line {lineno}"))
+                continue
+            if not isinstance(record, dict):
+                problems.append(ValidationProblem(f"expected a JSON object, got {type(record).__name__}",
+                                                  label=f"line {lineno}"))
+                continue
+            records.append(record)
+            labels.append(f"line {lineno}")
+    if problems:
+        raise ComparisonValidationError(str(path), problems)
+    frame = pd.DataFrame.from_records(records) if records else pd.DataFrame(columns=list(CORE_COLUMNS))
+    for column in ("id",) + TEXT_COLUMNS + ("judge", "human", "question_type", "turn"):
+        if column in frame.columns:  # keep the JSON values as they were (no float coercion of ints)
+            frame[column] = pd.Series([r.get(column) for r in records], dtype=object)
+    return frame, labels
+
+
+def _read_csv(path: Path) -> tuple[pd.DataFrame, Callable[[int], str]]:
+    header = pd.read_csv(path, nrows=0).columns.tolist()
+    as_text = [c for c in header if c in ("id", "judge", "human", "question_type") + TEXT_COLUMNS + LIST_COLUMNS]
+    frame = pd.read_csv(
+        path,
+        dtype={c: str for c in as_text},
+        keep_default_na=False,
+        na_values={c: _CSV_NA_VALUES for c in header if c not in as_text},
+    )
+    for column in as_text:  # an empty cell is missing; any other text is kept verbatim
+        frame[column] = pd.Series([None if v == "" else v for v in frame[column].tolist()], dtype=object)
+    lines: list[int] = []
+
+    def label(row: int) -> str:
+        if not lines:
+            lines.extend(_csv_record_lines(path))
+        return f"line {lines[row]}" if row < len(lines) else f"record {row + 1}"
+
+    return frame, label
+
+
+def _csv_record_lines(path: Path) -> list[int]:
+    """1-based file line on which each data record starts (quoted fields may span lines)."""
+    starts = []
+    with open(path, newline="", encoding="utf-8") as handle:
+        reader = csv.reader(handle)
+        next(reader, None)
+        previous_end = reader.line_num
+        for _ in reader:
+            starts.append(previous_end + 1)
+            previous_end = reader.line_num
+    return starts
+
+
+# --------------------------------------------------------------------------------------------------
+# writing
+
+
+def save_comparisons(frame: pd.DataFrame, path: str | os.PathLike, *, format: str | None = None) -> Path:
+    """Validate ``frame`` and write it atomically (temp file + rename) as jsonl, csv or parquet.
+
+    :func:`load_comparisons` reads the file back to an equal table (extra columns may come back
+    with pandas' inferred dtypes in csv). Returns the path written.
+    """
+    path = Path(path)
+    kind = format or _format_of(path)
+    table = validate_comparisons(frame, source="table to save")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile("wb", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
+    try:
+        with handle:
+            if kind == "jsonl":
+                for record in table.to_dict(orient="records"):
+                    line = json.dumps({k: _json_value(v) for k, v in record.items()}, ensure_ascii=False)
+                    handle.write(line.encode("utf-8") + b"\n")
+            elif kind == "csv":
+                # RFC 4180 line ends, so that cells holding a bare "\r" get quoted too
+                _encode_lists(table, always=True).to_csv(handle, index=False, encoding="utf-8",
+                                                         lineterminator="\r\n")
+            elif kind == "parquet":
+                _encode_lists(table, always=False).to_parquet(handle, index=False)
+            else:
+                raise ValueError(f"{path}: unknown format {kind!r} (use jsonl, csv or parquet)")
+        os.replace(handle.name, path)
+    except BaseException:
+        os.unlink(handle.name)
+        raise
+    return path
+
+
+def _json_value(value):
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json_value(v) for k, v in value.items()}
+    if is_null(value):
+        return None
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _encode_lists(table: pd.DataFrame, *, always: bool) -> pd.DataFrame:
+    """JSON-encode list cells of object columns: all of them (csv) or only in mixed columns (parquet)."""
+    out = table.copy()
+    for column in out.columns:
+        if out[column].dtype != object:
+            continue
+        values = out[column].tolist()
+        is_list = [isinstance(v, (list, tuple, np.ndarray)) for v in values]
+        if not any(is_list):
+            continue
+        if always or not all(flag or is_null(v) for flag, v in zip(is_list, values)):
+            out[column] = pd.Series(
+                [json.dumps(_json_value(v), ensure_ascii=False) if flag else v for flag, v in zip(is_list, values)],
+                dtype=object)
+    return out
