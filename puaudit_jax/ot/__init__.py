@@ -1,0 +1,32 @@
+"""Partial optimal transport (Chapel, Alaya & Gasso 2020) in JAX.
+
+Geometry (costs) -> problem -> solver, as in ott-jax:
+
+- :class:`Geometry` (``geometry.py``): cosine / squared-Euclidean / callable / matrix costs,
+  dense or block-by-block.
+- :class:`PartialProblem` (``problem.py``): weights, mass, the dummy-point reduction.
+- :class:`PartialSinkhorn` (``sinkhorn.py``): entropic solver, jitted whole loop.
+- ``exact.py``: network simplex (POT ``ot.emd``) / HiGHS on the same reduction.
+- :func:`solve_partial` (``solve.py``): the validated entry point with exact fallback.
+"""
+
+from puaudit_jax.ot.geometry import Geometry
+from puaudit_jax.ot.problem import PartialProblem
+from puaudit_jax.ot.sinkhorn import PartialSinkhorn, SinkhornOutput
+from puaudit_jax.ot.solve import (
+    PartialOTResult,
+    entropic_partial_cost,
+    solve_partial,
+    solve_partial_batch,
+)
+
+__all__ = [
+    "Geometry",
+    "PartialProblem",
+    "PartialSinkhorn",
+    "SinkhornOutput",
+    "PartialOTResult",
+    "solve_partial",
+    "solve_partial_batch",
+    "entropic_partial_cost",
+]

@@ -1,0 +1,196 @@
+"""Ground costs between two point clouds, dense or computed block by block.
+
+A :class:`Geometry` holds what is needed to produce the cost matrix C (n x m) between the
+rows of ``x`` (n x d) and ``y`` (m x d), and the one operation every Sinkhorn half-step
+needs: for potentials u (n,) and v (m,) and a temperature eps,
+
+    log sum_j exp((u_i + v_j - C_ij) / eps)     (a row reduction, shape (n,))
+    log sum_i exp((u_i + v_j - C_ij) / eps)     (a column reduction, shape (m,))
+
+When ``block_size`` is None the matrix is materialised once (O(n m) memory, two passes over
+it per Sinkhorn iteration). Otherwise C is never built: blocks of ``block_size`` rows (or
+columns) are recomputed from the point clouds inside the reduction, so memory stays
+O((n + m) d + block_size * max(n, m)). The cosine cost is low rank (C = 1 - Zx Zy^T after
+normalisation), so a block is one matrix product.
+
+Costs: ``"cosine"`` (1 - <x/|x|, y/|y|>, in [0, 2]), ``"sqeuclidean"`` (|x - y|^2), a callable
+``fn(x_block, y_block) -> (bx, by)`` array of pairwise costs, or a precomputed matrix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+
+CostFn = Callable[[jax.Array, jax.Array], jax.Array]
+
+COST_KINDS = ("cosine", "sqeuclidean", "callable", "matrix")
+
+
+def _normalise_rows(z: jax.Array) -> jax.Array:
+    return z / jnp.linalg.norm(z, axis=-1, keepdims=True)
+
+
+def _sqeuclidean(x: jax.Array, y: jax.Array) -> jax.Array:
+    sq = jnp.sum(x * x, axis=-1)[:, None] + jnp.sum(y * y, axis=-1)[None, :] - 2.0 * (x @ y.T)
+    return jnp.maximum(sq, 0.0)
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class Geometry:
+    """Cost between two point clouds (or a precomputed cost matrix).
+
+    Attributes:
+      x: (n, d) source points (rows normalised already when ``kind == "cosine"``), or None
+        for a precomputed matrix.
+      y: (m, d) target points, or None.
+      matrix: (n, m) precomputed or materialised cost matrix, or None (blocked mode).
+      kind: one of ``COST_KINDS``.
+      fn: pairwise cost callable for ``kind == "callable"``.
+      block_size: rows/columns per block when the matrix is not materialised.
+    """
+
+    x: jax.Array | None
+    y: jax.Array | None
+    matrix: jax.Array | None
+    kind: str = dataclasses.field(metadata=dict(static=True), default="cosine")
+    fn: CostFn | None = dataclasses.field(metadata=dict(static=True), default=None)
+    block_size: int | None = dataclasses.field(metadata=dict(static=True), default=None)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_points(
+        cls,
+        x: jax.Array,
+        y: jax.Array,
+        cost: str | CostFn = "cosine",
+        *,
+        block_size: int | None = None,
+    ) -> "Geometry":
+        """Build a geometry; materialises C unless ``block_size`` is given.
+
+        The cosine cost normalises the rows here (differentiably), so callers may pass raw
+        embeddings; zero rows must be rejected before (see ``problem.validate``).
+        """
+        if callable(cost):
+            kind, fn = "callable", cost
+        elif cost in ("cosine", "sqeuclidean"):
+            kind, fn = cost, None
+        else:
+            raise ValueError(f"cost must be 'cosine', 'sqeuclidean', a callable or a matrix; got {cost!r}")
+        if kind == "cosine":
+            x, y = _normalise_rows(x), _normalise_rows(y)
+        geom = cls(x=x, y=y, matrix=None, kind=kind, fn=fn, block_size=block_size)
+        if block_size is None:
+            geom = dataclasses.replace(geom, matrix=geom.cost_block(x, y))
+        return geom
+
+    @classmethod
+    def from_matrix(cls, matrix: jax.Array) -> "Geometry":
+        return cls(x=None, y=None, matrix=matrix, kind="matrix")
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def shape(self) -> tuple[int, int]:
+        if self.matrix is not None:
+            return tuple(self.matrix.shape)  # type: ignore[return-value]
+        return (self.x.shape[0], self.y.shape[0])
+
+    @property
+    def dtype(self):
+        return (self.matrix if self.matrix is not None else self.x).dtype
+
+    @property
+    def is_blocked(self) -> bool:
+        return self.matrix is None
+
+    def cost_block(self, xb: jax.Array, yb: jax.Array) -> jax.Array:
+        """(bx, by) costs between row blocks of x and y."""
+        if self.kind == "cosine":
+            return 1.0 - xb @ yb.T
+        if self.kind == "sqeuclidean":
+            return _sqeuclidean(xb, yb)
+        if self.kind == "callable":
+            return self.fn(xb, yb)
+        raise ValueError("a precomputed-matrix geometry has no point clouds")
+
+    def cost_matrix(self) -> jax.Array:
+        """The dense (n, m) cost matrix (builds it in blocked mode: O(n m) memory)."""
+        return self.matrix if self.matrix is not None else self.cost_block(self.x, self.y)
+
+    # ------------------------------------------------------------------ reductions
+    def _blocks(self, axis: int, body: Callable[[jax.Array, jax.Array], jax.Array],
+                u: jax.Array) -> jax.Array:
+        """Apply ``body(cost_block, u_block) -> (block, ...)`` over blocks of rows (axis=1
+        reductions) or columns (axis=0 reductions) and concatenate; ``u`` is sliced alongside.
+        Each cost block has the reduced axis last."""
+        pts, other = (self.x, self.y) if axis == 1 else (self.y, self.x)
+        n, bs = pts.shape[0], self.block_size
+        nb, rem = divmod(n, bs)
+
+        def one(p, ub):
+            c = self.cost_block(p, other) if axis == 1 else self.cost_block(other, p).T
+            return body(c, ub)
+
+        out = []
+        if nb:
+            pb = pts[: nb * bs].reshape(nb, bs, pts.shape[1])
+            ubb = u[: nb * bs].reshape(nb, bs)
+            mapped = jax.lax.map(lambda args: one(*args), (pb, ubb))
+            out.append(mapped.reshape((nb * bs,) + mapped.shape[2:]))
+        if rem:
+            out.append(one(pts[nb * bs:], u[nb * bs:]))
+        return out[0] if len(out) == 1 else jnp.concatenate(out)
+
+    def log_sum_exp(self, u: jax.Array, v: jax.Array, eps, axis: int, stable: bool) -> jax.Array:
+        """log sum over ``axis`` of exp((u_i + v_j - C_ij) / eps).
+
+        axis=1 reduces over columns (result (n,)), axis=0 over rows (result (m,)).
+        ``stable=False`` is a single pass with no max-subtraction: exact when the summands
+        are plan entries of a nearly feasible plan (all <= 1, so no overflow); the caller
+        checks for underflow and redoes the step with ``stable=True`` (two passes) if needed.
+        """
+        # Orient so that the reduction always runs over the last axis of the block.
+        keep, red = (u, v) if axis == 1 else (v, u)
+
+        def body(c, kb):  # c: (block, other) costs, kb: (block,) kept potentials
+            z = (kb[:, None] + red[None, :] - c) / eps
+            if stable:
+                return jax.nn.logsumexp(z, axis=1)
+            return jnp.log(jnp.sum(jnp.exp(z), axis=1))
+
+        if not self.is_blocked:
+            c = self.matrix if axis == 1 else self.matrix.T
+            return body(c, keep)
+        return self._blocks(axis, body, keep)
+
+    def plan_sums(self, u: jax.Array, v: jax.Array, eps) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """Row sums (n,), column sums (m,) and <C, P> of P = exp((u + v - C) / eps)."""
+        if not self.is_blocked:
+            p = jnp.exp((u[:, None] + v[None, :] - self.matrix) / eps)
+            return p.sum(1), p.sum(0), jnp.sum(p * self.matrix)
+
+        def rows(c, ub):  # row sums and row costs from one block of the plan
+            p = jnp.exp((ub[:, None] + v[None, :] - c) / eps)
+            return jnp.stack([p.sum(1), (p * c).sum(1)], axis=1)
+
+        row = self._blocks(1, rows, u)
+        col_sums = jnp.exp(self.log_sum_exp(u, v, eps, axis=0, stable=True))
+        return row[:, 0], col_sums, jnp.sum(row[:, 1])
+
+    def plan(self, u: jax.Array, v: jax.Array, eps) -> jax.Array:
+        """The dense (n, m) plan exp((u_i + v_j - C_ij) / eps)."""
+        return jnp.exp((u[:, None] + v[None, :] - self.cost_matrix()) / eps)
+
+    def max_abs_cost(self) -> jax.Array:
+        """max |C_ij| (one pass in blocked mode; 2 for the cosine cost without a pass)."""
+        if self.kind == "cosine":
+            return jnp.asarray(2.0, self.dtype)
+        if not self.is_blocked:
+            return jnp.max(jnp.abs(self.matrix))
+        zero = jnp.zeros(self.shape[0], self.dtype)
+        return jnp.max(self._blocks(1, lambda c, ub: jnp.max(jnp.abs(c), axis=1), zero))

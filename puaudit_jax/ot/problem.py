@@ -1,0 +1,126 @@
+"""The partial optimal transport problem and its validation.
+
+Problem (Chapel, Alaya & Gasso 2020; PUAudit seed §3.3):
+
+    min_G <C, G>   s.t.  G >= 0,  G 1 <= a,  G^T 1 <= b,  1^T G 1 = m,
+
+with 0 < m <= min(|a|, |b|) (|a| = sum of a). Every solver here uses the dummy-point
+reduction: append one dummy row of mass |b| - m and one dummy column of mass |a| - m, with
+zero cost between a dummy and a real point and the dummy-dummy cell forbidden. The
+augmented problem is a balanced OT problem whose real block carries exactly m.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from puaudit_jax.ot.geometry import Geometry
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class PartialProblem:
+    """A partial OT problem: a geometry (n x m costs), weights a (n,), b (m,), mass m."""
+
+    geom: Geometry
+    a: jax.Array
+    b: jax.Array
+    m: jax.Array
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.geom.shape
+
+    @property
+    def dummy_masses(self) -> tuple[jax.Array, jax.Array]:
+        """(mass of the dummy row = |b| - m, mass of the dummy column = |a| - m), >= 0."""
+        return (jnp.maximum(jnp.sum(self.b) - self.m, 0.0),
+                jnp.maximum(jnp.sum(self.a) - self.m, 0.0))
+
+
+def _finite(name: str, arr: np.ndarray) -> None:
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        idx = np.argwhere(bad)[0].tolist()
+        raise ValueError(f"{name} contains NaN or inf (first at index {idx})")
+
+
+def _weights(name: str, w, n: int, dtype) -> np.ndarray:
+    if w is None:
+        if n == 0:
+            raise ValueError(f"{name}: empty point cloud")
+        return np.full(n, 1.0 / n, dtype=dtype)
+    w = np.asarray(w, dtype=dtype)
+    if w.ndim != 1 or w.shape[0] != n:
+        raise ValueError(f"{name} must have shape ({n},) to match the points; got {w.shape}")
+    if n == 0:
+        raise ValueError(f"{name}: empty weights")
+    _finite(name, w)
+    if (w < 0).any():
+        raise ValueError(f"{name} has negative entries (first at index {int(np.argmax(w < 0))})")
+    if w.sum() <= 0:
+        raise ValueError(f"{name} sums to zero")
+    return w
+
+
+def validate(x, y, m, a=None, b=None, cost="cosine", dtype=np.float64):
+    """Check and convert concrete inputs; raise ``ValueError`` naming the argument.
+
+    Args:
+      x: (n, d) points, or None when ``cost`` is an (n, m) matrix.
+      y: (m, d) points, or None when ``cost`` is a matrix.
+      m: transported mass, 0 < m <= min(|a|, |b|).
+      a, b: nonnegative weights (default uniform 1/n, 1/m).
+      cost: "cosine", "sqeuclidean", a callable, or an (n, m) array.
+    Returns:
+      (x, y, matrix, a, b, m) as numpy arrays of ``dtype`` (x, y or matrix may be None).
+    """
+    matrix = None
+    if not (isinstance(cost, str) or callable(cost)):
+        matrix = np.asarray(cost, dtype=dtype)
+        if matrix.ndim != 2:
+            raise ValueError(f"cost matrix must be 2-D; got shape {matrix.shape}")
+        _finite("cost", matrix)
+        n, k = matrix.shape
+        if x is not None or y is not None:
+            xs = None if x is None else np.shape(x)[0]
+            ys = None if y is None else np.shape(y)[0]
+            if (xs is not None and xs != n) or (ys is not None and ys != k):
+                raise ValueError(f"cost matrix shape {matrix.shape} does not match x rows {xs} / y rows {ys}")
+        x = y = None
+    else:
+        if isinstance(cost, str) and cost not in ("cosine", "sqeuclidean"):
+            raise ValueError(f"cost must be 'cosine', 'sqeuclidean', a callable or a matrix; got {cost!r}")
+        if x is None or y is None:
+            raise ValueError("x and y are required unless cost is a precomputed matrix")
+        x, y = np.asarray(x, dtype=dtype), np.asarray(y, dtype=dtype)
+        for name, z in (("x", x), ("y", y)):
+            if z.ndim != 2:
+                raise ValueError(f"{name} must be 2-D (points x dims); got shape {z.shape}")
+            if z.shape[0] == 0:
+                raise ValueError(f"{name}: empty point cloud")
+            _finite(name, z)
+        if x.shape[1] != y.shape[1]:
+            raise ValueError(f"dimension mismatch: x has d={x.shape[1]}, y has d={y.shape[1]}")
+        if cost == "cosine":
+            for name, z in (("x", x), ("y", y)):
+                zero = np.linalg.norm(z, axis=1) <= np.finfo(dtype).tiny
+                if zero.any():
+                    raise ValueError(
+                        f"{name} row {int(np.argmax(zero))} is a zero vector: the cosine cost is "
+                        f"undefined ({int(zero.sum())} zero rows)")
+        n, k = x.shape[0], y.shape[0]
+    a = _weights("a", a, n, dtype)
+    b = _weights("b", b, k, dtype)
+    try:
+        m = float(m)
+    except (TypeError, ValueError):
+        raise ValueError(f"m must be a number; got {m!r}") from None
+    cap = min(a.sum(), b.sum())
+    if not np.isfinite(m) or m <= 0 or m > cap * (1 + 1e-12):
+        raise ValueError(f"m must lie in (0, min(|a|, |b|)] = (0, {cap:.6g}]; got {m!r}")
+    return x, y, matrix, a, b, min(m, cap)

@@ -1,0 +1,242 @@
+"""User-facing partial OT: validation, solver choice, exact fallback, result object.
+
+``solve_partial`` is the boundary of the OT layer (concrete inputs, Python control flow,
+numpy results). The jittable, vmappable, differentiable pieces are :class:`PartialSinkhorn`
+(``sinkhorn.py``), :func:`entropic_partial_cost` and :func:`solve_partial_batch` below.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from puaudit_jax.ot import exact as exact_lib
+from puaudit_jax.ot.geometry import Geometry
+from puaudit_jax.ot.problem import PartialProblem, validate
+from puaudit_jax.ot.sinkhorn import PartialSinkhorn, SinkhornOutput
+
+METHODS = ("auto", "sinkhorn", "exact")
+#: Default cap on a materialised cost matrix; above it the cosine / callable costs are
+#: computed block by block and the plan is not returned.
+DEFAULT_MEMORY_BUDGET = 1 << 30
+#: The exact solvers are dense float64; refuse to build more than this for a fallback.
+EXACT_MEMORY_LIMIT = 8 << 30
+
+
+@dataclasses.dataclass(frozen=True)
+class PartialOTResult:
+    """Solution of a partial OT problem of size (n, m).
+
+    Attributes:
+      plan: (n, m) transport plan, or None when it was never materialised (blocked mode).
+      row_mass: (n,) G 1, mass sent by each source point (<= a).
+      col_mass: (m,) G^T 1, mass received by each target point (<= b); PUAudit's score
+        before normalisation (seed §3.3, s_j).
+      cost: <C, G>, the transport cost (no entropy term).
+      mass: 1^T G 1 (= m up to ``marginal_error``).
+      marginal_error: sum(max(0, G 1 - a)) + sum(max(0, G^T 1 - b)) + |1^T G 1 - m|.
+      iterations: Sinkhorn iterations (0 for the exact solver).
+      converged: whether the solver that produced the result met its stopping criterion.
+      method: "sinkhorn", "exact-emd" or "exact-highs".
+      fallback_reason: why "auto" fell back to the exact solver, else None.
+      epsilon: entropic regularisation of the result (None for exact).
+      reg_cost: regularised (dual) cost for Sinkhorn results, else None.
+      blocked: whether the cost matrix was computed block by block.
+    """
+
+    plan: np.ndarray | None
+    row_mass: np.ndarray
+    col_mass: np.ndarray
+    cost: float
+    mass: float
+    marginal_error: float
+    iterations: int
+    converged: bool
+    method: str
+    fallback_reason: str | None = None
+    epsilon: float | None = None
+    reg_cost: float | None = None
+    blocked: bool = False
+
+
+def _violation(row, col, a, b, m) -> float:
+    return float(np.maximum(row - a, 0).sum() + np.maximum(col - b, 0).sum() + abs(row.sum() - m))
+
+
+@functools.partial(jax.jit, static_argnames=("solver", "cost", "block_size", "with_plan"))
+def _run_points(x, y, a, b, m, *, solver, cost, block_size, with_plan):
+    geom = Geometry.from_points(x, y, cost, block_size=block_size)
+    out = solver(PartialProblem(geom, a, b, m))
+    plan = geom.plan(out.f, out.g, out.epsilon) if with_plan else None
+    return out, plan
+
+
+@functools.partial(jax.jit, static_argnames=("solver", "with_plan"))
+def _run_matrix(C, a, b, m, *, solver, with_plan):
+    geom = Geometry.from_matrix(C)
+    out = solver(PartialProblem(geom, a, b, m))
+    plan = geom.plan(out.f, out.g, out.epsilon) if with_plan else None
+    return out, plan
+
+
+def _dense_cost_np(x, y, matrix, cost) -> np.ndarray:
+    """The float64 cost matrix for the exact solvers (same definition as Geometry)."""
+    if matrix is not None:
+        return matrix
+    with jax.enable_x64(True):
+        geom = Geometry.from_points(jnp.asarray(x, jnp.float64), jnp.asarray(y, jnp.float64), cost)
+        return np.asarray(geom.matrix)
+
+
+def solve_partial(
+    x,
+    y,
+    m: float,
+    *,
+    a=None,
+    b=None,
+    cost: str | Callable | np.ndarray = "cosine",
+    method: str = "auto",
+    epsilon: float = 0.01,
+    tol: float = 1e-4,
+    max_iter: int = 5000,
+    eps_decay: float | None = None,
+    dtype: str = "float32",
+    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    block_size: int | None = None,
+    return_plan: bool = True,
+    exact_backend: str = "emd",
+) -> PartialOTResult:
+    """Solve min <C, G> s.t. G >= 0, G 1 <= a, G^T 1 <= b, 1^T G 1 = m.
+
+    Args:
+      x: (n, d) source points (PUAudit: the denoised positives' difference embeddings).
+      y: (k, d) target points (the unlabelled pool). Rows need not be normalised for
+        the cosine cost. Pass ``x = y = None`` with ``cost`` an (n, k) matrix.
+      m: mass to transport, 0 < m <= min(|a|, |b|).
+      a, b: nonnegative weights, default uniform 1/n and 1/k.
+      cost: "cosine" (1 - cos, in [0, 2]), "sqeuclidean", a callable
+        ``fn(x_block, y_block) -> (bx, by)``, or a precomputed (n, k) matrix.
+      method: "sinkhorn" (entropic), "exact" (LP), or "auto" (Sinkhorn, then the exact
+        solver when Sinkhorn did not converge or produced non-finite values).
+      epsilon, tol, max_iter, eps_decay: Sinkhorn settings (see ``PartialSinkhorn``);
+        epsilon is in cost units.
+      dtype: "float32" or "float64" for Sinkhorn (the exact solvers are float64).
+      memory_budget: bytes allowed for a materialised cost matrix; above it the cost is
+        computed block by block (cosine / sqeuclidean / callable costs only).
+      block_size: force blocked mode with this many rows per block.
+      return_plan: materialise the (n, k) plan when the cost matrix is materialised.
+      exact_backend: "emd" (POT network simplex) or "highs" (scipy LP; small problems).
+    Returns:
+      :class:`PartialOTResult`.
+    Raises:
+      ValueError naming the argument for bad input (see ``problem.validate``).
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    if dtype not in ("float32", "float64"):
+        raise ValueError(f"dtype must be 'float32' or 'float64'; got {dtype!r}")
+    if not (epsilon > 0 and np.isfinite(epsilon)):
+        raise ValueError(f"epsilon must be positive and finite; got {epsilon!r}")
+    if not tol > 0:
+        raise ValueError(f"tol must be positive; got {tol!r}")
+    x, y, matrix, a, b, m = validate(x, y, m, a=a, b=b, cost=cost, dtype=np.float64)
+    n, k = (matrix.shape if matrix is not None else (x.shape[0], y.shape[0]))
+    itemsize = np.dtype(dtype).itemsize
+
+    if method == "exact":
+        return _exact(x, y, matrix, cost, a, b, m, exact_backend, return_plan, None)
+
+    if block_size is None and matrix is None and n * k * itemsize > memory_budget:
+        block_size = max(1, min(1024, memory_budget // (4 * max(n, k) * itemsize)))
+    blocked = block_size is not None and matrix is None
+    solver = PartialSinkhorn(epsilon=float(epsilon), tol=float(tol), max_iter=int(max_iter),
+                             eps_decay=eps_decay)
+    with_plan = return_plan and not blocked
+    with jax.enable_x64(dtype == "float64"):
+        jd = jnp.dtype(dtype)
+        args = (jnp.asarray(a, jd), jnp.asarray(b, jd), jnp.asarray(m, jd))
+        if matrix is not None:
+            out, plan = _run_matrix(jnp.asarray(matrix, jd), *args, solver=solver, with_plan=with_plan)
+        else:
+            out, plan = _run_points(jnp.asarray(x, jd), jnp.asarray(y, jd), *args, solver=solver,
+                                    cost=cost, block_size=block_size if blocked else None,
+                                    with_plan=with_plan)
+        out = jax.tree.map(np.asarray, out)
+        plan = None if plan is None else np.asarray(plan)
+    result = _from_sinkhorn(out, plan, a, b, m, blocked)
+
+    if method == "auto":
+        reason = None
+        finite = np.isfinite(result.cost) and np.all(np.isfinite(result.col_mass))
+        if not finite:
+            reason = "Sinkhorn produced non-finite values"
+        elif not result.converged:
+            reason = (f"Sinkhorn did not converge in {result.iterations} iterations "
+                      f"(marginal error {float(out.marginal_error):.3g} > tol {tol:g})")
+        if reason is not None:
+            if n * k * 8 > EXACT_MEMORY_LIMIT:
+                return dataclasses.replace(
+                    result, fallback_reason=reason + "; exact fallback skipped: the dense "
+                    f"{n}x{k} float64 problem exceeds {EXACT_MEMORY_LIMIT >> 30} GiB")
+            return _exact(x, y, matrix, cost, a, b, m, exact_backend, return_plan, reason)
+    return result
+
+
+def _from_sinkhorn(out: SinkhornOutput, plan, a, b, m, blocked) -> PartialOTResult:
+    row = np.asarray(out.row_mass, np.float64)
+    col = np.asarray(out.col_mass, np.float64)
+    return PartialOTResult(
+        plan=plan, row_mass=row, col_mass=col, cost=float(out.cost), mass=float(out.mass),
+        marginal_error=_violation(row, col, a, b, m), iterations=int(out.iterations),
+        converged=bool(out.converged), method="sinkhorn", epsilon=float(out.epsilon),
+        reg_cost=float(out.reg_cost), blocked=blocked)
+
+
+def _exact(x, y, matrix, cost, a, b, m, backend, return_plan, reason) -> PartialOTResult:
+    C = _dense_cost_np(x, y, matrix, cost)
+    out = exact_lib.solve_exact(C, a, b, m, backend=backend)
+    row, col = out.plan.sum(1), out.plan.sum(0)
+    return PartialOTResult(
+        plan=out.plan if return_plan else None, row_mass=row, col_mass=col, cost=out.cost,
+        mass=float(row.sum()), marginal_error=_violation(row, col, a, b, m), iterations=0,
+        converged=out.warning is None and bool(np.isfinite(out.cost)),
+        method=f"exact-{out.backend}", fallback_reason=reason)
+
+
+def entropic_partial_cost(x, y, m, *, a=None, b=None, cost="cosine",
+                          solver: PartialSinkhorn = PartialSinkhorn(),
+                          block_size: int | None = None) -> jax.Array:
+    """Regularised partial OT cost (dual objective), jittable and differentiable in x, y.
+
+    No input validation (call inside ``jax.grad`` / ``jax.jit``); weights default to uniform.
+    """
+    a = jnp.full(x.shape[0], 1.0 / x.shape[0], x.dtype) if a is None else a
+    b = jnp.full(y.shape[0], 1.0 / y.shape[0], y.dtype) if b is None else b
+    geom = Geometry.from_points(x, y, cost, block_size=block_size)
+    return solver(PartialProblem(geom, a, b, jnp.asarray(m, x.dtype))).reg_cost
+
+
+def solve_partial_batch(xs, ys, m, *, cost="cosine", solver: PartialSinkhorn | None = None,
+                        block_size: int | None = None) -> SinkhornOutput:
+    """``jax.vmap`` of the Sinkhorn solver over a batch of same-shaped problems.
+
+    xs: (B, n, d), ys: (B, k, d), m: scalar or (B,). Uniform weights. Returns a batched
+    :class:`SinkhornOutput` (leading axis B). Under vmap ``lax.cond`` evaluates both
+    branches, so the default solver here uses the stable two-pass reductions only.
+    """
+    solver = solver or PartialSinkhorn(one_pass=False)
+    m = jnp.broadcast_to(jnp.asarray(m, xs.dtype), xs.shape[:1])
+
+    def one(x, y, mm):
+        a = jnp.full(x.shape[0], 1.0 / x.shape[0], x.dtype)
+        b = jnp.full(y.shape[0], 1.0 / y.shape[0], y.dtype)
+        geom = Geometry.from_points(x, y, cost, block_size=block_size)
+        return solver(PartialProblem(geom, a, b, mm))
+
+    return jax.jit(jax.vmap(one))(xs, ys, m)
