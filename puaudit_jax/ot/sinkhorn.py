@@ -72,8 +72,8 @@ class _LogState(NamedTuple):
 
 class _ScalingState(NamedTuple):
     pots: tuple          # absorbed potentials (F (n,), G (m,), Fd (), Gd ())
-    scal: tuple          # scalings (u (n,), v (m,), ud (), vd ())
-    kernel: tuple        # (K~ (n, m), Srow (n,), Scol (m,)) at the absorbed potentials
+    scal: tuple          # scalings (u (n,), v (m,), ud (), vd ()); ones between epochs
+    kernel: tuple        # unused (the kernel lives inside an epoch): kept empty
     it: jax.Array
     err: jax.Array
     eps: jax.Array       # epsilon the kernel was built with
@@ -158,6 +158,14 @@ class PartialSinkhorn:
       mode: "scaling", "log", or "auto" (scaling for dense geometries, log when blocked).
       one_pass: log mode: one-pass reductions with stable fallback (False = always stable).
       absorb_threshold: scaling mode: absorb when a scaling leaves [1/T, T].
+      entropy: "augmented" (default, the problem in the module docstring) or "plan":
+        min <C, G> + eps sum G (log G - 1) s.t. G 1 <= a, G^T 1 <= b, 1^T G 1 = m, the
+        objective of POT's ``entropic_partial_wasserstein`` (entropy of the plan only, no
+        slack terms). Solved by exact block-coordinate ascent on its dual,
+        max_{f <= 0, g <= 0, lam} <f, a> + <g, b> + lam m - eps sum exp((f + g + lam - C) / eps),
+        in the log domain (the clamps f, g <= 0 are the inequality multipliers). The output
+        potentials then satisfy G = exp((f + g - C) / eps) with lam split between f and g,
+        and fd = gd = -inf (no slack entries).
     """
 
     epsilon: float = 0.01
@@ -169,10 +177,13 @@ class PartialSinkhorn:
     mode: str = "auto"
     one_pass: bool = True
     absorb_threshold: float = 1e6
+    entropy: str = "augmented"
 
     def __post_init__(self):
         if self.mode not in ("auto", "scaling", "log"):
             raise ValueError(f"mode must be 'auto', 'scaling' or 'log'; got {self.mode!r}")
+        if self.entropy not in ("augmented", "plan"):
+            raise ValueError(f"entropy must be 'augmented' or 'plan'; got {self.entropy!r}")
 
     def _epsilon_at(self, it, eps0):
         if self.eps_decay is None:
@@ -192,6 +203,8 @@ class PartialSinkhorn:
                         _log_mass(mass_row_d), _log_mass(mass_col_d))
         eps0 = jnp.asarray(self.eps_init if self.eps_init is not None else geom.max_abs_cost(), dtype)
         eps0 = jnp.maximum(eps0, self.epsilon) if self.eps_decay is not None else eps0
+        if self.entropy == "plan":
+            return self._run_plan_entropy(prob, geom, tg, eps0)
         if init is None:
             f, g = jnp.zeros(n, dtype), jnp.zeros(k, dtype)
             fd = jnp.where(jnp.isfinite(tg.log_rd), 0.0, -jnp.inf).astype(dtype)
@@ -221,7 +234,10 @@ class PartialSinkhorn:
             return *stable(None), jnp.array(1, jnp.int32)
         real = geom.log_sum_exp(u, v, eps, axis, stable=False)
         total = jnp.logaddexp(real, log_other)
+        # Redo stably when a marginal underflows, or when the whole real block does (the
+        # mass step then has nothing to rescale: typical of the first step at small eps).
         bad = ~jnp.all(jnp.isfinite(total) & (total > tiny) & (real < jnp.inf))
+        bad = bad | jnp.all(real == -jnp.inf)
         real, total = jax.lax.cond(bad, stable, lambda _: (real, total), None)
         return real, total, bad.astype(jnp.int32)
 
@@ -241,10 +257,10 @@ class PartialSinkhorn:
         log_c_d = jax.nn.logsumexp((f + gd) / eps)
         g_new = _step(g, tg.log_b, log_c, eps)
         gd = _step(gd, tg.log_cd, log_c_d, eps)
-        # Mass step: real block sums after the column update are exp(log_c_real) b / c.
-        real_mass = jnp.sum(jnp.exp(log_c_real + tg.log_b - log_c))
-        t = jnp.where((real_mass > 0) & jnp.isfinite(real_mass),
-                      0.5 * eps * (jnp.log(tg.m) - jnp.log(real_mass)), 0.0)
+        # Mass step: real block sums after the column update are exp(log_c_real) b / c. In
+        # logs: early on (small eps, far from feasible) the real mass can be e^-200.
+        log_real_mass = jax.nn.logsumexp(log_c_real + tg.log_b - log_c)
+        t = jnp.where(jnp.isfinite(log_real_mass), 0.5 * eps * (jnp.log(tg.m) - log_real_mass), 0.0)
         return _recentre((f + t, g_new + t, fd - t, gd - t)), err, st1 + st2
 
     def _run_log(self, geom, tg, pots, eps0):
@@ -259,6 +275,37 @@ class PartialSinkhorn:
         s = jax.lax.while_loop(lambda s: ~self._done(s.it, s.eps, s.err), body, s)
         return s.f, s.g, s.fd, s.gd, s.it, s.err, s.eps, s.stable_steps
 
+    # ------------------------------------------------------------------ plan entropy
+    def _run_plan_entropy(self, prob, geom, tg, eps0):
+        dtype = eps0.dtype
+        n, k = geom.shape
+        ninf = jnp.asarray(-jnp.inf, dtype)
+
+        def side(pot, other, lam, log_cap, axis, eps):
+            """Clamped update of one side, then the exact lam update; returns the KKT error."""
+            u, v = (pot + lam, other) if axis == 1 else (other, pot + lam)
+            log_s, _, _ = self._reduce(geom, u, v, eps, axis, ninf)
+            err = _kkt_caps(pot, jnp.exp(log_s), jnp.exp(log_cap))
+            new = jnp.minimum(0.0, pot + eps * (log_cap - log_s))
+            log_mass = jax.nn.logsumexp(log_s + (new - pot) / eps)
+            return new, lam + eps * (jnp.log(tg.m) - log_mass), err, log_mass
+
+        def body(s: _LogState) -> _LogState:
+            eps = self._epsilon_at(s.it, eps0)
+            f, lam, err_r, log_mass = side(s.f, s.g, s.fd, tg.log_a, 1, eps)
+            g, lam, _, _ = side(s.g, f, lam, tg.log_b, 0, eps)
+            err = err_r + jnp.abs(jnp.exp(log_mass) - tg.m)
+            return _LogState(f, g, lam, s.gd, s.it + 1, err, eps, s.stable_steps)
+
+        zero = jnp.array(0, jnp.int32)
+        s = _LogState(jnp.zeros(n, dtype), jnp.zeros(k, dtype), jnp.zeros((), dtype),
+                      jnp.zeros((), dtype), zero, jnp.asarray(jnp.inf, dtype),
+                      self._epsilon_at(zero, eps0), zero)
+        s = jax.lax.while_loop(lambda s: ~self._done(s.it, s.eps, s.err), body, s)
+        converged = (s.eps <= self.epsilon) & (s.err < self.tol)
+        return _plan_entropy_finalise(prob, s.f, s.g, s.fd, jnp.asarray(self.epsilon, dtype),
+                                      s.it, converged)
+
     # ------------------------------------------------------------------ scaling domain
     @staticmethod
     def _kernel(geom, pots, eps):
@@ -272,22 +319,17 @@ class PartialSinkhorn:
         return _recentre(tuple(p + eps * _safe_log(s) for p, s in zip(pots, scal)))
 
     def _run_scaling(self, geom, tg, pots, eps0):
+        """Outer loop: absorb scalings, rebuild the kernel (one exp pass). Inner loop:
+        scaling iterations against that fixed kernel until convergence, a change of eps,
+        a scaling outside [1/T, T], or a non-finite update (then the last good scalings
+        are absorbed and one stable log-domain iteration is taken)."""
         dtype = eps0.dtype
+        log_t = jnp.log(jnp.asarray(self.absorb_threshold, dtype))
         ones = (jnp.ones_like(pots[0]), jnp.ones_like(pots[1]),
                 jnp.ones((), dtype), jnp.ones((), dtype))
 
-        def rebuild(pots, eps, it, err, stable_steps):
-            return _ScalingState(pots, ones, self._kernel(geom, pots, eps), it, err, eps,
-                                 stable_steps)
-
-        def rescue(s: _ScalingState) -> _ScalingState:
-            # Absorb, take one stable log-domain iteration, rebuild the kernel.
-            pots = self._absorbed(s.pots, s.scal, s.eps)
-            pots, err, _ = self._log_iteration(geom, tg, pots, s.eps, stable_only=True)
-            return rebuild(pots, s.eps, s.it + 1, err, s.stable_steps + 1)
-
-        def iteration(s: _ScalingState):
-            (K, srow, scol), (u, v, ud, vd) = s.kernel, s.scal
+        def iteration(kernel, scal):
+            (K, srow, scol), (u, v, ud, vd) = kernel, scal
             Kv = jnp.dot(K, v, precision=_HIGHEST)
             rows = Kv + srow * vd
             dummy_row = jnp.dot(scol, v)
@@ -300,37 +342,75 @@ class PartialSinkhorn:
             c = jnp.sqrt(tg.m / jnp.dot(v, KTu))      # mass step, see the module docstring
             return (u * c, v * c, ud / c, vd / c), err
 
-        log_t = jnp.log(jnp.asarray(self.absorb_threshold, dtype))
-
-        def body(s: _ScalingState) -> _ScalingState:
-            eps = self._epsilon_at(s.it, eps0)
-            s = jax.lax.cond(eps != s.eps,
-                             lambda s: rebuild(self._absorbed(s.pots, s.scal, s.eps), eps,
-                                               s.it, s.err, s.stable_steps),
-                             lambda s: s, s)
-            scal, err = iteration(s)
+        def healthy(scal, err):
             u, v, ud, vd = scal
-            ok = (jnp.all(jnp.isfinite(u) & (u > 0)) & jnp.all(jnp.isfinite(v) & (v > 0))
-                  & jnp.isfinite(ud) & jnp.isfinite(vd) & jnp.isfinite(err))
-            big = jnp.maximum(jnp.max(jnp.abs(jnp.log(u))), jnp.max(jnp.abs(jnp.log(v)))) > log_t
-            new = s._replace(scal=scal, it=s.it + 1, err=err)
+            return (jnp.all(jnp.isfinite(u) & (u > 0)) & jnp.all(jnp.isfinite(v) & (v > 0))
+                    & jnp.isfinite(ud) & jnp.isfinite(vd) & jnp.isfinite(err))
 
-            def absorb(s):
-                return rebuild(self._absorbed(s.pots, s.scal, s.eps), s.eps, s.it, s.err,
-                               s.stable_steps)
+        def epoch(s: _ScalingState) -> _ScalingState:
+            eps = self._epsilon_at(s.it, eps0)
+            kernel = self._kernel(geom, s.pots, eps)
 
-            return jax.lax.cond(ok, lambda _: jax.lax.cond(big, absorb, lambda t: t, new),
-                                lambda _: rescue(s), None)
+            def inner_cond(c):
+                scal, _, it, err, ok = c
+                u, v = scal[0], scal[1]
+                in_range = jnp.maximum(jnp.max(jnp.abs(jnp.log(u))),
+                                       jnp.max(jnp.abs(jnp.log(v)))) <= log_t
+                same_eps = self._epsilon_at(it, eps0) == eps
+                return ok & in_range & same_eps & ~self._done(it, eps, err)
+
+            def inner_body(c):
+                scal, _, it, err, _ = c
+                new, new_err = iteration(kernel, scal)
+                ok = healthy(new, new_err)
+                # On a bad update keep the last good scalings (the outer loop rescues).
+                return (jax.tree.map(lambda a, b: jnp.where(ok, a, b), new, scal), scal,
+                        it + ok.astype(jnp.int32), jnp.where(ok, new_err, err), ok)
+
+            scal, _, it, err, ok = jax.lax.while_loop(
+                inner_cond, inner_body, (ones, ones, s.it, s.err, jnp.array(True)))
+            pots = self._absorbed(s.pots, scal, eps)
+
+            def rescue(pots):
+                pots, err, _ = self._log_iteration(geom, tg, pots, eps, stable_only=True)
+                return pots, err
+
+            pots, err = jax.lax.cond(ok, lambda p: (p, err), rescue, pots)
+            bad = (~ok).astype(jnp.int32)
+            return _ScalingState(pots, ones, (), it + bad, err, eps, s.stable_steps + bad)
 
         zero = jnp.array(0, jnp.int32)
         eps = self._epsilon_at(zero, eps0)
         # A first stable log-domain iteration makes the plan nearly feasible, so the kernel
         # built from it neither overflows nor underflows whole rows, whatever eps.
         pots, err, _ = self._log_iteration(geom, tg, pots, eps, stable_only=True)
-        s = rebuild(pots, eps, jnp.array(1, jnp.int32), err, jnp.array(1, jnp.int32))
-        s = jax.lax.while_loop(lambda s: ~self._done(s.it, s.eps, s.err), body, s)
-        f, g, fd, gd = self._absorbed(s.pots, s.scal, s.eps)
+        s = _ScalingState(pots, ones, (), jnp.array(1, jnp.int32), err, eps,
+                          jnp.array(1, jnp.int32))
+        s = jax.lax.while_loop(lambda s: ~self._done(s.it, s.eps, s.err), epoch, s)
+        f, g, fd, gd = s.pots
         return f, g, fd, gd, s.it, s.err, s.eps, s.stable_steps
+
+
+def _plan_entropy_finalise(prob, f, g, lam, eps, iterations, converged) -> SinkhornOutput:
+    """Outputs for entropy="plan": G = exp((f + g + lam - C) / eps), no slack entries."""
+    f, g, lam = (jax.lax.stop_gradient(t) for t in (f, g, lam))
+    geom = prob.geom
+    fo, go = f + 0.5 * lam, g + 0.5 * lam
+    row_mass, col_mass, cost = geom.plan_sums(fo, go, eps)
+    mass = jnp.sum(row_mass)
+    err = (_kkt_caps(f, row_mass, prob.a) + _kkt_caps(g, col_mass, prob.b)
+           + jnp.abs(mass - prob.m))
+    reg_cost = jnp.dot(f, prob.a) + jnp.dot(g, prob.b) + lam * prob.m - eps * mass
+    ninf = jnp.asarray(-jnp.inf, f.dtype)
+    return SinkhornOutput(
+        f=fo, g=go, fd=ninf, gd=ninf, row_mass=row_mass, col_mass=col_mass, cost=cost,
+        reg_cost=reg_cost, mass=mass, marginal_error=err, iterations=iterations,
+        converged=converged, stable_steps=jnp.array(0, jnp.int32), epsilon=eps)
+
+
+def _kkt_caps(pot, sums, cap):
+    """KKT residual of the caps sums <= cap with multiplier -pot >= 0: tight where pot < 0."""
+    return jnp.sum(jnp.where(pot < 0, jnp.abs(sums - cap), jnp.maximum(sums - cap, 0.0)))
 
 
 def _finalise(prob, f, g, fd, gd, eps, iterations, converged, stable_steps) -> SinkhornOutput:

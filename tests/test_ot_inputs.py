@@ -1,0 +1,116 @@
+"""Bad input raises ValueError naming the argument; property tests of the constraints."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from puaudit_jax.ot import PartialSinkhorn, solve_partial
+
+rng = np.random.default_rng(0)
+X, Y = rng.normal(size=(5, 3)), rng.normal(size=(7, 3))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(m=0.0), r"m must lie in \(0, min"),
+    (dict(m=-0.1), r"m must lie in \(0, min"),
+    (dict(m=1.5), r"m must lie in \(0, min"),
+    (dict(m=float("nan")), r"m must lie in"),
+    (dict(m="half"), r"m must be a number"),
+    (dict(m=0.6, a=np.full(5, 0.1)), r"\(0, 0.5\]"),
+    (dict(x=np.vstack([X[:4], [np.nan, 0, 0]])), r"x contains NaN or inf \(first at index \[4, 0\]\)"),
+    (dict(y=np.vstack([Y[:6], [0, np.inf, 0]])), r"y contains NaN or inf"),
+    (dict(x=np.vstack([X[:4], [0, 0, 0]])), r"x row 4 is a zero vector"),
+    (dict(y=np.vstack([[0, 0, 0], Y[1:]])), r"y row 0 is a zero vector"),
+    (dict(y=rng.normal(size=(7, 4))), r"dimension mismatch: x has d=3, y has d=4"),
+    (dict(x=X[0]), r"x must be 2-D"),
+    (dict(x=np.zeros((0, 3))), r"x: empty point cloud"),
+    (dict(a=-np.full(5, 0.2)), r"a has negative entries"),
+    (dict(b=np.zeros(7)), r"b sums to zero"),
+    (dict(a=np.full(4, 0.25)), r"a must have shape \(5,\)"),
+    (dict(a=np.array([0.2, 0.2, np.nan, 0.2, 0.2])), r"a contains NaN"),
+    (dict(cost="manhattan"), r"cost must be 'cosine', 'sqeuclidean'"),
+    (dict(method="lp"), r"method must be one of"),
+    (dict(epsilon=0.0), r"epsilon must be positive"),
+    (dict(dtype="float16"), r"dtype must be"),
+])
+def test_bad_input_names_the_argument(kwargs, match):
+    args = dict(x=X, y=Y, m=0.5)
+    args.update(kwargs)
+    x, y, m = args.pop("x"), args.pop("y"), args.pop("m")
+    with pytest.raises(ValueError, match=match):
+        solve_partial(x, y, m, **args)
+
+
+def test_zero_rows_are_fine_for_sqeuclidean():
+    x = np.vstack([X[:4], [0, 0, 0]])
+    assert solve_partial(x, Y, 0.5, cost="sqeuclidean", method="exact").mass == pytest.approx(0.5)
+
+
+def test_bad_cost_matrix():
+    with pytest.raises(ValueError, match="cost contains NaN"):
+        solve_partial(None, None, 0.5, cost=np.array([[0.0, np.nan], [1.0, 2.0]]))
+    with pytest.raises(ValueError, match="cost matrix must be 2-D"):
+        solve_partial(None, None, 0.5, cost=np.ones(3))
+    with pytest.raises(ValueError, match="does not match x rows"):
+        solve_partial(X, None, 0.5, cost=np.ones((4, 7)))
+
+
+def test_bad_solver_settings():
+    with pytest.raises(ValueError, match="mode must be"):
+        PartialSinkhorn(mode="fast")
+    with pytest.raises(ValueError, match="entropy must be"):
+        PartialSinkhorn(entropy="kl")
+
+
+def test_m_at_the_full_mass_is_accepted():
+    res = solve_partial(X, Y, 1.0, method="sinkhorn", epsilon=0.05, tol=1e-6)
+    assert res.converged and res.mass == pytest.approx(1.0, abs=1e-5)
+    np.testing.assert_allclose(res.row_mass, 0.2, atol=1e-5)      # every row is saturated
+
+
+problems = st.tuples(
+    st.integers(2, 9), st.integers(2, 9), st.integers(1, 4),
+    st.floats(0.02, 1.0), st.booleans(), st.integers(0, 2**31 - 1))
+
+
+@settings(max_examples=40, deadline=None)
+@given(problems)
+def test_exact_plan_satisfies_the_constraints(p):
+    n, k, d, m_frac, uniform, seed = p
+    r = np.random.default_rng(seed)
+    x, y = r.normal(size=(n, d)), r.normal(size=(k, d))
+    a = np.full(n, 1 / n) if uniform else r.random(n) + 0.05
+    b = np.full(k, 1 / k) if uniform else r.random(k) + 0.05
+    m = m_frac * min(a.sum(), b.sum())
+    res = solve_partial(x, y, m, a=a, b=b, cost="sqeuclidean", method="exact")
+    assert np.all(res.plan >= -1e-15)
+    assert np.all(res.row_mass <= a + 1e-12) and np.all(res.col_mass <= b + 1e-12)
+    assert res.mass == pytest.approx(m, abs=1e-10)
+    # Optimality against the LP written directly (no dummy points).
+    lp = solve_partial(x, y, m, a=a, b=b, cost="sqeuclidean", method="exact", exact_backend="highs")
+    assert res.cost == pytest.approx(lp.cost, abs=1e-7 * max(1.0, abs(lp.cost)))
+
+
+# A few fixed shapes: each new shape is a new compilation of the jitted solver.
+sinkhorn_problems = st.tuples(
+    st.sampled_from([(3, 4), (7, 5)]), st.floats(0.02, 1.0), st.booleans(),
+    st.integers(0, 2**31 - 1))
+
+
+@settings(max_examples=30, deadline=None)
+@given(sinkhorn_problems)
+def test_sinkhorn_plan_satisfies_the_constraints(p):
+    (n, k), m_frac, uniform, seed = p
+    d = 3
+    r = np.random.default_rng(seed)
+    x, y = r.normal(size=(n, d)), r.normal(size=(k, d))
+    a = np.full(n, 1 / n) if uniform else (r.random(n) + 0.05) / n
+    b = np.full(k, 1 / k) if uniform else (r.random(k) + 0.05) / k
+    m = m_frac * min(a.sum(), b.sum())
+    res = solve_partial(x, y, m, a=a, b=b, method="sinkhorn", epsilon=0.05, tol=1e-9,
+                        max_iter=50_000, dtype="float64")
+    assert res.converged
+    assert res.marginal_error < 1e-7
+    assert np.all(res.plan >= 0) and abs(res.mass - m) < 1e-8
+    exact = solve_partial(x, y, m, a=a, b=b, method="exact")
+    assert res.cost >= exact.cost - 1e-7       # a feasible plan cannot beat the optimum
