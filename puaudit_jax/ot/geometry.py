@@ -127,7 +127,11 @@ class Geometry:
                 u: jax.Array) -> jax.Array:
         """Apply ``body(cost_block, u_block) -> (block, ...)`` over blocks of rows (axis=1
         reductions) or columns (axis=0 reductions) and concatenate; ``u`` is sliced alongside.
-        Each cost block has the reduced axis last."""
+        Each cost block has the reduced axis last.
+
+        Blocks are read with dynamic slices inside a ``fori_loop``: slicing and reshaping the
+        point cloud into (blocks, block_size, d) would copy it at every call site.
+        """
         pts, other = (self.x, self.y) if axis == 1 else (self.y, self.x)
         n, bs = pts.shape[0], self.block_size
         nb, rem = divmod(n, bs)
@@ -138,10 +142,15 @@ class Geometry:
 
         out = []
         if nb:
-            pb = pts[: nb * bs].reshape(nb, bs, pts.shape[1])
-            ubb = u[: nb * bs].reshape(nb, bs)
-            mapped = jax.lax.map(lambda args: one(*args), (pb, ubb))
-            out.append(mapped.reshape((nb * bs,) + mapped.shape[2:]))
+            shape = jax.eval_shape(one, pts[:bs], u[:bs])
+
+            def step(i, acc):
+                p = jax.lax.dynamic_slice_in_dim(pts, i * bs, bs)
+                ub = jax.lax.dynamic_slice_in_dim(u, i * bs, bs)
+                return jax.lax.dynamic_update_slice_in_dim(acc, one(p, ub), i * bs, axis=0)
+
+            init = jnp.zeros((nb * bs,) + shape.shape[1:], shape.dtype)
+            out.append(jax.lax.fori_loop(0, nb, step, init))
         if rem:
             out.append(one(pts[nb * bs:], u[nb * bs:]))
         return out[0] if len(out) == 1 else jnp.concatenate(out)
