@@ -1,0 +1,128 @@
+"""Judge x model score matrices from pairwise verdicts of several judges.
+
+The verdict table of this package is long: one row per (judge, comparison) with columns
+``judge`` (the judge's *name*), ``model_a``, ``model_b``, ``winner`` (A | B | tie), optional ``weight``.
+(In the project's comparison tables ``judge`` holds the verdict; :func:`verdicts_from_comparisons`
+converts such a table, for one named judge, into this form.)
+
+:func:`score_matrices` fits Bradley-Terry (or online Elo) per judge on a common model list and
+returns the judges x models matrix of Elo points (rows = judges in first-seen order, columns =
+models), the per-judge fits, and bootstrap intervals on request.
+
+Bundled real sets in this form: :func:`llmfao_verdicts` (crowd, GPT-4, GPT-3.5 on the 2,139 crowd
+pairs over 59 models) and :func:`mtbench_verdicts` (MT-Bench expert/author votes and GPT-4 over 6
+models). Rows that cannot enter a Bradley-Terry fit (a missing verdict) are excluded with a count
+kept in ``table.attrs["excluded"]`` -- never silently.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from ..datasets import data_path, load_bundled, normalize_verdict
+from .bradley_terry import BTConfig, bootstrap_bt, fit_bt
+from .elo import EloConfig, online_elo
+
+VERDICT_COLUMNS = ("judge", "model_a", "model_b", "winner")
+
+
+def verdicts_from_comparisons(table: pd.DataFrame, judge_name: str, *, verdict_col: str = "judge") -> pd.DataFrame:
+    """A comparison table (model_a, model_b, and a verdict column in A | B | tie | missing) -> long
+    verdicts of one judge named ``judge_name``. Missing verdicts are excluded; their count is in
+    ``attrs["excluded"]``."""
+    for col in ("model_a", "model_b", verdict_col):
+        if col not in table.columns:
+            raise ValueError(f"comparison table lacks column {col!r}")
+    verdict = table[verdict_col].astype(str)
+    missing = verdict == "missing"
+    out = pd.DataFrame({"judge": judge_name, "model_a": table.loc[~missing, "model_a"].astype(str).to_numpy(),
+                        "model_b": table.loc[~missing, "model_b"].astype(str).to_numpy(),
+                        "winner": verdict[~missing].to_numpy()})
+    out.attrs["excluded"] = {judge_name: {"missing verdict": int(missing.sum())}} if missing.any() else {}
+    return out
+
+
+def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    out = pd.concat(parts, ignore_index=True)
+    out.attrs["excluded"] = {k: v for p in parts for k, v in p.attrs.get("excluded", {}).items()}
+    return out
+
+
+def llmfao_verdicts(crowd: str = "votes") -> pd.DataFrame:
+    """LLMFAO verdicts of three judges on the 2,139 crowd-voted pairs (59 models).
+
+    crowd="votes": every one of the 8,931 crowd votes is a comparison of judge "crowd" (left -> A,
+    right -> B), read from ``crowd-comparisons.csv``; crowd="plurality": one verdict per pair, the
+    project's plurality aggregation (``human`` of :func:`load_bundled`). Judges "gpt4" and "gpt3"
+    (GPT-3.5): one verdict per pair. Model names are the LLMFAO display names.
+    """
+    gpt = {name: load_bundled(f"llmfao-{name}") for name in ("gpt4", "gpt3")}
+    parts = []
+    if crowd == "votes":
+        raw = pd.read_csv(data_path("llmfao", "crowd-comparisons.csv"), keep_default_na=False)
+        winner = [normalize_verdict(w, allow_missing=False) for w in raw["winner"]]
+        parts.append(pd.DataFrame({"judge": "crowd", "model_a": raw["left"].astype(str),
+                                   "model_b": raw["right"].astype(str), "winner": winner}))
+    elif crowd == "plurality":
+        parts.append(verdicts_from_comparisons(gpt["gpt4"], "crowd", verdict_col="human"))
+    else:
+        raise ValueError(f"crowd must be 'votes' or 'plurality', got {crowd!r}")
+    for name, table in gpt.items():
+        parts.append(verdicts_from_comparisons(table, name))
+    return _concat(parts)
+
+
+def mtbench_verdicts() -> pd.DataFrame:
+    """MT-Bench: judge "human" (expert/author votes, aggregated per item) and judge "gpt4" over 6 models.
+    The 8 items without a human vote are excluded from the human judge (counted in attrs)."""
+    table = load_bundled("mtbench")
+    return _concat([verdicts_from_comparisons(table, "human", verdict_col="human"),
+                    verdicts_from_comparisons(table, "gpt4")])
+
+
+@dataclass(frozen=True)
+class ScoreMatrices:
+    """scores: judges x models Elo points; fits: per-judge BTResult / EloResult; intervals: per judge a
+    BootstrapResult table (model, elo, lo, hi, se) when asked; method and the config used."""
+
+    scores: pd.DataFrame
+    fits: dict
+    intervals: dict = field(default_factory=dict)
+    method: str = "bt"
+    config: object = None
+    excluded: dict = field(default_factory=dict)
+
+
+def score_matrices(verdicts: pd.DataFrame, *, method: str = "bt", bt: BTConfig = BTConfig(),
+                   elo: EloConfig = EloConfig(), models: list[str] | None = None, n_boot: int = 0,
+                   seed: int = 0) -> ScoreMatrices:
+    """Fit each judge of a long verdict table on one model list (default: all models, first seen).
+
+    method: "bt" (Bradley-Terry, :class:`BTConfig`) or "elo" (online Elo, :class:`EloConfig`).
+    n_boot > 0 adds percentile bootstrap intervals (BT only; seed ``seed + judge position``).
+    A judge that never compared some model raises unless ``bt.ridge > 0``.
+    """
+    missing = [c for c in VERDICT_COLUMNS if c not in verdicts.columns]
+    if missing:
+        raise ValueError(f"verdict table lacks columns {missing} (need {list(VERDICT_COLUMNS)})")
+    if method not in ("bt", "elo"):
+        raise ValueError(f"method must be 'bt' or 'elo', got {method!r}")
+    if models is None:
+        models = list(dict.fromkeys(pd.concat([verdicts["model_a"], verdicts["model_b"]]).astype(str)))
+    fits, intervals, rows = {}, {}, {}
+    for k, (judge, part) in enumerate(verdicts.groupby("judge", sort=False)):
+        try:
+            if method == "bt":
+                fits[judge] = fit_bt(part, bt, models=models)
+                if n_boot:
+                    intervals[judge] = bootstrap_bt(part, bt, n_boot=n_boot, seed=seed + k, models=models).table
+            else:
+                fits[judge] = online_elo(part, elo, models=models)
+        except ValueError as err:
+            raise type(err)(f"judge {judge!r}: {err}") from err
+        rows[judge] = fits[judge].scores
+    scores = pd.DataFrame(rows).T.loc[:, models]
+    scores.index.name, scores.columns.name = "judge", "model"
+    return ScoreMatrices(scores, fits, intervals, method, bt if method == "bt" else elo,
+                         dict(verdicts.attrs.get("excluded", {})))
