@@ -1,0 +1,80 @@
+"""Atomic result writing and the common CLI of the theory modules."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT_OUT = Path("results/theory")
+
+
+def cli(description: str, argv=None) -> argparse.Namespace:
+    """``--quick`` (small sweep, < 1 min) and ``--out DIR`` (default results/theory)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help="small sweep (under a minute)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output directory")
+    parser.add_argument("--seed", type=int, default=0, help="master seed")
+    return parser.parse_args(argv)
+
+
+def _default(o):
+    if dataclasses.is_dataclass(o):
+        return dataclasses.asdict(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, np.bool_):
+        return bool(o)
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"not JSON serialisable: {type(o)}")
+
+
+def _atomic(path: Path, write) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; results are meant to be shared
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def write_json(path: Path, obj) -> Path:
+    """JSON (numpy- and dataclass-aware), written to a temp file and renamed into place."""
+    text = json.dumps(obj, indent=2, default=_default, allow_nan=True)
+    return _atomic(path, lambda fh: fh.write(text.encode()))
+
+
+def write_figure(path: Path, fig) -> Path:
+    """Save a matplotlib figure as PNG atomically and close it."""
+    import matplotlib.pyplot as plt
+
+    out = _atomic(path, lambda fh: fig.savefig(fh, format="png", dpi=110, bbox_inches="tight"))
+    plt.close(fig)
+    return out
+
+
+def new_figure(nrows: int, ncols: int, size=(4.6, 3.6)):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size[0] * ncols, size[1] * nrows),
+                             squeeze=False)
+    return fig, axes
