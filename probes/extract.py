@@ -262,7 +262,7 @@ def encode_ids(pre: Pretrained, seqs, *, layers=-1, pooling: str | None = None, 
         report.n_chunks = len(pieces)
         states = _run_batches(pre, pieces, layer_idx, pooling, batch_size, cap, padding_side, progress)
         weights = np.asarray([len(p) for p in pieces], np.float32)
-        owner = np.asarray(owner)
+        owner = np.asarray(owner, dtype=np.int64)  # an empty list must still index
         out = np.zeros((len(seqs),) + states.shape[1:], np.float32)
         np.add.at(out, owner, states * weights[:, None, None])
         out /= np.bincount(owner, weights=weights, minlength=len(seqs))[:, None, None]

@@ -1,0 +1,181 @@
+"""Step 1 of PUAudit (seed 000 §3.2, Appendix A.4, Algorithm 1 lines 3-6): F(x, o) for both sides.
+
+The audit needs, for every usable comparison, the frozen encoder's embedding of the prompt with
+each response: ``e_a = F(x, o_A)`` and ``e_b = F(x, o_B)``, both (d,). They are held in a
+:class:`PairEmbeddings` (ids + two (n, d) float arrays) and can come from
+
+- a file (``.npz`` with arrays ``id`` (n,), ``a`` (n, d), ``b`` (n, d); see :func:`load_embeddings`),
+- any :data:`Encoder`: a callable ``list[input] -> (n, d) array`` where an input is what
+  :func:`pair_inputs` builds (a string, or a list of chat messages for multi-turn items),
+- the Flax ports in :mod:`probes` through :func:`probes_encoder` (``"minilm"``, ``"smollm2"`` or a
+  local model folder), with probes' content-hash disk cache.
+
+Inputs are the seed's format ``"<|user|>" + x + "<|assistant|>" + o`` (Appendix A.4); for an
+MT-Bench turn-2 item, x is the side's own conversation so far (user turn 1, that model's answer 1,
+user turn 2), so each side is embedded in its own context, as GPT-4 judged it. Identical inputs
+are encoded once (many comparisons share a response).
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .datasets.exclusions import EXCLUDED, item_status
+
+Encoder = Callable[[list], np.ndarray]
+"""A frozen encoder: a list of n inputs (str or chat message lists) -> (n, d) float array."""
+
+
+@dataclass(frozen=True)
+class PairEmbeddings:
+    """F(x, o_A) and F(x, o_B) per comparison id.
+
+    ids: (n,) str; a, b: (n, d) float32. ``source`` says where they came from (for reports).
+    """
+
+    ids: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    source: str = ""
+
+    def __post_init__(self):
+        ids = np.asarray(self.ids).astype(str)
+        a, b = np.asarray(self.a, np.float32), np.asarray(self.b, np.float32)
+        if a.ndim != 2 or a.shape != b.shape or a.shape[0] != ids.shape[0]:
+            raise ValueError(f"embeddings: ids {ids.shape}, a {a.shape}, b {b.shape} do not match "
+                             "(need ids (n,), a and b (n, d))")
+        dup = pd.Index(ids)[pd.Index(ids).duplicated()]
+        if len(dup):
+            raise ValueError(f"embeddings: {len(dup)} repeated ids, e.g. {dup[0]!r}")
+        object.__setattr__(self, "ids", ids)
+        object.__setattr__(self, "a", a)
+        object.__setattr__(self, "b", b)
+
+    @property
+    def dim(self) -> int:
+        return int(self.a.shape[1])
+
+    def take(self, ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(e_a, e_b) rows for ``ids``, in that order; KeyError-free (caller checked coverage)."""
+        pos = pd.Index(self.ids).get_indexer(list(ids))
+        if (pos < 0).any():
+            missing = [i for i, p in zip(ids, pos) if p < 0]
+            raise ValueError(f"embeddings missing for {len(missing)} ids, e.g. {missing[:3]}")
+        return self.a[pos], self.b[pos]
+
+
+def save_embeddings(emb: PairEmbeddings, path: str | Path) -> Path:
+    """Write ``emb`` as .npz (``id``, ``a``, ``b``, ``source``) atomically; returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
+    os.close(fd)
+    try:
+        np.savez(tmp, id=emb.ids, a=emb.a, b=emb.b, source=np.asarray(emb.source))
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def load_embeddings(path: str | Path) -> PairEmbeddings:
+    """Read an .npz written by :func:`save_embeddings` (arrays ``id``, ``a``, ``b``)."""
+    with np.load(path, allow_pickle=False) as data:
+        missing = [k for k in ("id", "a", "b") if k not in data]
+        if missing:
+            raise ValueError(f"{path}: missing arrays {missing}; need id (n,), a (n, d), b (n, d)")
+        source = str(data["source"]) if "source" in data else str(path)
+        return PairEmbeddings(data["id"], data["a"], data["b"], source=source)
+
+
+def side_input(question, history, response: str) -> str:
+    """The seed's encoder input for one side: "<|user|>" + x + "<|assistant|>" + o.
+
+    ``question`` is a string or the list of user turns; ``history`` that side's earlier answers
+    (multi-turn x is rendered as alternating user / assistant turns, each turn tagged).
+    """
+    if isinstance(question, str):
+        return "<|user|>" + question + "<|assistant|>" + response
+    turns = list(question)
+    earlier = [] if history is None or (not isinstance(history, (list, tuple, np.ndarray))) else list(history)
+    if len(earlier) != len(turns) - 1:
+        raise ValueError(f"{len(turns)} user turns need {len(turns) - 1} earlier answers, got {len(earlier)}")
+    parts = []
+    for k, user in enumerate(turns):
+        parts.append("<|user|>" + user + "<|assistant|>" + (earlier[k] if k < len(earlier) else response))
+    return "".join(parts)
+
+
+def pair_inputs(table: pd.DataFrame) -> tuple[list[str], list[str], list[str]]:
+    """(ids, inputs for side A, inputs for side B) of the rows that are not excluded."""
+    status = item_status(table)
+    keep = (status["status"] != EXCLUDED).to_numpy()
+    has_hist = "history_a" in table.columns and "history_b" in table.columns
+    ids, xa, xb = [], [], []
+    for row, record in enumerate(table.to_dict(orient="records")):
+        if not keep[row]:
+            continue
+        q = record["question"]
+        ha = record.get("history_a") if has_hist else None
+        hb = record.get("history_b") if has_hist else None
+        if isinstance(q, str):
+            ha = hb = None
+        ids.append(str(record["id"]))
+        xa.append(side_input(q, ha, record["response_a"]))
+        xb.append(side_input(q, hb, record["response_b"]))
+    return ids, xa, xb
+
+
+def embed_comparisons(table: pd.DataFrame, encoder: Encoder, *, source: str = "encoder") -> PairEmbeddings:
+    """Encode both sides of every non-excluded comparison, each distinct input once."""
+    ids, xa, xb = pair_inputs(table)
+    unique = list(dict.fromkeys(xa + xb))
+    if not unique:
+        raise ValueError("no usable comparison to embed (every row is excluded)")
+    vectors = np.asarray(encoder(unique), np.float32)
+    if vectors.ndim != 2 or vectors.shape[0] != len(unique):
+        raise ValueError(f"encoder returned shape {vectors.shape} for {len(unique)} inputs; need (n, d)")
+    index = {text: k for k, text in enumerate(unique)}
+    a = vectors[[index[t] for t in xa]]
+    b = vectors[[index[t] for t in xb]]
+    return PairEmbeddings(np.asarray(ids), a, b, source=source)
+
+
+def default_cache_dir() -> Path:
+    """``$PUAUDIT_CACHE`` or ``~/.cache/puaudit/embeddings``."""
+    root = os.environ.get("PUAUDIT_CACHE")
+    return Path(root) if root else Path.home() / ".cache" / "puaudit" / "embeddings"
+
+
+def probes_encoder(name: str = "minilm", *, cache_dir: str | Path | None = "default", batch_size: int = 16,
+                   max_length: int | None = None, long_inputs: str | None = None, layers: int = -1,
+                   pooling: str | None = None, progress: bool = True) -> Encoder:
+    """An :data:`Encoder` backed by the Flax ports (``probes.models.load_pretrained(name)``).
+
+    Pooling is the model's own (mean for MiniLM, last token for decoders) unless given. Inputs longer
+    than ``max_length`` (default: the model window, 512 for MiniLM) follow ``long_inputs`` (default:
+    probes' policy, overlapping chunks for encoders and middle-out for decoders); probes warns and
+    counts whatever it cuts. ``cache_dir="default"`` uses :func:`default_cache_dir`; None disables
+    the disk cache.
+    """
+    from probes.extract import encode  # puaudit_jax -> probes, never the other way
+    from probes.models import load_pretrained
+
+    pre = load_pretrained(name)
+    cache = default_cache_dir() if cache_dir == "default" else cache_dir
+
+    def encoder(inputs: list) -> np.ndarray:
+        return np.asarray(encode(pre, list(inputs), layers=layers, pooling=pooling, batch_size=batch_size,
+                                 max_length=max_length, long_inputs=long_inputs, progress=progress,
+                                 cache_dir=cache), np.float32)
+
+    encoder.__name__ = f"probes:{name}"
+    return encoder
+

@@ -1,0 +1,68 @@
+"""Atomic result files: write to a temporary file in the target folder, then rename."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+
+@contextmanager
+def atomic_path(path: str | Path):
+    """Yield a temporary path next to ``path``; on success it replaces ``path`` (else it is removed)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _jsonable(obj):
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.floating, float)):
+        return None if not np.isfinite(obj) else float(obj)
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj
+
+
+def write_json(obj, path: str | Path) -> Path:
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(_jsonable(obj), indent=2) + "\n", encoding="utf-8")
+    return Path(path)
+
+
+def write_csv(frame: pd.DataFrame, path: str | Path) -> Path:
+    with atomic_path(path) as tmp:
+        frame.to_csv(tmp, index=False)
+    return Path(path)
+
+
+def write_parquet(frame: pd.DataFrame, path: str | Path) -> Path:
+    with atomic_path(path) as tmp:
+        frame.to_parquet(tmp, index=False)
+    return Path(path)
+
+
+def save_figure(fig, path: str | Path, **kwargs) -> Path:
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format=Path(path).suffix.lstrip(".") or "png", **kwargs)
+    return Path(path)
