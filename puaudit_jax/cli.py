@@ -29,6 +29,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from probes.cli import add_probe_parser
+
 from .consensus.cli import add_consensus_parser
 from .datasets import BUNDLED, load_bundled, load_comparisons, reference_path
 from .embed import PairEmbeddings, embed_comparisons, load_embeddings, probes_encoder, save_embeddings
@@ -325,6 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-figures", action="store_true")
     p.set_defaults(func=cmd_demo)
     add_consensus_parser(sub)
+    add_probe_parser(sub)
     return parser
 
 

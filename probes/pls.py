@@ -1,0 +1,372 @@
+"""Partial least squares regression (NIPALS PLS2, PLS1 as its special case) in JAX.
+
+    PLSRegression(n_components=2, scale=True, max_iter=500, tol=1e-6, dtype=None)
+        .fit(X (n, d), y (n,) or (n, q)) -> self
+        .predict(X (m, d)) -> (m,) or (m, q)          on y's scale
+        .transform(X (m, d)[, y]) -> x scores (m, n_components) [, y scores]
+        .fit_transform, .score (R^2), .get_params / .set_params (sklearn.clone works)
+
+Semantics are scikit-learn's `PLSRegression` (deflation_mode="regression", mode "A", algorithm
+"nipals"): X and y are centred and, with `scale=True`, divided by their ddof=1 standard deviations;
+each component takes the first singular vector pair of the residual cross-covariance X_k^T Y_k by
+sklearn's power method (same start, the first non-zero y column; same stopping rule
+|w_i - w_{i-1}|^2 < tol; one step for a single target), the same sign convention (largest |x weight|
+positive), X and Y deflated on the x scores. Fitted attributes have sklearn's names and shapes:
+x_weights_ (d, k), y_weights_ (q, k), x_loadings_ (d, k), y_loadings_ (q, k), x_scores_ (n, k),
+y_scores_ (n, k), x_rotations_ (d, k), y_rotations_ (q, k), coef_ (q, d), intercept_ (q,), n_iter_.
+On well-posed problems the results equal sklearn's to ~1e-10 in float64.
+
+How it is fast. Deflation is implicit: the standardised X (written once) is never modified.
+With T, P the scores and loadings found so far, X_k = X - T P^T, so
+    X_k w = X w - T (P^T w)   and   X_k^T t = X^T t - P (T^T t),
+and the residual cross-covariance M_k = X_k^T Y_k (d, q) is updated as M_{k+1} = M_k - (X_k^T t) c^T.
+The power method then needs only M_k (its iterate is w <- normalise(M_k M_k^T w), which is exactly
+sklearn's iterate up to positive scalars). Since t = X_k w is row-wise, X^T t is accumulated block
+by block while each row block of X is still in cache: every component costs one pass over X
+(memory-bound), against about eight for sklearn's explicit deflation. The whole fit is one `jax.jit` with a
+`lax.fori_loop` over components and a `lax.while_loop` for the power method; the component
+arrays have a static capacity (a multiple of 8), so one compilation serves n_components 1..8 for a
+given (n, d, q). Rotations, predict and transform are small or single matmuls, done in numpy.
+
+Precision: float64 when JAX's x64 mode is on (`jax.enable_x64(True)`), else float32; `dtype`
+overrides (float64 needs x64).
+
+Bad input and degenerate cases (documented behaviour):
+* NaN / inf in X or y, n < 2, mismatched lengths, n_components < 1 or > min(n, d): ValueError
+  (the last with sklearn's message "`n_components` upper bound is ...").
+* Constant X columns: standard deviation taken as 1 (sklearn), and the centred column is set to
+  exactly 0, so the column gets weight, loading and coefficient 0. (sklearn computes the centred
+  column as x - mean(x), which can be a few ulps instead of 0; then its weights are ~1e-30.)
+  Constant y columns: the same; their coefficients are 0 and predictions equal the mean.
+* The y residual becomes constant (all |entries| < eps, e.g. y constant or perfectly fitted):
+  the remaining components are zero and a UserWarning says at which component (as sklearn).
+* n_components above the numerical rank of the residual (||X_k w|| <= 100 eps ||X||_F, or
+  ||M_k|| <= 100 eps ||M_0||): the remaining components are zero and a UserWarning names the
+  component. sklearn instead fits noise directions there and its coef_ blows up (~1e13); here the
+  predictions equal those of the model with the rank's number of components.
+* The power method hits max_iter: warning (sklearn's ConvergenceWarning text).
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+__all__ = ["PLSRegression", "pls_fit"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The jitted fit
+
+
+def _standardize(A, scale: bool, pad: int = 0):
+    """Centre (and scale) the columns of A (n, p), then append `pad` zero rows. Exactly-constant
+    columns become exactly 0 with std 1. Returns (A_std (n + pad, p), mean (p,), std (p,),
+    squared norm of A_std)."""
+    n = A.shape[0]
+    mean = A.mean(axis=0)
+    constant = A.max(axis=0) == A.min(axis=0)
+    Ac = jnp.where(constant[None, :], 0.0, A - mean)
+    ss = jnp.sum(Ac * Ac, axis=0)
+    if scale:
+        std = jnp.sqrt(ss / (n - 1))
+        std = jnp.where((std == 0) | constant, 1.0, std)
+        Ac = Ac / std
+    else:
+        std = jnp.ones_like(mean)
+    if pad:
+        Ac = jnp.pad(Ac, ((0, pad), (0, 0)))
+    return Ac, mean, std, jnp.sum(ss / std ** 2)
+
+
+def _capacity(n_components: int) -> int:
+    """Static component capacity (multiple of 8): one compilation serves n_components 1..8, 9..16, ..."""
+    return 8 * ((int(n_components) + 7) // 8)
+
+
+def _block_rows(n: int, d: int, itemsize: int, target_bytes: int = 1 << 19) -> int:
+    """Rows per block of the fused pass: about `target_bytes` (cache-sized), a power of two <= n."""
+    rows = max(1, target_bytes // max(1, d * itemsize))
+    rows = 1 << (rows.bit_length() - 1)
+    return int(max(1, min(rows, 1 << max(0, (n - 1).bit_length()))))
+
+
+@functools.partial(jax.jit, static_argnames=("capacity", "scale", "max_iter", "block"))
+def pls_fit(X, Y, n_components, *, capacity: int, scale: bool = True, max_iter: int = 500, tol: float = 1e-6,
+            block: int | None = None):
+    """NIPALS PLS2 regression fit. X (n, d), Y (n, q) float arrays of one dtype; n_components (a
+    traced int <= capacity) components are computed, the arrays have `capacity` columns (the rest 0).
+    block: rows per block of the fused pass (default: ~512 KiB of X).
+
+    Returns a dict of arrays: x_mean (d,), x_std (d,), y_mean (q,), y_std (q,), x_weights (d, c),
+    y_weights (q, c), x_loadings (d, c), y_loadings (q, c), x_scores (n, c), y_scores (n, c),
+    n_iter (c,) int, stop (int: the first component that is zero, n_components if none),
+    stop_reason (0 none, 1 y residual constant, 2 rank exhausted).
+    """
+    n, d = X.shape
+    q = Y.shape[1]
+    k_tot = jnp.asarray(n_components, jnp.int32)
+    dt = X.dtype
+    eps = jnp.finfo(dt).eps
+    B = block or _block_rows(n, d, jnp.dtype(dt).itemsize)
+    nb = -(-n // B)
+    pad = nb * B - n
+
+    # standardised X with zero rows appended up to nb * B (zero rows change no sum below)
+    Xs, x_mean, x_std, x_ss = _standardize(X, scale, pad)
+    Ys, y_mean, y_std, _ = _standardize(Y, scale, pad)
+    Xb = Xs.reshape(nb, B, d)
+    M0 = (Ys.T @ Xs).T                                        # (d, q) cross-covariance X^T Y
+    x_norm = jnp.sqrt(x_ss)
+    m0_norm = jnp.sqrt(jnp.sum(M0 * M0))
+
+    def fused_pass(w, Pw, T):
+        """One pass over X: t = X w - T (P^T w) block by block, and X^T t accumulated while each
+        block is in cache. Returns (t (n_pad,), X^T t (d,))."""
+        def body(acc, blk):
+            xb, tb = blk
+            t = xb @ w - tb @ Pw
+            return acc + t @ xb, t
+        acc, t = lax.scan(body, jnp.zeros(d, dt), (Xb, T.reshape(nb, B, capacity)))
+        return t.reshape(nb * B), acc
+
+    def power_method(M, j0):
+        """sklearn's NIPALS power method on the residual cross-covariance M (d, q), started from
+        the y column j0. Iterate w <- normalise(M M^T w). Returns (w (d,), n_iter)."""
+        def normalise(v):
+            return v / (jnp.sqrt(v @ v) + eps)
+
+        w0 = normalise(M[:, j0])
+        if q == 1:  # PLS1: one step, exact
+            return w0, jnp.int32(1)
+
+        def cond(s):
+            _, _, i, done = s
+            return (~done) & (i < max_iter)
+
+        def body(s):
+            w, _, i, _ = s
+            w_new = normalise(M @ (M.T @ w))
+            diff = w_new - w
+            return w_new, w, i + 1, diff @ diff < tol
+
+        w, _, i, _ = lax.while_loop(cond, body, (w0, w0, jnp.int32(1), jnp.bool_(False)))
+        return w, i
+
+    def component(k, s):
+        Yk, Mk, W, C, T, U, P, Q, n_iter, stop, reason = s
+        # sklearn zeroes y columns whose residual is all below 10 eps
+        zero_cols = jnp.all(jnp.abs(Yk) < 10 * eps, axis=0)
+        Yk = jnp.where(zero_cols[None, :], 0.0, Yk)
+        Mk = jnp.where(zero_cols[None, :], 0.0, Mk)
+        nonzero = jnp.any(jnp.abs(Yk) > eps, axis=0)
+        y_constant = ~jnp.any(nonzero)
+        j0 = jnp.argmax(nonzero)
+
+        w, it = power_method(Mk, j0)
+        t, xt = fused_pass(w, P.T @ w, T)                     # X_k w (implicit deflation) and X^T of it
+        tt = t @ t
+        rank_out = (jnp.sqrt(tt) <= 100 * eps * x_norm) | (jnp.sqrt(jnp.sum(Mk * Mk)) <= 100 * eps * m0_norm)
+        active = (stop == k_tot)
+        halt = active & (y_constant | rank_out)
+        reason = jnp.where(halt, jnp.where(y_constant, 1, 2), reason)
+        stop = jnp.where(halt, k, stop)
+        live = active & ~halt
+        tt_safe = jnp.where(live, tt, 1.0)
+
+        c = (Mk.T @ w) / tt_safe                               # y weights = Y_k^T t / t't
+        # sign convention: the largest |x weight| is positive
+        sign = jnp.sign(w[jnp.argmax(jnp.abs(w))])
+        w, c, t, xt = w * sign, c * sign, t * sign, xt * sign
+        u = (Yk @ c) / jnp.where(live, c @ c, 1.0)             # y scores
+        a = xt - P @ (t @ T)                                  # X_k^T t
+        p = a / tt_safe                                       # x loadings
+        yl = (t @ Yk) / tt_safe                               # y loadings (regression deflation)
+
+        z = jnp.where(live, 1.0, 0.0).astype(dt)
+        w, c, t, u, p, yl = w * z, c * z, t * z, u * z, p * z, yl * z
+        Yk = Yk - jnp.outer(t, yl)
+        Mk = Mk - jnp.outer(a * z, yl)
+        W, C = W.at[:, k].set(w), C.at[:, k].set(c)
+        T, U = T.at[:, k].set(t), U.at[:, k].set(u)
+        P, Q = P.at[:, k].set(p), Q.at[:, k].set(yl)
+        n_iter = n_iter.at[k].set(jnp.where(live, it, 0))
+        return Yk, Mk, W, C, T, U, P, Q, n_iter, stop, reason
+
+    zeros = lambda r: jnp.zeros((r, capacity), dt)  # noqa: E731
+    init = (Ys, M0, zeros(d), zeros(q), zeros(nb * B), zeros(nb * B), zeros(d), zeros(q),
+            jnp.zeros(capacity, jnp.int32), k_tot, jnp.int32(0))
+    _, _, W, C, T, U, P, Q, n_iter, stop, reason = lax.fori_loop(0, k_tot, component, init)
+    T, U = T[:n], U[:n]
+    return dict(x_mean=x_mean, x_std=x_std, y_mean=y_mean, y_std=y_std, x_weights=W, y_weights=C,
+                x_loadings=P, y_loadings=Q, x_scores=T, y_scores=U, n_iter=n_iter, stop=stop,
+                stop_reason=reason)
+
+
+def _rotations(W, P, C, Q, x_std, y_std):
+    """x_rotations = W pinv(P^T W), y_rotations = C pinv(Q^T C), coef (q, d) on the raw scale.
+    Small (k x k) problems: numpy, with scipy.linalg.pinv's cutoff max(shape) * eps * s_max."""
+    def pinv(a):
+        return np.linalg.pinv(a, rcond=max(a.shape) * np.finfo(a.dtype).eps)
+
+    x_rot = W @ pinv(P.T @ W)
+    y_rot = C @ pinv(Q.T @ C)
+    coef = ((x_rot @ Q.T) * y_std).T / x_std
+    return x_rot, y_rot, coef
+
+
+# ---------------------------------------------------------------------------------------------
+# Input checks
+
+
+def _dtype(dtype):
+    if dtype is None:
+        return np.float64 if jax.config.jax_enable_x64 else np.float32
+    dtype = np.dtype(dtype)
+    if dtype == np.float64 and not jax.config.jax_enable_x64:
+        raise ValueError("dtype float64 needs JAX's x64 mode (jax.enable_x64(True) or JAX_ENABLE_X64=1)")
+    if dtype not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be float32 or float64, not {dtype}")
+    return dtype.type
+
+
+def _check_array(A, name: str, dtype, ndim=(2,)) -> np.ndarray:
+    A = np.asarray(A)
+    if A.dtype == object or not (np.issubdtype(A.dtype, np.number) or A.dtype == bool):
+        raise ValueError(f"{name} must be numeric, got dtype {A.dtype}")
+    A = A.astype(dtype, copy=False)
+    if A.ndim not in ndim:
+        raise ValueError(f"{name} must have {' or '.join(map(str, ndim))} dimensions, got shape {A.shape}")
+    bad = ~np.isfinite(A)
+    if bad.any():
+        idx = np.argwhere(bad)[0]
+        what = "NaN" if np.isnan(A[tuple(idx)]) else "infinity"
+        raise ValueError(f"{name} contains {what} (first at index {tuple(int(i) for i in idx)}); "
+                         f"{int(bad.sum())} non-finite entries in total")
+    return A
+
+
+# ---------------------------------------------------------------------------------------------
+# The estimator
+
+
+class PLSRegression:
+    """scikit-learn-compatible PLS regression in JAX (see the module docstring).
+
+    Parameters: n_components (int), scale (bool, divide X and y by their std), max_iter and tol
+    (power method, PLS2 only), dtype (None: float64 under x64 else float32).
+    """
+
+    _param_names = ("n_components", "scale", "max_iter", "tol", "dtype")
+
+    def __init__(self, n_components: int = 2, *, scale: bool = True, max_iter: int = 500, tol: float = 1e-6,
+                 dtype=None):
+        self.n_components = n_components
+        self.scale = scale
+        self.max_iter = max_iter
+        self.tol = tol
+        self.dtype = dtype
+
+    # sklearn estimator protocol ---------------------------------------------------------------
+    def get_params(self, deep: bool = True) -> dict:
+        return {k: getattr(self, k) for k in self._param_names}
+
+    def set_params(self, **params):
+        for k, v in params.items():
+            if k not in self._param_names:
+                raise ValueError(f"invalid parameter {k!r} for PLSRegression")
+            setattr(self, k, v)
+        return self
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={getattr(self, k)!r}" for k in self._param_names)
+        return f"PLSRegression({args})"
+
+    def __sklearn_tags__(self):  # lets sklearn's model selection treat it as a regressor
+        from sklearn.base import RegressorMixin, BaseEstimator
+
+        class _Tmp(RegressorMixin, BaseEstimator):
+            pass
+        return _Tmp().__sklearn_tags__()
+
+    # fit / predict ----------------------------------------------------------------------------
+    def fit(self, X, y):
+        """X (n, d), y (n,) or (n, q). Returns self."""
+        dt = _dtype(self.dtype)
+        X = _check_array(X, "X", dt)
+        y = _check_array(y, "y", dt, ndim=(1, 2))
+        if len(X) != len(y):
+            raise ValueError(f"X has {len(X)} samples but y has {len(y)}")
+        n, d = X.shape
+        if n < 2:
+            raise ValueError(f"PLSRegression needs at least 2 samples, got {n}")
+        k = int(self.n_components)
+        if k < 1:
+            raise ValueError(f"n_components must be >= 1, got {self.n_components}")
+        if k > min(n, d):
+            raise ValueError(f"`n_components` upper bound is {min(n, d)}. Got {k} instead. Reduce `n_components`.")
+        self._predict_1d = y.ndim == 1
+        Y = y.reshape(n, -1)
+        r = pls_fit(jnp.asarray(X), jnp.asarray(Y), k, capacity=_capacity(k), scale=bool(self.scale),
+                    max_iter=int(self.max_iter), tol=float(self.tol))
+        r = {name: np.asarray(v) for name, v in r.items()}
+        stop, reason = int(r["stop"]), int(r["stop_reason"])
+        if reason == 1:
+            warnings.warn(f"y residual is constant at iteration {stop}", UserWarning, stacklevel=2)
+        elif reason == 2:
+            warnings.warn(f"PLSRegression: the residual of X (or its covariance with y) is exhausted at component "
+                          f"{stop}: n_components={k} exceeds the numerical rank; components {stop}..{k - 1} are "
+                          "zero", UserWarning, stacklevel=2)
+        n_iter = r["n_iter"][:stop]
+        if Y.shape[1] > 1 and np.any(n_iter >= self.max_iter):
+            warnings.warn("Maximum number of iterations reached", UserWarning, stacklevel=2)
+        self.n_iter_ = n_iter.tolist()
+        self._x_mean, self._x_std, self._y_mean, self._y_std = r["x_mean"], r["x_std"], r["y_mean"], r["y_std"]
+        for name in ("x_weights", "y_weights", "x_loadings", "y_loadings", "x_scores", "y_scores"):
+            setattr(self, name + "_", r[name][:, :k])
+        self.x_rotations_, self.y_rotations_, self.coef_ = _rotations(
+            self.x_weights_, self.x_loadings_, self.y_weights_, self.y_loadings_, self._x_std, self._y_std)
+        self.intercept_ = self._y_mean
+        self.n_features_in_ = d
+        self.n_components_fitted_ = stop
+        return self
+
+    def _check_fitted(self, X):
+        if not hasattr(self, "coef_"):
+            raise RuntimeError("this PLSRegression is not fitted yet; call fit(X, y) first")
+        X = _check_array(X, "X", self._x_mean.dtype.type)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, the model was fitted with {self.n_features_in_}")
+        return X
+
+    def predict(self, X) -> np.ndarray:
+        """X (m, d) -> (m,) for a 1-d training y, else (m, q)."""
+        X = self._check_fitted(X)
+        out = (X - self._x_mean) @ self.coef_.T + self.intercept_
+        return out.ravel() if self._predict_1d else out
+
+    def transform(self, X, y=None):
+        """x scores (m, k); with y also the y scores (m, k) (sklearn's y_rotations_ projection)."""
+        X = self._check_fitted(X)
+        xs = ((X - self._x_mean) / self._x_std) @ self.x_rotations_
+        if y is None:
+            return xs
+        y = _check_array(y, "y", self._x_mean.dtype.type, ndim=(1, 2)).reshape(len(y), -1)
+        return xs, ((y - self._y_mean) / self._y_std) @ self.y_rotations_
+
+    def fit_transform(self, X, y):
+        return self.fit(X, y).transform(X, y)
+
+    def score(self, X, y) -> float:
+        """Coefficient of determination R^2 (uniform average over targets), as sklearn's."""
+        y = np.asarray(y, float).reshape(len(y), -1)
+        pred = np.asarray(self.predict(X), float).reshape(len(y), -1)
+        ss_res = ((y - pred) ** 2).sum(0)
+        ss_tot = ((y - y.mean(0)) ** 2).sum(0)
+        r2 = np.where(ss_tot > 0, 1 - ss_res / np.where(ss_tot > 0, ss_tot, 1), np.where(ss_res == 0, 1.0, 0.0))
+        return float(r2.mean())
