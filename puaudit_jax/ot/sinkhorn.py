@@ -71,9 +71,8 @@ class _LogState(NamedTuple):
 
 
 class _ScalingState(NamedTuple):
+    """Between epochs of the scaling mode: scalings are absorbed, the kernel is rebuilt."""
     pots: tuple          # absorbed potentials (F (n,), G (m,), Fd (), Gd ())
-    scal: tuple          # scalings (u (n,), v (m,), ud (), vd ()); ones between epochs
-    kernel: tuple        # unused (the kernel lives inside an epoch): kept empty
     it: jax.Array
     err: jax.Array
     eps: jax.Array       # epsilon the kernel was built with
@@ -377,15 +376,14 @@ class PartialSinkhorn:
 
             pots, err = jax.lax.cond(ok, lambda p: (p, err), rescue, pots)
             bad = (~ok).astype(jnp.int32)
-            return _ScalingState(pots, ones, (), it + bad, err, eps, s.stable_steps + bad)
+            return _ScalingState(pots, it + bad, err, eps, s.stable_steps + bad)
 
         zero = jnp.array(0, jnp.int32)
         eps = self._epsilon_at(zero, eps0)
         # A first stable log-domain iteration makes the plan nearly feasible, so the kernel
         # built from it neither overflows nor underflows whole rows, whatever eps.
         pots, err, _ = self._log_iteration(geom, tg, pots, eps, stable_only=True)
-        s = _ScalingState(pots, ones, (), jnp.array(1, jnp.int32), err, eps,
-                          jnp.array(1, jnp.int32))
+        s = _ScalingState(pots, jnp.array(1, jnp.int32), err, eps, jnp.array(1, jnp.int32))
         s = jax.lax.while_loop(lambda s: ~self._done(s.it, s.eps, s.err), epoch, s)
         f, g, fd, gd = s.pots
         return f, g, fd, gd, s.it, s.err, s.eps, s.stable_steps
