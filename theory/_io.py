@@ -6,6 +6,7 @@ import dataclasses
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,24 @@ def cli(description: str, argv=None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output directory")
     parser.add_argument("--seed", type=int, default=0, help="master seed")
     return parser.parse_args(argv)
+
+
+def run_statement(name: str, description: str, default, quick, run, plot, argv=None):
+    """The shared ``main`` of a theory module: parse the CLI, run ``run(cfg)`` (timed) with the
+    full or ``--quick`` config and the given seed, write ``<name>[_quick].png`` and ``.json``.
+
+    Returns (args, stem, res) so the module can print its own summary.
+    """
+    args = cli(description, argv)
+    cfg = dataclasses.replace(quick if args.quick else default, seed=args.seed)
+    t0 = time.time()
+    res = run(cfg)
+    res["wall_s"] = time.time() - t0
+    res["quick"] = bool(args.quick)
+    stem = name + ("_quick" if args.quick else "")
+    write_figure(args.out / f"{stem}.png", plot(res))
+    write_json(args.out / f"{stem}.json", res)
+    return args, stem, res
 
 
 def _default(o):

@@ -22,14 +22,13 @@ What is measured (t, probabilities dimensionless):
 """
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
 from scipy import optimize, special
 
 from theory import sphere
-from theory._io import cli, new_figure, write_figure, write_json
+from theory._io import new_figure, run_statement
 
 NAME = "lemma_a1"
 
@@ -176,16 +175,8 @@ def plot(res: dict):
 
 
 def main(argv=None):
-    args = cli(__doc__.splitlines()[0], argv)
-    cfg = QUICK if args.quick else Config()
-    cfg = Config(**{**asdict(cfg), "seed": args.seed})
-    t0 = time.time()
-    res = run(cfg)
-    res["wall_s"] = time.time() - t0
-    res["quick"] = bool(args.quick)
-    stem = NAME + ("_quick" if args.quick else "")
-    write_figure(args.out / f"{stem}.png", plot(res))
-    write_json(args.out / f"{stem}.json", res)
+    args, stem, res = run_statement(NAME, __doc__.splitlines()[0], Config(), QUICK, run, plot,
+                                    argv)
     for r in res["rows"]:
         print(f"d={r['d']:5d} N_U={r['n_u']:5d}  t05 exact={r['exact_t05']:.3f} "
               f"bound={r['bound_t05_statement']:.3f} (x{r['t_quantile_ratio_statement']:.2f})  "

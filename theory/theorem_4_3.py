@@ -29,14 +29,13 @@ What is measured, over independent draws of the cone model (``theory.sphere``):
 """
 from __future__ import annotations
 
-import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from puaudit_jax.ot import solve_partial
 from theory import sphere
-from theory._io import cli, new_figure, write_figure, write_json
+from theory._io import new_figure, run_statement
 
 NAME = "theorem_4_3"
 LEAK_TOL = 1e-12  # exact plans: mass below this on U_- counts as none (float64 round-off)
@@ -383,19 +382,11 @@ def plot(res: dict):
 
 
 def main(argv=None):
-    args = cli(__doc__.splitlines()[0], argv)
-    cfg = QUICK if args.quick else Config()
-    cfg = replace(cfg, seed=args.seed)
-    t0 = time.time()
-    res = run(cfg)
-    res["wall_s"] = time.time() - t0
-    res["quick"] = bool(args.quick)
-    stem = NAME + ("_quick" if args.quick else "")
-    write_figure(args.out / f"{stem}.png", plot(res))
-    write_json(args.out / f"{stem}.json", res)
+    args, stem, res = run_statement(NAME, __doc__.splitlines()[0], Config(), QUICK, run, plot,
+                                    argv)
     print(f"Delta_base = {res['gap_base']:.3f}; bound vacuous below d = "
-          f"{bound_dimension(cfg.n_u, res['gap_base']):.0f}, >= 0.95 from d = "
-          f"{bound_dimension(cfg.n_u, res['gap_base'], 0.95):.0f}")
+          f"{bound_dimension(res['config']['n_u'], res['gap_base']):.0f}, >= 0.95 from d = "
+          f"{bound_dimension(res['config']['n_u'], res['gap_base'], 0.95):.0f}")
     for r in res["vs_d"]:
         print(f"[{r['proj']:8s}] d={r['d']:5d}  supp⊆U+ {r['support_in_positives']:.2f}  "
               f"prec {r['mass_precision']:.3f}  rec {r['support_recall']:.3f}  "

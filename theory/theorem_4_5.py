@@ -29,15 +29,14 @@ What is measured (all quantities dimensionless; lambda is the bias size relative
 """
 from __future__ import annotations
 
-import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from puaudit_jax.denoise import denoise
 from puaudit_jax.ot import solve_partial
 from theory import sphere
-from theory._io import cli, new_figure, write_figure, write_json
+from theory._io import new_figure, run_statement
 
 NAME = "theorem_4_5"
 
@@ -283,22 +282,14 @@ def plot(res: dict):
 
 
 def main(argv=None):
-    args = cli(__doc__.splitlines()[0], argv)
-    cfg = QUICK if args.quick else Config()
-    cfg = replace(cfg, seed=args.seed)
-    t0 = time.time()
-    res = run(cfg)
-    res["wall_s"] = time.time() - t0
-    res["quick"] = bool(args.quick)
-    stem = NAME + ("_quick" if args.quick else "")
-    write_figure(args.out / f"{stem}.png", plot(res))
-    write_json(args.out / f"{stem}.json", res)
+    args, stem, res = run_statement(NAME, __doc__.splitlines()[0], Config(), QUICK, run, plot,
+                                    argv)
     pw = res["pointwise"]
     for r in pw["rows"]:
         print(f"tau_i={r['tau_i']:.2f} b={r['b']:11s} c1 fit {r['c1_fit']:+.5f}  "
               f"eps=sqrt(1-tau^2): {r['c1_eps_sqrt_1_minus_tau2']:+.5f}  "
               f"eps=sqrt(1-tau): {r['c1_eps_sqrt_1_minus_tau']:+.5f}  c2 fit {r['c2_fit']:+.5f} "
-              f"(-tau/2 {r['c2_paper']:+.3f})  residual@{cfg.lam_max} {r['residual_at_lam_max']:+.4f}")
+              f"(-tau/2 {r['c2_paper']:+.3f})  residual@{res['config']['lam_max']} {r['residual_at_lam_max']:+.4f}")
     print({k: v for k, v in pw.items() if k.startswith("max")})
     for key, sm in res["transport"]["summary"].items():
         print(key, {k: round(v, 5) for k, v in sm.items()})

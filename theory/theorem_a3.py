@@ -30,8 +30,7 @@ What is measured:
 from __future__ import annotations
 
 import csv
-import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +38,7 @@ import numpy as np
 from puaudit_jax.denoise import denoise
 from puaudit_jax.ot import solve_partial
 from theory import sphere
-from theory._io import cli, new_figure, write_figure, write_json
+from theory._io import new_figure, run_statement
 
 NAME = "theorem_a3"
 TABLE6 = Path(__file__).resolve().parents[1] / "puaudit_jax" / "reference" / "puaudit_table6_p_ratio.csv"
@@ -253,16 +252,8 @@ def plot(res: dict):
 
 
 def main(argv=None):
-    args = cli(__doc__.splitlines()[0], argv)
-    cfg = QUICK if args.quick else Config()
-    cfg = replace(cfg, seed=args.seed)
-    t0 = time.time()
-    res = run(cfg)
-    res["wall_s"] = time.time() - t0
-    res["quick"] = bool(args.quick)
-    stem = NAME + ("_quick" if args.quick else "")
-    write_figure(args.out / f"{stem}.png", plot(res))
-    write_json(args.out / f"{stem}.json", res)
+    args, stem, res = run_statement(NAME, __doc__.splitlines()[0], Config(), QUICK, run, plot,
+                                    argv)
     for c in res["direction"]["caps"]:
         print(f"cap {c['cap']}: slope(error) {c['slope_error']:.3f}, slope(1-cos) "
               f"{c['slope_one_minus_cos']:.3f}, constant measured {c['measured_constant']:.3f} vs "

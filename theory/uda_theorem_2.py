@@ -24,12 +24,11 @@ What is measured:
 """
 from __future__ import annotations
 
-import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from theory._io import cli, new_figure, write_figure, write_json
+from theory._io import new_figure, run_statement
 
 NAME = "uda_theorem_2"
 
@@ -205,16 +204,8 @@ def plot(res: dict):
 
 
 def main(argv=None):
-    args = cli(__doc__.splitlines()[0], argv)
-    cfg = QUICK if args.quick else Config()
-    cfg = replace(cfg, seed=args.seed)
-    t0 = time.time()
-    res = run(cfg)
-    res["wall_s"] = time.time() - t0
-    res["quick"] = bool(args.quick)
-    stem = NAME + ("_quick" if args.quick else "")
-    write_figure(args.out / f"{stem}.png", plot(res))
-    write_json(args.out / f"{stem}.json", res)
+    args, stem, res = run_statement(NAME, __doc__.splitlines()[0], Config(), QUICK, run, plot,
+                                    argv)
     print("property:", res["property"])
     print("per-judge counterexample:", res["per_judge_counterexample"])
     print("monotone search worst:", res["monotone_search"])
