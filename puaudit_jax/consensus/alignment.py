@@ -194,6 +194,25 @@ def _anchor_matrix(scores: pd.DataFrame, z: np.ndarray, anchor, mu: float, s: fl
 # adapter training
 
 
+def _minimise(loss_fn, init, opt, steps: int):
+    """``steps`` optimiser steps on ``loss_fn`` in one jitted ``lax.scan``.
+
+    Returns (final parameters, (steps,) loss history).
+    """
+    @jax.jit
+    def train(p):
+        def step(carry, _):
+            p, state = carry
+            value, grads = jax.value_and_grad(loss_fn)(p)
+            updates, state = opt.update(grads, state, p)
+            return (optax.apply_updates(p, updates), state), value
+
+        (p, _), history = jax.lax.scan(step, (p, opt.init(p)), None, length=steps)
+        return p, history
+
+    return train(init)
+
+
 def align(scores: pd.DataFrame, config: AlignConfig = AlignConfig(), *, anchor: pd.Series | None = None,
           self_preference: pd.DataFrame | None = None, text: np.ndarray | None = None) -> AlignResult:
     """Train the adapter on ``scores`` (judges x models, Elo) and return the aligned matrix.
@@ -237,19 +256,7 @@ def align(scores: pd.DataFrame, config: AlignConfig = AlignConfig(), *, anchor: 
         return objective(apply(p)[0], aj, mj, weights)
 
     opt = optax.adamw(config.learning_rate, weight_decay=config.weight_decay)
-
-    @jax.jit
-    def train(p):
-        def step(carry, _):
-            p, state = carry
-            value, grads = jax.value_and_grad(loss_fn)(p)
-            updates, state = opt.update(grads, state, p)
-            return (optax.apply_updates(p, updates), state), value
-
-        (p, _), history = jax.lax.scan(step, (p, opt.init(p)), None, length=config.steps)
-        return p, history
-
-    params, history = train(params)
+    params, history = _minimise(loss_fn, params, opt, config.steps)
     aligned, alpha = apply(params)
     terms = [float(t) for t in loss_terms(aligned, aj, mj)]
     out = pd.DataFrame(np.asarray(aligned, float) * s + mu, index=scores.index, columns=scores.columns)
@@ -301,20 +308,8 @@ def fit_shrinkage(scores: pd.DataFrame, config: AlignConfig = AlignConfig(), *, 
         alpha = jnp.broadcast_to(jax.nn.sigmoid(logit), (z.shape[0],))[:, None]
         return objective(alpha * zj + (1 - alpha) * cj, aj, mj, weights)
 
-    opt = optax.adam(config.learning_rate)
-
-    @jax.jit
-    def train(logit):
-        def step(carry, _):
-            x, state = carry
-            value, g = jax.value_and_grad(loss_fn)(x)
-            updates, state = opt.update(g, state, x)
-            return (optax.apply_updates(x, updates), state), value
-
-        (x, _), history = jax.lax.scan(step, (logit, opt.init(logit)), None, length=config.steps)
-        return x, history
-
-    logit, history = train(jnp.zeros(n_alpha, jnp.float32))
+    logit, history = _minimise(loss_fn, jnp.zeros(n_alpha, jnp.float32),
+                               optax.adam(config.learning_rate), config.steps)
     alpha = np.broadcast_to(np.asarray(jax.nn.sigmoid(logit), float), (z.shape[0],))
     alpha = pd.Series(alpha, index=scores.index, name="alpha")
     return ShrinkResult(alpha, shrink(scores, alpha), np.asarray(history, float))
