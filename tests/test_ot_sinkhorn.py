@@ -203,3 +203,15 @@ def test_memory_budget_switches_to_blocked_mode():
     assert not dense.blocked and dense.plan is not None and dense.plan.shape == (60, 80)
     assert small.blocked and small.plan is None
     np.testing.assert_allclose(small.col_mass, dense.col_mass, atol=2e-6)
+
+
+@pytest.mark.parametrize("mode", ["scaling", "log"])
+def test_epsilon_scaling_reaches_the_same_solution(x64, mode):
+    rng = np.random.default_rng(11)
+    x, y = cone_clouds(rng, 30, 40, 6)
+    kw = dict(epsilon=0.003, tol=1e-10, max_iter=50_000, mode=mode)
+    plain = _solve(x, y, 0.5, **kw)
+    scaled = _solve(x, y, 0.5, eps_decay=0.5, eps_steps=5, **kw)
+    assert bool(plain.converged) and bool(scaled.converged)
+    assert float(scaled.epsilon) == pytest.approx(0.003)
+    np.testing.assert_allclose(scaled.col_mass, plain.col_mass, atol=1e-9)

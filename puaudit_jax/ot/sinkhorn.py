@@ -200,8 +200,11 @@ class PartialSinkhorn:
         mass_row_d, mass_col_d = jax.lax.stop_gradient(prob.dummy_masses)
         tg = _Marginals(a, b, m, mass_row_d, mass_col_d, jnp.log(a), jnp.log(b),
                         _log_mass(mass_row_d), _log_mass(mass_col_d))
-        eps0 = jnp.asarray(self.eps_init if self.eps_init is not None else geom.max_abs_cost(), dtype)
-        eps0 = jnp.maximum(eps0, self.epsilon) if self.eps_decay is not None else eps0
+        if self.eps_decay is None:       # no schedule: skip the pass over C for max |C|
+            eps0 = jnp.asarray(self.epsilon, dtype)
+        else:
+            start = self.eps_init if self.eps_init is not None else geom.max_abs_cost()
+            eps0 = jnp.maximum(jnp.asarray(start, dtype), self.epsilon)
         if self.entropy == "plan":
             return self._run_plan_entropy(prob, geom, tg, eps0)
         if init is None:
