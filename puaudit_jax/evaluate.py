@@ -4,16 +4,22 @@ For each of ``seeds`` random splits of the human-labelled comparisons:
 
 1. Per question type, a fraction ``p_ratio`` of the labelled rows stays labelled (floor, at least
    one, at least one left over); the other labelled rows form the **evaluation pool**: their human
-   verdicts are hidden (set to "missing") during the audit and kept aside as the truth.
+   verdicts are hidden (set to "missing") during the audit and kept aside as the truth. With
+   ``split_by`` (a column, e.g. LLMFAO's ``prompt``) whole groups of rows are hidden or kept, so the
+   labelled rows and the pool never share a prompt's responses (a random split lets them share).
 2. :func:`puaudit_jax.audit.audit` runs on the table with hidden labels (it estimates m from a
    held-out part of the visible labelled rows unless m is given, denoises P, scores U = evaluation
    pool + any genuinely unlabelled rows, and flips by its rule).
 3. On the evaluation pool (rows the audit actually scored), per question type and overall ("all"):
    Cons_orig = mean(judge == truth), Cons_adj = mean(adjusted == truth) (Appendix A.5), the flip
-   rate, and for the whole audit its wall time and peak memory.
+   rate, the flip precision (share of flips that fixed a wrong verdict), and for the whole audit its
+   wall time and peak memory. Calibrated rules add whether they abstained and their estimated gains.
+4. ``ceiling=True`` adds the row ``hindsight``: per scoring group, the best number of flips of the
+   lowest-scored items chosen *with the hidden labels* -- not a rule, the most any budget could gain.
 
 Several scorers are compared on the same splits; several rules are applied to the same scores
-(a rule only reads the normalised scores). Results: one row per (scorer, rule, seed, question
+(score rules read the normalised scores, calibrated rules the audit's cross-fitted features,
+computed once per audit for every feature the rules need). Results: one row per (scorer, rule, seed, question
 type) in ``per_seed``; ``summary`` has mean and std (ddof = 1, as over repeated runs) over seeds.
 :func:`sweep` repeats the protocol over values of p_ratio or m (the seed's Tables 6 and 7).
 
@@ -30,11 +36,11 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from .audit import AuditConfig, run_audit
+from .audit import DEFAULT_RULE, DEFAULT_SCORER, AuditConfig, apply_rule, flip_verdict, run_audit
 from .datasets.exclusions import LABELLED, item_status
 from .datasets.verdicts import MISSING
 from .embed import PairEmbeddings
-from .rules import RuleContext, get_rule, rule_name
+from .rules import get_rule, needs_crossfit, rule_feature, rule_name
 from .scorers import scorer_name
 
 try:
@@ -91,25 +97,34 @@ class Split:
     truth: pd.Series  # index: eval id -> hidden human verdict
 
 
-def split_labels(table: pd.DataFrame, *, p_ratio: float, seed: int) -> Split:
-    """Hide the human labels of all but a ``p_ratio`` share of each question type's labelled rows."""
+def split_labels(table: pd.DataFrame, *, p_ratio: float, seed: int, split_by: str | None = None) -> Split:
+    """Hide the human labels of all but a ``p_ratio`` share of each question type's labelled rows
+    (``split_by``: of each type's groups of rows sharing that column's value; the share is then
+    counted in groups, floor, at least one kept and one hidden when the type has two groups)."""
     if not 0 < p_ratio < 1:
         raise ValueError(f"p_ratio must be in (0, 1), got {p_ratio!r}")
     table = table.reset_index(drop=True)
+    if split_by is not None:
+        if split_by not in table.columns:
+            raise ValueError(f"split_by={split_by!r} is not a column of the comparisons")
+        if table[split_by].isna().any():
+            bad = table.loc[table[split_by].isna(), "id"].astype(str).tolist()[:3]
+            raise ValueError(f"split_by column {split_by!r} is missing on rows {bad}")
     status = item_status(table)["status"].to_numpy()
     labelled = np.flatnonzero(status == LABELLED)
     if len(labelled) < 2:
         raise ValueError(f"the protocol needs at least 2 labelled comparisons, have {len(labelled)}")
     types = table["question_type"].astype(object).where(table["question_type"].notna(), "(none)").to_numpy()
+    unit = table[split_by].astype(str).to_numpy(dtype=object) if split_by is not None else np.arange(len(table))
+    # a group belongs to the type of its first labelled row (groups that straddle types stay whole)
+    first = pd.Series(labelled).groupby(unit[labelled]).first()
+    unit_type = pd.Series(types[first.to_numpy()], index=first.index)
     rng = np.random.default_rng(seed)
     hidden = []
-    for t in sorted(pd.unique(types[labelled]), key=str):
-        rows = rng.permutation(labelled[types[labelled] == t])
-        if len(rows) == 1:
-            hidden.extend(rows)
-            continue
-        k = min(len(rows) - 1, max(1, int(np.floor(p_ratio * len(rows) + 1e-9))))
-        hidden.extend(rows[k:])
+    for t in sorted(pd.unique(unit_type.to_numpy()), key=str):
+        groups = rng.permutation(np.sort(unit_type.index[unit_type.to_numpy() == t].to_numpy()))
+        k = 0 if len(groups) == 1 else min(len(groups) - 1, max(1, int(np.floor(p_ratio * len(groups) + 1e-9))))
+        hidden.extend(labelled[np.isin(unit[labelled], groups[k:])])
     hidden = np.sort(np.asarray(hidden, int))
     out = table.copy()
     truth = pd.Series(out.loc[hidden, "human"].to_numpy(), index=out.loc[hidden, "id"].astype(str).to_numpy())
@@ -128,24 +143,39 @@ def consistency(pool: pd.DataFrame, truth: pd.Series) -> pd.DataFrame:
     })
     rows = []
     for qt, part in list(frame.groupby("question_type", sort=True)) + [(ALL, frame)]:
-        rows.append({"question_type": qt, "n_eval": len(part), "n_flipped": int(part["flipped"].sum()),
+        flipped = part["flipped"].to_numpy(bool)
+        rows.append({"question_type": qt, "n_eval": len(part), "n_flipped": int(flipped.sum()),
                      "cons_orig": part["orig"].mean() if len(part) else np.nan,
                      "cons_adj": part["adj"].mean() if len(part) else np.nan,
-                     "flip_rate": part["flipped"].mean() if len(part) else np.nan})
+                     "flip_rate": flipped.mean() if len(part) else np.nan,
+                     "flip_precision": (~part["orig"].to_numpy()[flipped]).mean() if flipped.any() else np.nan})
     return pd.DataFrame(rows)
 
 
-def reapply_rule(items: pd.DataFrame, rule, *, m: float, eta: float, seed: int) -> pd.DataFrame:
-    """The audit's pool with flips / adjusted verdicts recomputed by another rule on the same scores."""
-    from .audit import flip_verdict
+def hindsight_flips(pool: pd.DataFrame, truth: pd.Series) -> np.ndarray:
+    """(n_pool,) flips of the best budget per scoring group chosen with the hidden labels: flip the
+    k lowest-scored items, k maximising agreement with ``truth`` (items not in ``truth`` never flip)."""
+    flips = np.zeros(len(pool), bool)
+    known = pool["id"].isin(truth.index).to_numpy()
+    wrong = np.zeros(len(pool), bool)
+    wrong[known] = pool["judge"].to_numpy()[known] != truth.loc[pool["id"][known]].to_numpy()
+    groups, scores = pool["group"].to_numpy(), pool["score"].to_numpy()
+    for g in pd.unique(groups):
+        rows = np.flatnonzero((groups == g) & known)
+        order = rows[np.argsort(scores[rows], kind="stable")]
+        gain = np.cumsum(np.where(wrong[order], 1, -1))
+        best = int(np.argmax(gain)) + 1 if len(gain) and gain.max() > 0 else 0
+        flips[order[:best]] = True
+    return flips
 
-    pool = items[items["role"] == "U"].copy()
-    fn = get_rule(rule)
-    for g, part in pool.groupby("group", sort=False):
-        flips = np.asarray(fn(part["score"].to_numpy(), RuleContext(m=m, eta=eta, group=str(g), seed=seed)), bool)
-        pool.loc[part.index, "flipped"] = flips
-    pool["adjusted"] = np.where(pool["flipped"], flip_verdict(pool["judge"]), pool["judge"])
-    return pool
+
+def reapply_rule(result, rule, *, seed: int | None = None) -> tuple[pd.DataFrame, dict | None]:
+    """The pool of an audit result with flips / adjusted verdicts recomputed by another rule on the
+    same scores (or cross-fitted features): (pool rows of the items, calibrated decision summary)."""
+    cfg = result.config
+    items, info = apply_rule(result.items, rule, crossfit=result.crossfit, m=result.report["m"]["value"],
+                             eta=cfg.eta, seed=cfg.seed if seed is None else seed)
+    return items[items["role"] == "U"], info
 
 
 @dataclass(frozen=True)
@@ -172,32 +202,55 @@ def summarize_runs(per_seed: pd.DataFrame, by=("scorer", "rule", "question_type"
                 time_s=("time_s", "mean"), peak_rss_mb=("peak_rss_mb", "max"),
                 peak_delta_mb=("peak_delta_mb", "max")).reset_index()
     out["gain_mean"] = out["cons_adj_mean"] - out["cons_orig_mean"]
+    extra = {c: (c, "mean") for c in ("flip_precision", "abstained", "crossfit_gain", "expected_gain")
+             if c in per_seed}
+    if extra:
+        means = g.agg(**extra).reset_index()
+        out = out.merge(means, on=by, how="left")
     return out
 
 
-def evaluate(comparisons: pd.DataFrame, embeddings: PairEmbeddings, *, scorers=("pot",), rules=("seed",),
-             seeds=10, p_ratio: float = 0.2, config: AuditConfig | None = None, progress: bool = True,
-             **audit_options) -> EvalResult:
+def evaluate(comparisons: pd.DataFrame, embeddings: PairEmbeddings, *, scorers=(DEFAULT_SCORER,),
+             rules=(DEFAULT_RULE, "seed"),
+             seeds=10, p_ratio: float = 0.2, split_by: str | None = None, ceiling: bool = False,
+             config: AuditConfig | None = None, progress: bool = True, **audit_options) -> EvalResult:
     """Run the protocol. ``seeds``: a count (seeds 0..n-1) or a list of seeds. ``scorers`` and
-    ``rules``: names or callables; the audit runs with the first rule and every other rule is
-    re-applied to its scores. ``audit_options`` override ``config`` (e.g. m=0.9, holdout=0.3)."""
+    ``rules``: names, callables or :class:`~puaudit_jax.rules.CalibratedRule` objects; the audit
+    runs with the first rule and every other rule is re-applied to its scores / cross-fitted
+    features. ``split_by``: hide labels by groups of this column (see :func:`split_labels`); pass
+    ``cluster_by`` too to keep the cross-fitting folds grouped the same way. ``ceiling``: add the
+    ``hindsight`` row. ``audit_options`` override ``config`` (e.g. m=0.9, holdout=0.3)."""
     t0 = time.perf_counter()
     seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
-    scorers, rules = list(scorers), list(rules)
+    scorers, rules = list(scorers), [get_rule(r) if not isinstance(r, str) else r for r in rules]
+    for r in rules:
+        get_rule(r)
     base = replace(config or AuditConfig(), **audit_options)
+    features = set(base.crossfit_features) | {rule_feature(r) for r in rules if needs_crossfit(r)}
+    base = replace(base, crossfit_features=tuple(sorted(features)))
     rows = []
     last = last_truth = None
     jobs = [(s, sc) for s in seed_list for sc in scorers]
     for seed, scorer in tqdm(jobs, desc="protocol", disable=not progress):
-        split = split_labels(comparisons, p_ratio=p_ratio, seed=seed)
+        split = split_labels(comparisons, p_ratio=p_ratio, seed=seed, split_by=split_by)
         cfg = replace(base, scorer=scorer, rule=rules[0], seed=seed)
         with PeakMemory() as mem:
             result = run_audit(split.table, embeddings, cfg)
         elapsed = result.report["timings_s"]["total"]
         m = result.report["m"]["value"]
-        for r_i, rule in enumerate(rules):
-            pool = result.pool if r_i == 0 else reapply_rule(result.items, rule, m=m, eta=cfg.eta, seed=seed)
+        outcomes = [(rule, *((result.pool, result.report["decision"]) if r_i == 0 else reapply_rule(result, rule)))
+                    for r_i, rule in enumerate(rules)]
+        if ceiling:
+            pool = result.pool.copy()
+            pool["flipped"] = hindsight_flips(pool, split.truth)
+            pool["adjusted"] = np.where(pool["flipped"], flip_verdict(pool["judge"]), pool["judge"])
+            outcomes.append(("hindsight", pool, None))
+        for rule, pool, info in outcomes:
             cons = consistency(pool, split.truth)
+            if info is not None:
+                cons["abstained"] = float(info["abstained"])
+                cons["crossfit_gain"] = info.get("crossfit_gain", np.nan)
+                cons["expected_gain"] = info.get("expected_gain", np.nan)
             cons.insert(0, "seed", seed)
             cons.insert(0, "rule", rule_name(rule))
             cons.insert(0, "scorer", scorer_name(scorer))
@@ -209,7 +262,8 @@ def evaluate(comparisons: pd.DataFrame, embeddings: PairEmbeddings, *, scorers=(
             rows.append(cons)
         last, last_truth = result, split.truth
     per_seed = pd.concat(rows, ignore_index=True)
-    meta = {"seeds": seed_list, "p_ratio": p_ratio, "scorers": [scorer_name(s) for s in scorers],
+    meta = {"seeds": seed_list, "p_ratio": p_ratio, "split_by": split_by, "ceiling": ceiling,
+            "scorers": [scorer_name(s) for s in scorers],
             "rules": [rule_name(r) for r in rules], "audit_config": base.to_dict(),
             "embeddings": {"source": embeddings.source, "dim": embeddings.dim},
             "n_labelled": int((item_status(comparisons)["status"] == LABELLED).sum()),

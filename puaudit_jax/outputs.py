@@ -66,3 +66,9 @@ def save_figure(fig, path: str | Path, **kwargs) -> Path:
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format=Path(path).suffix.lstrip(".") or "png", **kwargs)
     return Path(path)
+
+
+def write_text(text: str, path: str | Path) -> Path:
+    with atomic_path(path) as tmp:
+        Path(tmp).write_text(text)
+    return Path(path)

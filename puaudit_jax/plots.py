@@ -8,6 +8,10 @@
   labels); without it panels (a) and (c) show the scores alone.
 - :func:`figure3` -- seed Figure 3, radar of Cons_orig vs Cons_adj per question type, one panel per
   entry (e.g. per data set or scorer), at most ``ncols`` per row.
+- :func:`calibration_figure` -- a calibrated rule's decision (issue 9): (a) reliability of the
+  out-of-fold P(judge wrong) on the labelled items (binned predicted vs observed error rate, with
+  the hidden pool's observed rate when known), (b) the pool's P(judge wrong) sorted, with its
+  bootstrap interval and the flip threshold, coloured by hidden truth when known.
 
 The seed's panel (c) sorts a "diagnostic score" 0.6 (1 - r) + 0.4 (1 - d) whose terms it does not
 define; we sort the normalised transport score s̄ itself.
@@ -158,6 +162,68 @@ def figure3(panels: dict[str, pd.DataFrame], path: str | Path | None = None, *, 
         ax.set_title(sub, fontsize=9, pad=14)
     axes[0][0].legend(loc="upper right", bbox_to_anchor=(0.05, 1.12) if polar else None, fontsize=8)
     fig.suptitle(title or "Original vs adjusted consistency per question type (seed Figure 3)", fontsize=11)
+    fig.tight_layout()
+    if path is not None:
+        save_figure(fig, path, dpi=120)
+    return fig
+
+
+def calibration_figure(result, truth: pd.Series | None = None, path: str | Path | None = None, *,
+                       title: str = "", bins: int = 8):
+    """Reliability and pool view of a calibrated rule's audit (see the module docstring)."""
+    items = result.items
+    decision = result.report["decision"]
+    lab = items[(items["status"] == "labelled") & items["p_wrong"].notna()]
+    pool = result.pool.reset_index(drop=True)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
+
+    def reliability(ax, p, wrong, color, label):
+        edges = np.quantile(p, np.linspace(0, 1, bins + 1))
+        idx = np.clip(np.searchsorted(edges, p, side="right") - 1, 0, bins - 1)
+        xs, ys, ns = [], [], []
+        for b in np.unique(idx):
+            xs.append(p[idx == b].mean())
+            ys.append(wrong[idx == b].mean())
+            ns.append((idx == b).sum())
+        ax.plot(xs, ys, "o-", color=color, label=f"{label} (n={len(p)})")
+        for x, y, n in zip(xs, ys, ns):
+            ax.annotate(str(n), (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points", color=color)
+
+    if len(lab):
+        reliability(ax1, lab["p_wrong"].to_numpy(float), (lab["judge"] != lab["human"]).to_numpy(), C_OK,
+                    "labelled, out of fold")
+    has_truth = truth is not None and pool["id"].isin(truth.index).any()
+    if has_truth:
+        known = pool[pool["id"].isin(truth.index)]
+        reliability(ax1, known["p_wrong"].to_numpy(float),
+                    (known["judge"].to_numpy() != truth.loc[known["id"]].to_numpy()), C_BAD, "pool, hidden labels")
+    ax1.plot([0, 1], [0, 1], color="grey", lw=0.8, ls=":")
+    ax1.axvline(decision["threshold"], color="black", lw=0.8, ls="--", label="flip threshold")
+    ax1.set(xlabel="predicted P(judge wrong) (bin mean)", ylabel="observed share judge wrong",
+            title="(a) reliability", xlim=(0, 1), ylim=(0, 1))
+    ax1.legend(fontsize=8)
+
+    order = np.argsort(pool["p_wrong"].to_numpy(float))
+    p = pool["p_wrong"].to_numpy(float)[order]
+    x = np.arange(len(p))
+    ax2.fill_between(x, pool["p_wrong_lo"].to_numpy(float)[order], pool["p_wrong_hi"].to_numpy(float)[order],
+                     color="grey", alpha=0.3, lw=0, label=f"{int(100 * decision.get('interval', 0.9))}% bootstrap")
+    if has_truth:
+        t = truth.reindex(pool["id"]).to_numpy()[order]
+        known = pool["id"].isin(truth.index).to_numpy()[order]
+        wrong = pool["judge"].to_numpy()[order] != t
+        ax2.scatter(x[~known], p[~known], s=3, color="grey", label="no human label")
+        ax2.scatter(x[known & ~wrong], p[known & ~wrong], s=4, color=C_OK, label="judge right (hidden)")
+        ax2.scatter(x[known & wrong], p[known & wrong], s=4, color=C_BAD, label="judge wrong (hidden)")
+    else:
+        ax2.plot(x, p, color=C_OK, lw=1)
+    ax2.axhline(decision["threshold"], color="black", lw=0.8, ls="--")
+    state = "abstained" if decision["abstained"] else f"{decision['n_flipped']} flipped"
+    gain = decision.get("expected_gain")
+    ax2.set(xlabel="pool items, sorted", ylabel="P(judge wrong)", ylim=(0, 1),
+            title=f"(b) pool: {state}" + ("" if gain is None else f", expected gain {100 * gain:+.1f} pts"))
+    ax2.legend(fontsize=8, loc="upper left")
+    fig.suptitle(title or f"{decision['rule']} rule")
     fig.tight_layout()
     if path is not None:
         save_figure(fig, path, dpi=120)

@@ -1,12 +1,13 @@
-"""Decision rules: which judge verdicts of the unlabelled pool to flip, given normalised scores.
+"""Decision rules: which judge verdicts of the unlabelled pool to flip.
 
-One interface, pluggable like the scorers::
+Two kinds, pluggable like the scorers.
+
+**Score rules** look at one scoring group's normalised scores only::
 
     rule(normalised_scores (k,), context: RuleContext) -> flips (k,) bool
 
 ``normalised_scores`` are s̄_j = s_j / max_k s_k in [0, 1] of one scoring group (seed §3.3);
-``RuleContext`` carries the audit's m, eta, the group name and the seed (calibrated rules of
-issue 9 will add the labelled items' scores and judge-vs-human agreement to it).
+``RuleContext`` carries the audit's m, eta, the group name and the seed.
 
 =========  ================================================================================
 ``seed``   the seed's rule (§3.3, Algorithm 1 lines 13-18): flip where s̄_j < eta
@@ -15,13 +16,35 @@ issue 9 will add the labelled items' scores and judge-vs-human agreement to it).
            scorers at the same flip budget
 ``none``   flip nothing (the raw judge; a reference row)
 =========  ================================================================================
+
+**Calibrated rules** (:class:`CalibratedRule`, issue 9) also use what the labelled comparisons
+say about the judge: the audit scores every labelled comparison like a pool item, oriented by the
+judge and against a reference P' built without its fold (:class:`CrossFit`), so each one is a
+pair (feature, judge agreed with the human). The rule fits a monotone map feature -> P(judge
+correct) on those pairs, flips a pool verdict only where P(judge wrong) > ``threshold`` and
+abstains -- flips nothing -- unless the gain of doing so, measured out of fold on the labelled
+pairs, is positive with bootstrap confidence ``confidence``. Per pool item it returns P(judge
+wrong) with a bootstrap interval; for the run, the expected gain with its interval.
+
+=====================  ======================================================================
+``calibrated``         isotonic map of the scorer's normalised score (the one-sided feature)
+``calibrated-platt``   logistic map with per-question-type offsets (ridge-shrunk)
+``two-sided``          isotonic map of s̄(z_j) - s̄(-z_j): each item is scored in both
+                       orientations against P' (one joint problem, m = 1/2 of the doubled
+                       pool), so the feature says which orientation aligns better, by how much
+``two-sided-platt``    the same feature, logistic map with type offsets
+=====================  ======================================================================
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
+
+from .calibration import bootstrap_indices, fit_map
+
+FEATURES = ("score", "two-sided")
 
 
 @dataclass(frozen=True)
@@ -55,16 +78,180 @@ def no_flip_rule(scores: np.ndarray, ctx: RuleContext) -> np.ndarray:
     return np.zeros(len(scores), bool)
 
 
-RULES: dict[str, Rule] = {"seed": seed_rule, "budget": budget_rule, "none": no_flip_rule}
+@dataclass(frozen=True)
+class CrossFit:
+    """The audit's cross-fitted features (:func:`puaudit_jax.audit.run_audit` builds it).
+
+    ``pool[kind]``: (n_U, K) feature of every pool item against each fold's reference P'_k
+    (pool order = ``items[role == "U"]``); ``labelled[kind]``: (n_L,) feature of every labelled
+    comparison against the reference of the folds it is not in (NaN where it could not be scored);
+    ``correct`` (n_L,) judge == human; ``fold`` (n_L,) its fold; ``pool_group`` / ``labelled_group``
+    question types (for per-type offsets); ``cluster`` (n_L,) or None: the bootstrap resamples whole
+    clusters; ``labelled_ids`` (n_L,). Larger features = judge more likely correct."""
+
+    pool: dict
+    labelled: dict
+    correct: np.ndarray
+    fold: np.ndarray
+    pool_group: np.ndarray
+    labelled_group: np.ndarray
+    labelled_ids: np.ndarray
+    cluster: np.ndarray | None = None
+
+    @property
+    def n_folds(self) -> int:
+        return int(self.fold.max()) + 1 if len(self.fold) else 0
 
 
-def get_rule(rule: str | Rule) -> Rule:
-    if callable(rule):
-        return rule
-    if rule not in RULES:
-        raise ValueError(f"unknown rule {rule!r}; use one of {sorted(RULES)} or a callable")
-    return RULES[rule]
+@dataclass(frozen=True)
+class Decision:
+    """A calibrated rule's output. ``flips``, ``p_wrong``, ``p_wrong_lo``, ``p_wrong_hi``: (n_U,)
+    pool arrays; ``labelled_p_wrong`` (n_L,) out-of-fold P(judge wrong) of the labelled items;
+    ``info``: JSON-able summary (abstained, reason, gains and intervals, sizes)."""
+
+    flips: np.ndarray
+    p_wrong: np.ndarray
+    p_wrong_lo: np.ndarray
+    p_wrong_hi: np.ndarray
+    labelled_p_wrong: np.ndarray
+    info: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CalibratedRule:
+    """Flip where calibrated P(judge wrong) > ``threshold``; abstain without evidence of a gain.
+
+    - ``method``: "isotonic" or "platt" (:mod:`puaudit_jax.calibration`); ``feature``: "score"
+      (one-sided) or "two-sided".
+    - ``threshold``: 1/2 minimises expected disagreement; a cost ratio r = cost of breaking a correct
+      verdict / cost of keeping a wrong one gives threshold r / (1 + r).
+    - ``confidence``: abstain unless the (1 - confidence) bootstrap quantile of the out-of-fold gain
+      on the labelled items is > 0. ``n_boot`` resamples (of clusters when the audit groups them);
+      ``interval``: central coverage of the reported intervals. ``min_labelled``: fewer usable
+      labelled items -> abstain.
+    """
+
+    method: str = "isotonic"
+    feature: str = "score"
+    threshold: float = 0.5
+    confidence: float = 0.9
+    n_boot: int = 200
+    interval: float = 0.9
+    min_labelled: int = 20
+    name: str = "calibrated"
+    needs_crossfit: bool = field(default=True, init=False, repr=False)
+
+    def __post_init__(self):
+        if self.method not in ("isotonic", "platt"):
+            raise ValueError(f"method must be 'isotonic' or 'platt', got {self.method!r}")
+        if self.feature not in FEATURES:
+            raise ValueError(f"feature must be one of {FEATURES}, got {self.feature!r}")
+        for key in ("threshold", "confidence", "interval"):
+            value = getattr(self, key)
+            if not 0 < value < 1:
+                raise ValueError(f"{key} must be in (0, 1), got {value!r}")
+        if self.n_boot < 1 or self.min_labelled < 2:
+            raise ValueError("n_boot must be >= 1 and min_labelled >= 2")
+
+    def decide(self, cf: CrossFit, seed: int = 0) -> Decision:
+        rng = np.random.default_rng(seed)
+        x_pool = np.asarray(cf.pool[self.feature], np.float64)            # (n_U, K)
+        x_lab = np.asarray(cf.labelled[self.feature], np.float64)        # (n_L,)
+        ok = np.isfinite(x_lab)
+        x, c = x_lab[ok], np.asarray(cf.correct, float)[ok]
+        grp, fold = np.asarray(cf.labelled_group, dtype=object)[ok], np.asarray(cf.fold)[ok]
+        clusters = None if cf.cluster is None else np.asarray(cf.cluster, dtype=object)[ok]
+        n_u = x_pool.shape[0]
+        pool_groups = np.asarray(cf.pool_group, dtype=object)
+        info = {"rule": self.name, "method": self.method, "feature": self.feature, "threshold": self.threshold,
+                "confidence": self.confidence, "n_labelled": int(len(x_lab)), "n_calibration": int(ok.sum()),
+                "n_unscored_labelled": int((~ok).sum()), "folds": cf.n_folds,
+                "judge_agreement_labelled": float(c.mean()) if len(c) else None}
+        nan = np.full(n_u, np.nan)
+        labelled_p = np.full(len(x_lab), np.nan)
+        if len(x) < self.min_labelled or len(np.unique(fold)) < 2:
+            info.update(abstained=True, reason=f"too few labelled items to calibrate ({len(x)} scored, "
+                        f"{len(np.unique(fold))} folds; need {self.min_labelled} and 2)", n_flipped=0)
+            return Decision(np.zeros(n_u, bool), nan, nan, nan, labelled_p, info)
+
+        def p_wrong_pool(fitted):
+            return np.mean([1.0 - fitted(x_pool[:, k], pool_groups) for k in range(x_pool.shape[1])], axis=0)
+
+        # out of fold: each labelled item's probability comes from a map fitted on the other folds
+        p_oof = np.empty(len(x))
+        for k in np.unique(fold):
+            test = fold == k
+            p_oof[test] = 1.0 - fit_map(self.method, x[~test], c[~test], grp[~test])(x[test], grp[test])
+        labelled_p[ok] = p_oof
+        flip_lab = p_oof > self.threshold
+        gain_lab = flip_lab * (1.0 - 2.0 * c)                           # +1 a wrong verdict fixed, -1 a right one broken
+        boots = bootstrap_indices(len(x), clusters, self.n_boot, rng)
+        gain_boot = np.array([gain_lab[b].sum() / len(b) for b in boots])
+        lo_q, hi_q = (1 - self.interval) / 2, 1 - (1 - self.interval) / 2
+        lcb = float(np.quantile(gain_boot, 1 - self.confidence))
+
+        fitted = fit_map(self.method, x, c, grp)
+        p = p_wrong_pool(fitted)
+        p_boot = np.array([p_wrong_pool(fit_map(self.method, x[b], c[b], grp[b])) for b in boots])  # (B, n_U)
+        p_lo, p_hi = np.quantile(p_boot, [lo_q, hi_q], axis=0)
+        flips = p > self.threshold
+        abstained = not lcb > 0
+        if abstained:
+            reason = ("no labelled item would be flipped" if not flip_lab.any() else
+                      f"out-of-fold gain {gain_lab.mean():+.4f} not above 0 with confidence {self.confidence} "
+                      f"(lower bound {lcb:+.4f})")
+            flips = np.zeros(n_u, bool)
+        expected = (flips * (2 * p - 1)).mean()
+        expected_boot = (flips[None, :] * (2 * p_boot - 1)).mean(1)
+        info.update({
+            "abstained": abstained, "reason": reason if abstained else "out-of-fold gain above 0",
+            "n_flipped": int(flips.sum()), "n_flipped_if_not_abstaining": int((p > self.threshold).sum()),
+            "crossfit_gain": float(gain_lab.mean()), "crossfit_gain_lower_bound": lcb,
+            "crossfit_gain_interval": [float(v) for v in np.quantile(gain_boot, [lo_q, hi_q])],
+            "crossfit_flip_rate": float(flip_lab.mean()),
+            "crossfit_flip_precision": float((1 - c[flip_lab]).mean()) if flip_lab.any() else None,
+            "expected_gain": float(expected),
+            "expected_gain_interval": [float(v) for v in np.quantile(expected_boot, [lo_q, hi_q])],
+            "interval": self.interval, "n_boot": self.n_boot,
+            "bootstrap_unit": "cluster" if clusters is not None else "item",
+        })
+        return Decision(flips, p, p_lo, p_hi, labelled_p, info)
+
+
+RULES: dict[str, Rule | CalibratedRule] = {
+    "seed": seed_rule, "budget": budget_rule, "none": no_flip_rule,
+    "calibrated": CalibratedRule(),
+    "calibrated-platt": CalibratedRule(method="platt", name="calibrated-platt"),
+    "two-sided": CalibratedRule(feature="two-sided", name="two-sided"),
+    "two-sided-platt": CalibratedRule(method="platt", feature="two-sided", name="two-sided-platt"),
+}
+
+
+def get_rule(rule, **options):
+    """A rule by name (``options`` replace fields of a calibrated rule, e.g. threshold=0.6), a
+    :class:`CalibratedRule`, or a score-rule callable."""
+    if isinstance(rule, str):
+        if rule not in RULES:
+            raise ValueError(f"unknown rule {rule!r}; use one of {sorted(RULES)} or a callable")
+        rule = RULES[rule]
+    elif not callable(rule) and not isinstance(rule, CalibratedRule):
+        raise ValueError(f"a rule is a name, a CalibratedRule or a callable, got {type(rule).__name__}")
+    if options:
+        if not isinstance(rule, CalibratedRule):
+            raise ValueError(f"rule options {sorted(options)} only apply to calibrated rules")
+        rule = replace(rule, **options)
+    return rule
+
+
+def needs_crossfit(rule) -> bool:
+    return bool(getattr(get_rule(rule), "needs_crossfit", False))
+
+
+def rule_feature(rule) -> str | None:
+    return getattr(get_rule(rule), "feature", None)
 
 
 def rule_name(rule) -> str:
-    return rule if isinstance(rule, str) else getattr(rule, "__name__", "custom")
+    if isinstance(rule, str):
+        return rule
+    return getattr(rule, "name", getattr(rule, "__name__", "custom"))

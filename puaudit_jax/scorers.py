@@ -180,18 +180,33 @@ class KNNScorer:
 
 
 @jax.jit
-def _logistic_newton(X, s, lam, iters_mask):
-    """L2-penalised logistic regression by damped Newton steps. X (n, d+1) with a bias column."""
+def _logistic_newton(X, s, weight, lam, iters_mask):
+    """L2-penalised weighted logistic regression by Newton steps. X (n, d+1) with a bias column;
+    ``weight`` (n,) 1 for real rows, 0 for padding (rows are padded to a few bucket sizes so the
+    audit's many problem sizes share a handful of compiled shapes)."""
     n, d = X.shape
+    total = weight.sum()
     reg = lam * jnp.ones(d).at[-1].set(0.0)  # no penalty on the bias
 
-    def step(_, w):
+    def step(state):
+        i, w, _ = state
         p = jax.nn.sigmoid(X @ w)
-        grad = X.T @ (p - s) / n + reg * w
-        hess = (X.T * (p * (1 - p))) @ X / n + jnp.diag(reg + 1e-8)
-        return w - jnp.linalg.solve(hess, grad)
+        grad = X.T @ (weight * (p - s)) / total + reg * w
+        hess = (X.T * (weight * p * (1 - p))) @ X / total + jnp.diag(reg + 1e-8)
+        delta = jnp.linalg.solve(hess, grad)
+        return i + 1, w - delta, jnp.max(jnp.abs(delta))
 
-    return jax.lax.fori_loop(0, iters_mask, step, jnp.zeros(d, X.dtype))
+    def going(state):  # Newton converges quadratically: stop at a 1e-8 step (typically 6-9 steps)
+        i, _, size = state
+        return (i < iters_mask) & (size > 1e-8)
+
+    init = (jnp.asarray(0), jnp.zeros(d, X.dtype), jnp.asarray(jnp.inf, X.dtype))
+    return jax.lax.while_loop(going, step, init)[1]
+
+
+def _bucket(n: int) -> int:
+    """The padded row count: the next power of two, at least 64."""
+    return max(64, 1 << int(np.ceil(np.log2(max(n, 1)))))
 
 
 @dataclass(frozen=True)
@@ -210,8 +225,12 @@ class PULogisticScorer:
         X = np.concatenate([xp, xu]).astype(np.float64)
         X = np.concatenate([X, np.ones((len(X), 1))], axis=1)
         s = np.concatenate([np.ones(len(xp)), np.zeros(len(xu))])
+        pad = _bucket(len(X)) - len(X)
+        weight = np.r_[np.ones(len(X)), np.zeros(pad)]
+        X, s = np.pad(X, ((0, pad), (0, 0))), np.pad(s, (0, pad))
         with jax.enable_x64(True):
-            w = _logistic_newton(jnp.asarray(X), jnp.asarray(s), jnp.asarray(self.lam), self.iters)
+            w = _logistic_newton(jnp.asarray(X), jnp.asarray(s), jnp.asarray(weight), jnp.asarray(self.lam),
+                                 self.iters)
             return np.asarray(w)
 
     @staticmethod

@@ -25,9 +25,12 @@ def test_minilm_audit_on_a_small_mtbench_slice(tmp_path):
     again = embed_comparisons(table, encoder, source="minilm")
     np.testing.assert_allclose(again.a, emb.a, atol=1e-6)
     split = split_labels(table, p_ratio=0.5, seed=0)
-    res = audit(split.table, emb, scorer="pot")
+    res = audit(split.table, emb, scorer="pot", rule="seed")
     assert res.report["counts"]["U"] == len(split.eval_ids)
     assert res.pool["score"].between(0, 1).all()
+    default = audit(split.table, emb)                      # kNN scores, two-sided calibrated rule
+    assert default.report["decision"]["rule"] == "two-sided"
+    assert default.pool["p_wrong"].between(0, 1).all()
 
 
 def test_turn2_inputs_carry_each_sides_own_history():

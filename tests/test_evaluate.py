@@ -122,7 +122,8 @@ def test_budget_rule_flips_one_minus_m_per_group(mtbench_eval):
     res = mtbench_eval
     audit_result = res.last_audit
     m = audit_result.report["m"]["value"]
-    pool = reapply_rule(audit_result.items, "budget", m=m, eta=0.5, seed=1)
+    pool, info = reapply_rule(audit_result, "budget")
+    assert info is None
     for g, part in pool.groupby("group"):
         assert part.flipped.sum() == int(np.floor((1 - m) * len(part) + 1e-9))
     # cons_orig does not depend on the rule

@@ -1,0 +1,150 @@
+"""Calibration of audit scores on the human-labelled comparisons (issue 9).
+
+A labelled comparison says more than "positive": we know whether the judge agreed with the human.
+Scored like a pool item (oriented by the judge, against a reference P' that does not contain it),
+it is a pair (feature x_i, judge correct c_i). A monotone map x -> P(judge correct | x) fitted on
+those pairs turns any scorer's output into a probability, and the decision "flip where
+P(judge wrong) > threshold" then has an expected gain that the labelled pairs can estimate.
+
+Everything here is small numpy on at most a few thousand pairs:
+
+- :func:`crossfit_folds`: fold ids stratified by question type, optionally grouped by a cluster
+  column (LLMFAO reuses a prompt's responses across many pairs: a cluster must not straddle folds).
+- :class:`IsotonicMap` (PAV through :func:`scipy.optimize.isotonic_regression`, linear between
+  blocks, flat outside) and :class:`PlattMap` (logistic regression on the feature with
+  ridge-shrunk per-group offsets, slope constrained >= 0): ``fit_map(method, x, c, groups)``.
+- :func:`bootstrap_indices`: resamples of items or of whole clusters.
+
+Units: features are whatever the scorer's normalised output is (larger = judge more likely
+correct); probabilities are in [0, 1]; gains are in agreement points per pool item (fraction).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import isotonic_regression
+
+METHODS = ("isotonic", "platt")
+
+
+def crossfit_folds(strata: np.ndarray, clusters: np.ndarray | None, k: int, rng: np.random.Generator) -> np.ndarray:
+    """(n,) fold ids in 0..k'-1 with k' = min(k, number of clusters).
+
+    Clusters (default: every item its own) are dealt round robin to folds after shuffling them
+    within their stratum (the stratum of a cluster is that of its first item), so each fold gets
+    about the same share of every question type and a cluster never straddles two folds.
+    """
+    strata = np.asarray(strata, dtype=object)
+    n = len(strata)
+    clusters = np.arange(n) if clusters is None else np.asarray(clusters, dtype=object)
+    if len(clusters) != n:
+        raise ValueError(f"clusters has {len(clusters)} entries for {n} items")
+    codes, uniques = pd.factorize(pd.Series(clusters, dtype=object), sort=False)
+    k = max(1, min(int(k), len(uniques)))
+    first = pd.Series(np.arange(n)).groupby(codes).min().to_numpy()
+    cluster_stratum = strata[first]
+    order = []
+    for s in sorted(pd.unique(cluster_stratum), key=str):
+        members = np.flatnonzero(cluster_stratum == s)
+        order.extend(rng.permutation(members))
+    fold_of_cluster = np.empty(len(uniques), int)
+    fold_of_cluster[np.asarray(order, int)] = np.arange(len(order)) % k
+    return fold_of_cluster[codes]
+
+
+@dataclass(frozen=True)
+class IsotonicMap:
+    """Monotone non-decreasing P(correct | x): the PAV fit at the first and last x of every block,
+    linear between blocks, constant beyond the data (sklearn's IsotonicRegression with
+    out_of_bounds="clip"). ``knots`` (K,) increasing, ``values`` (K,) in [0, 1]."""
+
+    knots: np.ndarray
+    values: np.ndarray
+
+    def __call__(self, x, groups=None) -> np.ndarray:
+        return np.interp(np.asarray(x, np.float64), self.knots, self.values)
+
+
+def fit_isotonic(x: np.ndarray, c: np.ndarray) -> IsotonicMap:
+    """Isotonic regression of c (0/1) on x (ties in x pooled first, so the fit is a function of x)."""
+    x, c = np.asarray(x, np.float64), np.asarray(c, np.float64)
+    ux, inverse = np.unique(x, return_inverse=True)
+    weight = np.bincount(inverse).astype(np.float64)
+    mean = np.bincount(inverse, weights=c) / weight
+    res = isotonic_regression(mean, weights=weight, increasing=True)
+    # knots at both ends of every PAV block: the fitted value at every data point, linear between blocks
+    starts, ends = res.blocks[:-1], res.blocks[1:] - 1
+    knots = np.unique(np.concatenate([ux[starts], ux[ends]]))
+    values = np.asarray(res.x)[np.searchsorted(ux, knots)]
+    return IsotonicMap(knots, np.clip(values, 0.0, 1.0))
+
+
+@dataclass(frozen=True)
+class PlattMap:
+    """P(correct | x, g) = sigmoid(a + o_g + b x), b >= 0; unknown groups get o = 0.
+    ``offsets``: group name -> o_g (ridge-shrunk towards 0)."""
+
+    a: float
+    b: float
+    offsets: dict
+
+    def __call__(self, x, groups=None) -> np.ndarray:
+        x = np.asarray(x, np.float64)
+        o = np.zeros_like(x) if groups is None else np.array([self.offsets.get(g, 0.0) for g in groups])
+        return 1.0 / (1.0 + np.exp(-(self.a + o + self.b * x)))
+
+
+def _logistic(X: np.ndarray, y: np.ndarray, penalty: np.ndarray, iters: int = 50) -> np.ndarray:
+    """Penalised logistic regression by Newton's method (X (n, p), penalty (p,) ridge weights)."""
+    w = np.zeros(X.shape[1])
+    for _ in range(iters):
+        p = 1.0 / (1.0 + np.exp(-np.clip(X @ w, -30, 30)))
+        grad = X.T @ (p - y) + penalty * w
+        hess = (X.T * (p * (1 - p) + 1e-9)) @ X + np.diag(penalty + 1e-9)
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.max(np.abs(step)) < 1e-10:
+            break
+    return w
+
+
+def fit_platt(x: np.ndarray, c: np.ndarray, groups=None, group_ridge: float = 5.0) -> PlattMap:
+    """Logistic regression of c on [1, x, one-hot(group)]; the group offsets carry a ridge penalty
+    ``group_ridge`` (a group with few items stays near the pooled rate); slope clamped at 0 (a
+    score that ranks correct verdicts lower says nothing usable: refit with the offsets only)."""
+    x, c = np.asarray(x, np.float64), np.asarray(c, np.float64)
+    names = [] if groups is None else sorted(pd.unique(np.asarray(groups, dtype=object)), key=str)
+    onehot = (np.asarray(groups, dtype=object)[:, None] == np.array(names, dtype=object)[None, :]).astype(float) \
+        if names else np.zeros((len(x), 0))
+    penalty = np.concatenate([[1e-6, 1e-6], np.full(len(names), group_ridge)])
+    X = np.column_stack([np.ones_like(x), x, onehot])
+    w = _logistic(X, c, penalty)
+    if w[1] < 0:
+        keep = np.r_[0, np.arange(2, X.shape[1])]
+        w_small = _logistic(X[:, keep], c, penalty[keep])
+        w = np.r_[w_small[0], 0.0, w_small[1:]]
+    return PlattMap(float(w[0]), float(w[1]), {g: float(o) for g, o in zip(names, w[2:])})
+
+
+def fit_map(method: str, x: np.ndarray, c: np.ndarray, groups=None):
+    """``method`` "isotonic" (groups ignored: one pooled monotone map) or "platt"."""
+    if method == "isotonic":
+        return fit_isotonic(x, c)
+    if method == "platt":
+        return fit_platt(x, c, groups)
+    raise ValueError(f"unknown calibration method {method!r}; use one of {METHODS}")
+
+
+def bootstrap_indices(n: int, clusters: np.ndarray | None, n_boot: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """``n_boot`` resamples of range(n): items with replacement, or whole clusters with replacement."""
+    if clusters is None:
+        return [rng.integers(0, n, n) for _ in range(n_boot)]
+    codes, uniques = pd.factorize(pd.Series(np.asarray(clusters, dtype=object)), sort=False)
+    members = [np.flatnonzero(codes == u) for u in range(len(uniques))]
+    out = []
+    for _ in range(n_boot):
+        pick = rng.integers(0, len(members), len(members))
+        out.append(np.concatenate([members[p] for p in pick]))
+    return out
