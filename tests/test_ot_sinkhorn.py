@@ -215,3 +215,30 @@ def test_epsilon_scaling_reaches_the_same_solution(x64, mode):
     assert bool(plain.converged) and bool(scaled.converged)
     assert float(scaled.epsilon) == pytest.approx(0.003)
     np.testing.assert_allclose(scaled.col_mass, plain.col_mass, atol=1e-9)
+
+
+@pytest.mark.parametrize("kw", [dict(mode="scaling"), dict(mode="log"), dict(mode="log", one_pass=False),
+                                dict(mode="log", block=8), dict(entropy="plan")])
+def test_zero_weight_padding_changes_nothing(x64, kw):
+    """Points with zero weight (how the audit pads problems to a few compiled shapes) get no mass
+    and leave the solution, the costs and the iteration path of the real points unchanged."""
+    rng = np.random.default_rng(11)
+    x, y = cone_clouds(rng, 13, 29, 6)
+    kw = dict(kw)
+    block = kw.pop("block", None)
+    opts = dict(epsilon=0.02, tol=1e-11, max_iter=20_000, **kw)
+    plain = _solve(x, y, 0.6, block_size=block, **opts)
+    xp = np.concatenate([x, x[:3]])                     # 3 padded rows, 7 padded columns
+    yp = np.concatenate([y, y[:7]])
+    a = np.r_[np.full(13, 1 / 13), np.zeros(3)]
+    b = np.r_[np.full(29, 1 / 29), np.zeros(7)]
+    padded = _solve(xp, yp, 0.6, a, b, block_size=block, **opts)
+    assert bool(padded.converged)
+    np.testing.assert_allclose(padded.col_mass[:29], plain.col_mass, atol=1e-10)
+    np.testing.assert_allclose(padded.row_mass[:13], plain.row_mass, atol=1e-10)
+    assert float(jnp.abs(padded.col_mass[29:]).max()) == 0 and float(jnp.abs(padded.row_mass[13:]).max()) == 0
+    for field in ("cost", "reg_cost", "mass"):
+        assert float(getattr(padded, field)) == pytest.approx(float(getattr(plain, field)), abs=1e-10)
+    exact_plain = solve_partial(x, y, 0.6, method="exact")
+    exact_padded = solve_partial(xp, yp, 0.6, a=a, b=b, method="exact")
+    assert float(exact_padded.cost) == pytest.approx(float(exact_plain.cost), abs=1e-9)

@@ -56,6 +56,16 @@ def test_pot_scores_are_received_mass(cone):
     assert ent.info["converged"] and ent.scores.sum() == pytest.approx(0.6, abs=1e-3)
 
 
+def test_pot_scorer_padding_to_buckets_keeps_the_scores(cone):
+    """25 x 50 is solved as 32 x 64 with zero-weight padding: same scores, padding never returned."""
+    zp, zu, _ = cone
+    padded = get_scorer("pot", dtype="float64", tol=1e-10)(zp, zu, 0.6)
+    plain = get_scorer("pot", dtype="float64", tol=1e-10, bucket=False)(zp, zu, 0.6)
+    assert padded.scores.shape == (len(zu),)
+    np.testing.assert_allclose(padded.scores, plain.scores, atol=1e-9)
+    assert padded.info["cost"] == pytest.approx(plain.info["cost"], abs=1e-9)
+
+
 def test_centroid_and_knn_by_hand():
     zp = np.array([[1.0, 0], [0, 1.0]])
     zu = np.array([[1.0, 1.0], [-1.0, 0], [1.0, 0]])

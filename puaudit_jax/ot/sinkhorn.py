@@ -36,6 +36,10 @@ Two ways to run the same iteration (``mode``):
   max-subtraction: one pass, redone with the two-pass stable log-sum-exp only when a row
   sum underflows. The row marginal error is read off the same reduction.
 
+Zero weights are allowed (a point with a_i = 0 carries no mass; its potential is -inf and its
+scaling is pinned to 1): callers pad problems to a few bucket shapes with zero-weight points so
+that one compiled loop serves many problem sizes (``puaudit_jax.scorers.POTScorer``).
+
 Epsilon scaling (optional): eps_k = max(eps, eps_init * decay^(k // eps_steps));
 convergence is declared only at eps_k == eps. The loop is one ``lax.while_loop``; the
 solver is a frozen dataclass, so it is hashable and can be closed over by ``jax.jit`` /
@@ -118,11 +122,17 @@ def _step(pot, log_target, log_sum, eps):
     return jnp.where(jnp.isfinite(log_target), pot + eps * (log_target - log_sum), -jnp.inf)
 
 
+def _finite_mean(x):
+    """Mean over the finite entries (zero-weight points have potential -inf); 0 if none."""
+    ok = jnp.isfinite(x)
+    return jnp.sum(jnp.where(ok, x, 0.0)) / jnp.maximum(jnp.sum(ok), 1)
+
+
 def _recentre(pots):
     """Fix the gauge (f + c, g - c, fd + c, gd - c leaves the plan unchanged) so that f and g
     have equal means: large offsets would cost float32 precision in (f + g - C) / eps."""
     f, g, fd, gd = pots
-    c = 0.5 * (jnp.mean(g) - jnp.mean(f))
+    c = 0.5 * (_finite_mean(g) - _finite_mean(f))
     return f + c, g - c, fd + c, gd - c
 
 
@@ -224,8 +234,9 @@ class PartialSinkhorn:
         return (it >= self.max_iter) | ((eps <= self.epsilon) & (err < self.tol))
 
     # ------------------------------------------------------------------ log domain
-    def _reduce(self, geom, u, v, eps, axis, log_other, stable_only=False):
-        """Logs of the real-block sums and of the augmented marginal (real + dummy entry)."""
+    def _reduce(self, geom, u, v, eps, axis, log_other, active, stable_only=False):
+        """Logs of the real-block sums and of the augmented marginal (real + dummy entry).
+        ``active``: the entries with a positive target (zero-weight points sum to 0 by design)."""
         tiny = jnp.log(jnp.finfo(u.dtype).tiny) + 10.0
 
         def stable(_):
@@ -238,7 +249,7 @@ class PartialSinkhorn:
         total = jnp.logaddexp(real, log_other)
         # Redo stably when a marginal underflows, or when the whole real block does (the
         # mass step then has nothing to rescale: typical of the first step at small eps).
-        bad = ~jnp.all(jnp.isfinite(total) & (total > tiny) & (real < jnp.inf))
+        bad = ~jnp.all(~active | (jnp.isfinite(total) & (total > tiny) & (real < jnp.inf)))
         bad = bad | jnp.all(real == -jnp.inf)
         real, total = jax.lax.cond(bad, stable, lambda _: (real, total), None)
         return real, total, bad.astype(jnp.int32)
@@ -250,12 +261,13 @@ class PartialSinkhorn:
         of half-steps that took the stable path.
         """
         f, g, fd, gd = pots
-        _, log_r, st1 = self._reduce(geom, f, g, eps, 1, (f + gd) / eps, stable_only)
+        _, log_r, st1 = self._reduce(geom, f, g, eps, 1, (f + gd) / eps, jnp.isfinite(tg.log_a), stable_only)
         log_r_d = jax.nn.logsumexp((fd + g) / eps)
         err = jnp.sum(jnp.abs(jnp.exp(log_r) - tg.a)) + jnp.abs(jnp.exp(log_r_d) - tg.mass_row_d)
         f = _step(f, tg.log_a, log_r, eps)
         fd = _step(fd, tg.log_rd, log_r_d, eps)
-        log_c_real, log_c, st2 = self._reduce(geom, f, g, eps, 0, (fd + g) / eps, stable_only)
+        log_c_real, log_c, st2 = self._reduce(geom, f, g, eps, 0, (fd + g) / eps, jnp.isfinite(tg.log_b),
+                                              stable_only)
         log_c_d = jax.nn.logsumexp((f + gd) / eps)
         g_new = _step(g, tg.log_b, log_c, eps)
         gd = _step(gd, tg.log_cd, log_c_d, eps)
@@ -286,10 +298,11 @@ class PartialSinkhorn:
         def side(pot, other, lam, log_cap, axis, eps):
             """Clamped update of one side, then the exact lam update; returns the KKT error."""
             u, v = (pot + lam, other) if axis == 1 else (other, pot + lam)
-            log_s, _, _ = self._reduce(geom, u, v, eps, axis, ninf)
+            active = jnp.isfinite(log_cap)
+            log_s, _, _ = self._reduce(geom, u, v, eps, axis, ninf, active)
             err = _kkt_caps(pot, jnp.exp(log_s), jnp.exp(log_cap))
-            new = jnp.minimum(0.0, pot + eps * (log_cap - log_s))
-            log_mass = jax.nn.logsumexp(log_s + (new - pot) / eps)
+            new = jnp.where(active, jnp.minimum(0.0, pot + eps * (log_cap - log_s)), -jnp.inf)
+            log_mass = jax.nn.logsumexp(jnp.where(active, log_s + (new - pot) / eps, -jnp.inf))
             return new, lam + eps * (jnp.log(tg.m) - log_mass), err, log_mass
 
         def body(s: _LogState) -> _LogState:
@@ -336,10 +349,10 @@ class PartialSinkhorn:
             rows = Kv + srow * vd
             dummy_row = jnp.dot(scol, v)
             err = jnp.sum(jnp.abs(u * rows - tg.a)) + jnp.abs(ud * dummy_row - tg.mass_row_d)
-            u = tg.a / rows
+            u = jnp.where(tg.a > 0, tg.a / rows, 1.0)      # zero-weight rows: K row is 0, pin u = 1
             ud = jnp.where(tg.mass_row_d > 0, tg.mass_row_d / dummy_row, 0.0)
             KTu = jnp.dot(u, K, precision=_HIGHEST)
-            v = tg.b / (KTu + scol * ud)
+            v = jnp.where(tg.b > 0, tg.b / (KTu + scol * ud), 1.0)
             vd = jnp.where(tg.mass_col_d > 0, tg.mass_col_d / jnp.dot(srow, u), 0.0)
             c = jnp.sqrt(tg.m / jnp.dot(v, KTu))      # mass step, see the module docstring
             return (u * c, v * c, ud / c, vd / c), err
@@ -401,12 +414,17 @@ def _plan_entropy_finalise(prob, f, g, lam, eps, iterations, converged) -> Sinkh
     mass = jnp.sum(row_mass)
     err = (_kkt_caps(f, row_mass, prob.a) + _kkt_caps(g, col_mass, prob.b)
            + jnp.abs(mass - prob.m))
-    reg_cost = jnp.dot(f, prob.a) + jnp.dot(g, prob.b) + lam * prob.m - eps * mass
+    reg_cost = _lin(f, prob.a) + _lin(g, prob.b) + lam * prob.m - eps * mass
     ninf = jnp.asarray(-jnp.inf, f.dtype)
     return SinkhornOutput(
         f=fo, g=go, fd=ninf, gd=ninf, row_mass=row_mass, col_mass=col_mass, cost=cost,
         reg_cost=reg_cost, mass=mass, marginal_error=err, iterations=iterations,
         converged=converged, stable_steps=jnp.array(0, jnp.int32), epsilon=eps)
+
+
+def _lin(pot, w):
+    """<pot, w> with 0 * -inf = 0 (empty dummies, zero-weight points)."""
+    return jnp.sum(jnp.where(w > 0, pot * w, 0.0))
 
 
 def _kkt_caps(pot, sums, cap):
@@ -431,11 +449,7 @@ def _finalise(prob, f, g, fd, gd, eps, iterations, converged, stable_steps) -> S
     err = (jnp.sum(jnp.abs(row_mass + slack_rows - a)) + jnp.abs(jnp.sum(slack_cols) - mass_row_d)
            + jnp.sum(jnp.abs(col_mass + slack_cols - b)) + jnp.abs(jnp.sum(slack_rows) - mass_col_d))
     total = mass + jnp.sum(slack_rows) + jnp.sum(slack_cols)
-
-    def lin(pot, w):  # <pot, w> with 0 * -inf = 0 for empty dummies
-        return jnp.sum(jnp.where(w > 0, pot * w, 0.0))
-
-    reg_cost = lin(f, a) + lin(g, b) + lin(fd, mass_row_d) + lin(gd, mass_col_d) - eps * total
+    reg_cost = _lin(f, a) + _lin(g, b) + _lin(fd, mass_row_d) + _lin(gd, mass_col_d) - eps * total
     return SinkhornOutput(
         f=f, g=g, fd=fd, gd=gd, row_mass=row_mass, col_mass=col_mass, cost=cost,
         reg_cost=reg_cost, mass=mass, marginal_error=err, iterations=iterations,
