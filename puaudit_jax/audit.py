@@ -428,7 +428,7 @@ def _reference_for(g, refs: _References, cfg: AuditConfig) -> tuple[np.ndarray, 
     return refs.union, ("pooled" if cfg.group_by == "question_type" else "all")
 
 
-def _scored(scorer, zp, zu, m, cfg: AuditConfig, g) -> tuple[np.ndarray, np.ndarray, object]:
+def _scored(scorer, zp, zu, m, cfg: AuditConfig, g, warn: bool = True) -> tuple[np.ndarray, np.ndarray, object]:
     """Raw scores (checked), normalised scores s / max s (all zero -> zeros, with a warning), result."""
     result = scorer(zp, zu, m)
     s = np.asarray(result.scores, np.float64)
@@ -437,7 +437,8 @@ def _scored(scorer, zp, zu, m, cfg: AuditConfig, g) -> tuple[np.ndarray, np.ndar
                          f"(need {len(zu)} finite values >= 0)")
     top = s.max()
     if not top > 0:
-        warnings.warn(f"group {g!r}: every score is 0; normalised scores set to 0", RuntimeWarning)
+        if warn:
+            warnings.warn(f"group {g!r}: every score is 0; normalised scores set to 0", RuntimeWarning)
         return s, np.zeros_like(s), result
     return s, s / top, result
 
@@ -448,9 +449,9 @@ def _features(scorer, zp, zu, m, kinds, cfg: AuditConfig, g) -> dict:
     with m = 1/2 (exactly one orientation of each item can be the human's)."""
     out = {}
     if "score" in kinds:
-        out["score"] = _scored(scorer, zp, zu, m, cfg, g)[1]
+        out["score"] = _scored(scorer, zp, zu, m, cfg, g, warn=False)[1]
     if "two-sided" in kinds:
-        both = _scored(scorer, zp, np.concatenate([zu, -zu]), 0.5, cfg, g)[1]
+        both = _scored(scorer, zp, np.concatenate([zu, -zu]), 0.5, cfg, g, warn=False)[1]
         out["two-sided"] = both[:len(zu)] - both[len(zu):]
     return out
 
