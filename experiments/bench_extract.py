@@ -2,7 +2,8 @@
 
 1. Forward throughput (tokens/s, hidden states only, fp32) of MiniLM and SmolLM2-135M at batch
    sizes 1/8/32 and lengths 128/512: ours (jitted, compile time excluded and reported apart) vs
-   PyTorch transformers (`torch.no_grad`, eager). Ratio = ours / torch (> 1: ours faster).
+   PyTorch transformers (`torch.no_grad`, eager). Ratio = ours / torch (> 1: ours faster). Both
+   sides are timed alternately (ours, torch, ours, ...) and compared by medians.
 2. Suffix-only probing (BoRP §3.4): one 1,024-token prefix, 8 rubric suffixes of 64 tokens;
    `encode_with_shared_prefix` (prefix KV computed once) vs re-encoding the 8 full sequences.
    Targets: >= 4x, and our ports no slower than PyTorch.
@@ -54,6 +55,19 @@ def _time(fn, min_reps: int, min_seconds: float) -> float:
     return statistics.median(times)
 
 
+def _time_pair(fa, fb, min_reps: int, min_seconds: float) -> tuple[float, float]:
+    """Median wall times of fa() and fb() run alternately (a b a b ...), at least min_reps pairs /
+    min_seconds: on a shared machine a load change then hits both sides, not just one."""
+    ta, tb = [], []
+    start = time.perf_counter()
+    while len(ta) < min_reps or (time.perf_counter() - start < 2 * min_seconds and len(ta) < 20):
+        for fn, acc in ((fa, ta), (fb, tb)):
+            t = time.perf_counter()
+            fn()
+            acc.append(time.perf_counter() - t)
+    return statistics.median(ta), statistics.median(tb)
+
+
 def torch_reference(name: str, pre):
     import torch
     import transformers
@@ -87,11 +101,12 @@ def bench_throughput(name, pre, tm, batches, lengths, reps, min_seconds):
             c0 = time.perf_counter()
             compiled = fwd.lower(pre.params, jids, jvalid).compile()
             compile_s = time.perf_counter() - c0
-            ours = _time(lambda: compiled(pre.params, jids, jvalid).block_until_ready(), reps, min_seconds)
+            compiled(pre.params, jids, jvalid).block_until_ready()  # warm-up
             tids, tmask = torch.tensor(ids, dtype=torch.long), torch.ones((b, t), dtype=torch.long)
             with torch.no_grad():
                 tm(input_ids=tids[:1, :16], attention_mask=tmask[:1, :16])  # warm-up
-                theirs = _time(lambda: tm(input_ids=tids, attention_mask=tmask), reps, min_seconds)
+                ours, theirs = _time_pair(lambda: compiled(pre.params, jids, jvalid).block_until_ready(),
+                                          lambda: tm(input_ids=tids, attention_mask=tmask), reps, min_seconds)
             row = dict(model=name, batch=b, length=t, ours_tok_s=b * t / ours, torch_tok_s=b * t / theirs,
                        ratio=theirs / ours, ours_s=ours, torch_s=theirs, compile_s=compile_s)
             rows.append(row)

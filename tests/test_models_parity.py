@@ -121,3 +121,30 @@ def test_reward_head_parity(tmp_path):
         ref = tm(torch.tensor(ids), attention_mask=torch.tensor(valid.astype(np.int64))).logits.numpy()
     assert ours.shape == ref.shape == (3, 1)
     np.testing.assert_allclose(ours, ref, atol=TOL)
+
+
+# with these shapes: one block; 2 sequences x 2 kv heads per step; 1 kv head per step; 1 query row per step
+@pytest.mark.parametrize("block_bytes", [1 << 30, 1200, 300, 48])
+def test_blocked_attention_matches_dense(block_bytes):
+    """`attention` loops over (sequence, kv-head, query-row) blocks sized by `block_bytes`; every
+    split (one block, head/batch chunks, query chunks down to single rows) equals dense softmax
+    attention, with GQA, padding and a fully masked query row."""
+    from probes.models.layers import attention, causal_mask
+
+    rng = np.random.default_rng(0)
+    b, t, h, hkv, dh = 4, 6, 4, 2, 8
+    q, k, v = (rng.standard_normal((b, t, n, dh)).astype(np.float32) for n in (h, hkv, hkv))
+    valid = np.ones((b, t), bool)
+    valid[1, 4:] = False
+    valid[2, :2] = False
+    pos = np.maximum(np.cumsum(valid, 1) - 1, 0)
+    mask = np.array(causal_mask(jnp.asarray(pos), jnp.asarray(pos), jnp.asarray(valid)))
+    mask[0, 2] = False  # a query that sees nothing must stay finite
+    kr, vr = np.repeat(k, h // hkv, axis=2), np.repeat(v, h // hkv, axis=2)
+    s = np.einsum("bthd,bshd->bhts", q, kr) / np.sqrt(dh)
+    s = np.where(mask[:, None], s, -1e30)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    ref = np.einsum("bhts,bshd->bthd", p / p.sum(-1, keepdims=True), vr)
+    out = np.asarray(attention(jnp.asarray(q), jnp.asarray(k), jnp.asarray(v), jnp.asarray(mask), block_bytes))
+    assert np.isfinite(out).all()
+    np.testing.assert_allclose(out, ref, atol=1e-5)
