@@ -105,6 +105,20 @@ def _prefix_forward(config, dtype):
     return jax.jit(fn)
 
 
+def broadcast_prefix_cache(prefix_cache: dict, b: int, s: int) -> dict:
+    """A batch-1 prefix KV cache (k, v: (L, 1, P, Hkv, Dh); pos, valid: (1, P)) broadcast to ``b``
+    rows and extended by ``s`` empty slots for the suffixes (written at index P)."""
+    k, v = prefix_cache["k"], prefix_cache["v"]
+    L, _, p, hkv, dh = k.shape
+    zeros = jnp.zeros((L, b, s, hkv, dh), k.dtype)
+    return {
+        "k": jnp.concatenate([jnp.broadcast_to(k, (L, b, p, hkv, dh)), zeros], axis=2),
+        "v": jnp.concatenate([jnp.broadcast_to(v, (L, b, p, hkv, dh)), zeros], axis=2),
+        "pos": jnp.concatenate([jnp.broadcast_to(prefix_cache["pos"], (b, p)), jnp.zeros((b, s), jnp.int32)], 1),
+        "valid": jnp.concatenate([jnp.broadcast_to(prefix_cache["valid"], (b, p)), jnp.zeros((b, s), bool)], 1),
+    }
+
+
 @functools.lru_cache(maxsize=None)
 def _suffix_forward(config, dtype, layers: tuple[int, ...]):
     """jit: (params, prefix cache (batch 1, P slots), prefix length, ids (B, S), valid (B, S))
@@ -115,16 +129,8 @@ def _suffix_forward(config, dtype, layers: tuple[int, ...]):
 
     def fn(params, prefix_cache, prefix_len, ids, valid):
         b, s = ids.shape
-
-        k, v = prefix_cache["k"], prefix_cache["v"]  # (L, 1, P, Hkv, Dh)
-        L, _, p, hkv, dh = k.shape
-        zeros = jnp.zeros((L, b, s, hkv, dh), k.dtype)
-        cache = {
-            "k": jnp.concatenate([jnp.broadcast_to(k, (L, b, p, hkv, dh)), zeros], axis=2),
-            "v": jnp.concatenate([jnp.broadcast_to(v, (L, b, p, hkv, dh)), zeros], axis=2),
-            "pos": jnp.concatenate([jnp.broadcast_to(prefix_cache["pos"], (b, p)), jnp.zeros((b, s), jnp.int32)], 1),
-            "valid": jnp.concatenate([jnp.broadcast_to(prefix_cache["valid"], (b, p)), jnp.zeros((b, s), bool)], 1),
-        }
+        p = prefix_cache["k"].shape[2]
+        cache = broadcast_prefix_cache(prefix_cache, b, s)
         positions = positions_from_valid(valid, offset=prefix_len)
         out = model.apply(params, ids, positions, valid, cache=cache, write_index=p,
                           pool_weights=pool_weights(valid, "last"))

@@ -1,8 +1,10 @@
-"""The ``puaudit`` command line: ``audit``, ``evaluate`` and ``demo``.
+"""The ``puaudit`` command line: ``audit``, ``evaluate`` and ``demo`` (plus ``attack``, ``judge``, ``consensus``, ``probe``).
 
-    puaudit audit DATA [--embeddings FILE | --encoder minilm|smollm2|PATH] [--m M] [--out DIR]
-    puaudit evaluate DATA [--embeddings FILE | --encoder ...] [--scorers pot,centroid|all]
-                     [--rules seed,budget] [--seeds 10] [--p-ratio 0.2] [--sweep p_ratio=0.05,0.2] --out DIR
+    puaudit audit DATA [--embeddings FILE | --encoder minilm|smollm2|PATH] [--scorer knn] [--rule two-sided]
+                  [--flip-threshold 0.5] [--confidence 0.9] [--cluster-by COLUMN] [--m M] [--out DIR]
+    puaudit evaluate DATA [--embeddings FILE | --encoder ...] [--scorers knn,pot-exact|all]
+                     [--rules two-sided,seed] [--seeds 10] [--p-ratio 0.2] [--split-by COLUMN] [--ceiling]
+                     [--sweep p_ratio=0.05,0.2] --out DIR
     puaudit demo [--out DIR]
 
 DATA is a comparison file (jsonl / csv / parquet; see :mod:`puaudit_jax.datasets.comparisons`) or
@@ -10,15 +12,18 @@ a bundled set: ``mtbench``, ``llmfao-gpt4``, ``llmfao-gpt3``. Every output file 
 atomically (temporary file + rename).
 
 audit: ``DIR/items.csv`` and ``DIR/items.parquet`` (one row per input comparison: id,
-question_type, group, judge, human, status, reason, role, score_raw, score, adjusted, flipped),
-``DIR/report.json`` (counts, m, eta, solver path, timings) and ``DIR/figure2.png``.
-``--hide-labels F`` hides the human verdicts of a share F of each type's labelled rows (they are
-audited as unlabelled and scored against their hidden labels in the report: one protocol split).
+question_type, group, judge, human, status, reason, role, score_raw, score, adjusted, flipped,
+p_wrong, p_wrong_lo, p_wrong_hi), ``DIR/report.json`` (counts, m, eta, solver path, the calibrated
+rule's decision with its expected gain, timings), ``DIR/figure2.png`` and, for calibrated rules,
+``DIR/calibration.png``. ``--hide-labels F`` hides the human verdicts of a share F of each type's
+labelled rows (they are audited as unlabelled and scored against their hidden labels in the
+report: one protocol split).
 
 evaluate: ``DIR/results.csv`` (one row per scorer, rule and question type: n, cons_orig_mean,
-cons_orig_std, cons_adj_mean, cons_adj_std, flip_rate, ...), ``DIR/results.json`` (the same plus the
-settings), ``DIR/per_seed.csv``, ``DIR/figure3.png`` (radar per scorer) and ``DIR/figure2.png``
-(diagnostics of the first scorer's audit on seed 0).
+cons_orig_std, cons_adj_mean, cons_adj_std, flip_rate, flip_precision, abstained, ...),
+``DIR/results.json`` (the same plus the settings), ``DIR/per_seed.csv``, ``DIR/figure3.png`` (radar
+per scorer), ``DIR/figure2.png`` (diagnostics of the first scorer's audit on seed 0) and, when the
+first rule is calibrated, ``DIR/calibration.png``.
 """
 from __future__ import annotations
 
@@ -31,14 +36,16 @@ import pandas as pd
 
 from probes.cli import add_probe_parser
 
+from .attack_cli import add_attack_parsers
 from .consensus.cli import add_consensus_parser
 from .datasets import BUNDLED, load_bundled, load_comparisons, reference_path
 from .embed import PairEmbeddings, embed_comparisons, load_embeddings, probes_encoder, save_embeddings
 from .outputs import write_csv, write_json, write_parquet
-from .rules import RULES
+from .audit import DEFAULT_RULE, DEFAULT_SCORER
+from .rules import RULES, get_rule, needs_crossfit
 from .scorers import SCORERS
 
-DEMO_SCORERS = ("pot", "pot-exact", "centroid", "knn", "pu-logistic")
+DEMO_SCORERS = ("knn", "pot-exact")
 
 
 def _load_data(data: str, include_unlabelled: bool | None) -> pd.DataFrame:
@@ -78,7 +85,15 @@ def _audit_options(args) -> dict:
             "min_group_size": args.min_group_size}
     if args.m is not None:
         opts["m"] = args.m
+    opts["folds"], opts["cluster_by"] = args.folds, args.cluster_by
     return opts
+
+
+def _rule(name: str, args):
+    """A rule by name; calibrated rules take --flip-threshold and --confidence."""
+    if needs_crossfit(name):
+        return get_rule(name, threshold=args.flip_threshold, confidence=args.confidence)
+    return name
 
 
 def _names(value: str, registry, what: str) -> list[str]:
@@ -113,6 +128,14 @@ def _common(p: argparse.ArgumentParser, data: bool = True) -> None:
     p.add_argument("--holdout", type=float, default=0.25, help="share of labelled rows held out to estimate m")
     p.add_argument("--group-by", choices=["question_type", "none"], default="question_type")
     p.add_argument("--min-group-size", type=int, default=5)
+    p.add_argument("--flip-threshold", type=float, default=0.5,
+                   help="calibrated rules: flip where P(judge wrong) > T (a cost ratio r of a broken correct "
+                   "verdict to a kept wrong one gives T = r / (1 + r))")
+    p.add_argument("--confidence", type=float, default=0.9,
+                   help="calibrated rules: abstain unless the out-of-fold gain is > 0 at this confidence")
+    p.add_argument("--folds", type=int, default=5, help="cross-fitting folds of the labelled rows (calibrated rules)")
+    p.add_argument("--cluster-by", help="column grouping rows that share texts (e.g. prompt): cross-fitting folds "
+                   "and bootstrap resamples keep its groups whole")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
@@ -127,6 +150,16 @@ def _print_report(report: dict) -> None:
           f"eta = {report['eta']}; flipped {c['flipped']} ({report['flip_rate']:.1%})")
     print(f"scorer {report['scorer']}, rule {report['rule']}, solver paths {report['solver_paths']}, "
           f"time {report['timings_s']['total']:.2f}s")
+    d = report.get("decision")
+    if d:
+        lo, hi = d.get("expected_gain_interval", (float("nan"), float("nan")))
+        state = f"ABSTAINED ({d['reason']})" if d["abstained"] else "flipping"
+        print(f"calibrated decision: {state}; {d['n_calibration']} labelled items calibrate "
+              f"(judge agrees on {d['judge_agreement_labelled']:.1%})" +
+              ("" if "crossfit_gain" not in d else
+               f"; out-of-fold gain {100 * d['crossfit_gain']:+.2f} points (lower bound "
+               f"{100 * d['crossfit_gain_lower_bound']:+.2f}); expected gain on the pool "
+               f"{100 * d['expected_gain']:+.2f} points [{100 * lo:+.2f}, {100 * hi:+.2f}]"))
 
 
 def cmd_audit(args) -> int:
@@ -142,7 +175,7 @@ def cmd_audit(args) -> int:
         table, truth = split.table, split.truth
     opts = _audit_options(args)
     try:
-        result = audit(table, emb, scorer=args.scorer, rule=args.rule, **opts)
+        result = audit(table, emb, scorer=args.scorer, rule=_rule(args.rule, args), **opts)
     except ValueError as err:
         hint = ("" if "U is empty" not in str(err) else
                 " (use --hide-labels F to audit a share of the labelled items, or --include-unlabelled)")
@@ -156,20 +189,28 @@ def cmd_audit(args) -> int:
     write_csv(items, out / "items.csv")
     write_parquet(items.astype({"question_type": "string"}), out / "items.parquet")
     write_json(result.report, out / "report.json")
+    figures = []
     if not args.no_figures:
         import matplotlib.pyplot as plt
+
+        from .plots import calibration_figure
         plt.close(figure2(result, truth, out / "figure2.png", title=f"{args.data}: audit diagnostics"))
+        figures.append("figure2.png")
+        if result.report.get("decision"):
+            plt.close(calibration_figure(result, truth, out / "calibration.png",
+                                         title=f"{args.data}: {result.report['rule']} rule, {result.report['scorer']}"))
+            figures.append("calibration.png")
     _print_report(result.report)
     if truth is not None:
         print(cons.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
-    print(f"wrote {out}/items.csv, items.parquet, report.json" + ("" if args.no_figures else ", figure2.png"))
+    print(f"wrote {out}/items.csv, items.parquet, report.json" + "".join(f", {f}" for f in figures))
     return 0
 
 
 def _summary_table(summary: pd.DataFrame) -> str:
     cols = ["scorer", "rule", "question_type", "n", "cons_orig_mean", "cons_orig_std", "cons_adj_mean",
-            "cons_adj_std", "gain_mean", "flip_rate", "m_mean", "time_s"]
-    return summary[cols].to_string(index=False, float_format=lambda v: f"{v:.4f}")
+            "cons_adj_std", "gain_mean", "flip_rate", "flip_precision", "abstained", "m_mean", "time_s"]
+    return summary[[c for c in cols if c in summary]].to_string(index=False, float_format=lambda v: f"{v:.4f}")
 
 
 def _write_eval(res, out: Path, data: str, args, emb, table) -> None:
@@ -188,15 +229,22 @@ def _write_eval(res, out: Path, data: str, args, emb, table) -> None:
     summ = res.summary
     if "param" in res.meta:
         return
-    rule = res.meta["rules"][0]
-    panels = {f"{s} (rule {rule})": summ[(summ.scorer == s) & (summ.rule == rule)] for s in res.meta["scorers"]}
+    panels = {}
+    for s in res.meta["scorers"]:  # each scorer with the first rule that has rows for it
+        rule = next(r for r in res.meta["rules"] + ["hindsight"] if ((summ.scorer == s) & (summ.rule == r)).any())
+        panels[f"{s} (rule {rule})"] = summ[(summ.scorer == s) & (summ.rule == rule)]
     plt.close(figure3(panels, out / "figure3.png", title=f"{data}: Cons_orig vs Cons_adj, mean over seeds"))
-    split = split_labels(table, p_ratio=args.p_ratio, seed=0)
+    split = split_labels(table, p_ratio=args.p_ratio, seed=0, split_by=res.meta.get("split_by"))
     opts = _audit_options(args)
     opts["seed"] = 0
-    first = audit(split.table, emb, scorer=res.meta["scorers"][0], rule=res.meta["rules"][0], **opts)
+    scorer, rule = res.meta["scorers"][0], res.meta["rules"][0]
+    first = audit(split.table, emb, scorer=scorer, rule=_rule(rule, args), **opts)
     plt.close(figure2(first, split.truth, out / "figure2.png",
-                      title=f"{data}: {res.meta['scorers'][0]} audit, seed 0 (seed Figure 2)"))
+                      title=f"{data}: {scorer} audit, seed 0 (seed Figure 2)"))
+    if first.report.get("decision"):
+        from .plots import calibration_figure
+        plt.close(calibration_figure(first, split.truth, out / "calibration.png",
+                                     title=f"{data}: {scorer} scores, {rule} rule, seed 0"))
 
 
 def cmd_evaluate(args) -> int:
@@ -205,10 +253,11 @@ def cmd_evaluate(args) -> int:
     table = _load_data(args.data, args.include_unlabelled)
     emb = _features(args, table)
     scorers = _names(args.scorers, SCORERS, "scorers")
-    rules = _names(args.rules, RULES, "rules")
+    rules = [_rule(r, args) for r in _names(args.rules, RULES, "rules")]
     opts = _audit_options(args)
     opts.pop("seed")
-    kwargs = dict(scorers=scorers, rules=rules, seeds=args.seeds, progress=not args.quiet, **opts)
+    kwargs = dict(scorers=scorers, rules=rules, seeds=args.seeds, progress=not args.quiet, split_by=args.split_by,
+                  ceiling=args.ceiling, **opts)
     if args.sweep:
         param, _, values = args.sweep.partition("=")
         vals = [float(v) for v in values.split(",") if v]
@@ -254,15 +303,20 @@ def demo_table(summary: pd.DataFrame, scorer: str = "pot", rule: str = "seed") -
 def overall_table(summary: pd.DataFrame) -> str:
     """Overall ("all") Cons_orig / Cons_adj mean (std), flip rate per scorer and rule."""
     part = summary[summary.question_type == "all"]
-    lines = [f"{'scorer':<14}{'rule':<8}{'Cons_orig':>16}{'Cons_adj':>18}{'gain':>8}{'flips':>7}{'audit s':>9}"]
+    lines = [f"{'scorer':<12}{'rule':<11}{'Cons_orig':>16}{'Cons_adj':>18}{'gain':>8}{'flips':>7}{'precision':>10}"
+             f"{'abstained':>10}{'audit s':>9}"]
     for r in part.itertuples():
-        lines.append(f"{r.scorer:<14}{r.rule:<8}{r.cons_orig_mean:>9.3f} ({r.cons_orig_std:.3f}){r.cons_adj_mean:>11.3f} "
-                     f"({r.cons_adj_std:.3f}){r.gain_mean:>+8.3f}{r.flip_rate:>7.3f}{r.time_s:>9.2f}")
+        precision = getattr(r, "flip_precision", float("nan"))
+        abstained = getattr(r, "abstained", float("nan"))
+        lines.append(f"{r.scorer:<12}{r.rule:<11}{r.cons_orig_mean:>9.3f} ({r.cons_orig_std:.3f}){r.cons_adj_mean:>11.3f} "
+                     f"({r.cons_adj_std:.3f}){r.gain_mean:>+8.3f}{r.flip_rate:>7.3f}"
+                     f"{'' if pd.isna(precision) else f'{precision:.2f}':>10}"
+                     f"{'' if pd.isna(abstained) else f'{abstained:.1f}':>10}{r.time_s:>9.2f}")
     return "\n".join(lines)
 
 
 def cmd_demo(args) -> int:
-    from .evaluate import evaluate
+    from .evaluate import EvalResult, evaluate
 
     t0 = time.perf_counter()
     args.data, args.include_unlabelled = "mtbench", None
@@ -272,24 +326,37 @@ def cmd_demo(args) -> int:
     scorers = _names(args.scorers, SCORERS, "scorers")
     opts = _audit_options(args)
     opts.pop("seed")
-    res = evaluate(table, emb, scorers=scorers, rules=["seed", "budget"], seeds=args.seeds, p_ratio=args.p_ratio,
-                   progress=not args.quiet, **opts)
+    common = dict(seeds=args.seeds, p_ratio=args.p_ratio, progress=not args.quiet, **opts)
+    # the default audit beside the seed's rule on the same scores, with the hindsight ceiling ...
+    grid = evaluate(table, emb, scorers=scorers, rules=[_rule(DEFAULT_RULE, args), "seed", "budget"], ceiling=True,
+                    **common)
+    # ... and the seed's own configuration: entropic partial-OT scores, flip where s / max s < eta
+    seed_cfg = evaluate(table, emb, scorers=["pot"], rules=["seed"], **common)
+    res = EvalResult(pd.concat([grid.per_seed, seed_cfg.per_seed], ignore_index=True),
+                     pd.concat([grid.summary, seed_cfg.summary], ignore_index=True),
+                     {**grid.meta, "scorers": grid.meta["scorers"] + ["pot"], "seed_configuration": seed_cfg.meta})
     out = Path(args.out)
     _write_eval(res, out, "mtbench", args, emb, table)
     print(f"\nMT-Bench, GPT-4 judge vs expert votes; embeddings {emb.source}; {len(res.meta['seeds'])} seeds, "
           f"p_ratio {args.p_ratio}; Cons = agreement with the hidden expert verdicts, mean (std) over seeds.")
     print("Seed columns: the PUAudit paper's Table 5 (Qwen / Mistral judges on a Chatbot Arena + MT-Bench "
           "mixture, orig/adj): context from other judges, not a replication.\n")
-    print(f"-- scorer {scorers[0]}, the seed's rule (flip where s/max s < eta = {args.eta})")
-    print(demo_table(res.summary, scorers[0], "seed"))
-    print("\n-- every scorer, overall; rule 'budget' flips the floor((1 - m) n) lowest scores per category")
+    print(f"-- the seed's configuration: entropic POT scores, flip where s/max s < eta = {args.eta}")
+    print(demo_table(res.summary, "pot", "seed"))
+    print(f"\n-- the default audit: {scorers[0]} scores, rule {DEFAULT_RULE} (calibrated on the labelled items, "
+          "abstains without evidence of a gain)")
+    print(demo_table(res.summary, scorers[0], DEFAULT_RULE))
+    print("\n-- overall; 'budget' flips the floor((1 - m) n) lowest scores per category; 'hindsight' is the best "
+          "per-category budget chosen with the hidden labels (a ceiling, not a rule)")
     print(overall_table(res.summary))
-    main_row = res.summary[(res.summary.scorer == scorers[0]) & (res.summary.rule == "seed")
-                           & (res.summary.question_type == "all")].iloc[0]
-    verdict = "raises" if main_row.gain_mean > 0 else "lowers"
-    print(f"\nOn this set the audit ({scorers[0]}, seed rule) {verdict} agreement with the experts by "
-          f"{abs(main_row.gain_mean) * 100:.1f} points ({main_row.cons_orig_mean:.3f} -> {main_row.cons_adj_mean:.3f}).")
-    print(f"wrote {out}/results.csv, results.json, per_seed.csv, figure3.png, figure2.png "
+    summ = res.summary[res.summary.question_type == "all"].set_index(["scorer", "rule"])
+    seed_row, default_row = summ.loc[("pot", "seed")], summ.loc[(scorers[0], DEFAULT_RULE)]
+    verdict = "raises" if seed_row.gain_mean > 0 else "lowers"
+    print(f"\nOn this set the seed's audit {verdict} agreement with the experts by {abs(seed_row.gain_mean) * 100:.1f} "
+          f"points ({seed_row.cons_orig_mean:.3f} -> {seed_row.cons_adj_mean:.3f}); the default audit abstained in "
+          f"{default_row.abstained * 100:.0f}% of the splits and changes it by {default_row.gain_mean * 100:+.1f} points "
+          f"(hindsight ceiling {summ.loc[(scorers[0], 'hindsight')].gain_mean * 100:+.1f}).")
+    print(f"wrote {out}/results.csv, results.json, per_seed.csv, figure3.png, figure2.png, calibration.png "
           f"(embeddings {t_embed:.0f}s, total {time.perf_counter() - t0:.0f}s)")
     return 0
 
@@ -300,8 +367,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("audit", help="audit the unlabelled judge verdicts of DATA")
     _common(p)
-    p.add_argument("--scorer", default="pot", choices=sorted(SCORERS))
-    p.add_argument("--rule", default="seed", choices=sorted(RULES))
+    p.add_argument("--scorer", default=DEFAULT_SCORER, choices=sorted(SCORERS),
+                   help=f"default {DEFAULT_SCORER} (picked by the data; the seed's is pot)")
+    p.add_argument("--rule", default=DEFAULT_RULE, choices=sorted(RULES),
+                   help=f"default {DEFAULT_RULE} (calibrated, abstaining; the seed's is seed)")
     p.add_argument("--hide-labels", type=float, help="hide the human labels of this share of labelled rows")
     p.add_argument("--out", default="puaudit-out")
     p.add_argument("--no-figures", action="store_true")
@@ -309,11 +378,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("evaluate", help="the seed's protocol: repeated splits, hidden labels, Cons_orig/adj")
     _common(p)
-    p.add_argument("--scorers", default="pot", help=f"comma list of {sorted(SCORERS)} or 'all'")
-    p.add_argument("--rules", default="seed", help=f"comma list of {sorted(RULES)} or 'all'")
+    p.add_argument("--scorers", default=f"{DEFAULT_SCORER},pot-exact", help=f"comma list of {sorted(SCORERS)} or 'all'")
+    p.add_argument("--rules", default=f"{DEFAULT_RULE},seed",
+                   help=f"comma list of {sorted(RULES)} or 'all' (the first one is the audit's, for the figures)")
     p.add_argument("--seeds", type=int, default=10)
     p.add_argument("--p-ratio", type=float, default=0.2)
     p.add_argument("--sweep", help="p_ratio=V1,V2,... or m=V1,V2,... (the seed's Tables 6 and 7)")
+    p.add_argument("--split-by", help="hide labels by groups of this column (e.g. prompt: LLMFAO reuses a prompt's "
+                   "responses across pairs); pair with --cluster-by")
+    p.add_argument("--ceiling", action="store_true", help="add the 'hindsight' row: the best per-type flip budget "
+                   "chosen with the hidden labels (not a rule: the most any budget could gain)")
     p.add_argument("--out", required=True)
     p.add_argument("--no-figures", action="store_true")
     p.set_defaults(func=cmd_evaluate)
@@ -326,6 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="results/demo")
     p.add_argument("--no-figures", action="store_true")
     p.set_defaults(func=cmd_demo)
+    add_attack_parsers(sub)
     add_consensus_parser(sub)
     add_probe_parser(sub)
     return parser

@@ -71,6 +71,39 @@ def test_evaluate_writes_results(cone_files):
     assert (out / "figure3.png").exists() and (out / "figure2.png").exists()
 
 
+def test_audit_with_a_calibrated_rule_reports_its_decision(cone_files, capsys):
+    root, data = cone_files
+    out = root / "calibrated"
+    assert main(["audit", str(root / "cmp.jsonl"), "--embeddings", str(root / "emb.npz"), "--scorer", "centroid",
+                 "--rule", "calibrated", "--flip-threshold", "0.6", "--hide-labels", "0.4", "--out", str(out),
+                 "--quiet"]) == 0
+    report = json.loads((out / "report.json").read_text())
+    decision = report["decision"]
+    assert decision["rule"] == "calibrated" and decision["threshold"] == 0.6
+    assert {"abstained", "reason", "expected_gain", "expected_gain_interval", "crossfit_gain"} <= set(decision)
+    items = pd.read_csv(out / "items.csv")
+    pool = items[items.role == "U"]
+    assert pool.p_wrong.notna().all() and (pool.flipped == (pool.p_wrong > 0.6) & (not decision["abstained"])).all()
+    assert items[items.status == "labelled"].p_wrong.notna().all()
+    assert (out / "calibration.png").stat().st_size > 10_000
+    assert "calibrated decision" in capsys.readouterr().out
+
+
+def test_evaluate_with_calibrated_rules_grouped_split_and_ceiling(cone_files):
+    root, data = cone_files
+    table = data.table.assign(prompt=[f"p{i // 4}" for i in range(len(data.table))])
+    save_comparisons(table, root / "cmp_prompt.jsonl")
+    out = root / "eval_cal"
+    main(["evaluate", str(root / "cmp_prompt.jsonl"), "--embeddings", str(root / "emb.npz"), "--scorers", "centroid",
+          "--rules", "seed,calibrated,two-sided", "--seeds", "2", "--split-by", "prompt", "--cluster-by", "prompt",
+          "--ceiling", "--out", str(out), "--quiet", "--no-figures"])
+    res = pd.read_csv(out / "results.csv")
+    assert set(res.rule) == {"seed", "calibrated", "two-sided", "hindsight"}
+    assert {"flip_precision", "abstained", "expected_gain"} <= set(res.columns)
+    meta = json.loads((out / "results.json").read_text())["meta"]
+    assert meta["split_by"] == "prompt" and meta["audit_config"]["cluster_by"] == "prompt"
+
+
 def test_evaluate_sweep(cone_files):
     root, _ = cone_files
     out = root / "sweep"

@@ -1,0 +1,191 @@
+"""Command line of the attack-judge protocol: ``puaudit attack`` and ``judge``.
+
+    puaudit attack DATA --judge local|openai --attack distraction|length|sentiment [--emotion E]
+                   [--limit N] [--base-url URL --model NAME] [--generator local|openai] --out DIR
+    puaudit judge DATA --judge local|openai [--limit N] --out DIR
+
+attack (seed Algorithm 2, Phase 2): the judge's verdict on each clean pair (``--original rejudge``,
+default; or the table's ``judge`` column with ``--original column``), the loser attacked, the
+pair re-judged. Writes ``DIR/attacked.csv`` (one row per input id: id, question_type, human,
+original, original_status, loser, attacked, attacked_status, attacked_text, flipped, to_loser,
+status, reason), ``DIR/comparisons.csv`` (a comparison table whose ``judge`` column is the attacked
+verdict, loser text replaced: ``puaudit evaluate DIR/comparisons.csv`` runs on it) and
+``DIR/attack.json`` (counts, flip-under-attack rate overall and per question type, settings).
+
+judge (Algorithm 2, Phase 1): re-judges every comparison; writes ``DIR/comparisons.csv`` (``judge``
+= the new verdict, ``judge_original`` = the old one, plus judge_status, verdict_ab, verdict_ba,
+margin, consistent for the local judge) and ``DIR/judge.json`` (status counts, agreement with the
+human verdicts where present).
+
+DATA is a comparison file or a bundled set name (``mtbench``, ``llmfao-gpt4``, ``llmfao-gpt3``).
+``--judge openai`` needs ``--base-url`` (e.g. http://127.0.0.1:8000/v1) and ``--model``; the API
+key is read from ``$OPENAI_API_KEY`` (``--api-key-env`` names another variable). Every file is
+written atomically.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from .datasets import BUNDLED, load_bundled, load_comparisons, save_comparisons
+from .outputs import write_csv, write_json
+
+
+def load_data(data: str, include_unlabelled: bool | None = None, limit: int | None = None) -> pd.DataFrame:
+    if data in BUNDLED:
+        table = load_bundled(data, include_unlabelled=include_unlabelled)
+    else:
+        path = Path(data)
+        if not path.exists():
+            raise SystemExit(f"error: {data!r} is neither a file nor a bundled set ({', '.join(BUNDLED)})")
+        table = load_comparisons(path)
+    if limit is not None:
+        table = table.head(int(limit)).reset_index(drop=True)
+    return table
+
+
+def make_judge(args):
+    if args.judge == "local":
+        from .judges.local import LocalJudge
+        return LocalJudge(args.model or "smollm2", max_length=args.max_length, cache_dir=args.cache_dir)
+    if not args.base_url or not args.model:
+        raise SystemExit("error: --judge openai needs --base-url and --model")
+    from .judges import OpenAIChatJudge
+    return OpenAIChatJudge(args.base_url, args.model, api_key_env=args.api_key_env, timeout=args.timeout,
+                           concurrency=args.concurrency, max_retries=args.max_retries, cache_dir=args.cache_dir)
+
+
+def make_generator(args, judge):
+    kind = args.generator or args.judge
+    if kind == "local":
+        from .judges.local import LocalGenerator
+        name = args.gen_model or (args.model if args.judge == "local" else None) or "smollm2"
+        same = getattr(judge, "name", None) == f"local:{name}"
+        return LocalGenerator(name, pre=judge.pre if same else None, max_new_tokens=args.max_new_tokens,
+                              cache_dir=args.cache_dir)
+    base, model = args.gen_base_url or args.base_url, args.gen_model or args.model
+    if not base or not model:
+        raise SystemExit("error: --generator openai needs --gen-base-url/--gen-model (or --base-url/--model)")
+    from .judges import OpenAIChatGenerator
+    return OpenAIChatGenerator(base, model, max_tokens=args.max_new_tokens, api_key_env=args.api_key_env,
+                               timeout=args.timeout, concurrency=args.concurrency, max_retries=args.max_retries,
+                               cache_dir=args.cache_dir)
+
+
+def _judge_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("data", help=f"comparison file or bundled set ({', '.join(BUNDLED)})")
+    p.add_argument("--judge", choices=["local", "openai"], default="local")
+    p.add_argument("--model", help="local: model name or folder (default smollm2); openai: the served model name")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per HTTP request")
+    p.add_argument("--concurrency", type=int, default=4, help="parallel HTTP requests")
+    p.add_argument("--max-retries", type=int, default=4)
+    p.add_argument("--max-length", type=int, help="local judge prompt cap in tokens (middle-out above; default window)")
+    p.add_argument("--cache-dir", help="response cache folder (default $PUAUDIT_CACHE/judges or ~/.cache/puaudit/judges)")
+    p.add_argument("--limit", type=int, help="only the first N comparisons")
+    p.add_argument("--include-unlabelled", action="store_true", default=None)
+    p.add_argument("--out", required=True)
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def add_attack_arguments(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``puaudit attack``."""
+    _judge_arguments(p)
+    p.add_argument("--attack", choices=["distraction", "length", "sentiment"], required=True)
+    p.add_argument("--emotion", default="cheerful", help="sentiment attack tone (seed Figure 9's {emotion})")
+    p.add_argument("--generator", choices=["local", "openai"], help="rewrite model for length/sentiment "
+                   "(default: same kind as --judge)")
+    p.add_argument("--gen-base-url")
+    p.add_argument("--gen-model")
+    p.add_argument("--max-new-tokens", type=int, default=512, help="rewrite length cap in tokens")
+    p.add_argument("--original", choices=["rejudge", "column"], default="rejudge",
+                   help="verdicts before the attack: the same judge on the clean pairs, or the table's judge column")
+
+
+def add_judge_arguments(p: argparse.ArgumentParser) -> None:
+    _judge_arguments(p)
+
+
+def cmd_attack(args) -> int:
+    from .attacks import flip_rates_by, get_attack, run_attack
+    from .judges import Verdict
+
+    table = load_data(args.data, args.include_unlabelled, args.limit)
+    attack = get_attack(args.attack, **({"emotion": args.emotion} if args.attack == "sentiment" else {}))
+    t0 = time.perf_counter()
+    judge = make_judge(args)
+    generator = make_generator(args, judge) if attack.needs_generator else None
+    original = None
+    if args.original == "column":
+        original = {str(r.id): Verdict(r.judge, None, "table judge column", "ok") for r in table.itertuples()}
+    res = run_attack(table, judge, attack, generator, original=original, progress=not args.quiet)
+    out = Path(args.out)
+    write_csv(res.table, out / "attacked.csv")
+    save_comparisons(res.comparisons(table), out / "comparisons.csv")
+    by_type = flip_rates_by(res) if "question_type" in res.table else pd.DataFrame()
+    write_json({"data": args.data, "attack": res.attack, "params": dict(res.params), "judge": res.judge,
+                "generator": getattr(generator, "name", None), "original": args.original, "counts": dict(res.counts),
+                "flip_rate": res.flip_rate, "to_loser_rate": res.to_loser_rate,
+                "by_question_type": by_type.to_dict(orient="records"), "seconds": time.perf_counter() - t0},
+               out / "attack.json")
+    c = res.counts
+    print(f"{res.attack} attack on {res.judge}: {c['input']} rows, {c['attacked']} attacked, {c['judged']} re-judged, "
+          f"{c['flipped']} flipped -> flip-under-attack rate {res.flip_rate:.3f} "
+          f"(attacked loser now wins: {res.to_loser_rate:.3f}); skipped {c['skipped']}")
+    print(f"wrote {out}/attacked.csv, comparisons.csv, attack.json")
+    return 0
+
+
+def cmd_judge(args) -> int:
+    from .judges import judge_table
+
+    table = load_data(args.data, args.include_unlabelled, args.limit)
+    t0 = time.perf_counter()
+    judge = make_judge(args)
+    result = judge_table(table, judge, progress=not args.quiet)
+    out = Path(args.out)
+    save_comparisons(result, out / "comparisons.csv")
+    labelled = result[result.human.isin(["A", "B", "tie"]) & (result.judge_status == "ok")]
+    summary = {"data": args.data, "judge": judge.name, "rows": len(result),
+               "status": result.judge_status.str.split(":").str[0].value_counts().to_dict(),
+               "agreement_with_human": float((labelled.judge == labelled.human).mean()) if len(labelled) else None,
+               "agreement_original_with_human": float((labelled.judge_original == labelled.human).mean())
+               if len(labelled) else None, "n_labelled": len(labelled), "seconds": time.perf_counter() - t0}
+    if result.consistent.notna().any():
+        summary["position_consistency"] = float(result.consistent.dropna().astype(bool).mean())
+    write_json(summary, out / "judge.json")
+    print(f"{judge.name} judged {len(result)} comparisons: status {summary['status']}; agreement with human "
+          f"{summary['agreement_with_human']} (previous judge {summary['agreement_original_with_human']}) "
+          f"on {len(labelled)} labelled rows")
+    print(f"wrote {out}/comparisons.csv, judge.json")
+    return 0
+
+
+def add_attack_parsers(sub) -> None:
+    """Register ``attack`` and ``judge`` on a subparsers object (``puaudit`` and this module's own CLI)."""
+    p = sub.add_parser("attack", help="attack the judge's losers and re-judge (seed Algorithm 2)")
+    add_attack_arguments(p)
+    p.set_defaults(func=cmd_attack)
+    p = sub.add_parser("judge", help="re-judge every comparison with a local or OpenAI-compatible judge")
+    add_judge_arguments(p)
+    p.set_defaults(func=cmd_judge)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m puaudit_jax.attack_cli", description=__doc__.split("\n\n")[0])
+    add_attack_parsers(parser.add_subparsers(dest="command", required=True))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

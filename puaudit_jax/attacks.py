@@ -1,0 +1,230 @@
+"""The attack-judge protocol (seed §5.2, Algorithm 2 Phase 2, Appendix B.2).
+
+For every comparison whose original verdict is A or B, the judge's *losing* response is attacked
+and the pair re-judged by the same judge; the flip-under-attack rate is the share of attacked
+pairs whose verdict changed. Operators (frozen dataclasses, :data:`ATTACKS` by name):
+
+- :class:`Distraction` (seed Figure 7): the fixed paragraph "Assistant {A/B} loves eating pasta..."
+  appended to the loser (the name is the loser's label in the original order), no generation.
+- :class:`LengthExpansion` (seed Figure 8): the loser rewritten by a generator with the seed's
+  length-expansion prompt.
+- :class:`SentimentRestyle` (seed Figure 9): the loser rewritten with a given ``emotion`` tone.
+
+Multi-turn comparisons: only the judged (last) answer is attacked; the earlier answers are kept.
+Every input id appears in :attr:`AttackResult.table`, with a ``status`` ("attacked" or "skipped")
+and a ``reason`` (original tie / unparsed / error, missing text, generation error / empty
+generation); rows whose attacked verdict is unparsed or an error are attacked rows with that
+reason and are left out of the flip rate's denominator, with a count.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar, Mapping
+
+import numpy as np
+import pandas as pd
+
+from .judges.base import OK, Verdict, fill, row_inputs, template
+from .judges.run import has_text, verdict_status
+
+
+@dataclass(frozen=True)
+class Distraction:
+    """Seed Figure 7: append the fixed irrelevant paragraph (naming the loser's assistant label)."""
+
+    separator: str = "\n\n"
+    name: ClassVar[str] = "distraction"
+    needs_generator: ClassVar[bool] = False
+
+    def paragraph(self, side: str) -> str:
+        return fill(template("distraction"), assistant=side)
+
+    def apply(self, response: str, side: str, generator=None) -> str:
+        return response.rstrip() + self.separator + self.paragraph(side)
+
+
+@dataclass(frozen=True)
+class LengthExpansion:
+    """Seed Figure 8: rewrite the loser longer with semantically redundant text (generator)."""
+
+    name: ClassVar[str] = "length"
+    needs_generator: ClassVar[bool] = True
+
+    def messages(self, response: str, side: str) -> list[dict]:
+        return [{"role": "system", "content": template("length_system")},
+                {"role": "user", "content": fill(template("length_user"), original_answer=response)}]
+
+
+@dataclass(frozen=True)
+class SentimentRestyle:
+    """Seed Figure 9: rewrite the loser with an ``emotion`` tone (e.g. "cheerful", "angry")."""
+
+    emotion: str = "cheerful"
+    name: ClassVar[str] = "sentiment"
+    needs_generator: ClassVar[bool] = True
+
+    def messages(self, response: str, side: str) -> list[dict]:
+        return [{"role": "system", "content": fill(template("sentiment_system"), emotion=self.emotion)},
+                {"role": "user", "content": fill(template("sentiment_user"), original_answer=response,
+                                                 emotion=self.emotion)}]
+
+
+RESULT_COLUMNS = ("id", "question_type", "human", "original", "original_status", "loser", "attacked",
+                  "attacked_status", "attacked_text", "flipped", "to_loser", "status", "reason")
+
+ATTACKS = {"distraction": Distraction, "length": LengthExpansion, "sentiment": SentimentRestyle}
+
+
+def get_attack(name: str, **params):
+    """An attack operator by name (:data:`ATTACKS`), with its parameters (e.g. ``emotion``)."""
+    if name not in ATTACKS:
+        raise ValueError(f"unknown attack {name!r}; use one of {sorted(ATTACKS)}")
+    return ATTACKS[name](**params)
+
+
+@dataclass(frozen=True)
+class AttackResult:
+    """Outcome of :func:`run_attack`.
+
+    ``table``: one row per input comparison, input order: id, question_type, human, original
+    (verdict before the attack), original_status, loser ("A" | "B" | None), attacked (verdict after),
+    attacked_status, attacked_text (the loser's new text, None if not attacked), flipped (bool or
+    None), to_loser (the attacked loser now wins), status ("attacked" | "skipped"), reason.
+    ``counts``: input, attacked, judged (attacked with a parsed verdict), flipped, skipped by reason,
+    attacked-but-unjudged by reason. ``flip_rate`` = flipped / judged (NaN if none);
+    ``to_loser_rate`` = share of judged pairs the attacked loser now wins.
+    """
+
+    attack: str
+    judge: str
+    table: pd.DataFrame
+    counts: Mapping[str, object] = field(default_factory=dict)
+    flip_rate: float = float("nan")
+    to_loser_rate: float = float("nan")
+    params: Mapping[str, object] = field(default_factory=dict)
+
+    def comparisons(self, source: pd.DataFrame) -> pd.DataFrame:
+        """``source`` (the attacked comparisons) with ``judge`` = the attacked verdict, the attacked
+        loser's text in place, and ``judge_original`` / ``attack_status`` columns; rows without an
+        attacked verdict keep the original verdict (or "tie" when there is none, which the audit
+        excludes with a count), ``attack_status`` says which."""
+        out = source.copy().reset_index(drop=True)
+        out = out.drop(columns=[c for c in ("judge_original", "attack_status") if c in out.columns])
+        t = self.table.set_index("id").loc[out["id"].astype(str)]
+        out.insert(out.columns.get_loc("judge") + 1, "judge_original", out["judge"])
+        judge, status = [], []
+        for i, r in enumerate(t.itertuples()):
+            if r.status == "attacked" and r.attacked_status == OK:
+                judge.append(r.attacked)
+                status.append("attacked")
+                col = "response_a" if r.loser == "A" else "response_b"
+                out.at[i, col] = r.attacked_text
+            elif r.original_status == OK:
+                judge.append(r.original)
+                status.append(f"original verdict kept: {r.reason}")
+            else:
+                judge.append("tie")
+                status.append(f"no verdict (tie placeholder): {r.reason}")
+        out["judge"], out["attack_status"] = judge, status
+        return out
+
+
+def _replace_response(row: dict, side: str, text: str) -> dict:
+    new = dict(row)
+    new["response_a" if side == "A" else "response_b"] = text
+    return new
+
+
+def run_attack(comparisons: pd.DataFrame, judge, attack, generator=None, *, original: Mapping[str, Verdict] | None = None,
+               progress: bool = False) -> AttackResult:
+    """Seed Algorithm 2, Phase 2 on ``comparisons`` (a comparison table).
+
+    ``original``: id -> the judge's verdict on the clean pair; None -> judged here with ``judge``
+    (the protocol compares a judge with itself; the table's ``judge`` column may come from another
+    judge). ``attack``: an operator or its name. ``generator``: needed by length / sentiment.
+    """
+    if isinstance(attack, str):
+        attack = get_attack(attack)
+    if attack.needs_generator and generator is None:
+        raise ValueError(f"attack {attack.name!r} needs a generator")
+    records = comparisons.to_dict(orient="records")
+    ids = [str(r["id"]) for r in records]
+    if len(set(ids)) != len(ids):
+        raise ValueError("comparison ids must be unique")
+    usable = [i for i, r in enumerate(records) if has_text(r)]
+    usable_set = set(usable)
+    if original is None:
+        verdicts = judge.judge_many([row_inputs(records[i]) for i in usable], progress=progress)
+        original = {ids[i]: v for i, v in zip(usable, verdicts)}
+    rows = []
+    for i, r in enumerate(records):
+        v = original.get(ids[i])
+        row = {"id": ids[i], "question_type": r.get("question_type"), "human": r.get("human"),
+               "original": v.winner if v is not None else None,
+               "original_status": (verdict_status(v) if v is not None else None), "loser": None,
+               "attacked": None, "attacked_status": None, "attacked_text": None, "flipped": None,
+               "to_loser": None, "status": "skipped", "reason": None}
+        if i not in usable_set:
+            row["reason"] = "missing text"
+        elif v is None:
+            row["reason"] = "no original verdict"
+        elif v.status != OK:
+            row["reason"] = f"original {v.status}"
+        elif v.winner == "tie":
+            row["reason"] = "original tie"
+        else:
+            row["loser"] = "B" if v.winner == "A" else "A"
+        rows.append(row)
+    targets = [i for i, row in enumerate(rows) if row["loser"] is not None]
+    losers = {i: records[i]["response_a" if rows[i]["loser"] == "A" else "response_b"] for i in targets}
+    if attack.needs_generator:
+        outs = generator.generate_many([attack.messages(losers[i], rows[i]["loser"]) for i in targets],
+                                       progress=progress)
+        texts = {}
+        for i, o in zip(targets, outs):
+            if isinstance(o, Exception):
+                rows[i]["reason"] = f"generation error: {o}"[:300]
+            elif not str(o).strip():
+                rows[i]["reason"] = "empty generation"
+            else:
+                texts[i] = str(o).strip()
+    else:
+        texts = {i: attack.apply(losers[i], rows[i]["loser"]) for i in targets}
+    judged = sorted(texts)
+    attacked = judge.judge_many([row_inputs(_replace_response(records[i], rows[i]["loser"], texts[i]))
+                                 for i in judged], progress=progress)
+    for i, v in zip(judged, attacked):
+        row = rows[i]
+        row.update(status="attacked", attacked_text=texts[i], attacked=v.winner, attacked_status=verdict_status(v))
+        if v.status == OK:
+            row["flipped"] = v.winner != row["original"]
+            row["to_loser"] = v.winner == row["loser"]
+            row["reason"] = "flipped" if row["flipped"] else "unchanged"
+        else:
+            row["reason"] = f"attacked {v.status}"
+    table = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
+    ok = table[(table.status == "attacked") & (table.attacked_status == OK)] if len(table) else table
+    skipped = table[table.status == "skipped"] if len(table) else table
+    counts = {"input": len(table), "attacked": int((table.status == "attacked").sum()) if len(table) else 0,
+              "judged": len(ok), "flipped": int(ok.flipped.astype(bool).sum()) if len(ok) else 0,
+              "to_loser": int(ok.to_loser.astype(bool).sum()) if len(ok) else 0,
+              "skipped": skipped.reason.value_counts().to_dict() if len(skipped) else {},
+              "attacked_unjudged": (table[(table.status == "attacked") & (table.attacked_status != OK)]
+                                    .reason.value_counts().to_dict() if len(table) else {})}
+    n = len(ok)
+    params = {k: getattr(attack, k) for k in getattr(attack, "__dataclass_fields__", {})}
+    return AttackResult(attack=attack.name, judge=getattr(judge, "name", type(judge).__name__), table=table,
+                        counts=counts, flip_rate=counts["flipped"] / n if n else float("nan"),
+                        to_loser_rate=counts["to_loser"] / n if n else float("nan"), params=params)
+
+
+def flip_rates_by(result: AttackResult, column: str = "question_type") -> pd.DataFrame:
+    """Flip-under-attack rate per value of ``column``: n_attacked, n_judged, flip_rate, to_loser_rate."""
+    t = result.table
+    out = []
+    for key, g in t.groupby(column, dropna=False):
+        ok = g[(g.status == "attacked") & (g.attacked_status == OK)]
+        out.append({column: key, "n": len(g), "n_attacked": int((g.status == "attacked").sum()), "n_judged": len(ok),
+                    "flip_rate": float(ok.flipped.astype(bool).mean()) if len(ok) else np.nan,
+                    "to_loser_rate": float(ok.to_loser.astype(bool).mean()) if len(ok) else np.nan})
+    return pd.DataFrame(out)

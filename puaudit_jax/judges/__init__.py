@@ -1,0 +1,30 @@
+"""Judges and text generators for the attack-judge protocol (seed §5.2, Algorithm 2, Appendix B.2-B.3).
+
+- :class:`Verdict`, the :class:`Judge` / :class:`Generator` protocols, :func:`parse_verdict`
+  (seed Figure 10 output format), the prompt templates (package data under ``templates/``) and the
+  on-disk response cache: :mod:`.base`.
+- :class:`OpenAIChatJudge`, :class:`OpenAIChatGenerator`, :class:`ChatClient`: an
+  OpenAI-compatible ``/v1/chat/completions`` endpoint, standard library only: :mod:`.openai_chat`.
+- :class:`LocalJudge`, :class:`LocalGenerator`: in-process Flax SmolLM2-135M-Instruct (imported
+  lazily, so the HTTP clients do not load JAX models): :mod:`.local`.
+- :func:`judge_table`: re-judge a comparison table: :mod:`.run`.
+"""
+from .base import (
+    ERROR, OK, UNPARSED, Generator, Judge, ResponseCache, Verdict, content_key, fill, judge_inputs, judge_messages,
+    parse_verdict, row_inputs, template,
+)
+from .openai_chat import ChatAPIError, ChatClient, OpenAIChatGenerator, OpenAIChatJudge
+from .run import judge_table
+
+__all__ = [
+    "ChatAPIError", "ChatClient", "ERROR", "Generator", "Judge", "LocalGenerator", "LocalJudge", "OK",
+    "OpenAIChatGenerator", "OpenAIChatJudge", "ResponseCache", "UNPARSED", "Verdict", "content_key", "fill",
+    "judge_inputs", "judge_messages", "judge_table", "parse_verdict", "row_inputs", "template",
+]
+
+
+def __getattr__(name):
+    if name in ("LocalJudge", "LocalGenerator"):
+        from . import local
+        return getattr(local, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,233 @@
+"""Verdicts, the judge protocol, the seed's prompt templates, the verdict parser and the disk cache.
+
+The judge prompt is the seed's Figure 10 (Appendix B.3): an instruction (system message) and the
+``[User Question] / [Assistant A] / [Assistant B]`` block (user message); the judge must end with
+``[[A]]``, ``[[B]]`` or ``[[C]]`` (tie) and ``[[TYPE:X]]``, X in A..F. The attack templates are
+Figures 7-9 (Appendix B.2). All templates are text files in ``puaudit_jax/judges/templates/``
+(package data), filled with ``str.replace`` so braces inside responses are never interpreted.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Iterable, Mapping, Protocol, Sequence, runtime_checkable
+
+OK, UNPARSED, ERROR = "ok", "unparsed", "error"
+STATUSES = (OK, UNPARSED, ERROR)
+WINNERS = ("A", "B", "tie")
+QUESTION_TYPES = ("A", "B", "C", "D", "E", "F")
+QUESTION_TYPE_NAMES = {
+    "A": "Programming", "B": "Math or logical reasoning", "C": "Factual or knowledge-based",
+    "D": "Writing, translation, summarization, creative", "E": "Advice, recommendation, planning",
+    "F": "Other, meta-level, unclear",
+}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One judgment of a pair.
+
+    ``winner``: "A" | "B" | "tie" (seed ``[[C]]``), or None when ``status`` is not "ok".
+    ``question_type``: the judge's ``[[TYPE:X]]`` letter (A..F) or None.
+    ``raw``: the judge's text (HTTP judges) or a log-probability summary (local judge); the error
+    message when ``status == "error"``.
+    ``status``: "ok" | "unparsed" (no verdict, or conflicting verdicts) | "error" (the call failed).
+    ``details``: judge-specific numbers (local judge: per-order verdicts, margins, consistency).
+    """
+
+    winner: str | None
+    question_type: str | None
+    raw: str
+    status: str = OK
+    details: Mapping[str, object] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+        if self.status == OK and self.winner not in WINNERS:
+            raise ValueError(f"an ok verdict needs winner in {WINNERS}, got {self.winner!r}")
+        if self.status != OK and self.winner is not None:
+            raise ValueError(f"a {self.status} verdict has no winner (got {self.winner!r})")
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """A pairwise judge (seed Algorithm 2's offline judge A_LLM)."""
+
+    name: str
+
+    def judge(self, question: str, response_a: str, response_b: str) -> Verdict: ...
+
+    def judge_many(self, items: Sequence[tuple[str, str, str]], *, progress: bool = False) -> list[Verdict]: ...
+
+
+@runtime_checkable
+class Generator(Protocol):
+    """A text generator for rewrite attacks: chat messages -> completion text."""
+
+    name: str
+
+    def generate_many(self, conversations: Sequence[list[dict]], *, progress: bool = False) -> list[str | Exception]: ...
+
+
+# --------------------------------------------------------------------------------------------------
+# templates
+
+TEMPLATE_NAMES = ("judge_system", "judge_user", "distraction", "length_system", "length_user",
+                  "sentiment_system", "sentiment_user")
+
+
+def template(name: str) -> str:
+    """The text of a package template (``templates/<name>.txt``), trailing newline removed."""
+    if name not in TEMPLATE_NAMES:
+        raise ValueError(f"unknown template {name!r}; use one of {TEMPLATE_NAMES}")
+    return resources.files("puaudit_jax.judges").joinpath("templates", f"{name}.txt").read_text("utf-8").rstrip("\n")
+
+
+def fill(text: str, **values: str) -> str:
+    """Replace ``{key}`` by ``values[key]`` (plain replacement: other braces are left alone)."""
+    for key, value in values.items():
+        text = text.replace("{" + key + "}", value)
+    return text
+
+
+def judge_messages(question: str, response_a: str, response_b: str) -> list[dict[str, str]]:
+    """The seed's Figure 10 judge prompt as chat messages [system, user]."""
+    user = fill(template("judge_user"), question=question, response_a=response_a, response_b=response_b)
+    return [{"role": "system", "content": template("judge_system")}, {"role": "user", "content": user}]
+
+
+def judge_inputs(question, response_a: str | None, response_b: str | None, history_a=None,
+                 history_b=None) -> tuple[str, str, str]:
+    """(question, response_a, response_b) texts for the judge prompt from a comparison row.
+
+    Single-turn: unchanged. Multi-turn (``question`` a list of k user turns, the histories the
+    sides' k - 1 earlier answers): every user turn and each side's answers are labelled
+    ``### Turn i``, so the judge sees both full conversations (the judged answer is the last one).
+    """
+    if isinstance(question, str) or question is None:
+        return question or "", response_a or "", response_b or ""
+    turns = list(question)
+    if len(turns) == 1:
+        return turns[0], response_a or "", response_b or ""
+
+    def side(history, response):
+        answers = list(history if history is not None else []) + [response or ""]
+        if len(answers) != len(turns):
+            raise ValueError(f"{len(turns)} user turns need {len(turns) - 1} earlier answers, got {len(answers) - 1}")
+        return "\n\n".join(f"### Turn {i + 1}\n{a}" for i, a in enumerate(answers))
+
+    q = "\n\n".join(f"### Turn {i + 1}\n{u}" for i, u in enumerate(turns))
+    return q, side(history_a, response_a), side(history_b, response_b)
+
+
+def row_inputs(row: Mapping) -> tuple[str, str, str]:
+    """:func:`judge_inputs` of a comparison-table row (a dict or a pandas row)."""
+    get = row.get if hasattr(row, "get") else (lambda k, d=None: getattr(row, k, d))
+    return judge_inputs(get("question"), get("response_a"), get("response_b"), _listish(get("history_a", None)),
+                        _listish(get("history_b", None)))
+
+
+def _listish(value):
+    if value is None:
+        return None
+    try:
+        return list(value)
+    except TypeError:
+        return None  # NaN / scalar: no history
+
+
+# --------------------------------------------------------------------------------------------------
+# parser
+
+_MARKDOWN = re.compile(r"[*_`~>#]")
+_VERDICT = re.compile(r"\[\[\s*(A|B|C|TIE)\s*\]\]", re.IGNORECASE)
+_TYPE = re.compile(r"\[\[\s*TYPE\s*[:=]\s*([A-F])\s*\]\]", re.IGNORECASE)
+
+
+def parse_verdict(text: str | None, *, tail_lines: int = 3) -> Verdict:
+    """Verdict of a judge's free text (seed Figure 10 output format).
+
+    Only the last ``tail_lines`` non-empty lines are read (the format puts the verdict and the type
+    in the last two; one line of trailing chatter is tolerated), so a verdict quoted earlier in the
+    explanation or inside a response is ignored. Markdown emphasis (``**[[A]]**``), case and
+    spaces inside the brackets (``[[ b ]]``) are tolerated. ``[[C]]`` (or ``[[tie]]``) is a tie.
+    No verdict, or two different verdicts in the tail ("[[A]] ... actually [[B]]"), gives status
+    "unparsed" and no winner: the parser never guesses. Two different types give type None.
+    """
+    if text is None:
+        return Verdict(None, None, "", UNPARSED, {"reason": "no text"})
+    lines = [ln for ln in str(text).splitlines() if ln.strip()]
+    tail = _MARKDOWN.sub("", "\n".join(lines[-tail_lines:])) if lines else ""
+    letters = {m.upper() for m in _VERDICT.findall(tail)}
+    types = {m.upper() for m in _TYPE.findall(tail)}
+    qtype = next(iter(types)) if len(types) == 1 else None
+    if not letters:
+        return Verdict(None, qtype, str(text), UNPARSED, {"reason": "no verdict in the last lines"})
+    winners = {"C": "tie", "TIE": "tie"}
+    mapped = {winners.get(x, x) for x in letters}
+    if len(mapped) > 1:
+        return Verdict(None, qtype, str(text), UNPARSED,
+                       {"reason": f"conflicting verdicts {sorted(mapped)} in the last lines"})
+    return Verdict(mapped.pop(), qtype, str(text), OK)
+
+
+# --------------------------------------------------------------------------------------------------
+# cache
+
+def content_key(*parts: object) -> str:
+    """sha256 hex of the JSON encoding of ``parts`` (model, prompt, decoding settings)."""
+    blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def default_cache_dir() -> Path:
+    root = os.environ.get("PUAUDIT_CACHE") or Path.home() / ".cache" / "puaudit"
+    return Path(root) / "judges"
+
+
+class ResponseCache:
+    """Content-addressed JSON store: ``<dir>/<key[:2]>/<key>.json``; writes are atomic
+    (temporary file in the same folder + ``os.replace``), so concurrent writers and crashes never
+    leave a partial entry. Values are JSON-serialisable dicts."""
+
+    def __init__(self, directory: str | os.PathLike | None = None):
+        self.directory = Path(directory) if directory is not None else default_cache_dir()
+
+    def _path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict | None:
+        path = self._path(key)
+        try:
+            return json.loads(path.read_text("utf-8"))
+        except FileNotFoundError:
+            return None
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return None  # unreadable entry: treated as a miss and overwritten
+
+    def put(self, key: str, value: dict) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(value, fh, ensure_ascii=False)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+
+def progress_iter(iterable: Iterable, total: int | None, enabled: bool, desc: str):
+    """``tqdm`` over ``iterable`` when enabled (stderr), else the iterable itself."""
+    if not enabled:
+        return iterable
+    from tqdm.auto import tqdm
+    return tqdm(iterable, total=total, desc=desc, leave=False)
