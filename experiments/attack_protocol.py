@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from puaudit_jax.attacks import LengthExpansion, SentimentRestyle, Distraction, flip_rates_by, run_attack
-from puaudit_jax.datasets import load_comparisons
+from puaudit_jax.datasets import load_comparisons, save_comparisons
 from puaudit_jax.judges import Verdict
 from puaudit_jax.judges.local import LocalGenerator, LocalJudge
 from puaudit_jax.outputs import write_csv, write_json
@@ -117,7 +117,7 @@ def main(argv=None) -> int:
             "generated": generator.stats["generated"] - g0["generated"],
             "generation_seconds": generator.stats["seconds"] - g0["seconds"]}
         tables.append(tab)
-        write_csv(res.comparisons(rows), Path(f"{args.out}_{name}_comparisons.csv"))  # for puaudit evaluate
+        save_comparisons(res.comparisons(rows), Path(f"{args.out}_{name}_comparisons.csv"))  # for puaudit evaluate
         print(f"{name}: {c['judged']} re-judged, flip-under-attack {res.flip_rate:.3f}, loser now wins "
               f"{res.to_loser_rate:.3f}, skipped {c['skipped']} ({secs:.0f}s)", file=sys.stderr, flush=True)
         write_csv(pd.concat(tables, ignore_index=True), Path(str(args.out) + "_rows.csv"))
