@@ -17,6 +17,7 @@ attacked verdict, the attacked loser's text in place; input for ``puaudit evalua
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -82,7 +83,8 @@ def main(argv=None) -> int:
     attacks = {"distraction": (Distraction(), args.distraction_per_type),
                "length": (LengthExpansion(), args.rewrite_per_type),
                "sentiment": (SentimentRestyle(args.emotion), args.sentiment_per_type or args.rewrite_per_type)}
-    summary = {"input": args.input, "judge": judge.name, "judge_max_length": judge.max_length,
+    shown = os.path.relpath(args.input, ROOT) if Path(args.input).resolve().is_relative_to(ROOT) else args.input
+    summary = {"input": shown, "judge": judge.name, "judge_max_length": judge.max_length,
                "generator": f"{generator.name} greedy, max_new_tokens={args.max_new_tokens}", "seed": args.seed,
                "original_verdicts": "the local judge's verdicts in the input file (both orders, averaged margin)",
                "attacks": {}}
@@ -126,7 +128,7 @@ def main(argv=None) -> int:
     write_json(summary, Path(str(args.out) + ".json"))
     lines = ["# Attack-judge protocol on the local judge (seed §5.2, Algorithm 2)", "",
              f"Judge: {judge.name} (seed Figure 10 prompt, verdict from next-token log-probs, both orders). "
-             f"Rows: `{args.input}` (MT-Bench expert-labelled pairs), stratified by question type, seed {args.seed}. "
+             f"Rows: `{shown}` (MT-Bench expert-labelled pairs), stratified by question type, seed {args.seed}. "
              "Attacks modify the judge's losing response only; flip = the re-judged verdict differs from the original.",
              "", "| attack | rows | re-judged | skipped | flip rate (95% CI) | loser now wins | loser tokens -> attacked | time (s) |",
              "|---|---|---|---|---|---|---|---|"]
