@@ -36,6 +36,7 @@ from .outputs import write_csv, write_json
 
 
 def load_data(data: str, include_unlabelled: bool | None = None, limit: int | None = None) -> pd.DataFrame:
+    """A bundled set by name or a comparison file (jsonl / csv / parquet); ``limit``: the first rows only."""
     if data in BUNDLED:
         table = load_bundled(data, include_unlabelled=include_unlabelled)
     else:

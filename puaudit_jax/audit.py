@@ -486,11 +486,11 @@ def _crossfit(table, labelled, positives, unlabelled, types, judge, human, diff,
     pool_pos = {row: i for i, row in enumerate(unlabelled)}
     empty_folds = []
     for k in range(n_folds):
-        refs = _references(positives[fold_of[positives] != k], types, e_winner, z, cfg) \
-            if (fold_of[positives] != k).any() else None
-        if refs is None:
+        train = positives[fold_of[positives] != k]
+        if len(train) == 0:
             empty_folds.append(k)
             continue
+        refs = _references(train, types, e_winner, z, cfg)
         in_fold = labelled[fold == k]
         for g in _group_names(np.concatenate([unlabelled, in_fold]), types, cfg):
             u_rows, l_rows = _members(unlabelled, g, types, cfg), _members(in_fold, g, types, cfg)
@@ -558,7 +558,10 @@ def apply_rule(items: pd.DataFrame, rule, *, crossfit: CrossFit | None, m: float
             flips[rows] = f
         for col in ("p_wrong", "p_wrong_lo", "p_wrong_hi"):
             items[col] = np.nan
-    items["flipped"] = flips
+    return with_flips(items, flips), info
+
+
+def with_flips(items: pd.DataFrame, flips: np.ndarray) -> pd.DataFrame:
+    """``items`` with ``flipped`` = flips and ``adjusted`` = the judge verdict flipped where flips."""
     judge = items["judge"].to_numpy(dtype=object)
-    items["adjusted"] = np.where(flips, flip_verdict(judge), judge)
-    return items, info
+    return items.assign(flipped=np.asarray(flips, bool), adjusted=np.where(flips, flip_verdict(judge), judge))

@@ -36,9 +36,9 @@ import pandas as pd
 
 from probes.cli import add_probe_parser
 
-from .attack_cli import add_attack_parsers
+from .attack_cli import add_attack_parsers, load_data
 from .consensus.cli import add_consensus_parser
-from .datasets import BUNDLED, load_bundled, load_comparisons, reference_path
+from .datasets import BUNDLED, reference_path
 from .embed import PairEmbeddings, embed_comparisons, load_embeddings, probes_encoder, save_embeddings
 from .outputs import write_csv, write_json, write_parquet
 from .audit import DEFAULT_RULE, DEFAULT_SCORER
@@ -46,15 +46,6 @@ from .rules import RULES, get_rule, needs_crossfit
 from .scorers import SCORERS
 
 DEMO_SCORERS = ("knn", "pot-exact")
-
-
-def _load_data(data: str, include_unlabelled: bool | None) -> pd.DataFrame:
-    if data in BUNDLED:
-        return load_bundled(data, include_unlabelled=include_unlabelled)
-    path = Path(data)
-    if not path.exists():
-        raise SystemExit(f"error: {data!r} is neither a file nor a bundled set ({', '.join(BUNDLED)})")
-    return load_comparisons(path)
 
 
 def _features(args, table: pd.DataFrame) -> PairEmbeddings:
@@ -167,7 +158,7 @@ def cmd_audit(args) -> int:
     from .evaluate import consistency, split_labels
     from .plots import figure2
 
-    table = _load_data(args.data, args.include_unlabelled)
+    table = load_data(args.data, args.include_unlabelled)
     emb = _features(args, table)
     truth = None
     if args.hide_labels:
@@ -250,7 +241,7 @@ def _write_eval(res, out: Path, data: str, args, emb, table) -> None:
 def cmd_evaluate(args) -> int:
     from .evaluate import evaluate, sweep
 
-    table = _load_data(args.data, args.include_unlabelled)
+    table = load_data(args.data, args.include_unlabelled)
     emb = _features(args, table)
     scorers = _names(args.scorers, SCORERS, "scorers")
     rules = [_rule(r, args) for r in _names(args.rules, RULES, "rules")]
@@ -320,7 +311,7 @@ def cmd_demo(args) -> int:
 
     t0 = time.perf_counter()
     args.data, args.include_unlabelled = "mtbench", None
-    table = _load_data("mtbench", None)
+    table = load_data("mtbench", None)
     emb = _features(args, table)
     t_embed = time.perf_counter() - t0
     scorers = _names(args.scorers, SCORERS, "scorers")

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from .audit import DEFAULT_RULE, DEFAULT_SCORER, AuditConfig, apply_rule, flip_verdict, run_audit
+from .audit import DEFAULT_RULE, DEFAULT_SCORER, AuditConfig, apply_rule, run_audit, with_flips
 from .datasets.exclusions import LABELLED, item_status
 from .datasets.verdicts import MISSING
 from .embed import PairEmbeddings
@@ -222,8 +222,8 @@ def evaluate(comparisons: pd.DataFrame, embeddings: PairEmbeddings, *, scorers=(
     ``hindsight`` row. ``audit_options`` override ``config`` (e.g. m=0.9, holdout=0.3)."""
     t0 = time.perf_counter()
     seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
-    scorers, rules = list(scorers), [get_rule(r) if not isinstance(r, str) else r for r in rules]
-    for r in rules:
+    scorers, rules = list(scorers), list(rules)
+    for r in rules:  # unknown names fail here, before any audit runs
         get_rule(r)
     base = replace(config or AuditConfig(), **audit_options)
     features = set(base.crossfit_features) | {rule_feature(r) for r in rules if needs_crossfit(r)}
@@ -241,10 +241,7 @@ def evaluate(comparisons: pd.DataFrame, embeddings: PairEmbeddings, *, scorers=(
         outcomes = [(rule, *((result.pool, result.report["decision"]) if r_i == 0 else reapply_rule(result, rule)))
                     for r_i, rule in enumerate(rules)]
         if ceiling:
-            pool = result.pool.copy()
-            pool["flipped"] = hindsight_flips(pool, split.truth)
-            pool["adjusted"] = np.where(pool["flipped"], flip_verdict(pool["judge"]), pool["judge"])
-            outcomes.append(("hindsight", pool, None))
+            outcomes.append(("hindsight", with_flips(result.pool, hindsight_flips(result.pool, split.truth)), None))
         for rule, pool, info in outcomes:
             cons = consistency(pool, split.truth)
             if info is not None:
