@@ -1,9 +1,10 @@
 """Benchmark: Flax ports vs PyTorch transformers on CPU, and suffix-only (shared-prefix) speed-up.
 
 1. Forward throughput (tokens/s, hidden states only, fp32) of MiniLM and SmolLM2-135M at batch
-   sizes 1/8/32 and lengths 128/512: ours (jitted, compile time excluded and reported apart) vs
-   PyTorch transformers (`torch.no_grad`, eager). Ratio = ours / torch (> 1: ours faster). Both
-   sides are timed alternately (ours, torch, ours, ...) and compared by medians.
+   sizes 1/8/32 and lengths 128/512: ours (jitted, compile time excluded and reported apart; the
+   extraction default, micro-batches of `MICRO_BATCH_TOKENS` tokens), ours in one pass over the
+   batch, and PyTorch transformers (`torch.no_grad`, eager). Ratio = ours / torch tokens/s (> 1:
+   ours faster). The sides are timed in turn (ours, one pass, torch, ours, ...), compared by medians.
 2. Suffix-only probing (BoRP §3.4): one 1,024-token prefix, 8 rubric suffixes of 64 tokens;
    `encode_with_shared_prefix` (prefix KV computed once) vs re-encoding the 8 full sequences.
    Targets: >= 4x, and our ports no slower than PyTorch.
@@ -40,32 +41,22 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from probes import extract  # noqa: E402
-from probes.extract import _pooled_forward  # noqa: E402
+from probes.extract import MICRO_BATCH_TOKENS, _pooled_forward  # noqa: E402
+from probes.models.layers import divisor_at_most  # noqa: E402
 from probes.models import load_pretrained  # noqa: E402
 
 
-def _time(fn, min_reps: int, min_seconds: float) -> float:
-    """Median wall time of fn() over at least min_reps runs / min_seconds."""
-    times = []
+def _time_interleaved(fns, min_reps: int, min_seconds: float) -> list[float]:
+    """Median wall time of each fn() when run in turn (a b c a b c ...), at least min_reps rounds /
+    min_seconds per fn: on a shared machine a load change then hits every side, not just one."""
+    times = [[] for _ in fns]
     start = time.perf_counter()
-    while len(times) < min_reps or (time.perf_counter() - start < min_seconds and len(times) < 20):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
-
-
-def _time_pair(fa, fb, min_reps: int, min_seconds: float) -> tuple[float, float]:
-    """Median wall times of fa() and fb() run alternately (a b a b ...), at least min_reps pairs /
-    min_seconds: on a shared machine a load change then hits both sides, not just one."""
-    ta, tb = [], []
-    start = time.perf_counter()
-    while len(ta) < min_reps or (time.perf_counter() - start < 2 * min_seconds and len(ta) < 20):
-        for fn, acc in ((fa, ta), (fb, tb)):
+    while len(times[0]) < min_reps or (time.perf_counter() - start < len(fns) * min_seconds and len(times[0]) < 20):
+        for fn, acc in zip(fns, times):
             t = time.perf_counter()
             fn()
             acc.append(time.perf_counter() - t)
-    return statistics.median(ta), statistics.median(tb)
+    return [statistics.median(t) for t in times]
 
 
 def torch_reference(name: str, pre):
@@ -88,10 +79,15 @@ def torch_reference(name: str, pre):
 
 
 def bench_throughput(name, pre, tm, batches, lengths, reps, min_seconds):
+    """ours = the extraction default (micro-batches of MICRO_BATCH_TOKENS); one_pass = the whole
+    batch in one pass (what the micro-batching buys); torch = transformers, eager."""
     import torch
 
     rows = []
-    fwd = _pooled_forward(pre.config, pre.dtype, (pre.config.num_layers,), "last" if pre.is_decoder else "mean")
+    pooling = "last" if pre.is_decoder else "mean"
+    layers = (pre.config.num_layers,)
+    fwd = _pooled_forward(pre.config, pre.dtype, layers, pooling)
+    fwd_one = _pooled_forward(pre.config, pre.dtype, layers, pooling, micro_batch_tokens=None)
     rng = np.random.default_rng(0)
     for t in lengths:
         for b in batches:
@@ -101,17 +97,24 @@ def bench_throughput(name, pre, tm, batches, lengths, reps, min_seconds):
             c0 = time.perf_counter()
             compiled = fwd.lower(pre.params, jids, jvalid).compile()
             compile_s = time.perf_counter() - c0
-            compiled(pre.params, jids, jvalid).block_until_ready()  # warm-up
+            compiled_one = fwd_one.lower(pre.params, jids, jvalid).compile()
+            for f in (compiled, compiled_one):  # warm-up
+                f(pre.params, jids, jvalid).block_until_ready()
             tids, tmask = torch.tensor(ids, dtype=torch.long), torch.ones((b, t), dtype=torch.long)
             with torch.no_grad():
                 tm(input_ids=tids[:1, :16], attention_mask=tmask[:1, :16])  # warm-up
-                ours, theirs = _time_pair(lambda: compiled(pre.params, jids, jvalid).block_until_ready(),
-                                          lambda: tm(input_ids=tids, attention_mask=tmask), reps, min_seconds)
-            row = dict(model=name, batch=b, length=t, ours_tok_s=b * t / ours, torch_tok_s=b * t / theirs,
-                       ratio=theirs / ours, ours_s=ours, torch_s=theirs, compile_s=compile_s)
+                ours, one, theirs = _time_interleaved(
+                    [lambda: compiled(pre.params, jids, jvalid).block_until_ready(),
+                     lambda: compiled_one(pre.params, jids, jvalid).block_until_ready(),
+                     lambda: tm(input_ids=tids, attention_mask=tmask)], reps, min_seconds)
+            row = dict(model=name, batch=b, length=t, ours_tok_s=b * t / ours, one_pass_tok_s=b * t / one,
+                       torch_tok_s=b * t / theirs, ratio=theirs / ours, one_pass_ratio=theirs / one,
+                       ours_s=ours, one_pass_s=one, torch_s=theirs, compile_s=compile_s,
+                       micro_batch_rows=divisor_at_most(b, MICRO_BATCH_TOKENS // t))
             rows.append(row)
-            print(f"{name:8s} B={b:3d} T={t:4d}  ours {row['ours_tok_s']:9.0f} tok/s  torch {row['torch_tok_s']:9.0f} "
-                  f"tok/s  ratio {row['ratio']:5.2f}x  (compile {compile_s:.1f}s)", flush=True)
+            print(f"{name:8s} B={b:3d} T={t:4d}  ours {row['ours_tok_s']:7.0f} tok/s  one pass {row['one_pass_tok_s']:7.0f}"
+                  f"  torch {row['torch_tok_s']:7.0f}  ours/torch {row['ratio']:5.2f}x  one pass/torch "
+                  f"{row['one_pass_ratio']:5.2f}x  (compile {compile_s:.1f}s)", flush=True)
     return rows
 
 
@@ -128,11 +131,11 @@ def bench_shared_prefix(pre, tm, prefix_len, n_suffix, suffix_len, reps, min_sec
     recompute_fn = lambda: extract.encode_ids(pre, full, max_length=total, **kw)  # noqa: E731
     a, b = shared_fn(), recompute_fn()  # compile both
     max_diff = float(np.abs(a - b).max())
-    shared = _time(shared_fn, reps, min_seconds)
-    recompute = _time(recompute_fn, reps, min_seconds)
     tids = torch.tensor(full, dtype=torch.long)
     with torch.no_grad():
-        torch_recompute = _time(lambda: tm(input_ids=tids, attention_mask=torch.ones_like(tids)), reps, min_seconds)
+        shared, recompute, torch_recompute = _time_interleaved(
+            [shared_fn, recompute_fn, lambda: tm(input_ids=tids, attention_mask=torch.ones_like(tids))],
+            reps, min_seconds)
     res = dict(prefix_len=prefix_len, n_suffix=n_suffix, suffix_len=suffix_len, shared_s=shared,
                recompute_s=recompute, torch_recompute_s=torch_recompute, speedup=recompute / shared,
                speedup_vs_torch_recompute=torch_recompute / shared, max_abs_diff=max_diff)
@@ -170,11 +173,11 @@ def main(argv=None):
         if pre.is_decoder:
             shared = bench_shared_prefix(pre, tm, 256 if args.quick else 1024, 8, 64, reps, min_s)
 
-    print("\n| model | batch | length | ours tok/s | torch tok/s | ours/torch |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("\n| model | batch | length | ours tok/s | one pass tok/s | torch tok/s | ours/torch | one pass/torch |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['model']} | {r['batch']} | {r['length']} | {r['ours_tok_s']:.0f} | {r['torch_tok_s']:.0f} | "
-              f"{r['ratio']:.2f}x |")
+        print(f"| {r['model']} | {r['batch']} | {r['length']} | {r['ours_tok_s']:.0f} | {r['one_pass_tok_s']:.0f} | "
+              f"{r['torch_tok_s']:.0f} | {r['ratio']:.2f}x | {r['one_pass_ratio']:.2f}x |")
     if shared:
         print(f"\nsuffix-only: prefix {shared['prefix_len']}, {shared['n_suffix']} suffixes x {shared['suffix_len']}: "
               f"shared {shared['shared_s']:.2f}s vs recompute {shared['recompute_s']:.2f}s -> {shared['speedup']:.2f}x "
@@ -184,7 +187,7 @@ def main(argv=None):
         env=dict(jax=jax.__version__, platform=platform.platform(), python=platform.python_version(),
                  xla_flags=os.environ.get("XLA_FLAGS"), omp_threads=os.environ.get("OMP_NUM_THREADS"),
                  affinity=sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None),
-        seeds=dict(inputs=[0, 1]), time=time.strftime("%Y-%m-%dT%H:%M:%S"),
+        micro_batch_tokens=MICRO_BATCH_TOKENS, seeds=dict(inputs=[0, 1]), time=time.strftime("%Y-%m-%dT%H:%M:%S"),
     )
     write_json_atomic(Path(args.out), result)
     print(f"\nwrote {args.out}")

@@ -92,9 +92,36 @@ def test_pool_weights_and_buckets():
         bucket_length(513, 512)
 
 
+@pytest.mark.parametrize("b,micro", [(8, 64), (6, 64), (5, 16)])  # 2-row steps x4 / x3; 1-row steps (t > micro)
+def test_micro_batches_equal_one_pass(tiny, b, micro):
+    rng = np.random.default_rng(2)
+    ids = rng.integers(2, 101, (b, 32)).astype(np.int32)
+    valid = np.ones((b, 32), bool)
+    valid[1, 20:] = False                  # right padding
+    valid[-1, :9] = False                  # left padding
+    args = (tiny.params, jnp.asarray(ids), jnp.asarray(valid))
+    layers = (0, 2, 3)
+    one = extract._pooled_forward(tiny.config, tiny.dtype, layers, "last", micro_batch_tokens=None)(*args)
+    out = extract._pooled_forward(tiny.config, tiny.dtype, layers, "last", micro_batch_tokens=micro)(*args)
+    assert out.shape == (b, 3, 48)
+    np.testing.assert_allclose(out, one, atol=1e-5, rtol=0)
+    assert np.abs(np.asarray(one)[0] - np.asarray(one)[1]).max() > 1e-3  # rows differ: a misplaced row fails
+
+
 @pytest.fixture(scope="module")
 def minilm():
     return load_pretrained("minilm")
+
+
+def test_micro_batches_equal_one_pass_encoder(minilm):
+    rng = np.random.default_rng(3)
+    ids = rng.integers(1000, 20000, (4, 16)).astype(np.int32)
+    valid = np.ones((4, 16), bool)
+    valid[2, 10:] = False
+    args = (minilm.params, jnp.asarray(ids), jnp.asarray(valid))
+    one = extract._pooled_forward(minilm.config, minilm.dtype, (6,), "mean", micro_batch_tokens=None)(*args)
+    out = extract._pooled_forward(minilm.config, minilm.dtype, (6,), "mean", micro_batch_tokens=32)(*args)
+    np.testing.assert_allclose(out, one, atol=1e-5, rtol=0)
 
 
 def test_chunked_encoding_is_token_weighted_mean_of_windows(minilm):

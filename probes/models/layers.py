@@ -143,7 +143,8 @@ def apply_rope(x, cos, sin):
 ATTENTION_BLOCK_BYTES = 1 << 20
 
 
-def _divisor_at_most(n: int, cap: int) -> int:
+def divisor_at_most(n: int, cap: int) -> int:
+    """The largest divisor of n that is <= cap (at least 1): block sizes that tile n exactly."""
     cap = max(1, min(n, cap))
     while n % cap:
         cap -= 1
@@ -169,9 +170,9 @@ def attention(q, k, v, mask, block_bytes: int = ATTENTION_BLOCK_BYTES):
     s, hkv = k.shape[1], k.shape[2]
     g = h // hkv
     row = g * s * 4  # score bytes per (sequence, kv head, query position)
-    tq = _divisor_at_most(t, block_bytes // row)  # query rows per step
-    hc = _divisor_at_most(hkv, block_bytes // (row * tq))  # kv heads per step
-    bc = _divisor_at_most(b, block_bytes // (row * tq * hc))  # sequences per step
+    tq = divisor_at_most(t, block_bytes // row)  # query rows per step
+    hc = divisor_at_most(hkv, block_bytes // (row * tq))  # kv heads per step
+    bc = divisor_at_most(b, block_bytes // (row * tq * hc))  # sequences per step
     nb, nh, nq = b // bc, hkv // hc, t // tq
     qh = (q.astype(jnp.float32) * (1.0 / math.sqrt(dh))).astype(q.dtype)
     qh = qh.reshape(b, t, hkv, g, dh).transpose(0, 2, 3, 1, 4)  # (B, Hkv, G, T, Dh)
