@@ -78,11 +78,21 @@ class EncodeReport:
 # Jitted forward passes (one per model config / dtype / layer selection; shapes bucketed)
 
 
-# A batch runs as micro-batches of about this many tokens, one after the other inside the jitted
-# call (`lax.map`): one micro-batch's activations (MiniLM's FFN: 1024 x 1536 floats, 6 MB) stay in
-# cache, where one pass over a large batch streams every activation through memory at every op
-# (MiniLM, B=32, T=512, one core: 1.2x the throughput of a single pass; experiments/bench_extract.py).
+# On CPU a batch runs as micro-batches of about this many tokens, one after the other inside the
+# jitted call (`lax.map`): one micro-batch's activations (MiniLM's FFN: 1024 x 1536 floats, 6 MB)
+# stay in cache, where one pass over a large batch streams every activation through memory at every
+# op (MiniLM, B=32, T=512, one core: 1.2x the throughput of a single pass; experiments/bench_extract.py).
 MICRO_BATCH_TOKENS = 1024
+
+
+def resolve_micro_batch_tokens(value="auto") -> int | None:
+    """"auto" -> MICRO_BATCH_TOKENS on CPU, None (the whole batch in one pass) on GPU/TPU, whose
+    throughput comes from wide batches; an int >= 1 or None is returned as is."""
+    if value == "auto":
+        return MICRO_BATCH_TOKENS if jax.default_backend() == "cpu" else None
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"micro_batch_tokens must be 'auto', None or an int >= 1, not {value!r}")
+    return value
 
 
 @functools.lru_cache(maxsize=None)
@@ -223,14 +233,14 @@ class EmbeddingCache:
 
 
 def _run_batches(pre: Pretrained, seqs: list[list[int]], layers, pooling, batch_size, cap, padding_side,
-                 progress, desc="encoding") -> np.ndarray:
+                 progress, micro_batch_tokens="auto", desc="encoding") -> np.ndarray:
     """Pooled states (n, len(layers), D) of token sequences, bucketed by length."""
     n = len(seqs)
     d = pre.config.hidden_size
     out = np.zeros((n, len(layers), d), np.float32)
     if n == 0:
         return out
-    fwd = _pooled_forward(pre.config, pre.dtype, layers, pooling)
+    fwd = _pooled_forward(pre.config, pre.dtype, layers, pooling, resolve_micro_batch_tokens(micro_batch_tokens))
     pad_id = (pre.tokenizer.pad_token_id if pre.tokenizer is not None else None)
     pad_id = pad_id if pad_id is not None else 0
     order = sorted(range(n), key=lambda i: (-len(seqs[i]), i))  # long first: fewer, larger shapes
@@ -247,7 +257,7 @@ def _run_batches(pre: Pretrained, seqs: list[list[int]], layers, pooling, batch_
 def encode_ids(pre: Pretrained, seqs, *, layers=-1, pooling: str | None = None, batch_size: int = 16,
                max_length: int | None = None, long_inputs: str | None = None, head_fraction: float = 0.25,
                chunk_overlap: int | None = None, padding_side: str = "right", normalize: bool = False,
-               progress: bool = False, return_report: bool = False):
+               progress: bool = False, return_report: bool = False, micro_batch_tokens="auto"):
     """`encode` on token ids (lists of ints, special tokens included). See `encode`."""
     cfg = pre.config
     layer_idx, squeeze = resolve_layers(layers, cfg.num_layers + 1)
@@ -287,7 +297,8 @@ def encode_ids(pre: Pretrained, seqs, *, layers=-1, pooling: str | None = None, 
                 pieces.append(lead + c + trail)
                 owner.append(i)
         report.n_chunks = len(pieces)
-        states = _run_batches(pre, pieces, layer_idx, pooling, batch_size, cap, padding_side, progress)
+        states = _run_batches(pre, pieces, layer_idx, pooling, batch_size, cap, padding_side, progress,
+                              micro_batch_tokens)
         weights = np.asarray([len(p) for p in pieces], np.float32)
         owner = np.asarray(owner, dtype=np.int64)  # an empty list must still index
         out = np.zeros((len(seqs),) + states.shape[1:], np.float32)
@@ -301,7 +312,7 @@ def encode_ids(pre: Pretrained, seqs, *, layers=-1, pooling: str | None = None, 
                 s = _middle_out(s, cap, head_fraction) if policy == "middle_out" else s[:cap]
             cut.append(s)
         report.n_chunks = len(cut)
-        out = _run_batches(pre, cut, layer_idx, pooling, batch_size, cap, padding_side, progress)
+        out = _run_batches(pre, cut, layer_idx, pooling, batch_size, cap, padding_side, progress, micro_batch_tokens)
     if over:
         warnings.warn(f"probes.extract: {report.summary()}", stacklevel=3)
     if normalize:
@@ -314,20 +325,24 @@ def encode_ids(pre: Pretrained, seqs, *, layers=-1, pooling: str | None = None, 
 def encode(pre: Pretrained, inputs, *, layers=-1, pooling: str | None = None, batch_size: int = 16,
            max_length: int | None = None, long_inputs: str | None = None, head_fraction: float = 0.25,
            chunk_overlap: int | None = None, padding_side: str = "right", normalize: bool = False,
-           progress: bool = True, cache_dir: str | Path | None = None, return_report: bool = False):
+           progress: bool = True, cache_dir: str | Path | None = None, return_report: bool = False,
+           micro_batch_tokens="auto"):
     """Pooled hidden states of texts or chat conversations.
 
     inputs: list of strings (tokenised with the model's special tokens), or of chat message lists
     (rendered with the chat template). For PUAudit's F(x, o) pass `format_puaudit(x, o)` strings or
     `format_chat(x, o)` conversations. Returns (n, d) for an int `layers`, else (n, len(layers), d)
     float32; `normalize` makes every vector unit-norm (sentence-transformers' Normalize).
+    `batch_size` rows are padded and sent together; `micro_batch_tokens` ("auto", an int, None)
+    splits each into cache-sized steps on CPU (`resolve_micro_batch_tokens`); results agree to
+    float rounding whatever the split.
     """
     inputs = list(inputs)
     settings = dict(layers=layers if isinstance(layers, int) else list(layers), pooling=pooling,
                     max_length=max_length, long_inputs=long_inputs, head_fraction=head_fraction,
                     chunk_overlap=chunk_overlap, normalize=normalize)
     kwargs = dict(settings, batch_size=batch_size, padding_side=padding_side, progress=progress,
-                  return_report=True)
+                  return_report=True, micro_batch_tokens=micro_batch_tokens)
     kwargs["layers"] = layers
     if cache_dir is None:
         out, report = encode_ids(pre, tokenize_inputs(pre.tokenizer, inputs), **kwargs)

@@ -115,13 +115,15 @@ def minilm():
 
 def test_micro_batches_equal_one_pass_encoder(minilm):
     rng = np.random.default_rng(3)
-    ids = rng.integers(1000, 20000, (4, 16)).astype(np.int32)
-    valid = np.ones((4, 16), bool)
-    valid[2, 10:] = False
-    args = (minilm.params, jnp.asarray(ids), jnp.asarray(valid))
-    one = extract._pooled_forward(minilm.config, minilm.dtype, (6,), "mean", micro_batch_tokens=None)(*args)
-    out = extract._pooled_forward(minilm.config, minilm.dtype, (6,), "mean", micro_batch_tokens=32)(*args)
-    np.testing.assert_allclose(out, one, atol=1e-5, rtol=0)
+    seqs = [rng.integers(1000, 20000, n).tolist() for n in (16, 16, 10, 16)]
+    one = extract.encode_ids(minilm, seqs, batch_size=4, micro_batch_tokens=None)
+    for micro in (32, 1, "auto"):  # 2-row steps, 1-row steps (fewer tokens than a row), the default
+        np.testing.assert_allclose(extract.encode_ids(minilm, seqs, batch_size=4, micro_batch_tokens=micro), one,
+                                   atol=1e-5, rtol=0)
+    assert extract.resolve_micro_batch_tokens("auto") == extract.MICRO_BATCH_TOKENS  # tests run on CPU
+    for bad in (0, -5, 1.5, True, "all"):
+        with pytest.raises(ValueError, match="micro_batch_tokens"):
+            extract.encode_ids(minilm, seqs, micro_batch_tokens=bad)
 
 
 def test_chunked_encoding_is_token_weighted_mean_of_windows(minilm):
