@@ -8,6 +8,9 @@
     format_puaudit(x, o) / format_chat(x, o)   the formatted inputs themselves.
     greedy_generate, next_token_logprobs        re-exported from probes.models.generate.
 
+Batches: `batch_size` rows are padded to a length bucket and sent together; on CPU each batch
+runs as micro-batches of about `MICRO_BATCH_TOKENS` tokens inside the jitted call (see there).
+
 Pooling: "last" (decoder default; the last real token whatever the padding side), "mean"
 (encoders with sentence-transformers mean pooling, e.g. MiniLM), "cls". Layer indices follow HF's
 `hidden_states`: 0 = embeddings, -1 = final (normed, for decoders) state.
