@@ -52,7 +52,8 @@ def load_data(data: str, include_unlabelled: bool | None = None, limit: int | No
 def make_judge(args):
     if args.judge == "local":
         from .judges.local import LocalJudge
-        return LocalJudge(args.model or "smollm2", max_length=args.max_length, cache_dir=args.cache_dir)
+        return LocalJudge(args.model or "smollm2", max_length=args.max_length, cache_dir=args.cache_dir,
+                          predict_type=args.predict_type)
     if not args.base_url or not args.model:
         raise SystemExit("error: --judge openai needs --base-url and --model")
     from .judges import OpenAIChatJudge
@@ -87,6 +88,8 @@ def _judge_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--concurrency", type=int, default=4, help="parallel HTTP requests")
     p.add_argument("--max-retries", type=int, default=4)
     p.add_argument("--max-length", type=int, help="local judge prompt cap in tokens (middle-out above; default window)")
+    p.add_argument("--predict-type", action="store_true", help="local judge: also score the seed's [[TYPE:X]] "
+                   "question type (one more forward pass per pair; served judges write it in their answer)")
     p.add_argument("--cache-dir", help="response cache folder (default $PUAUDIT_CACHE/judges or ~/.cache/puaudit/judges)")
     p.add_argument("--limit", type=int, help="only the first N comparisons")
     p.add_argument("--include-unlabelled", action="store_true", default=None)

@@ -7,6 +7,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import numpy as np
 import pytest
 
 from puaudit_jax.judges import (
@@ -321,6 +322,29 @@ def test_local_judge_matches_full_forward(local_judge):
     ref = next_token_logprobs(local_judge.pre, [ids], ["A", "B", "C"])
     got = local_judge.order_logprobs([ids])
     assert abs(ref - got).max() < 1e-3
+
+
+def test_local_judge_predicts_type_from_the_opened_type_line(local_judge):
+    from probes.models.generate import next_token_logprobs
+    from puaudit_jax.judges.local import LocalJudge
+    typed = LocalJudge(pre=local_judge.pre, cache_dir=False, predict_type=True)
+    items = [("Write a Python function that reverses a list.", "def rev(x): return x[::-1]", "Use a loop."),
+             ("What is 17 * 3?", "51", "41")]
+    plain, verdicts = local_judge.judge_many(items), typed.judge_many(items)
+    for p, v, (q, a, b) in zip(plain, verdicts, items):
+        assert p.question_type is None and "logp_type" not in p.details
+        assert v.winner == p.winner and v.details["margin"] == pytest.approx(p.details["margin"], abs=1e-6)
+        ids = typed.type_prompt_ids(q, a, b, v.winner)
+        tok = local_judge.pre.tokenizer
+        assert tok.decode(ids[-6:]).endswith({"A": "A", "B": "B", "tie": "C"}[v.winner] + "]]\n[[TYPE:")
+        ref = next_token_logprobs(local_judge.pre, [ids], list("ABCDEF"))[0]   # full forward, no prefix cache
+        np.testing.assert_allclose(v.details["logp_type"], ref, atol=1e-3)
+        assert v.question_type == "ABCDEF"[int(np.argmax(ref))]
+    # the type continuation is counted against max_length
+    short = LocalJudge(pre=local_judge.pre, max_length=700, cache_dir=False, predict_type=True)
+    long_a = " ".join(f"word{i}" for i in range(400))
+    a, b, _ = short._fit("Say many words.", long_a, "ok")
+    assert len(short.type_prompt_ids("Say many words.", a, b, "tie")) <= 700
 
 
 def test_local_judge_long_prompt_middle_out(local_judge):

@@ -13,6 +13,11 @@ never), or, with ``c_is_tie=True``, when "C" is more likely than both letters (a
 much mass on "C" whatever the pair, so this is off by default). Position consistency = the two
 per-order winners agree after swapping back.
 
+Question type (``predict_type=True``): the Figure 10 prompt asks for ``[[TYPE:X]]``, X in A..F,
+after the verdict. The judge writes its (averaged) verdict line and opens the type line, i.e. the
+order-(A, B) prompt continued with ``X]]\n[[TYPE:`` (X = A | B | C for a tie), and takes the most
+likely of the next tokens "A".."F" (one more forward pass per item; ``details["logp_type"]``).
+
 Cost: one forward pass per order. The instruction (the system turn, ~400 tokens) is a shared
 prefix whose KV cache is computed once; the rest is padded to a multiple of ``bucket`` tokens
 (128: few jit shapes, little padding). Log-probabilities are cached on disk by content hash of
@@ -40,9 +45,12 @@ from probes.models.generate import candidate_ids, greedy_generate
 from probes.models.llama import Llama
 from probes.models.pretrained import Pretrained, build_model
 
-from .base import OK, ResponseCache, Verdict, content_key, default_cache_dir, judge_messages, progress_iter
+from .base import (OK, QUESTION_TYPES, ResponseCache, Verdict, content_key, default_cache_dir, judge_messages,
+                   progress_iter)
 
 SWAP = {"A": "B", "B": "A", "tie": "tie"}
+VERDICT_LETTER = {"A": "A", "B": "B", "tie": "C"}
+TYPE_CONTINUATION = "{}]]\n[[TYPE:"  # after the assistant prefix "[[": the verdict line, then the type line
 
 
 @functools.lru_cache(maxsize=None)
@@ -81,12 +89,13 @@ class LocalJudge:
     both presentation orders (module docstring). ``judge_many`` returns one :class:`Verdict` per
     item with ``details`` = {verdict_ab, verdict_ba (in original labels), logp_ab (A, B, C),
     logp_ba (swapped back), margin (nats, averaged logp(A) - logp(B)), consistent, omitted_tokens,
-    prompt_tokens}. ``question_type`` is None (the type is not scored)."""
+    prompt_tokens, logp_type (A..F, with ``predict_type``)}. ``question_type`` is the most likely
+    ``[[TYPE:X]]`` letter with ``predict_type=True``, else None."""
 
     def __init__(self, model: str = "smollm2", *, pre: Pretrained | None = None, max_length: int | None = None,
                  long_inputs: str = "middle_out", tie_margin: float = 0.0, explain: bool = False,
                  explain_tokens: int = 128, cache_dir=None, bucket: int = 128, batch_size: int = 1,
-                 assistant_prefix: str = "[[", c_is_tie: bool = False):
+                 assistant_prefix: str = "[[", c_is_tie: bool = False, predict_type: bool = False):
         if long_inputs not in ("middle_out", "error"):
             raise ValueError("long_inputs must be 'middle_out' or 'error'")
         self.pre = pre if pre is not None else load_pretrained(model)
@@ -99,32 +108,42 @@ class LocalJudge:
         self.explain, self.explain_tokens = explain, int(explain_tokens)
         self.bucket, self.batch_size, self.assistant_prefix = int(bucket), int(batch_size), assistant_prefix
         self.cand = candidate_ids(self.pre, ["A", "B", "C"])
+        self.predict_type = bool(predict_type)
+        self.type_cand = candidate_ids(self.pre, list(QUESTION_TYPES))
+        # room the type continuation "X]]\n[[TYPE:" needs beyond the verdict prompt
+        self._type_tokens = len(self.pre.tokenizer.encode(TYPE_CONTINUATION.format("A"), add_special_tokens=False))
         self.cache = None if cache_dir is False else ResponseCache(
             (default_cache_dir() / "local") if cache_dir is None else cache_dir)
         self._prefix = None
         self.stats = {"forward_passes": 0, "cache_hits": 0, "forward_seconds": 0.0}
 
     # -- prompts ---------------------------------------------------------------------------------
-    def prompt_ids(self, question: str, response_a: str, response_b: str) -> list[int]:
-        """Token ids of the chat-templated Figure 10 prompt + the assistant prefix ``[[``."""
+    def prompt_ids(self, question: str, response_a: str, response_b: str, continuation: str = "") -> list[int]:
+        """Token ids of the chat-templated Figure 10 prompt + the assistant prefix ``[[`` (+ continuation)."""
         tok = self.pre.tokenizer
         text = tok.apply_chat_template(judge_messages(question, response_a, response_b), add_generation_prompt=True)
-        return tok.encode(text + self.assistant_prefix, add_special_tokens=False)
+        return tok.encode(text + self.assistant_prefix + continuation, add_special_tokens=False)
+
+    def type_prompt_ids(self, question: str, response_a: str, response_b: str, verdict: str) -> list[int]:
+        """The prompt with the verdict line written and the type line opened: ... ``[[X]]\n[[TYPE:``."""
+        return self.prompt_ids(question, response_a, response_b, TYPE_CONTINUATION.format(VERDICT_LETTER[verdict]))
 
     def _fit(self, question: str, a: str, b: str) -> tuple[str, str, int]:
-        """Middle-out the responses until the prompt fits ``max_length``: (a, b, omitted tokens)."""
+        """Middle-out the responses until the prompt (and the type continuation, when predicted) fits
+        ``max_length``: (a, b, omitted tokens)."""
+        limit = self.max_length - (self._type_tokens if self.predict_type else 0)
         n = len(self.prompt_ids(question, a, b))
-        if n <= self.max_length:
+        if n <= limit:
             return a, b, 0
         if self.long_inputs == "error":
-            raise ValueError(f"judge prompt has {n} tokens > max_length {self.max_length}")
+            raise ValueError(f"judge prompt has {n} tokens > max_length {limit}")
         tok = self.pre.tokenizer
         ta, tb = tok.encode(a, add_special_tokens=False), tok.encode(b, add_special_tokens=False)
-        excess, omitted = n - self.max_length + 32, 0   # 32: room for the two omission markers
+        excess = n - limit + 32   # 32: room for the two omission markers
         for _ in range(4):
             la, lb = len(ta), len(tb)
             if la + lb <= excess:
-                raise ValueError(f"judge prompt has {n} tokens; the question alone exceeds max_length {self.max_length}")
+                raise ValueError(f"judge prompt has {n} tokens; the question alone exceeds max_length {limit}")
             cut_a = int(np.ceil(excess * la / (la + lb)))
             cut_b = excess - cut_a
 
@@ -137,10 +156,10 @@ class LocalJudge:
             sa, ka = cut(ta, cut_a)
             sb, kb = cut(tb, cut_b)
             m = len(self.prompt_ids(question, sa, sb))
-            if m <= self.max_length:
+            if m <= limit:
                 return sa, sb, ka + kb
-            excess += m - self.max_length + 16
-        raise ValueError(f"could not fit the judge prompt into {self.max_length} tokens")
+            excess += m - limit + 16
+        raise ValueError(f"could not fit the judge prompt into {limit} tokens")
 
     # -- scoring ---------------------------------------------------------------------------------
     def _prefix_state(self):
@@ -156,8 +175,14 @@ class LocalJudge:
 
     def order_logprobs(self, seqs: Sequence[list[int]], *, progress: bool = False) -> np.ndarray:
         """log p("A"), log p("B"), log p("C") as the next token of each prompt: (n, 3) float32."""
-        out = np.zeros((len(seqs), 3), np.float32)
-        keys = [content_key("local-judge-v1", self.pre.fingerprint, list(map(int, s)), self.cand) for s in seqs]
+        return self.next_logprobs(seqs, self.cand, progress=progress)
+
+    def next_logprobs(self, seqs: Sequence[list[int]], cand: Sequence[int], *, progress: bool = False) -> np.ndarray:
+        """log p(c) of each candidate token id c as the next token of each prompt (prompts start with
+        the judge's system turn): (n, len(cand)) float32, cached on disk by content."""
+        cand = [int(c) for c in cand]
+        out = np.zeros((len(seqs), len(cand)), np.float32)
+        keys = [content_key("local-judge-v1", self.pre.fingerprint, list(map(int, s)), cand) for s in seqs]
         todo = []
         for i, key in enumerate(keys):
             hit = self.cache.get(key) if self.cache is not None else None
@@ -170,7 +195,7 @@ class LocalJudge:
             return out
         p_ids, p_cache = self._prefix_state()
         fn = _suffix_logprobs_fn(self.pre.config, self.pre.dtype)
-        cand = jnp.asarray(self.cand, jnp.int32)
+        cand_ids = jnp.asarray(cand, jnp.int32)
         pad_id = self.pre.tokenizer.pad_token_id or 0
         todo.sort(key=lambda i: len(seqs[i]))
         groups = [todo[i:i + self.batch_size] for i in range(0, len(todo), self.batch_size)]
@@ -185,7 +210,7 @@ class LocalJudge:
             ids, valid = pad_batch(suffixes, s_len, batch_bucket(len(group), self.batch_size), pad_id, "right")
             t = time.perf_counter()
             res = np.asarray(fn(self.pre.params, p_cache, jnp.int32(len(p_ids)), jnp.asarray(ids),
-                                jnp.asarray(valid), cand))[:len(group)]
+                                jnp.asarray(valid), cand_ids))[:len(group)]
             self.stats["forward_seconds"] += time.perf_counter() - t
             self.stats["forward_passes"] += len(group)
             for j, i in enumerate(group):
@@ -208,20 +233,25 @@ class LocalJudge:
         return self.judge_many([(question, response_a, response_b)])[0]
 
     def judge_many(self, items: Sequence[tuple[str, str, str]], *, progress: bool = False) -> list[Verdict]:
-        """Verdicts of (question, response_a, response_b) items, both orders each (2 forward passes)."""
+        """Verdicts of (question, response_a, response_b) items, both orders each (2 forward passes;
+        a third with ``predict_type``)."""
         fitted, seqs = [], []
         for q, a, b in items:
             a2, b2, omitted = self._fit(q, a, b)
             fitted.append((q, a2, b2, omitted))
             seqs += [self.prompt_ids(q, a2, b2), self.prompt_ids(q, b2, a2)]
         lp = self.order_logprobs(seqs, progress=progress)
+        lp_ab, lp_ba = lp[0::2], lp[1::2][:, [1, 0, 2]]     # swap back: original A's logp first
+        lp_mean = (lp_ab + lp_ba) / 2
+        margins = [float(m[0] - m[1]) for m in lp_mean]
+        winners = [self._decide(m, margin) for m, margin in zip(lp_mean, margins)]
+        lp_type = (self.next_logprobs([self.type_prompt_ids(q, a, b, w) for (q, a, b, _), w in zip(fitted, winners)],
+                                      self.type_cand, progress=progress) if self.predict_type else None)
         verdicts = []
         for k, (q, a, b, omitted) in enumerate(fitted):
-            ab = lp[2 * k]
-            ba = lp[2 * k + 1][[1, 0, 2]]                   # swap back: original A's logp first
-            mean = (ab + ba) / 2
-            m_ab, m_ba, margin = float(ab[0] - ab[1]), float(ba[0] - ba[1]), float(mean[0] - mean[1])
-            v_ab, v_ba, winner = (self._decide(x, m) for x, m in ((ab, m_ab), (ba, m_ba), (mean, margin)))
+            ab, ba, margin, winner = lp_ab[k], lp_ba[k], margins[k], winners[k]
+            m_ab, m_ba = float(ab[0] - ab[1]), float(ba[0] - ba[1])
+            v_ab, v_ba = self._decide(ab, m_ab), self._decide(ba, m_ba)
             details = {"verdict_ab": v_ab, "verdict_ba": v_ba, "logp_ab": ab.tolist(), "logp_ba": ba.tolist(),
                        "margin": margin, "consistent": v_ab == v_ba, "omitted_tokens": omitted,
                        "prompt_tokens": len(seqs[2 * k])}
@@ -231,7 +261,12 @@ class LocalJudge:
                 text = greedy_generate(self.pre, [judge_messages(q, a, b)], self.explain_tokens)[0]
                 details["explanation"] = text
                 raw = text + "\n" + raw
-            verdicts.append(Verdict(winner, None, raw, OK, details))
+            qtype = None
+            if lp_type is not None:
+                qtype = QUESTION_TYPES[int(np.argmax(lp_type[k]))]
+                details["logp_type"] = lp_type[k].tolist()
+                raw += f"; type {qtype} (logp A..F {np.round(lp_type[k], 3).tolist()})"
+            verdicts.append(Verdict(winner, qtype, raw, OK, details))
         return verdicts
 
 
