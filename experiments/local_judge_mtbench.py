@@ -58,14 +58,19 @@ def summarize(out: pd.DataFrame) -> dict:
     return res
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--per-type", type=int, default=36)
+def rows_parser(description: str, per_type: int) -> argparse.ArgumentParser:
+    """Arguments shared by the local-judge MT-Bench scripts: which rows, prompt cap, cache, output."""
+    ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--per-type", type=int, default=per_type)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-length", type=int, default=2048, help="prompt cap in tokens (middle-out above it)")
     ap.add_argument("--cache-dir", default=str(ROOT / "results" / "tmp" / "judge_cache"))
     ap.add_argument("--out", default=str(ROOT / "results" / "local_judge"))
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None) -> int:
+    args = rows_parser(__doc__, per_type=36).parse_args(argv)
     out_dir = Path(args.out)
     rows = expert_rows(args.per_type, args.seed)
     print(f"{len(rows)} expert-labelled MT-Bench rows ({args.per_type} per type, seed {args.seed})", file=sys.stderr)

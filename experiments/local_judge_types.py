@@ -17,7 +17,6 @@ question_id, category, expected, predicted, logp_type A..F) and ``mtbench_types.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -31,7 +30,7 @@ from puaudit_jax.judges.local import LocalJudge
 from puaudit_jax.outputs import write_csv, write_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from local_judge_mtbench import ROOT, expert_rows  # noqa: E402
+from local_judge_mtbench import expert_rows, rows_parser  # noqa: E402
 
 EXPECTED = {"coding": "A", "math": "B", "reasoning": "B", "stem": "C", "humanities": "C", "writing": "D"}
 
@@ -43,13 +42,7 @@ def one_per_question(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--per-type", type=int, default=30)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--max-length", type=int, default=2048, help="prompt cap in tokens (middle-out above it)")
-    ap.add_argument("--cache-dir", default=str(ROOT / "results" / "tmp" / "judge_cache"))
-    ap.add_argument("--out", default=str(ROOT / "results" / "local_judge"))
-    args = ap.parse_args(argv)
+    args = rows_parser(__doc__, per_type=30).parse_args(argv)
     rows = one_per_question(expert_rows(args.per_type, args.seed))
     print(f"{len(rows)} MT-Bench questions (one expert-labelled pair each)", file=sys.stderr)
     judge = LocalJudge("smollm2", max_length=args.max_length, cache_dir=args.cache_dir, predict_type=True)
