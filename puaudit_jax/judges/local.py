@@ -132,18 +132,20 @@ class LocalJudge:
         """Middle-out the responses until the prompt (and the type continuation, when predicted) fits
         ``max_length``: (a, b, omitted tokens)."""
         limit = self.max_length - (self._type_tokens if self.predict_type else 0)
+        cap = f"max_length {self.max_length}" + (
+            f" less {self._type_tokens} tokens for the type line" if self.predict_type else "")
         n = len(self.prompt_ids(question, a, b))
         if n <= limit:
             return a, b, 0
         if self.long_inputs == "error":
-            raise ValueError(f"judge prompt has {n} tokens > max_length {limit}")
+            raise ValueError(f"judge prompt has {n} tokens > {cap}")
         tok = self.pre.tokenizer
         ta, tb = tok.encode(a, add_special_tokens=False), tok.encode(b, add_special_tokens=False)
         excess = n - limit + 32   # 32: room for the two omission markers
         for _ in range(4):
             la, lb = len(ta), len(tb)
             if la + lb <= excess:
-                raise ValueError(f"judge prompt has {n} tokens; the question alone exceeds max_length {limit}")
+                raise ValueError(f"judge prompt has {n} tokens; the question alone exceeds {cap}")
             cut_a = int(np.ceil(excess * la / (la + lb)))
             cut_b = excess - cut_a
 
@@ -159,7 +161,7 @@ class LocalJudge:
             if m <= limit:
                 return sa, sb, ka + kb
             excess += m - limit + 16
-        raise ValueError(f"could not fit the judge prompt into {limit} tokens")
+        raise ValueError(f"could not fit the judge prompt within {cap}")
 
     # -- scoring ---------------------------------------------------------------------------------
     def _prefix_state(self):
