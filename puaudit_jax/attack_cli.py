@@ -162,6 +162,8 @@ def cmd_judge(args) -> int:
                if len(labelled) else None, "n_labelled": len(labelled), "seconds": time.perf_counter() - t0}
     if result.consistent.notna().any():
         summary["position_consistency"] = float(result.consistent.dropna().astype(bool).mean())
+    if result.judge_type.notna().any():   # the judge's [[TYPE:X]] letters; "none" where it gave none
+        summary["judge_types"] = result.judge_type.fillna("none").value_counts().sort_index().to_dict()
     write_json(summary, out / "judge.json")
     print(f"{judge.name} judged {len(result)} comparisons: status {summary['status']}; agreement with human "
           f"{summary['agreement_with_human']} (previous judge {summary['agreement_original_with_human']}) "

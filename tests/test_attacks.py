@@ -275,6 +275,7 @@ def test_cli_attack_and_judge_with_http_judge(tmp_path, pasta_judge_server):
     assert list(judged.judge) == ["A", "B"] and list(judged.judge_original) == ["B", "B"]
     summary = json.loads((tmp_path / "jdg" / "judge.json").read_text())
     assert summary["agreement_with_human"] == 1.0 and summary["agreement_original_with_human"] == 0.5
+    assert summary["judge_types"] == {"C": 2} and list(judged.judge_type) == ["C", "C"]
 
 
 def test_cli_judge_rejudges_an_attacked_table(tmp_path, pasta_judge_server):
