@@ -41,8 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from probes import extract  # noqa: E402
-from probes.extract import MICRO_BATCH_TOKENS, _pooled_forward  # noqa: E402
-from probes.models.layers import divisor_at_most  # noqa: E402
+from probes.extract import MICRO_BATCH_TOKENS, _pooled_forward, micro_batch_rows  # noqa: E402
 from probes.models import load_pretrained  # noqa: E402
 
 
@@ -110,7 +109,7 @@ def bench_throughput(name, pre, tm, batches, lengths, reps, min_seconds):
             row = dict(model=name, batch=b, length=t, ours_tok_s=b * t / ours, one_pass_tok_s=b * t / one,
                        torch_tok_s=b * t / theirs, ratio=theirs / ours, one_pass_ratio=theirs / one,
                        ours_s=ours, one_pass_s=one, torch_s=theirs, compile_s=compile_s,
-                       micro_batch_rows=divisor_at_most(b, MICRO_BATCH_TOKENS // t))
+                       micro_batch_rows=micro_batch_rows(b, t, MICRO_BATCH_TOKENS))
             rows.append(row)
             print(f"{name:8s} B={b:3d} T={t:4d}  ours {row['ours_tok_s']:7.0f} tok/s  one pass {row['one_pass_tok_s']:7.0f}"
                   f"  torch {row['torch_tok_s']:7.0f}  ours/torch {row['ratio']:5.2f}x  one pass/torch "

@@ -98,13 +98,19 @@ def resolve_micro_batch_tokens(value="auto") -> int | None:
     return value
 
 
+def micro_batch_rows(b: int, t: int, micro_batch_tokens: int | None) -> int:
+    """Rows per micro-batch for a (b, t) batch: the largest divisor of b with at most
+    `micro_batch_tokens` tokens (at least one row); b when `micro_batch_tokens` is None."""
+    return b if micro_batch_tokens is None else divisor_at_most(b, micro_batch_tokens // t)
+
+
 @functools.lru_cache(maxsize=None)
 def _pooled_forward(config, dtype, layers: tuple[int, ...], pooling: str,
                     micro_batch_tokens: int | None = MICRO_BATCH_TOKENS):
     """jit: (params, ids (B, T), valid (B, T)) -> (B, len(layers), D) float32.
 
-    Rows are independent, so the batch is split into micro-batches of the largest divisor of B
-    with at most `micro_batch_tokens` tokens (at least one row; None: the whole batch at once).
+    Rows are independent, so the batch runs as micro-batches of `micro_batch_rows` rows
+    (None: the whole batch at once).
     """
     model = build_model(config, dtype)
     sel = np.asarray(layers)
@@ -119,7 +125,7 @@ def _pooled_forward(config, dtype, layers: tuple[int, ...], pooling: str,
 
     def fn(params, ids, valid):
         b, t = ids.shape
-        c = b if micro_batch_tokens is None else divisor_at_most(b, micro_batch_tokens // t)
+        c = micro_batch_rows(b, t, micro_batch_tokens)
         if c == b:
             return rows(params, ids, valid)
         out = jax.lax.map(lambda x: rows(params, *x), (ids.reshape(b // c, c, t), valid.reshape(b // c, c, t)))
