@@ -8,10 +8,13 @@ Geometry (costs) -> problem -> solver, as in ott-jax:
 - :class:`PartialSinkhorn` (``sinkhorn.py``): entropic solver, jitted whole loop.
 - ``exact.py``: network simplex (POT ``ot.emd``) / HiGHS on the same reduction.
 - :func:`solve_partial` (``solve.py``): the validated entry point with exact fallback.
+- ``sharded.py``: the same solver split over the devices of a mesh / the processes of a
+  cluster (``mesh=`` on the functions below, :class:`Layout`).
 """
 
 from puaudit_jax.ot.geometry import Geometry
 from puaudit_jax.ot.problem import PartialProblem
+from puaudit_jax.ot.sharded import Layout
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn, SinkhornOutput
 from puaudit_jax.ot.solve import (
     PartialOTResult,
@@ -23,6 +26,7 @@ from puaudit_jax.ot.solve import (
 __all__ = [
     "Geometry",
     "PartialProblem",
+    "Layout",
     "PartialSinkhorn",
     "SinkhornOutput",
     "PartialOTResult",

@@ -15,6 +15,10 @@ normalisation), so a block is one matrix product.
 
 Costs: ``"cosine"`` (1 - <x/|x|, y/|y|>, in [0, 2]), ``"sqeuclidean"`` (|x - y|^2), a callable
 ``fn(x_block, y_block) -> (bx, by)`` array of pairwise costs, or a precomputed matrix.
+
+Inside a sharded solve (``puaudit_jax.ot.sharded``) a geometry is one device's block of the
+problem and ``split`` names the mesh axes its rows and columns are split over: the reductions
+below then return the whole problem's sums (see ``split.py``), so the solver is the same code.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from typing import Callable
 
 import jax
 import jax.numpy as jnp
+
+from puaudit_jax.ot.split import Split
 
 CostFn = Callable[[jax.Array, jax.Array], jax.Array]
 
@@ -52,6 +58,7 @@ class Geometry:
       kind: one of ``COST_KINDS``.
       fn: pairwise cost callable for ``kind == "callable"``.
       block_size: rows/columns per block when the matrix is not materialised.
+      split: mesh axes splitting the rows / columns (inside ``shard_map``); default: none.
     """
 
     x: jax.Array | None
@@ -60,6 +67,7 @@ class Geometry:
     kind: str = dataclasses.field(metadata=dict(static=True), default="cosine")
     fn: CostFn | None = dataclasses.field(metadata=dict(static=True), default=None)
     block_size: int | None = dataclasses.field(metadata=dict(static=True), default=None)
+    split: Split = dataclasses.field(metadata=dict(static=True), default=Split())
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -70,6 +78,7 @@ class Geometry:
         cost: str | CostFn = "cosine",
         *,
         block_size: int | None = None,
+        split: Split = Split(),
     ) -> "Geometry":
         """Build a geometry; materialises C unless ``block_size`` is given.
 
@@ -84,14 +93,14 @@ class Geometry:
             raise ValueError(f"cost must be 'cosine', 'sqeuclidean', a callable or a matrix; got {cost!r}")
         if kind == "cosine":
             x, y = _normalise_rows(x), _normalise_rows(y)
-        geom = cls(x=x, y=y, matrix=None, kind=kind, fn=fn, block_size=block_size)
+        geom = cls(x=x, y=y, matrix=None, kind=kind, fn=fn, block_size=block_size, split=split)
         if block_size is None:
             geom = dataclasses.replace(geom, matrix=geom.cost_block(x, y))
         return geom
 
     @classmethod
-    def from_matrix(cls, matrix: jax.Array) -> "Geometry":
-        return cls(x=None, y=None, matrix=matrix, kind="matrix")
+    def from_matrix(cls, matrix: jax.Array, split: Split = Split()) -> "Geometry":
+        return cls(x=None, y=None, matrix=matrix, kind="matrix", split=split)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -149,7 +158,8 @@ class Geometry:
                 ub = jax.lax.dynamic_slice_in_dim(u, i * bs, bs)
                 return jax.lax.dynamic_update_slice_in_dim(acc, one(p, ub), i * bs, axis=0)
 
-            init = jnp.zeros((nb * bs,) + shape.shape[1:], shape.dtype)
+            # a block depends on both point clouds: it varies over every axis that splits them
+            init = self.split.vary(jnp.zeros((nb * bs,) + shape.shape[1:], shape.dtype), "all")
             out.append(jax.lax.fori_loop(0, nb, step, init))
         if rem:
             out.append(one(pts[nb * bs:], u[nb * bs:]))
@@ -162,6 +172,8 @@ class Geometry:
         ``stable=False`` is a single pass with no max-subtraction: exact when the summands
         are plan entries of a nearly feasible plan (all <= 1, so no overflow); the caller
         checks for underflow and redoes the step with ``stable=True`` (two passes) if needed.
+        Split geometries combine the devices' partial results (one collective of the result's
+        size for the one-pass form, two for the stable one).
         """
         # Orient so that the reduction always runs over the last axis of the block.
         keep, red = (u, v) if axis == 1 else (v, u)
@@ -170,18 +182,24 @@ class Geometry:
             z = (kb[:, None] + red[None, :] - c) / eps
             if stable:
                 return jax.nn.logsumexp(z, axis=1)
-            return jnp.log(jnp.sum(jnp.exp(z), axis=1))
+            return jnp.sum(jnp.exp(z), axis=1)
 
         if not self.is_blocked:
             c = self.matrix if axis == 1 else self.matrix.T
-            return body(c, keep)
-        return self._blocks(axis, body, keep)
+            local = body(c, keep)
+        else:
+            local = self._blocks(axis, body, keep)
+        over = "cols" if axis == 1 else "rows"
+        if stable:
+            return self.split.logsumexp(local, over)
+        return jnp.log(self.split.sum(local, over))
 
     def plan_sums(self, u: jax.Array, v: jax.Array, eps) -> tuple[jax.Array, jax.Array, jax.Array]:
         """Row sums (n,), column sums (m,) and <C, P> of P = exp((u + v - C) / eps)."""
+        s = self.split
         if not self.is_blocked:
             p = jnp.exp((u[:, None] + v[None, :] - self.matrix) / eps)
-            return p.sum(1), p.sum(0), jnp.sum(p * self.matrix)
+            return s.sum(p.sum(1), "cols"), s.sum(p.sum(0), "rows"), s.sum(jnp.sum(p * self.matrix), "all")
 
         def rows(c, ub):  # row sums and row costs from one block of the plan
             p = jnp.exp((ub[:, None] + v[None, :] - c) / eps)
@@ -189,10 +207,10 @@ class Geometry:
 
         row = self._blocks(1, rows, u)
         col_sums = jnp.exp(self.log_sum_exp(u, v, eps, axis=0, stable=True))
-        return row[:, 0], col_sums, jnp.sum(row[:, 1])
+        return s.sum(row[:, 0], "cols"), col_sums, s.sum(jnp.sum(row[:, 1]), "all")
 
     def plan(self, u: jax.Array, v: jax.Array, eps) -> jax.Array:
-        """The dense (n, m) plan exp((u_i + v_j - C_ij) / eps)."""
+        """The dense (n, m) plan exp((u_i + v_j - C_ij) / eps) (this device's block when split)."""
         return jnp.exp((u[:, None] + v[None, :] - self.cost_matrix()) / eps)
 
     def max_abs_cost(self) -> jax.Array:
@@ -200,6 +218,6 @@ class Geometry:
         if self.kind == "cosine":
             return jnp.asarray(2.0, self.dtype)
         if not self.is_blocked:
-            return jnp.max(jnp.abs(self.matrix))
+            return self.split.max(jnp.max(jnp.abs(self.matrix)), "all")
         zero = jnp.zeros(self.shape[0], self.dtype)
-        return jnp.max(self._blocks(1, lambda c, ub: jnp.max(jnp.abs(c), axis=1), zero))
+        return self.split.max(jnp.max(self._blocks(1, lambda c, ub: jnp.max(jnp.abs(c), axis=1), zero)), "all")

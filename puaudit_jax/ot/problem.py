@@ -24,7 +24,11 @@ from puaudit_jax.ot.geometry import Geometry
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class PartialProblem:
-    """A partial OT problem: a geometry (n x m costs), weights a (n,), b (m,), mass m."""
+    """A partial OT problem: a geometry (n x m costs), weights a (n,), b (m,), mass m.
+
+    In a sharded solve a, b are this device's blocks (split like the geometry's rows / columns)
+    and m is the whole problem's mass.
+    """
 
     geom: Geometry
     a: jax.Array
@@ -38,8 +42,9 @@ class PartialProblem:
     @property
     def dummy_masses(self) -> tuple[jax.Array, jax.Array]:
         """(mass of the dummy row = |b| - m, mass of the dummy column = |a| - m), >= 0."""
-        return (jnp.maximum(jnp.sum(self.b) - self.m, 0.0),
-                jnp.maximum(jnp.sum(self.a) - self.m, 0.0))
+        split = self.geom.split
+        return (jnp.maximum(split.sum(jnp.sum(self.b), "cols") - self.m, 0.0),
+                jnp.maximum(split.sum(jnp.sum(self.a), "rows") - self.m, 0.0))
 
 
 def _finite(name: str, arr: np.ndarray) -> None:

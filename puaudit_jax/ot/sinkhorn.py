@@ -55,6 +55,7 @@ import jax
 import jax.numpy as jnp
 
 from puaudit_jax.ot.problem import PartialProblem
+from puaudit_jax.ot.split import Split
 
 
 # XLA:CPU runs an f32 matrix-vector product at DEFAULT precision several times slower than
@@ -122,18 +123,24 @@ def _step(pot, log_target, log_sum, eps):
     return jnp.where(jnp.isfinite(log_target), pot + eps * (log_target - log_sum), -jnp.inf)
 
 
-def _finite_mean(x):
+def _finite_mean(x, split: Split, over: str):
     """Mean over the finite entries (zero-weight points have potential -inf); 0 if none."""
     ok = jnp.isfinite(x)
-    return jnp.sum(jnp.where(ok, x, 0.0)) / jnp.maximum(jnp.sum(ok), 1)
+    total = split.sum(jnp.sum(jnp.where(ok, x, 0.0)), over)
+    return total / jnp.maximum(split.sum(jnp.sum(ok), over), 1)
 
 
-def _recentre(pots):
+def _recentre(pots, split: Split):
     """Fix the gauge (f + c, g - c, fd + c, gd - c leaves the plan unchanged) so that f and g
     have equal means: large offsets would cost float32 precision in (f + g - C) / eps."""
     f, g, fd, gd = pots
-    c = 0.5 * (_finite_mean(g) - _finite_mean(f))
+    c = 0.5 * (_finite_mean(g, split, "cols") - _finite_mean(f, split, "rows"))
     return f + c, g - c, fd + c, gd - c
+
+
+def _lse(split: Split, x, over: str):
+    """log sum exp of a vector indexed by ``over`` (rows or columns), over the whole problem."""
+    return split.logsumexp(jax.nn.logsumexp(x), over)
 
 
 def _safe_log(x):
@@ -218,7 +225,9 @@ class PartialSinkhorn:
         if self.entropy == "plan":
             return self._run_plan_entropy(prob, geom, tg, eps0)
         if init is None:
-            f, g = jnp.zeros(n, dtype), jnp.zeros(k, dtype)
+            # zero-weight points start (and stay) at -inf: padding then changes no iterate
+            f = geom.split.vary(jnp.where(a > 0, 0.0, -jnp.inf).astype(dtype), "rows")
+            g = geom.split.vary(jnp.where(b > 0, 0.0, -jnp.inf).astype(dtype), "cols")
             fd = jnp.where(jnp.isfinite(tg.log_rd), 0.0, -jnp.inf).astype(dtype)
             gd = jnp.where(jnp.isfinite(tg.log_cd), 0.0, -jnp.inf).astype(dtype)
         else:
@@ -249,8 +258,9 @@ class PartialSinkhorn:
         total = jnp.logaddexp(real, log_other)
         # Redo stably when a marginal underflows, or when the whole real block does (the
         # mass step then has nothing to rescale: typical of the first step at small eps).
-        bad = ~jnp.all(~active | (jnp.isfinite(total) & (total > tiny) & (real < jnp.inf)))
-        bad = bad | jnp.all(real == -jnp.inf)
+        split = geom.split
+        bad = split.any(~jnp.all(~active | (jnp.isfinite(total) & (total > tiny) & (real < jnp.inf))))
+        bad = bad | split.all(jnp.all(real == -jnp.inf))
         real, total = jax.lax.cond(bad, stable, lambda _: (real, total), None)
         return real, total, bad.astype(jnp.int32)
 
@@ -261,21 +271,25 @@ class PartialSinkhorn:
         of half-steps that took the stable path.
         """
         f, g, fd, gd = pots
+        split = geom.split
         _, log_r, st1 = self._reduce(geom, f, g, eps, 1, (f + gd) / eps, jnp.isfinite(tg.log_a), stable_only)
-        log_r_d = jax.nn.logsumexp((fd + g) / eps)
-        err = jnp.sum(jnp.abs(jnp.exp(log_r) - tg.a)) + jnp.abs(jnp.exp(log_r_d) - tg.mass_row_d)
+        log_r_d = _lse(split, (fd + g) / eps, "cols")
+        err = (split.sum(jnp.sum(jnp.abs(jnp.exp(log_r) - tg.a)), "rows")
+               + jnp.abs(jnp.exp(log_r_d) - tg.mass_row_d))
         f = _step(f, tg.log_a, log_r, eps)
         fd = _step(fd, tg.log_rd, log_r_d, eps)
         log_c_real, log_c, st2 = self._reduce(geom, f, g, eps, 0, (fd + g) / eps, jnp.isfinite(tg.log_b),
                                               stable_only)
-        log_c_d = jax.nn.logsumexp((f + gd) / eps)
+        log_c_d = _lse(split, (f + gd) / eps, "rows")
         g_new = _step(g, tg.log_b, log_c, eps)
         gd = _step(gd, tg.log_cd, log_c_d, eps)
         # Mass step: real block sums after the column update are exp(log_c_real) b / c. In
         # logs: early on (small eps, far from feasible) the real mass can be e^-200.
-        log_real_mass = jax.nn.logsumexp(log_c_real + tg.log_b - log_c)
+        # (zero-weight columns are left out: their -inf - -inf would be NaN)
+        share = jnp.where(jnp.isfinite(tg.log_b), log_c_real + tg.log_b - log_c, -jnp.inf)
+        log_real_mass = _lse(split, share, "cols")
         t = jnp.where(jnp.isfinite(log_real_mass), 0.5 * eps * (jnp.log(tg.m) - log_real_mass), 0.0)
-        return _recentre((f + t, g_new + t, fd - t, gd - t)), err, st1 + st2
+        return _recentre((f + t, g_new + t, fd - t, gd - t), split), err, st1 + st2
 
     def _run_log(self, geom, tg, pots, eps0):
         def body(s: _LogState) -> _LogState:
@@ -293,16 +307,18 @@ class PartialSinkhorn:
     def _run_plan_entropy(self, prob, geom, tg, eps0):
         dtype = eps0.dtype
         n, k = geom.shape
+        split = geom.split
         ninf = jnp.asarray(-jnp.inf, dtype)
 
         def side(pot, other, lam, log_cap, axis, eps):
             """Clamped update of one side, then the exact lam update; returns the KKT error."""
             u, v = (pot + lam, other) if axis == 1 else (other, pot + lam)
+            over = "rows" if axis == 1 else "cols"
             active = jnp.isfinite(log_cap)
             log_s, _, _ = self._reduce(geom, u, v, eps, axis, ninf, active)
-            err = _kkt_caps(pot, jnp.exp(log_s), jnp.exp(log_cap))
+            err = split.sum(_kkt_caps(pot, jnp.exp(log_s), jnp.exp(log_cap)), over)
             new = jnp.where(active, jnp.minimum(0.0, pot + eps * (log_cap - log_s)), -jnp.inf)
-            log_mass = jax.nn.logsumexp(jnp.where(active, log_s + (new - pot) / eps, -jnp.inf))
+            log_mass = _lse(split, jnp.where(active, log_s + (new - pot) / eps, -jnp.inf), over)
             return new, lam + eps * (jnp.log(tg.m) - log_mass), err, log_mass
 
         def body(s: _LogState) -> _LogState:
@@ -313,7 +329,8 @@ class PartialSinkhorn:
             return _LogState(f, g, lam, s.gd, s.it + 1, err, eps, s.stable_steps)
 
         zero = jnp.array(0, jnp.int32)
-        s = _LogState(jnp.zeros(n, dtype), jnp.zeros(k, dtype), jnp.zeros((), dtype),
+        s = _LogState(split.vary(jnp.zeros(n, dtype), "rows"), split.vary(jnp.zeros(k, dtype), "cols"),
+                      jnp.zeros((), dtype),
                       jnp.zeros((), dtype), zero, jnp.asarray(jnp.inf, dtype),
                       self._epsilon_at(zero, eps0), zero)
         s = jax.lax.while_loop(lambda s: ~self._done(s.it, s.eps, s.err), body, s)
@@ -330,8 +347,8 @@ class PartialSinkhorn:
                 jnp.exp((F + Gd) / eps), jnp.exp((Fd + G) / eps))
 
     @staticmethod
-    def _absorbed(pots, scal, eps):
-        return _recentre(tuple(p + eps * _safe_log(s) for p, s in zip(pots, scal)))
+    def _absorbed(pots, scal, eps, split):
+        return _recentre(tuple(p + eps * _safe_log(s) for p, s in zip(pots, scal)), split)
 
     def _run_scaling(self, geom, tg, pots, eps0):
         """Outer loop: absorb scalings, rebuild the kernel (one exp pass). Inner loop:
@@ -339,28 +356,31 @@ class PartialSinkhorn:
         a scaling outside [1/T, T], or a non-finite update (then the last good scalings
         are absorbed and one stable log-domain iteration is taken)."""
         dtype = eps0.dtype
+        split = geom.split
         log_t = jnp.log(jnp.asarray(self.absorb_threshold, dtype))
-        ones = (jnp.ones_like(pots[0]), jnp.ones_like(pots[1]),
+        ones = (split.vary(jnp.ones(pots[0].shape, dtype), "rows"),
+                split.vary(jnp.ones(pots[1].shape, dtype), "cols"),
                 jnp.ones((), dtype), jnp.ones((), dtype))
 
         def iteration(kernel, scal):
             (K, srow, scol), (u, v, ud, vd) = kernel, scal
-            Kv = jnp.dot(K, v, precision=_HIGHEST)
+            Kv = split.sum(jnp.dot(K, v, precision=_HIGHEST), "cols")
             rows = Kv + srow * vd
-            dummy_row = jnp.dot(scol, v)
-            err = jnp.sum(jnp.abs(u * rows - tg.a)) + jnp.abs(ud * dummy_row - tg.mass_row_d)
+            dummy_row = split.sum(jnp.dot(scol, v), "cols")
+            err = (split.sum(jnp.sum(jnp.abs(u * rows - tg.a)), "rows")
+                   + jnp.abs(ud * dummy_row - tg.mass_row_d))
             u = jnp.where(tg.a > 0, tg.a / rows, 1.0)      # zero-weight rows: K row is 0, pin u = 1
             ud = jnp.where(tg.mass_row_d > 0, tg.mass_row_d / dummy_row, 0.0)
-            KTu = jnp.dot(u, K, precision=_HIGHEST)
+            KTu = split.sum(jnp.dot(u, K, precision=_HIGHEST), "rows")
             v = jnp.where(tg.b > 0, tg.b / (KTu + scol * ud), 1.0)
-            vd = jnp.where(tg.mass_col_d > 0, tg.mass_col_d / jnp.dot(srow, u), 0.0)
-            c = jnp.sqrt(tg.m / jnp.dot(v, KTu))      # mass step, see the module docstring
+            vd = jnp.where(tg.mass_col_d > 0, tg.mass_col_d / split.sum(jnp.dot(srow, u), "rows"), 0.0)
+            c = jnp.sqrt(tg.m / split.sum(jnp.dot(v, KTu), "cols"))   # mass step, see the module docstring
             return (u * c, v * c, ud / c, vd / c), err
 
         def healthy(scal, err):
             u, v, ud, vd = scal
-            return (jnp.all(jnp.isfinite(u) & (u > 0)) & jnp.all(jnp.isfinite(v) & (v > 0))
-                    & jnp.isfinite(ud) & jnp.isfinite(vd) & jnp.isfinite(err))
+            local = jnp.all(jnp.isfinite(u) & (u > 0)) & jnp.all(jnp.isfinite(v) & (v > 0))
+            return split.all(local) & jnp.isfinite(ud) & jnp.isfinite(vd) & jnp.isfinite(err)
 
         def epoch(s: _ScalingState) -> _ScalingState:
             eps = self._epsilon_at(s.it, eps0)
@@ -369,8 +389,8 @@ class PartialSinkhorn:
             def inner_cond(c):
                 scal, _, it, err, ok = c
                 u, v = scal[0], scal[1]
-                in_range = jnp.maximum(jnp.max(jnp.abs(jnp.log(u))),
-                                       jnp.max(jnp.abs(jnp.log(v)))) <= log_t
+                in_range = split.max(jnp.maximum(jnp.max(jnp.abs(jnp.log(u))),
+                                                 jnp.max(jnp.abs(jnp.log(v)))), "all") <= log_t
                 same_eps = self._epsilon_at(it, eps0) == eps
                 return ok & in_range & same_eps & ~self._done(it, eps, err)
 
@@ -384,7 +404,7 @@ class PartialSinkhorn:
 
             scal, _, it, err, ok = jax.lax.while_loop(
                 inner_cond, inner_body, (ones, ones, s.it, s.err, jnp.array(True)))
-            pots = self._absorbed(s.pots, scal, eps)
+            pots = self._absorbed(s.pots, scal, eps, split)
 
             def rescue(pots):
                 pots, err, _ = self._log_iteration(geom, tg, pots, eps, stable_only=True)
@@ -409,12 +429,13 @@ def _plan_entropy_finalise(prob, f, g, lam, eps, iterations, converged) -> Sinkh
     """Outputs for entropy="plan": G = exp((f + g + lam - C) / eps), no slack entries."""
     f, g, lam = (jax.lax.stop_gradient(t) for t in (f, g, lam))
     geom = prob.geom
+    sp = geom.split
     fo, go = f + 0.5 * lam, g + 0.5 * lam
     row_mass, col_mass, cost = geom.plan_sums(fo, go, eps)
-    mass = jnp.sum(row_mass)
-    err = (_kkt_caps(f, row_mass, prob.a) + _kkt_caps(g, col_mass, prob.b)
+    mass = sp.sum(jnp.sum(row_mass), "rows")
+    err = (sp.sum(_kkt_caps(f, row_mass, prob.a), "rows") + sp.sum(_kkt_caps(g, col_mass, prob.b), "cols")
            + jnp.abs(mass - prob.m))
-    reg_cost = _lin(f, prob.a) + _lin(g, prob.b) + lam * prob.m - eps * mass
+    reg_cost = sp.sum(_lin(f, prob.a), "rows") + sp.sum(_lin(g, prob.b), "cols") + lam * prob.m - eps * mass
     ninf = jnp.asarray(-jnp.inf, f.dtype)
     return SinkhornOutput(
         f=fo, g=go, fd=ninf, gd=ninf, row_mass=row_mass, col_mass=col_mass, cost=cost,
@@ -423,7 +444,7 @@ def _plan_entropy_finalise(prob, f, g, lam, eps, iterations, converged) -> Sinkh
 
 
 def _lin(pot, w):
-    """<pot, w> with 0 * -inf = 0 (empty dummies, zero-weight points)."""
+    """<pot, w> with 0 * -inf = 0 (empty dummies, zero-weight points); this device's entries."""
     return jnp.sum(jnp.where(w > 0, pot * w, 0.0))
 
 
@@ -440,16 +461,25 @@ def _finalise(prob, f, g, fd, gd, eps, iterations, converged, stable_steps) -> S
     """
     f, g, fd, gd = (jax.lax.stop_gradient(t) for t in (f, g, fd, gd))
     geom = prob.geom
+    sp = geom.split
+
+    def rows_sum(x):
+        return sp.sum(jnp.sum(x), "rows")
+
+    def cols_sum(x):
+        return sp.sum(jnp.sum(x), "cols")
+
     a, b = prob.a, prob.b
     mass_row_d, mass_col_d = prob.dummy_masses
     row_mass, col_mass, cost = geom.plan_sums(f, g, eps)
     slack_rows = jnp.exp((f + gd) / eps)      # dummy column entries, (n,)
     slack_cols = jnp.exp((fd + g) / eps)      # dummy row entries, (m,)
-    mass = jnp.sum(row_mass)
-    err = (jnp.sum(jnp.abs(row_mass + slack_rows - a)) + jnp.abs(jnp.sum(slack_cols) - mass_row_d)
-           + jnp.sum(jnp.abs(col_mass + slack_cols - b)) + jnp.abs(jnp.sum(slack_rows) - mass_col_d))
-    total = mass + jnp.sum(slack_rows) + jnp.sum(slack_cols)
-    reg_cost = _lin(f, a) + _lin(g, b) + _lin(fd, mass_row_d) + _lin(gd, mass_col_d) - eps * total
+    mass = rows_sum(row_mass)
+    err = (rows_sum(jnp.abs(row_mass + slack_rows - a)) + jnp.abs(cols_sum(slack_cols) - mass_row_d)
+           + cols_sum(jnp.abs(col_mass + slack_cols - b)) + jnp.abs(rows_sum(slack_rows) - mass_col_d))
+    total = mass + rows_sum(slack_rows) + cols_sum(slack_cols)
+    reg_cost = (sp.sum(_lin(f, a), "rows") + sp.sum(_lin(g, b), "cols") + _lin(fd, mass_row_d)
+                + _lin(gd, mass_col_d) - eps * total)
     return SinkhornOutput(
         f=f, g=g, fd=fd, gd=gd, row_mass=row_mass, col_mass=col_mass, cost=cost,
         reg_cost=reg_cost, mass=mass, marginal_error=err, iterations=iterations,

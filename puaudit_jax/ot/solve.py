@@ -15,7 +15,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from probes.mesh import make_mesh
 from puaudit_jax.ot import exact as exact_lib
+from puaudit_jax.ot import sharded
 from puaudit_jax.ot.geometry import Geometry
 from puaudit_jax.ot.problem import PartialProblem, validate
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn, SinkhornOutput
@@ -84,6 +86,19 @@ def _run_matrix(C, a, b, m, *, solver, with_plan):
     return out, plan
 
 
+def layout_for(mesh) -> sharded.Layout | None:
+    """The ``mesh=`` argument of the functions below: None (one device), "all" or a device count
+    (``probes.mesh.make_mesh``: one axis, U split over it), a ``Mesh`` (default axes, see
+    ``sharded.Layout.of``) or a ``sharded.Layout``. Returns None when it amounts to one device."""
+    if mesh is None or isinstance(mesh, sharded.Layout):
+        return mesh
+    if isinstance(mesh, (str, int)):
+        mesh = make_mesh(mesh)
+        if mesh is None:
+            return None
+    return sharded.Layout.of(mesh)
+
+
 def _dense_cost_np(x, y, matrix, cost) -> np.ndarray:
     """The float64 cost matrix for the exact solvers (same definition as Geometry)."""
     if matrix is not None:
@@ -111,6 +126,7 @@ def solve_partial(
     block_size: int | None = None,
     return_plan: bool = True,
     exact_backend: str = "emd",
+    mesh=None,
 ) -> PartialOTResult:
     """Solve min <C, G> s.t. G >= 0, G 1 <= a, G^T 1 <= b, 1^T G 1 = m.
 
@@ -132,6 +148,11 @@ def solve_partial(
       block_size: force blocked mode with this many rows per block.
       return_plan: materialise the (n, k) plan when the cost matrix is materialised.
       exact_backend: "emd" (POT network simplex) or "highs" (scipy LP; small problems).
+      mesh: None (one device), "all", a device count, a ``jax.sharding.Mesh`` or a
+        ``sharded.Layout``: the Sinkhorn solve is split over the devices (U over the columns
+        axis, P over the rows axis of a 2-D mesh; see ``sharded.py``). ``memory_budget`` then
+        applies to each device's block of the cost matrix. Every process of a cluster passes
+        the same full inputs (``sharded.solve_process_local`` when each holds a share of U).
     Returns:
       :class:`PartialOTResult`.
     Raises:
@@ -148,16 +169,32 @@ def solve_partial(
     x, y, matrix, a, b, m = validate(x, y, m, a=a, b=b, cost=cost, dtype=np.float64)
     n, k = (matrix.shape if matrix is not None else (x.shape[0], y.shape[0]))
     itemsize = np.dtype(dtype).itemsize
+    layout = layout_for(mesh)
+    devices = 1 if layout is None else layout.count("rows") * layout.count("cols")
 
     if method == "exact":
         return _exact(x, y, matrix, cost, a, b, m, exact_backend, return_plan, None)
 
-    if block_size is None and matrix is None and n * k * itemsize > memory_budget:
-        block_size = max(1, min(1024, memory_budget // (4 * max(n, k) * itemsize)))
+    if block_size is None and matrix is None and n * k * itemsize > memory_budget * devices:
+        block_size = max(1, min(1024, memory_budget * devices // (4 * max(n, k) * itemsize)))
     blocked = block_size is not None and matrix is None
     solver = PartialSinkhorn(epsilon=float(epsilon), tol=float(tol), max_iter=int(max_iter),
                              eps_decay=eps_decay)
     with_plan = return_plan and not blocked
+    if layout is not None:
+        out, plan = sharded.solve(solver, x, y, a, b, m, layout, cost=cost, matrix=matrix,
+                                  block_size=block_size if blocked else None, with_plan=with_plan,
+                                  dtype=dtype)
+    else:
+        out, plan = _solve_one_device(x, y, matrix, a, b, m, solver, cost, block_size if blocked else None,
+                                      with_plan, dtype)
+    result = _from_sinkhorn(out, plan, a, b, m, blocked)
+    return result if method != "auto" else _auto_fallback(result, out, x, y, matrix, cost, a, b, m, tol,
+                                                          exact_backend, return_plan)
+
+
+def _solve_one_device(x, y, matrix, a, b, m, solver, cost, block_size, with_plan, dtype):
+    """The single-device Sinkhorn solve: (SinkhornOutput of numpy arrays, plan or None)."""
     with jax.enable_x64(dtype == "float64"):
         jd = jnp.dtype(dtype)
         args = (jnp.asarray(a, jd), jnp.asarray(b, jd), jnp.asarray(m, jd))
@@ -165,27 +202,27 @@ def solve_partial(
             out, plan = _run_matrix(jnp.asarray(matrix, jd), *args, solver=solver, with_plan=with_plan)
         else:
             out, plan = _run_points(jnp.asarray(x, jd), jnp.asarray(y, jd), *args, solver=solver,
-                                    cost=cost, block_size=block_size if blocked else None,
-                                    with_plan=with_plan)
-        out = jax.tree.map(np.asarray, out)
-        plan = None if plan is None else np.asarray(plan)
-    result = _from_sinkhorn(out, plan, a, b, m, blocked)
+                                    cost=cost, block_size=block_size, with_plan=with_plan)
+        return jax.tree.map(np.asarray, out), None if plan is None else np.asarray(plan)
 
-    if method == "auto":
-        reason = None
-        finite = np.isfinite(result.cost) and np.all(np.isfinite(result.col_mass))
-        if not finite:
-            reason = "Sinkhorn produced non-finite values"
-        elif not result.converged:
-            reason = (f"Sinkhorn did not converge in {result.iterations} iterations "
-                      f"(marginal error {float(out.marginal_error):.3g} > tol {tol:g})")
-        if reason is not None:
-            if n * k * 8 > EXACT_MEMORY_LIMIT:
-                return dataclasses.replace(
-                    result, fallback_reason=reason + "; exact fallback skipped: the dense "
-                    f"{n}x{k} float64 problem exceeds {EXACT_MEMORY_LIMIT >> 30} GiB")
-            return _exact(x, y, matrix, cost, a, b, m, exact_backend, return_plan, reason)
-    return result
+
+def _auto_fallback(result, out, x, y, matrix, cost, a, b, m, tol, exact_backend, return_plan):
+    """method="auto": the exact solver when Sinkhorn did not converge or was not finite."""
+    n, k = len(a), len(b)
+    reason = None
+    finite = np.isfinite(result.cost) and np.all(np.isfinite(result.col_mass))
+    if not finite:
+        reason = "Sinkhorn produced non-finite values"
+    elif not result.converged:
+        reason = (f"Sinkhorn did not converge in {result.iterations} iterations "
+                  f"(marginal error {float(out.marginal_error):.3g} > tol {tol:g})")
+    if reason is None:
+        return result
+    if n * k * 8 > EXACT_MEMORY_LIMIT:
+        return dataclasses.replace(
+            result, fallback_reason=reason + "; exact fallback skipped: the dense "
+            f"{n}x{k} float64 problem exceeds {EXACT_MEMORY_LIMIT >> 30} GiB")
+    return _exact(x, y, matrix, cost, a, b, m, exact_backend, return_plan, reason)
 
 
 def _from_sinkhorn(out: SinkhornOutput, plan, a, b, m, blocked) -> PartialOTResult:
@@ -211,27 +248,37 @@ def _exact(x, y, matrix, cost, a, b, m, backend, return_plan, reason) -> Partial
 
 def entropic_partial_cost(x, y, m, *, a=None, b=None, cost="cosine",
                           solver: PartialSinkhorn = PartialSinkhorn(),
-                          block_size: int | None = None) -> jax.Array:
+                          block_size: int | None = None, mesh=None) -> jax.Array:
     """Regularised partial OT cost (dual objective), jittable and differentiable in x, y.
 
     No input validation (call inside ``jax.grad`` / ``jax.jit``); weights default to uniform.
+    ``mesh``: as in ``solve_partial`` (the solve split over the devices; same gradient).
     """
     a = jnp.full(x.shape[0], 1.0 / x.shape[0], x.dtype) if a is None else a
     b = jnp.full(y.shape[0], 1.0 / y.shape[0], y.dtype) if b is None else b
+    layout = layout_for(mesh)
+    if layout is not None:
+        return sharded.reg_cost(solver, x, y, a, b, jnp.asarray(m, x.dtype), layout, cost=cost,
+                                block_size=block_size)
     geom = Geometry.from_points(x, y, cost, block_size=block_size)
     return solver(PartialProblem(geom, a, b, jnp.asarray(m, x.dtype))).reg_cost
 
 
 def solve_partial_batch(xs, ys, m, *, cost="cosine", solver: PartialSinkhorn | None = None,
-                        block_size: int | None = None) -> SinkhornOutput:
+                        block_size: int | None = None, mesh=None) -> SinkhornOutput:
     """``jax.vmap`` of the Sinkhorn solver over a batch of same-shaped problems.
 
     xs: (B, n, d), ys: (B, k, d), m: scalar or (B,). Uniform weights. Returns a batched
     :class:`SinkhornOutput` (leading axis B). Under vmap ``lax.cond`` evaluates both
     branches, so the default solver here uses the stable two-pass reductions only.
+    ``mesh``: None, "all", a device count or a ``Mesh``: the problems are split over all its
+    devices (each device solves its share; no communication).
     """
     solver = solver or PartialSinkhorn(one_pass=False)
     m = jnp.broadcast_to(jnp.asarray(m, xs.dtype), xs.shape[:1])
+    layout = layout_for(mesh)
+    if layout is not None:
+        return sharded.solve_batch(solver, xs, ys, m, layout.mesh, cost=cost, block_size=block_size)
 
     def one(x, y, mm):
         a = jnp.full(x.shape[0], 1.0 / x.shape[0], x.dtype)

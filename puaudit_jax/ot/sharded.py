@@ -1,0 +1,306 @@
+"""Partial Sinkhorn over every device of a mesh, and across the processes of a cluster.
+
+A problem of size (n_P, n_U) is cut into blocks: the pool U (columns) is split over the mesh
+axis ``cols``, and optionally the sources P (rows) over a second axis ``rows``. Each device
+holds only its block of the points (x_i, y_j), of the weights (a_i, b_j), of the potentials
+(f_i, g_j) and of the cost (dense, or recomputed block by block), and runs the *same* solver
+code (``sinkhorn.py``) under ``jax.shard_map``: the geometry's ``Split`` turns every reduction
+into a local reduction plus a collective (``split.py``). Per iteration a device sends
+O(n_P / D_rows + n_U / D_cols) floats (the K v and K^T u partial sums), never a block of the cost.
+
+    Layout.of(mesh, rows=None, cols=None)       which mesh axes split which side
+    solve(solver, x, y, a, b, m, layout, ...)   numpy in, SinkhornOutput + plan (numpy) out
+    solve_process_local(...)                    multi-process: each process passes its share of U
+    reg_cost(solver, x, y, a, b, m, layout, ...) jittable and differentiable (envelope gradient)
+    solve_batch(solver, xs, ys, m, layout, ...) a batch of problems split over the devices
+
+Uneven sizes are padded with zero-weight points (copies of the first point, so the cosine cost
+stays defined); the solver gives them potential -inf and zero mass, and they are cut from the
+outputs. The sharded solve equals the single-device one up to the order of float additions
+(``tests/test_ot_sharded.py``: 1e-6 in float64).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import multihost_utils
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from probes.mesh import COLS, ROWS, pad_to_multiple
+from puaudit_jax.ot.geometry import Geometry
+from puaudit_jax.ot.problem import PartialProblem
+from puaudit_jax.ot.sinkhorn import PartialSinkhorn, SinkhornOutput
+from puaudit_jax.ot.split import Split
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """A mesh and the names of its axes that split the rows (P) and the columns (U).
+
+    Build with :meth:`of`, which checks the names against the mesh.
+    """
+
+    mesh: Mesh
+    rows: str | None
+    cols: str | None
+
+    @classmethod
+    def of(cls, mesh, rows: str | None = None, cols: str | None = None) -> "Layout":
+        """Default axes: a 1-axis mesh splits the columns; a 2-axis mesh (r, c) splits rows over
+        its first axis and columns over its second; the names "p" / "u" are used when present.
+
+        Raises ValueError when ``mesh`` is not a Mesh, an axis name is not one of the mesh's,
+        both sides name the same axis, or a mesh axis with more than one device splits nothing
+        (its devices would repeat the same solve).
+        """
+        if isinstance(mesh, Layout):
+            return mesh
+        if not isinstance(mesh, Mesh):
+            raise ValueError(f"mesh must be a jax.sharding.Mesh (probes.mesh.make_mesh) or a Layout; "
+                             f"got {type(mesh).__name__}")
+        names = tuple(mesh.axis_names)
+        if rows is None and cols is None:
+            if set(names) >= {ROWS, COLS} or set(names) == {COLS}:
+                rows, cols = (ROWS if ROWS in names else None), COLS
+            elif len(names) == 1:
+                cols = names[0]
+            elif len(names) == 2:
+                rows, cols = names
+            else:
+                raise ValueError(f"mesh axes {names}: name the axes that split the rows and the columns "
+                                 f"(Layout.of(mesh, rows=..., cols=...))")
+        for side, axis in (("rows", rows), ("cols", cols)):
+            if axis is not None and axis not in names:
+                raise ValueError(f"{side} axis {axis!r} is not an axis of the mesh {names}")
+        if rows is not None and rows == cols:
+            raise ValueError(f"rows and cols name the same mesh axis {rows!r}")
+        idle = [a for a in names if a not in (rows, cols) and mesh.shape[a] > 1]
+        if idle:
+            raise ValueError(f"mesh axis {idle[0]!r} ({mesh.shape[idle[0]]} devices) splits neither the rows "
+                             f"nor the columns (rows={rows!r}, cols={cols!r}): its devices would repeat the solve")
+        return cls(mesh, rows, cols)
+
+    @property
+    def split(self) -> Split:
+        return Split(rows=self.rows, cols=self.cols)
+
+    def count(self, side: str) -> int:
+        """Devices that split ``side`` ("rows" or "cols")."""
+        axis = self.rows if side == "rows" else self.cols
+        return 1 if axis is None else int(self.mesh.shape[axis])
+
+    @property
+    def specs(self) -> dict:
+        """PartitionSpecs of a problem's arrays."""
+        r, c = self.rows, self.cols
+        return dict(x=P(r, None), y=P(c, None), a=P(r), b=P(c), m=P(), matrix=P(r, c), plan=P(r, c))
+
+    def output_specs(self) -> SinkhornOutput:
+        rep, r, c = P(), P(self.rows), P(self.cols)
+        return SinkhornOutput(f=r, g=c, fd=rep, gd=rep, row_mass=r, col_mass=c, cost=rep, reg_cost=rep,
+                              mass=rep, marginal_error=rep, iterations=rep, converged=rep, stable_steps=rep,
+                              epsilon=rep)
+
+
+# ---------------------------------------------------------------------------------------------
+# The per-device program
+
+
+def _geometry(x, y, matrix, cost, block_size, split) -> Geometry:
+    if matrix is not None:
+        return Geometry.from_matrix(matrix, split=split)
+    return Geometry.from_points(x, y, cost, block_size=block_size, split=split)
+
+
+@functools.lru_cache(maxsize=64)
+def _program(solver: PartialSinkhorn, layout: Layout, cost, block_size, with_plan: bool, points: bool):
+    """jit(shard_map(one device's solve)): (x, y, a, b, m) or (matrix, a, b, m) -> (out, plan)."""
+    split, sp = layout.split, layout.specs
+
+    def run(*args):
+        (x, y, a, b, m), matrix = (args, None) if points else ((None, None, *args[1:]), args[0])
+        geom = _geometry(x, y, matrix, cost, block_size, split)
+        out = solver(PartialProblem(geom, a, b, m))
+        return out, (geom.plan(out.f, out.g, out.epsilon) if with_plan else None)
+
+    in_specs = (sp["x"], sp["y"]) if points else (sp["matrix"],)
+    in_specs += (sp["a"], sp["b"], sp["m"])
+    out_specs = (layout.output_specs(), sp["plan"] if with_plan else None)
+    return jax.jit(jax.shard_map(run, mesh=layout.mesh, in_specs=in_specs, out_specs=out_specs))
+
+
+# ---------------------------------------------------------------------------------------------
+# Padding and placement
+
+
+def pad_points(z: np.ndarray, w: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """z (n, d), w (n,) -> (size, d), (size,): copies of z[0] with weight 0 appended."""
+    extra = size - len(z)
+    if extra < 0:
+        raise ValueError(f"cannot pad {len(z)} points down to {size}")
+    return np.concatenate([z, np.repeat(z[:1], extra, 0)]), np.concatenate([w, np.zeros(extra, w.dtype)])
+
+
+def _place(arr: np.ndarray, layout: Layout, spec: P) -> jax.Array:
+    """A host array every process holds in full -> a global array split by ``spec`` (each device
+    receives only its block; works in one process or many)."""
+    sharding = NamedSharding(layout.mesh, spec)
+    return jax.make_array_from_callback(arr.shape, sharding, lambda idx: arr[idx])
+
+
+def _to_host(arr: jax.Array) -> np.ndarray:
+    """A global array -> numpy on every process (gathered across processes when needed)."""
+    if arr.is_fully_addressable:
+        return np.asarray(arr)
+    return np.asarray(multihost_utils.process_allgather(arr, tiled=True))
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry points
+
+
+def solve(solver: PartialSinkhorn, x, y, a, b, m, layout: Layout, *, cost="cosine", matrix=None,
+          block_size: int | None = None, with_plan: bool = False, dtype="float32"):
+    """Solve one problem over the devices of ``layout`` (numpy in, numpy out).
+
+    Args:
+      x: (n, d), y: (k, d) points (None with ``matrix`` (n, k)); a (n,), b (k,) weights; m mass:
+        validated host arrays (``problem.validate``), held in full by every process.
+      layout: :class:`Layout`. cost, block_size: as ``Geometry.from_points``; with_plan: also
+        return the (n, k) plan (dense geometries only).
+    Returns:
+      (SinkhornOutput of numpy arrays, plan (n, k) or None), padding removed.
+    """
+    n, k = (matrix.shape if matrix is not None else (len(x), len(y)))
+    N, K = pad_to_multiple(n, layout.count("rows")), pad_to_multiple(k, layout.count("cols"))
+    sp = layout.specs
+    with jax.enable_x64(dtype == "float64"):
+        jd = np.dtype(dtype)
+        if matrix is not None:
+            C = np.zeros((N, K), jd)
+            C[:n, :k] = matrix
+            a_p, b_p = np.pad(a, (0, N - n)).astype(jd), np.pad(b, (0, K - k)).astype(jd)
+            args = (_place(C, layout, sp["matrix"]),)
+        else:
+            (x_p, a_p), (y_p, b_p) = pad_points(x, a, N), pad_points(y, b, K)
+            args = (_place(x_p.astype(jd), layout, sp["x"]), _place(y_p.astype(jd), layout, sp["y"]))
+            a_p, b_p = a_p.astype(jd), b_p.astype(jd)
+        args += (_place(a_p, layout, sp["a"]), _place(b_p, layout, sp["b"]), jnp.asarray(m, jd))
+        program = _program(solver, layout, None if matrix is not None else cost, block_size, with_plan,
+                           matrix is None)
+        out, plan = program(*args)
+        out = jax.tree.map(_to_host, out)
+        plan = None if plan is None else _to_host(plan)[:n, :k]
+    return _unpad(out, n, k), plan
+
+
+def _unpad(out: SinkhornOutput, n: int, k: int) -> SinkhornOutput:
+    return dataclasses.replace(out, f=out.f[:n], g=out.g[:k], row_mass=out.row_mass[:n], col_mass=out.col_mass[:k])
+
+
+def solve_process_local(solver: PartialSinkhorn, x, y_local, m, layout: Layout, *, a=None, b_local=None,
+                        cost="cosine", block_size: int | None = None, dtype="float32"):
+    """A cluster solve where each process holds only its share of U.
+
+    Every process passes the same x (n, d) (and a (n,), default uniform 1/n) and its own rows
+    y_local (k_i, d) of U (b_local (k_i,), default uniform 1 / sum_i k_i), in process order
+    (process 0 holds the first rows: ``probes.mesh.process_rows``). The columns axis of
+    ``layout`` must span the processes, with the same number of devices on each; every share is
+    padded to the same size with zero-weight points.
+
+    Returns:
+      (SinkhornOutput with f, row_mass of all n rows and g, col_mass of this process's k_i rows;
+      the scalars are the whole problem's, the same on every process).
+    """
+    x = np.asarray(x)
+    y_local = np.asarray(y_local)
+    counts = np.asarray(multihost_utils.process_allgather(np.int64(len(y_local)))).reshape(-1)
+    n_proc = jax.process_count()
+    if layout.count("cols") % n_proc:
+        raise ValueError(f"the cols axis {layout.cols!r} has {layout.count('cols')} devices, not a multiple of "
+                         f"the {n_proc} processes: each process must hold the same number of U's blocks")
+    if layout.rows is not None and layout.count("rows") > 1 and n_proc > 1:
+        raise ValueError("solve_process_local splits only the columns across processes; use a mesh whose rows "
+                         "axis has one device, or `solve` with the full U on every process")
+    a = np.full(len(x), 1.0 / len(x)) if a is None else np.asarray(a, np.float64)
+    b_local = np.full(len(y_local), 1.0 / counts.sum()) if b_local is None else np.asarray(b_local, np.float64)
+    share = pad_to_multiple(int(counts.max()), layout.count("cols") // n_proc)
+    y_p, b_p = pad_points(y_local, b_local, share)
+    sp = layout.specs
+    with jax.enable_x64(dtype == "float64"):
+        jd = np.dtype(dtype)
+
+        def local(arr, spec, rows):
+            return jax.make_array_from_process_local_data(NamedSharding(layout.mesh, spec), arr.astype(jd),
+                                                          (rows,) + arr.shape[1:])
+
+        args = (_place(x.astype(jd), layout, sp["x"]), local(y_p, sp["y"], share * n_proc),
+                _place(a.astype(jd), layout, sp["a"]), local(b_p, sp["b"], share * n_proc), jnp.asarray(m, jd))
+        out, _ = _program(solver, layout, cost, block_size, False, True)(*args)
+        own = dict(g=_local_rows(out.g)[:len(y_local)], col_mass=_local_rows(out.col_mass)[:len(y_local)])
+        rest = jax.tree.map(_to_host, dataclasses.replace(out, g=out.f, col_mass=out.row_mass))
+    return dataclasses.replace(rest, **own)
+
+
+def _local_rows(arr: jax.Array) -> np.ndarray:
+    """This process's rows of an array split on axis 0 (replicas counted once), in order."""
+    blocks = {}
+    for shard in arr.addressable_shards:
+        blocks.setdefault(shard.index[0].start or 0, np.asarray(shard.data))
+    return np.concatenate([blocks[s] for s in sorted(blocks)])
+
+
+def reg_cost(solver: PartialSinkhorn, x, y, a, b, m, layout: Layout, *, cost="cosine",
+             block_size: int | None = None) -> jax.Array:
+    """The regularised cost of ``solver`` on (x, y, a, b, m), split over ``layout``: jittable and
+    differentiable in x (n, d) and y (k, d) (envelope gradient, as on one device). Zero-weight
+    padding is added here (its gradient is cut)."""
+    n, k = x.shape[0], y.shape[0]
+    N, K = pad_to_multiple(n, layout.count("rows")), pad_to_multiple(k, layout.count("cols"))
+
+    def pad(z, w, size):
+        z = jnp.concatenate([z, jax.lax.stop_gradient(jnp.repeat(z[:1], size - len(z), 0))])
+        return z, jnp.pad(w, (0, size - len(w)))
+
+    (x, a), (y, b) = pad(x, a, N), pad(y, b, K)
+    sp = layout.specs
+
+    def run(x, y, a, b, m):
+        geom = Geometry.from_points(x, y, cost, block_size=block_size, split=layout.split)
+        return solver(PartialProblem(geom, a, b, m)).reg_cost
+
+    program = jax.shard_map(run, mesh=layout.mesh, in_specs=(sp["x"], sp["y"], sp["a"], sp["b"], sp["m"]),
+                            out_specs=P())
+    return program(x, y, a, b, m)
+
+
+@functools.partial(jax.jit, static_argnames=("solver", "mesh", "cost", "block_size"))
+def solve_batch(solver: PartialSinkhorn, xs, ys, m, mesh: Mesh, *, cost="cosine",
+                block_size: int | None = None) -> SinkhornOutput:
+    """B independent problems (xs (B, n, d), ys (B, k, d), m (B,)), uniform weights, split by
+    problem over every device of ``mesh`` (each device runs ``jax.vmap`` of the solver on its
+    problems: no communication). B is padded to a multiple of the device count with copies of
+    the first problem. Returns a batched SinkhornOutput (leading axis B)."""
+    B = xs.shape[0]
+    D = mesh.size
+    axes = tuple(mesh.axis_names)
+    extra = pad_to_multiple(B, D) - B
+    xs, ys, m = (jnp.concatenate([z, jnp.repeat(z[:1], extra, 0)]) for z in (xs, ys, m))
+
+    def one(x, y, mm):
+        a = jnp.full(x.shape[0], 1.0 / x.shape[0], x.dtype)
+        b = jnp.full(y.shape[0], 1.0 / y.shape[0], y.dtype)
+        return solver(PartialProblem(Geometry.from_points(x, y, cost, block_size=block_size), a, b, mm))
+
+    spec = P(axes)
+    # check_vma=False: the per-device program has no collective, and its loop carries (created
+    # unsplit inside the solver) would otherwise have to be re-typed as varying over the batch axes
+    out = jax.shard_map(jax.vmap(one), mesh=mesh, in_specs=(spec, spec, spec), out_specs=spec,
+                        check_vma=False)(xs, ys, m)
+    return jax.tree.map(lambda t: t[:B], out)

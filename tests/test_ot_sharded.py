@@ -1,0 +1,242 @@
+"""The sharded partial Sinkhorn (``puaudit_jax.ot.sharded``) equals the single-device solver.
+
+Runs in subprocesses: 8 forced host devices (XLA fixes the count at start-up), and a real
+two-process ``jax.distributed`` cluster on 127.0.0.1 (gloo), each process with two devices.
+Sizes are chosen so that neither side divides the device counts (zero-weight padding).
+"""
+
+import numpy as np
+import pytest
+
+from tests.multidevice import run_cluster, run_devices
+
+_PROBLEM = """
+import numpy as np
+rng = np.random.default_rng(0)
+X = rng.normal(size=(37, 6)) + 0.3
+Y = np.concatenate([rng.normal(size=(60, 6)) + 0.3, rng.normal(size=(41, 6)) - 0.5])
+"""
+
+_MODES = _PROBLEM + """
+import jax
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp
+from probes.mesh import make_mesh
+from puaudit_jax.ot import Layout, PartialSinkhorn, entropic_partial_cost, solve_partial, solve_partial_batch
+
+modes = dict(
+    scaling=dict(),
+    log=dict(solver_mode="log"),
+    blocked=dict(block_size=8),
+    plan_entropy=dict(entropy="plan"),
+    eps_scaling=dict(eps_decay=0.5),
+    matrix=dict(matrix=True),
+)
+meshes = {"8": make_mesh(8), "2x4": make_mesh(8, "2x4"), "4x2": make_mesh(8, "4x2")}
+C = 1.0 - (X / np.linalg.norm(X, axis=1, keepdims=True)) @ (Y / np.linalg.norm(Y, axis=1, keepdims=True)).T
+
+def run(mesh, solver_mode="auto", block_size=None, entropy="augmented", eps_decay=None, matrix=False):
+    import puaudit_jax.ot.solve as S
+    kw = dict(method="sinkhorn", epsilon=0.05, tol=1e-10, max_iter=3000, dtype="float64", eps_decay=eps_decay,
+              block_size=block_size, mesh=mesh)
+    if solver_mode != "auto" or entropy != "augmented":   # the solver knobs solve_partial does not expose
+        orig = S.PartialSinkhorn
+        S.PartialSinkhorn = lambda **k: orig(mode=solver_mode, entropy=entropy, **k)
+        try:
+            r = solve_partial(X, Y, 0.6, **kw)
+        finally:
+            S.PartialSinkhorn = orig
+    elif matrix:
+        r = solve_partial(None, None, 0.6, cost=C, **kw)
+    else:
+        r = solve_partial(X, Y, 0.6, **kw)
+    return dict(col=r.col_mass, row=r.row_mass, cost=r.cost, reg=r.reg_cost, it=r.iterations, conv=r.converged,
+                plan=r.plan, blocked=r.blocked)
+
+out = {}
+for name, kw in modes.items():
+    out[name] = {"single": run(None, **kw)}
+    for mname, mesh in meshes.items():
+        if name in ("scaling", "log") or mname != "4x2":
+            out[name][mname] = run(mesh, **kw)
+
+# vmap over a batch of problems, split across the devices (5 problems on 8 devices)
+xs = np.stack([X + 0.1 * i for i in range(5)]); ys = np.stack([Y - 0.05 * i for i in range(5)])
+solver = PartialSinkhorn(epsilon=0.05, tol=1e-10, max_iter=3000, one_pass=False)
+batch = {k: solve_partial_batch(jnp.asarray(xs), jnp.asarray(ys), 0.5, solver=solver, mesh=v)
+         for k, v in [("single", None), ("8", meshes["8"])]}
+
+# gradients of the regularised cost
+def grads(mesh):
+    f = lambda x, y: entropic_partial_cost(x, y, 0.6, solver=PartialSinkhorn(epsilon=0.05, tol=1e-10, max_iter=3000),
+                                           mesh=mesh)
+    val, (gx, gy) = jax.jit(jax.value_and_grad(f, argnums=(0, 1)))(jnp.asarray(X), jnp.asarray(Y))
+    return dict(val=val, gx=gx, gy=gy)
+
+grad = {"single": grads(None), "2x4": grads(meshes["2x4"]), "8": grads(meshes["8"])}
+emit(dict(modes=out, batch={k: dict(col=v.col_mass, it=v.iterations) for k, v in batch.items()}, grad=grad))
+"""
+
+
+@pytest.fixture(scope="module")
+def sharded_results():
+    return run_devices(_MODES, 8, timeout=600)
+
+
+@pytest.mark.parametrize("mode", ["scaling", "log", "blocked", "plan_entropy", "eps_scaling", "matrix"])
+def test_sharded_equals_single_device(sharded_results, mode):
+    res = sharded_results["modes"][mode]
+    ref = res["single"]
+    assert ref["conv"], f"{mode}: the single-device reference did not converge"
+    assert ref["blocked"] == (mode == "blocked")
+    assert np.asarray(ref["col"]).shape == (101,) and np.asarray(ref["row"]).shape == (37,)
+    for mesh, r in res.items():
+        assert r["conv"] and r["it"] == ref["it"], f"{mode} on mesh {mesh}: {r['it']} vs {ref['it']} iterations"
+        for key in ("col", "row"):
+            np.testing.assert_allclose(r[key], ref[key], atol=1e-6, rtol=0, err_msg=f"{mode} {key} on mesh {mesh}")
+        for key in ("cost", "reg"):
+            assert abs(r[key] - ref[key]) < 1e-6, f"{mode} {key} on mesh {mesh}"
+        if ref["plan"] is not None:
+            np.testing.assert_allclose(r["plan"], ref["plan"], atol=1e-6, rtol=0, err_msg=f"{mode} plan, mesh {mesh}")
+
+
+def test_sharded_batch_and_gradients(sharded_results):
+    batch = sharded_results["batch"]
+    assert np.asarray(batch["8"]["col"]).shape == (5, 101)
+    np.testing.assert_allclose(batch["8"]["col"], batch["single"]["col"], atol=1e-6, rtol=0)
+    assert batch["8"]["it"] == batch["single"]["it"]
+    grad = sharded_results["grad"]
+    ref = grad["single"]
+    assert np.abs(np.asarray(ref["gy"])).max() > 1e-4   # a real gradient, not zeros
+    for mesh in ("2x4", "8"):
+        assert abs(grad[mesh]["val"] - ref["val"]) < 1e-6
+        for key in ("gx", "gy"):
+            np.testing.assert_allclose(grad[mesh][key], ref[key], atol=1e-6, rtol=0, err_msg=f"{key}, mesh {mesh}")
+
+
+_COMMUNICATION = _PROBLEM + """
+import re
+import jax
+import numpy as np
+from probes.mesh import make_mesh
+from puaudit_jax.ot import Layout, PartialSinkhorn
+from puaudit_jax.ot import sharded
+
+layout = Layout.of(make_mesh(8, "2x4"))
+solver = PartialSinkhorn(epsilon=0.05)
+args = (np.zeros((40, 6), np.float32), np.zeros((104, 6), np.float32), np.zeros(40, np.float32),
+        np.zeros(104, np.float32), np.float32(0.5))
+hlo = sharded._program(solver, layout, "cosine", None, False, True).lower(*args).compile().as_text()
+ops = re.findall(r"= (\\w+)\\[([\\d,]*)\\][^=]*? (all-reduce|all-gather|all-to-all|collective-permute|reduce-scatter)\\(", hlo)
+emit(dict(ops=[(kind, [int(d) for d in dims.split(",") if d]) for _, dims, kind in ops]))
+"""
+
+
+def test_communication_is_linear_in_the_sides():
+    """Every collective of the compiled sharded solve moves at most one side's block (here
+    rows 40 / 2 = 20, columns 104 / 4 = 26 floats), never a block of the cost (20 x 26)."""
+    ops = run_devices(_COMMUNICATION, 8, timeout=300)["ops"]
+    assert ops, "no collective found: the program is not sharded"
+    assert {kind for kind, _ in ops} == {"all-reduce"}
+    assert max(int(np.prod(shape)) for _, shape in ops) <= 26
+
+
+_ERRORS = """
+import jax, numpy as np
+from jax.sharding import Mesh
+from probes.mesh import make_mesh
+from puaudit_jax.ot import Layout, solve_partial
+
+def error(fn):
+    try:
+        fn()
+    except ValueError as e:
+        return str(e)
+    return None
+
+devs = np.asarray(jax.devices()).reshape(2, 2)
+x, y = np.eye(3) + 0.1, np.eye(3)[::-1] + 0.1
+emit(dict(
+    axis=error(lambda: Layout.of(make_mesh(4), cols="gpu")),
+    idle=error(lambda: Layout.of(Mesh(devs, ("a", "b")), cols="b")),
+    same=error(lambda: Layout.of(Mesh(devs, ("a", "b")), rows="a", cols="a")),
+    not_mesh=error(lambda: solve_partial(x, y, 0.5, mesh=[1, 2])),
+    too_many=error(lambda: solve_partial(x, y, 0.5, mesh=16)),
+    shape=error(lambda: make_mesh(4, "3x2")),
+))
+"""
+
+
+def test_bad_mesh_settings_are_named():
+    err = run_devices(_ERRORS, 4, timeout=120)
+    assert "'gpu'" in err["axis"] and "not an axis" in err["axis"]
+    assert "'a'" in err["idle"] and "splits neither" in err["idle"]
+    assert "same mesh axis" in err["same"]
+    assert err["not_mesh"] and "mesh" in err["not_mesh"]
+    assert "16" in err["too_many"] and "xla_force_host_platform_device_count" in err["too_many"]
+    assert "3x2" in err["shape"]
+
+
+_CLUSTER = _PROBLEM + """
+import jax
+from probes.mesh import initialize_cluster, process_rows, make_mesh
+initialize_cluster()
+jax.config.update("jax_enable_x64", True)
+from puaudit_jax.ot import Layout, PartialSinkhorn, solve_partial
+from puaudit_jax.ot import sharded
+
+kw = dict(method="sinkhorn", epsilon=0.05, tol=1e-10, max_iter=3000, dtype="float64")
+full = solve_partial(X, Y, 0.6, mesh="all", **kw)            # every process holds X and Y in full
+start, stop = process_rows(len(Y))                           # ... or only its share of U
+solver = PartialSinkhorn(epsilon=0.05, tol=1e-10, max_iter=3000)
+local = sharded.solve_process_local(solver, X, Y[start:stop], 0.6, Layout.of(make_mesh("all")), dtype="float64")
+out = dict(rank=jax.process_index(), devices=len(jax.devices()), local_devices=jax.local_device_count(),
+           col=full.col_mass, it=full.iterations, reg=full.reg_cost, start=start, stop=stop,
+           local_col=local.col_mass, local_row=local.row_mass, local_reg=local.reg_cost)
+if jax.process_index() == 0:
+    ref = solve_partial(X, Y, 0.6, **kw)
+    out.update(ref_col=ref.col_mass, ref_it=ref.iterations, ref_reg=ref.reg_cost, ref_row=ref.row_mass)
+emit(out)
+"""
+
+
+def test_two_process_cluster_equals_one_process():
+    results = run_cluster(_CLUSTER, 2, 2, timeout=300)
+    ref = results[0]
+    assert sorted((r["start"], r["stop"]) for r in results) == [(0, 51), (51, 101)]
+    for r in results:
+        assert r["devices"] == 4 and r["local_devices"] == 2
+        assert r["it"] == ref["ref_it"]
+        np.testing.assert_allclose(r["col"], ref["ref_col"], atol=1e-6, rtol=0, err_msg=f"process {r['rank']}")
+        np.testing.assert_allclose(r["local_col"], np.asarray(ref["ref_col"])[r["start"]:r["stop"]], atol=1e-6,
+                                   rtol=0, err_msg=f"process {r['rank']}: its share of U")
+        np.testing.assert_allclose(r["local_row"], ref["ref_row"], atol=1e-6, rtol=0)
+        assert abs(r["reg"] - ref["ref_reg"]) < 1e-6 and abs(r["local_reg"] - ref["ref_reg"]) < 1e-6
+
+
+_ONE_FAILS = _PROBLEM + """
+import os, sys, time
+import jax
+from probes.mesh import initialize_cluster
+initialize_cluster()
+from puaudit_jax.ot import solve_partial
+if jax.process_index() == 1:
+    sys.exit(3)                      # dies before the collective solve
+solve_partial(X, Y, 0.6, method="sinkhorn", mesh="all")
+print("process 0 finished a solve without process 1", flush=True)
+"""
+
+
+def test_cluster_processes_end_by_themselves_when_one_fails(tmp_path):
+    """Process 1 exits early; process 0, waiting on it inside a collective, must end by itself
+    (the coordination service's heartbeat timeout, PUAUDIT_CLUSTER_TIMEOUT) well before the
+    harness's own limit."""
+    from tests.multidevice import start_cluster, wait_cluster
+
+    procs = start_cluster(_ONE_FAILS, 2, 2, tmp_path, env={"PUAUDIT_CLUSTER_TIMEOUT": "10"})
+    why, ended = wait_cluster(procs, timeout=240, kill_on_failure=False)
+    log0 = (tmp_path / "process-0.log").read_text()
+    assert why is None, f"{why}; process 0 log:\n{log0[-2000:]}"
+    assert procs[1].returncode != 0   # 3, or an abort in JAX's shutdown barrier
+    assert procs[0].returncode != 0 and "finished a solve" not in log0
+    assert max(ended) < 120, f"the processes took {ended} s to end"
