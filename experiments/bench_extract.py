@@ -12,6 +12,13 @@
 Run pinned to one core, e.g.
     OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 taskset -c 1 .venv/bin/python experiments/bench_extract.py [--quick]
 Writes results/bench_extract.json atomically (temp file + os.replace).
+
+3. Data parallelism, with `--devices all|N` / `--mesh 2x4` (probes.mesh.make_mesh; on CPU run with
+   XLA_FLAGS=--xla_force_host_platform_device_count=N and N cores): every forward of 1. and 2. also
+   runs with its rows split over the mesh (`mesh=` of probes.extract: each device its rows, params
+   replicated; a batch not a multiple of the mesh size is padded with rows, which count as cost),
+   timed in turn with the others; mesh/ours = single-device / mesh time (> 1: the mesh is faster).
+   Default output then results/bench_extract_mesh.json.
 """
 
 from __future__ import annotations
@@ -31,7 +38,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 # one CPU thread for XLA too, like torch below (the machine is shared; both sides get one core)
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+# (appended to XLA_FLAGS set by the caller, e.g. --xla_force_host_platform_device_count=N for a mesh)
+_XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+if "xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_XLA_ONE_THREAD}".strip()
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -41,7 +51,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from probes import extract  # noqa: E402
-from probes.extract import MICRO_BATCH_TOKENS, _pooled_forward, micro_batch_rows  # noqa: E402
+from probes.extract import MICRO_BATCH_TOKENS, _params_on, _pooled_forward, _rows_on, micro_batch_rows  # noqa: E402
+from probes.mesh import make_mesh, pad_to_multiple, parse_devices, parse_mesh_shape  # noqa: E402
 from probes.models import load_pretrained  # noqa: E402
 
 
@@ -77,9 +88,21 @@ def torch_reference(name: str, pre):
     return model.model  # the decoder body: hidden states only, like ours
 
 
-def bench_throughput(name, pre, tm, batches, lengths, reps, min_seconds):
+def _mesh_forward(pre, layers, pooling, mesh, ids, valid):
+    """The extraction forward on `mesh` for a (b, t) batch: () -> output, compiled, its rows padded
+    to a multiple of the mesh size (repeated rows: real work, as in `encode`)."""
+    shape = (pad_to_multiple(ids.shape[0], mesh.size), ids.shape[1])
+    ids, valid = _rows_on(mesh, np.resize(ids, shape), np.resize(valid, shape))
+    params = _params_on(pre, mesh)
+    compiled = _pooled_forward(pre.config, pre.dtype, layers, pooling, MICRO_BATCH_TOKENS, mesh).lower(
+        params, ids, valid).compile()
+    return lambda: compiled(params, ids, valid).block_until_ready()
+
+
+def bench_throughput(name, pre, tm, batches, lengths, reps, min_seconds, mesh=None):
     """ours = the extraction default (micro-batches of MICRO_BATCH_TOKENS); one_pass = the whole
-    batch in one pass (what the micro-batching buys); torch = transformers, eager."""
+    batch in one pass (what the micro-batching buys); torch = transformers, eager; with a `mesh`,
+    also ours with the batch's rows split over it (mesh)."""
     import torch
 
     rows = []
@@ -97,27 +120,35 @@ def bench_throughput(name, pre, tm, batches, lengths, reps, min_seconds):
             compiled = fwd.lower(pre.params, jids, jvalid).compile()
             compile_s = time.perf_counter() - c0
             compiled_one = fwd_one.lower(pre.params, jids, jvalid).compile()
-            for f in (compiled, compiled_one):  # warm-up
-                f(pre.params, jids, jvalid).block_until_ready()
+            fns = [lambda: compiled(pre.params, jids, jvalid).block_until_ready(),
+                   lambda: compiled_one(pre.params, jids, jvalid).block_until_ready()]
+            if mesh is not None:
+                fns.append(_mesh_forward(pre, layers, pooling, mesh, ids, valid))
+            for f in fns:  # warm-up
+                f()
             tids, tmask = torch.tensor(ids, dtype=torch.long), torch.ones((b, t), dtype=torch.long)
             with torch.no_grad():
                 tm(input_ids=tids[:1, :16], attention_mask=tmask[:1, :16])  # warm-up
-                ours, one, theirs = _time_interleaved(
-                    [lambda: compiled(pre.params, jids, jvalid).block_until_ready(),
-                     lambda: compiled_one(pre.params, jids, jvalid).block_until_ready(),
-                     lambda: tm(input_ids=tids, attention_mask=tmask)], reps, min_seconds)
+                ours, one, *on_mesh, theirs = _time_interleaved(
+                    fns + [lambda: tm(input_ids=tids, attention_mask=tmask)], reps, min_seconds)
             row = dict(model=name, batch=b, length=t, ours_tok_s=b * t / ours, one_pass_tok_s=b * t / one,
                        torch_tok_s=b * t / theirs, ratio=theirs / ours, one_pass_ratio=theirs / one,
                        ours_s=ours, one_pass_s=one, torch_s=theirs, compile_s=compile_s,
                        micro_batch_rows=micro_batch_rows(b, t, MICRO_BATCH_TOKENS))
+            note = ""
+            if mesh is not None:
+                row.update(mesh_s=on_mesh[0], mesh_tok_s=b * t / on_mesh[0], mesh_speedup=ours / on_mesh[0])
+                note = f"  mesh {row['mesh_tok_s']:7.0f} tok/s  mesh/ours {row['mesh_speedup']:5.2f}x"
             rows.append(row)
             print(f"{name:8s} B={b:3d} T={t:4d}  ours {row['ours_tok_s']:7.0f} tok/s  one pass {row['one_pass_tok_s']:7.0f}"
                   f"  torch {row['torch_tok_s']:7.0f}  ours/torch {row['ratio']:5.2f}x  one pass/torch "
-                  f"{row['one_pass_ratio']:5.2f}x  (compile {compile_s:.1f}s)", flush=True)
+                  f"{row['one_pass_ratio']:5.2f}x{note}  (compile {compile_s:.1f}s)", flush=True)
     return rows
 
 
-def bench_shared_prefix(pre, tm, prefix_len, n_suffix, suffix_len, reps, min_seconds):
+def bench_shared_prefix(pre, tm, prefix_len, n_suffix, suffix_len, reps, min_seconds, mesh=None):
+    """Shared prefix vs recompute vs torch recompute; with a `mesh`, also the shared prefix with the
+    suffixes split over it."""
     import torch
 
     rng = np.random.default_rng(1)
@@ -130,17 +161,25 @@ def bench_shared_prefix(pre, tm, prefix_len, n_suffix, suffix_len, reps, min_sec
     recompute_fn = lambda: extract.encode_ids(pre, full, max_length=total, **kw)  # noqa: E731
     a, b = shared_fn(), recompute_fn()  # compile both
     max_diff = float(np.abs(a - b).max())
+    fns = [shared_fn, recompute_fn]
+    if mesh is not None:
+        fns.append(lambda: extract.encode_with_shared_prefix(pre, prefix, suffixes, mesh=mesh, **kw))
+        mesh_diff = float(np.abs(fns[-1]() - a).max())  # compiles it
     tids = torch.tensor(full, dtype=torch.long)
     with torch.no_grad():
-        shared, recompute, torch_recompute = _time_interleaved(
-            [shared_fn, recompute_fn, lambda: tm(input_ids=tids, attention_mask=torch.ones_like(tids))],
-            reps, min_seconds)
+        shared, recompute, *on_mesh, torch_recompute = _time_interleaved(
+            fns + [lambda: tm(input_ids=tids, attention_mask=torch.ones_like(tids))], reps, min_seconds)
     res = dict(prefix_len=prefix_len, n_suffix=n_suffix, suffix_len=suffix_len, shared_s=shared,
                recompute_s=recompute, torch_recompute_s=torch_recompute, speedup=recompute / shared,
                speedup_vs_torch_recompute=torch_recompute / shared, max_abs_diff=max_diff)
+    note = ""
+    if mesh is not None:
+        res.update(shared_mesh_s=on_mesh[0], mesh_speedup=shared / on_mesh[0], mesh_max_abs_diff=mesh_diff)
+        note = (f"  shared on the mesh {on_mesh[0]:.2f}s (mesh/ours {res['mesh_speedup']:.2f}x, "
+                f"max|diff| {mesh_diff:.1e})")
     print(f"shared prefix {prefix_len} + {n_suffix}x{suffix_len}: shared {shared:.2f}s  recompute {recompute:.2f}s "
           f"({res['speedup']:.2f}x)  torch recompute {torch_recompute:.2f}s ({res['speedup_vs_torch_recompute']:.2f}x)"
-          f"  max|diff| {max_diff:.2e}", flush=True)
+          f"  max|diff| {max_diff:.2e}{note}", flush=True)
     return res
 
 
@@ -158,8 +197,20 @@ def main(argv=None):
     ap.add_argument("--models", default="minilm,smollm2")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--min-seconds", type=float, default=2.0)
-    ap.add_argument("--out", default=str(ROOT / "results" / "bench_extract.json"))
+    ap.add_argument("--out", default=None,
+                    help="default results/bench_extract.json (bench_extract_mesh.json with a mesh)")
+    ap.add_argument("--devices", default=None,
+                    help="also run every forward data-parallel on 'all' devices or the first N and compare with "
+                         "one device (on CPU: XLA_FLAGS=--xla_force_host_platform_device_count=N)")
+    ap.add_argument("--mesh", default=None, help="mesh shape, e.g. 8 or 2x4 (rows are split over all of it); "
+                    "alone, it takes that many devices")
     args = ap.parse_args(argv)
+    try:
+        mesh = make_mesh(parse_devices(args.devices), parse_mesh_shape(args.mesh))
+    except ValueError as err:
+        ap.error(f"--devices / --mesh: {err}")
+    if mesh is not None:
+        print(f"mesh: {mesh.size} {mesh.devices.flat[0].platform} devices, shape {dict(mesh.shape)}", flush=True)
     batches, lengths = ([1, 8], [128]) if args.quick else ([1, 8, 32], [128, 512])
     reps = 1 if args.quick else args.reps
     min_s = 0.5 if args.quick else args.min_seconds
@@ -168,28 +219,35 @@ def main(argv=None):
     for name in args.models.split(","):
         pre = load_pretrained(name)
         tm = torch_reference(name, pre)
-        rows += bench_throughput(name, pre, tm, batches, lengths, reps, min_s)
+        rows += bench_throughput(name, pre, tm, batches, lengths, reps, min_s, mesh)
         if pre.is_decoder:
-            shared = bench_shared_prefix(pre, tm, 256 if args.quick else 1024, 8, 64, reps, min_s)
+            shared = bench_shared_prefix(pre, tm, 256 if args.quick else 1024, 8, 64, reps, min_s, mesh)
 
-    print("\n| model | batch | length | ours tok/s | one pass tok/s | torch tok/s | ours/torch | one pass/torch |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    mesh_head, mesh_rule = ("", "") if mesh is None else (f" mesh ({mesh.size}) tok/s | mesh/ours |", "---:|---:|")
+    print("\n| model | batch | length | ours tok/s | one pass tok/s | torch tok/s | ours/torch | one pass/torch |"
+          + mesh_head)
+    print("|---|---:|---:|---:|---:|---:|---:|---:|" + mesh_rule)
     for r in rows:
+        mesh_cells = "" if mesh is None else f" {r['mesh_tok_s']:.0f} | {r['mesh_speedup']:.2f}x |"
         print(f"| {r['model']} | {r['batch']} | {r['length']} | {r['ours_tok_s']:.0f} | {r['one_pass_tok_s']:.0f} | "
-              f"{r['torch_tok_s']:.0f} | {r['ratio']:.2f}x | {r['one_pass_ratio']:.2f}x |")
+              f"{r['torch_tok_s']:.0f} | {r['ratio']:.2f}x | {r['one_pass_ratio']:.2f}x |" + mesh_cells)
     if shared:
         print(f"\nsuffix-only: prefix {shared['prefix_len']}, {shared['n_suffix']} suffixes x {shared['suffix_len']}: "
               f"shared {shared['shared_s']:.2f}s vs recompute {shared['recompute_s']:.2f}s -> {shared['speedup']:.2f}x "
-              f"(target >= 4x); vs PyTorch recompute {shared['speedup_vs_torch_recompute']:.2f}x")
+              f"(target >= 4x); vs PyTorch recompute {shared['speedup_vs_torch_recompute']:.2f}x"
+              + ("" if mesh is None else f"; on the mesh {shared['shared_mesh_s']:.2f}s "
+                 f"(mesh/ours {shared['mesh_speedup']:.2f}x)"))
     result = dict(
         benchmark="bench_extract", quick=args.quick, rows=rows, shared_prefix=shared,
+        mesh=None if mesh is None else dict(mesh.shape),
         env=dict(jax=jax.__version__, platform=platform.platform(), python=platform.python_version(),
                  xla_flags=os.environ.get("XLA_FLAGS"), omp_threads=os.environ.get("OMP_NUM_THREADS"),
                  affinity=sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None),
         micro_batch_tokens=MICRO_BATCH_TOKENS, seeds=dict(inputs=[0, 1]), time=time.strftime("%Y-%m-%dT%H:%M:%S"),
     )
-    write_json_atomic(Path(args.out), result)
-    print(f"\nwrote {args.out}")
+    out = Path(args.out or ROOT / "results" / ("bench_extract.json" if mesh is None else "bench_extract_mesh.json"))
+    write_json_atomic(out, result)
+    print(f"\nwrote {out}")
 
 
 if __name__ == "__main__":

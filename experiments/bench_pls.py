@@ -1,12 +1,18 @@
 """Benchmark: probes.pls.PLSRegression (JAX) vs scikit-learn's PLSRegression, fit time and predictions.
 
     OMP_NUM_THREADS=1 taskset -c 1 python -m experiments.bench_pls [--sizes 700x1000,...] [--components 16]
+    XLA_FLAGS=--xla_force_host_platform_device_count=8 python -m experiments.bench_pls --devices 8 [--mesh 2x4]
 
 For every (n, d): synthetic low-rank regression data (float64), PLS1 with 16 components.
 sklearn: one timed fit. Ours: the first fit (jit compilation included) and the median of the next
 `--repeats` fits, in float64 (JAX x64) and float32. Predictions are compared on held-out rows
 (max |ours - sklearn|, relative to the std of y). Prints the ratios side by side and writes
 results/bench_pls.json (+ .csv) atomically. A script, not a test: no timed assertions.
+
+With `--devices` / `--mesh` (probes.mesh.make_mesh) every fit of ours is also run row-sharded on
+that mesh (`PLSRegression(mesh=...)`), the single-device and mesh fits timed in turn; the table
+adds the mesh times, single / mesh (> 1: the mesh is faster) and max |mesh - single| predictions.
+Default output then results/bench_pls_mesh.json (+ .csv).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import jax
 import numpy as np
 import pandas as pd
 
+from probes.mesh import make_mesh, parse_devices, parse_mesh_shape
 from probes.pls import PLSRegression
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -52,24 +59,42 @@ def _timed(fn):
     return out, time.perf_counter() - t0
 
 
-def run_case(n: int, d: int, k: int, repeats: int, seed: int) -> dict:
+def run_case(n: int, d: int, k: int, repeats: int, seed: int, mesh=None) -> dict:
+    """One (n, d): sklearn, ours in float64 and float32 and, with a `mesh`, ours row-sharded on it
+    (each repeat times the single-device fit, then the mesh fit)."""
     from sklearn.cross_decomposition import PLSRegression as SkPLS
 
     X, y, Xt, yt = make_data(n, d, seed)
     sk, t_sk = _timed(lambda: SkPLS(k).fit(X, y))
     ref = sk.predict(Xt)
     row = dict(n=n, d=d, components=k, sklearn_s=t_sk)
+    sides = {"": None} if mesh is None else {"": None, "_mesh": mesh}
     for dtype in ("float64", "float32"):
         with jax.enable_x64(dtype == "float64"):
-            ours, t_first = _timed(lambda: PLSRegression(k, dtype=dtype).fit(X, y))
-            times = [_timed(lambda: PLSRegression(k, dtype=dtype).fit(X, y))[1] for _ in range(repeats)]
-            pred = ours.predict(Xt)
-        row[f"jax_{dtype}_first_s"] = t_first
-        row[f"jax_{dtype}_s"] = float(np.median(times))
+            fits = {s: (lambda m=m: PLSRegression(k, dtype=dtype, mesh=m).fit(X, y)) for s, m in sides.items()}
+            firsts = {s: _timed(fit) for s, fit in fits.items()}
+            times = {s: [] for s in sides}
+            for _ in range(repeats):
+                for s, fit in fits.items():
+                    times[s].append(_timed(fit)[1])
+            preds = {s: model.predict(Xt) for s, (model, _) in firsts.items()}
+        for s in sides:
+            row[f"jax_{dtype}{s}_first_s"] = firsts[s][1]
+            row[f"jax_{dtype}{s}_s"] = float(np.median(times[s]))
         row[f"speedup_{dtype}"] = t_sk / row[f"jax_{dtype}_s"]
-        row[f"max_pred_diff_{dtype}"] = float(np.abs(pred - ref).max() / np.std(yt))
+        row[f"max_pred_diff_{dtype}"] = float(np.abs(preds[""] - ref).max() / np.std(yt))
+        if mesh is not None:
+            row[f"mesh_speedup_{dtype}"] = row[f"jax_{dtype}_s"] / row[f"jax_{dtype}_mesh_s"]
+            row[f"mesh_pred_diff_{dtype}"] = float(np.abs(preds["_mesh"] - preds[""]).max() / np.std(yt))
     row["r2_sklearn"] = float(1 - np.mean((ref - yt) ** 2) / np.var(yt))
     return row
+
+
+def _mesh_note(row: dict, dtype: str) -> str:
+    if f"jax_{dtype}_mesh_s" not in row:
+        return ""
+    return (f" | mesh {row[f'jax_{dtype}_mesh_s']:6.2f}s (single/mesh x{row[f'mesh_speedup_{dtype}']:.2f}, "
+            f"diff {row[f'mesh_pred_diff_{dtype}']:.1e})")
 
 
 def main(argv=None):
@@ -78,28 +103,47 @@ def main(argv=None):
     ap.add_argument("--components", type=int, default=16)
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default=str(RESULTS / "bench_pls.json"))
+    ap.add_argument("--out", default=None, help="default results/bench_pls.json (bench_pls_mesh.json with a mesh)")
+    ap.add_argument("--devices", default=None,
+                    help="also fit row-sharded on 'all' devices or the first N and compare with one device "
+                         "(on CPU: XLA_FLAGS=--xla_force_host_platform_device_count=N)")
+    ap.add_argument("--mesh", default=None, help="mesh shape for the sharded fits, e.g. 8 or 2x4 (rows are split "
+                    "over all of it); alone, it takes that many devices")
     args = ap.parse_args(argv)
+    try:
+        mesh = make_mesh(parse_devices(args.devices), parse_mesh_shape(args.mesh))
+    except ValueError as err:
+        ap.error(f"--devices / --mesh: {err}")
+    if mesh is not None:
+        print(f"mesh: {mesh.size} {mesh.devices.flat[0].platform} devices, shape {dict(mesh.shape)}", flush=True)
     rows = []
     for spec in args.sizes.split(","):
         n, d = map(int, spec.lower().split("x"))
-        row = run_case(n, d, args.components, args.repeats, args.seed)
+        row = run_case(n, d, args.components, args.repeats, args.seed, mesh)
         rows.append(row)
         print(f"n={n:>6} d={d:>5}: sklearn {row['sklearn_s']:7.2f}s | jax f64 {row['jax_float64_s']:6.2f}s "
               f"(x{row['speedup_float64']:.1f}, first {row['jax_float64_first_s']:.1f}s, pred diff "
-              f"{row['max_pred_diff_float64']:.1e}) | jax f32 {row['jax_float32_s']:6.2f}s "
-              f"(x{row['speedup_float32']:.1f}, pred diff {row['max_pred_diff_float32']:.1e})", flush=True)
+              f"{row['max_pred_diff_float64']:.1e}){_mesh_note(row, 'float64')} | jax f32 "
+              f"{row['jax_float32_s']:6.2f}s (x{row['speedup_float32']:.1f}, pred diff "
+              f"{row['max_pred_diff_float32']:.1e}){_mesh_note(row, 'float32')}", flush=True)
     table = pd.DataFrame(rows)
     meta = dict(seed=args.seed, components=args.components, repeats=args.repeats, jax=jax.__version__,
                 devices=[str(x) for x in jax.devices()], machine=platform.machine(),
+                mesh=None if mesh is None else dict(mesh.shape), xla_flags=os.environ.get("XLA_FLAGS"),
                 omp_num_threads=os.environ.get("OMP_NUM_THREADS"), cpu_affinity=sorted(os.sched_getaffinity(0)),
                 note="pred diff = max |ours - sklearn| / std(y) on 500 held-out rows; *_s = wall seconds per fit "
-                     "(median of repeats after the first, compiling, fit)")
-    out = Path(args.out)
+                     "(median of repeats after the first, compiling, fit); *_mesh_s the same row-sharded on "
+                     "the mesh, mesh_speedup = single-device / mesh time, mesh_pred_diff = max |mesh - single| "
+                     "/ std(y)")
+    out = Path(args.out or RESULTS / ("bench_pls.json" if mesh is None else "bench_pls_mesh.json"))
     _write_atomic(out, json.dumps(dict(meta=meta, rows=rows), indent=2))
     _write_atomic(out.with_suffix(".csv"), table.to_csv(index=False))
-    print(table[["n", "d", "sklearn_s", "jax_float64_s", "speedup_float64", "jax_float32_s", "speedup_float32",
-                 "max_pred_diff_float64"]].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    cols = ["n", "d", "sklearn_s", "jax_float64_s", "speedup_float64", "jax_float32_s", "speedup_float32",
+            "max_pred_diff_float64"]
+    if mesh is not None:
+        cols = ["n", "d", "jax_float64_s", "jax_float64_mesh_s", "mesh_speedup_float64", "jax_float32_s",
+                "jax_float32_mesh_s", "mesh_speedup_float32", "mesh_pred_diff_float64", "mesh_pred_diff_float32"]
+    print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     print(f"wrote {out} and {out.with_suffix('.csv')}")
 
 

@@ -166,7 +166,7 @@ class ExtractionStats:
 
 def contrastive_vectors(pre, dialogues: Sequence[Sequence[dict]], probes: Sequence[ProbePrompt], *, layers=-1,
                         reuse_prefix: bool = True, batch_size: int = 8, progress: bool = False,
-                        return_stats: bool = False):
+                        return_stats: bool = False, mesh=None):
     """Contrastive hidden states v = h(prefix + positive) - h(prefix + negative).
 
     pre: a decoder `Pretrained`; dialogues: n lists of chat messages (rated response last);
@@ -174,6 +174,7 @@ def contrastive_vectors(pre, dialogues: Sequence[Sequence[dict]], probes: Sequen
     float32 (and `ExtractionStats` with `return_stats`). Each dialogue's prefix is encoded once and
     its KV cache shared by the 2T suffixes (`reuse_prefix=True`), or prefix + suffix are recomputed
     for every suffix (`reuse_prefix=False`): same token ids, same states up to fp rounding.
+    `mesh` (a jax.sharding.Mesh or None): each batch of suffixes is split over its devices.
     """
     from tqdm.auto import tqdm
 
@@ -195,11 +196,11 @@ def contrastive_vectors(pre, dialogues: Sequence[Sequence[dict]], probes: Sequen
         stats.prefix_tokens += len(p_ids)
         stats.suffix_tokens += sum(map(len, s_ids))
         if reuse_prefix:
-            h = encode_with_shared_prefix(pre, p_ids, s_ids, layers=lay, batch_size=batch_size)
+            h = encode_with_shared_prefix(pre, p_ids, s_ids, layers=lay, batch_size=batch_size, mesh=mesh)
             stats.computed_tokens += len(p_ids) + sum(map(len, s_ids))
         else:
             h = encode_ids(pre, [p_ids + s for s in s_ids], layers=lay, pooling="last", batch_size=batch_size,
-                           long_inputs="error")
+                           long_inputs="error", mesh=mesh)
             stats.computed_tokens += sum(len(p_ids) + len(s) for s in s_ids)
         h = h.reshape(len(probes), 2, len(lay), -1)
         out[i] = h[:, 0] - h[:, 1]
@@ -327,10 +328,20 @@ class _PCR:
 
 
 class BorpHead:
-    """Features -> (resampling) -> PLS / PCA regression -> clipped scores. V (n, d), y (n,)."""
+    """Features -> (resampling) -> PLS / PCA regression -> clipped scores. V (n, d), y (n,).
 
-    def __init__(self, config: HeadConfig = HeadConfig()):
+    ``mesh`` (a jax.sharding.Mesh of this process's devices, or None): the PLS fits split their
+    samples over its devices. It is used by ``fit`` only and not kept, so a fitted head pickles."""
+
+    def __init__(self, config: HeadConfig = HeadConfig(), mesh=None):
         self.config = config
+        self.mesh = mesh
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "mesh"}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state, mesh=None)
 
     def _features(self, V):
         return geometric_features(V, self.centroid_) if self.config.geometric else np.asarray(V)
@@ -352,10 +363,12 @@ class BorpHead:
             idx = (density_resample(driver, rng, power=cfg.power, bins=cfg.bins, max_ratio=cfg.max_ratio)
                    if cfg.resample else np.arange(len(y)))
             kk = min(k, len(np.unique(idx)) - 1)
-            model = PLSRegression(kk) if cfg.reducer == "pls" else _PCR(kk)
+            model = PLSRegression(kk, mesh=self.mesh) if cfg.reducer == "pls" else _PCR(kk)
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=".*(exhausted|y residual is constant).*")
                 self.models_.append(model.fit(F[idx], y[idx]))
+            if cfg.reducer == "pls":
+                model.set_params(mesh=None)   # a fitted model keeps no mesh: it must pickle
         return self
 
     def predict(self, V) -> np.ndarray:

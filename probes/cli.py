@@ -2,8 +2,9 @@
 
     puaudit probe fit --data train.jsonl --target score --encoder smollm2 \
         [--rubric rubric.txt --criterion "user acceptance"] [--scale 1,5] [--layer -1] \
-        [--components 8] [--resample geometric|label|none] [--seed 0] --out probe.pkl
-    puaudit probe predict --model probe.pkl --data test.jsonl --out predictions.csv
+        [--components 8] [--resample geometric|label|none] [--seed 0] [--devices all|N] [--mesh 2x4] \
+        --out probe.pkl
+    puaudit probe predict --model probe.pkl --data test.jsonl [--devices all|N] --out predictions.csv
 
 Data: .jsonl / .json (records) / .csv with either a `messages` column (a list of {"role", "content"},
 the rated response last; JSON text in csv) or `prompt` and `response` columns (one user turn, one
@@ -11,6 +12,9 @@ assistant turn); `--target` names the human score column (fit only). An `id` col
 Encoders: a decoder ("smollm2" or a local HF folder) gives contrastive states with the blind prompt,
 or with `--rubric` (a text file of "score: description" lines) the rubric prompt; an encoder
 ("minilm") gives the mean-pooled embedding of the dialogue text (no contrastive prompt).
+Devices: `--devices` / `--mesh` (probes.mesh.make_mesh) split the extraction batches' rows and the
+PLS fits' samples over several devices (data parallel; same results up to float rounding); the
+saved probe does not depend on them. Default: one device.
 Wire into puaudit_jax/cli.py with `add_probe_parser(subparsers)` and dispatch `run_probe(args)`.
 """
 
@@ -44,12 +48,38 @@ def add_probe_parser(subparsers) -> argparse.ArgumentParser:
     fit.add_argument("--resample", default="geometric", choices=["geometric", "label", "none"])
     fit.add_argument("--seed", type=int, default=0)
     fit.add_argument("--out", required=True, help="probe file (.pkl)")
+    _add_device_flags(fit, "the hidden-state extraction and the PLS fits")
     pred = sub.add_parser("predict", help="score new data with a fitted probe")
     pred.add_argument("--model", required=True)
     pred.add_argument("--data", required=True)
     pred.add_argument("--out", required=True, help="predictions (.csv)")
+    _add_device_flags(pred, "the hidden-state extraction")
     probe.set_defaults(func=run_probe)
     return probe
+
+
+def _add_device_flags(parser, what: str) -> None:
+    parser.add_argument("--devices", default=None,
+                        help=f"run {what} data-parallel over 'all' devices JAX sees or the first N "
+                             "(on CPU, XLA_FLAGS=--xla_force_host_platform_device_count=N makes N host devices); "
+                             "default: one device")
+    parser.add_argument("--mesh", default=None,
+                        help="device mesh shape, e.g. '8' or '2x4' (its size must equal --devices; "
+                             "alone, it takes the first rows x columns devices); rows are split over all of it")
+
+
+def _mesh(args):
+    """The Mesh that --devices / --mesh ask for (probes.mesh.make_mesh), or None for one device."""
+    from probes.mesh import make_mesh, parse_devices, parse_mesh_shape
+
+    try:
+        return make_mesh(parse_devices(args.devices), parse_mesh_shape(args.mesh))
+    except ValueError as err:
+        raise SystemExit(f"--devices {args.devices} --mesh {args.mesh}: {err}") from None
+
+
+def _describe(mesh) -> str:
+    return "one device" if mesh is None else f"a mesh of {mesh.size} devices ({'x'.join(map(str, mesh.devices.shape))})"
 
 
 def _read(path: str):
@@ -77,16 +107,17 @@ def _read(path: str):
     return table, msgs
 
 
-def _features(spec: dict, msgs):
+def _features(spec: dict, msgs, mesh=None):
+    """Features (n, d) of the dialogues `msgs` as `spec` says; `mesh` splits the batches' rows."""
     from probes.models import load_pretrained
 
     pre = load_pretrained(spec["encoder"])
     if pre.config.is_decoder:
         from probes.borp import ProbePrompt, contrastive_vectors
         probe = ProbePrompt(**{**spec["probe"], "scale": tuple(spec["probe"]["scale"])})
-        return contrastive_vectors(pre, msgs, [probe], layers=spec["layer"], progress=True)[:, 0]
+        return contrastive_vectors(pre, msgs, [probe], layers=spec["layer"], progress=True, mesh=mesh)[:, 0]
     from probes.extract import encode
-    return encode(pre, [" ".join(t["content"] for t in m) for m in msgs], progress=True)
+    return encode(pre, [" ".join(t["content"] for t in m) for m in msgs], progress=True, mesh=mesh)
 
 
 def _dump_atomic(path: Path, write) -> None:
@@ -100,6 +131,7 @@ def _dump_atomic(path: Path, write) -> None:
 def run_probe(args) -> int:
     from probes import borp
 
+    mesh = _mesh(args)
     if args.probe_command == "fit":
         table, msgs = _read(args.data)
         if args.target not in table:
@@ -111,25 +143,26 @@ def run_probe(args) -> int:
         probe = (borp.rubric_probe(args.criterion, Path(args.rubric).read_text(), scale=scale) if args.rubric
                  else borp.blind_probe(scale))
         spec = dict(encoder=args.encoder, layer=args.layer, probe=dict(probe.__dict__))
-        V = _features(spec, msgs)
+        V = _features(spec, msgs, mesh)
         cfg = borp.HeadConfig(n_components=args.components, scale=scale, seed=args.seed,
                               resample=None if args.resample == "none" else args.resample)
-        head = borp.BorpHead(cfg).fit(V, y)
+        head = borp.BorpHead(cfg, mesh=mesh).fit(V, y)
         fitted = head.predict(V)
         r = borp.agreement(y, fitted) if np.ptp(y) > 0 else {}
         _dump_atomic(Path(args.out), lambda f: pickle.dump(dict(spec=spec, head=head, n_train=len(y)), f))
-        print(f"fitted on {len(y)} rows ({V.shape[1]} features); in-sample K-alpha {r.get('k_alpha', float('nan')):.3f} "
+        print(f"fitted on {len(y)} rows ({V.shape[1]} features) on {_describe(mesh)}; "
+              f"in-sample K-alpha {r.get('k_alpha', float('nan')):.3f} "
               f"Pearson {r.get('pearson', float('nan')):.3f}; wrote {args.out}")
         return 0
     if args.probe_command == "predict":
         with open(args.model, "rb") as f:
             model = pickle.load(f)
         table, msgs = _read(args.data)
-        pred = model["head"].predict(_features(model["spec"], msgs))
+        pred = model["head"].predict(_features(model["spec"], msgs, mesh))
         import pandas as pd
         out = pd.DataFrame({"id": table["id"] if "id" in table else np.arange(len(pred)), "prediction": pred})
         _dump_atomic(Path(args.out), lambda f: f.write(out.to_csv(index=False).encode()))
-        print(f"wrote {len(pred)} predictions to {args.out}")
+        print(f"wrote {len(pred)} predictions to {args.out} (features on {_describe(mesh)})")
         return 0
     raise SystemExit(f"unknown probe command {args.probe_command!r}")
 

@@ -5,11 +5,21 @@
     encode_with_shared_prefix(pre, prefix, suffixes, layers=-1)
         -> last-token states of prefix+suffix_i, the prefix's KV cache computed once (BoRP §3.4).
     encode_pairs(pre, questions, answers, style="puaudit"|"chat", ...)   PUAudit's F(x, o);
+    encode_distributed(pre, inputs, **encode_kwargs)   `encode` over a jax.distributed cluster: every
+        process passes the same inputs, encodes its share, and gets the full result;
     format_puaudit(x, o) / format_chat(x, o)   the formatted inputs themselves.
     greedy_generate, next_token_logprobs        re-exported from probes.models.generate.
 
 Batches: `batch_size` rows are padded to a length bucket and sent together; on CPU each batch
 runs as micro-batches of about `MICRO_BATCH_TOKENS` tokens inside the jitted call (see there).
+
+Data parallelism: `mesh=` (a `jax.sharding.Mesh`, from `probes.mesh.make_mesh`) splits every batch's
+rows over the mesh devices (all axes: `probes.mesh.data_axes`), the batch padded with empty rows to
+a multiple of the device count; the weights are replicated once per mesh. Each device runs the
+forward (and its micro-batches) on its own rows under `jax.shard_map`: rows are independent, so
+there is no communication, and the result equals one device's up to float rounding. (A plain jit
+with sharded inputs would all-gather the batch for the micro-batch `lax.map`.) `mesh=None` is the
+single-device path.
 
 Pooling: "last" (decoder default; the last real token whatever the padding side), "mean"
 (encoders with sentence-transformers mean pooling, e.g. MiniLM), "cls". Layer indices follow HF's
@@ -37,12 +47,16 @@ import os
 import tempfile
 import uuid
 import warnings
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental import multihost_utils
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 from tqdm.auto import tqdm
 
 from probes.models.batching import (batch_bucket, bucket_length, format_chat, format_puaudit, pad_batch,
@@ -50,9 +64,11 @@ from probes.models.batching import (batch_bucket, bucket_length, format_chat, fo
 from probes.models.generate import greedy_generate, next_token_logprobs
 from probes.models.layers import divisor_at_most
 from probes.models.pretrained import Pretrained, build_model
+from probes.mesh import data_axes, make_mesh, pad_to_multiple, process_rows
 
-__all__ = ["EncodeReport", "EmbeddingCache", "encode", "encode_ids", "encode_pairs", "encode_with_shared_prefix",
-           "format_chat", "format_puaudit", "greedy_generate", "next_token_logprobs"]
+__all__ = ["EncodeReport", "EmbeddingCache", "encode", "encode_distributed", "encode_ids", "encode_pairs",
+           "encode_with_shared_prefix", "format_chat", "format_puaudit", "greedy_generate",
+           "next_token_logprobs"]
 
 DECODER_MAX_LENGTH = 4096  # default cap for decoders with very long windows (CPU memory)
 
@@ -104,13 +120,52 @@ def micro_batch_rows(b: int, t: int, micro_batch_tokens: int | None) -> int:
     return b if micro_batch_tokens is None else divisor_at_most(b, micro_batch_tokens // t)
 
 
+# ---------------------------------------------------------------------------------------------
+# Data parallelism over a mesh
+
+_REPLICATED = weakref.WeakKeyDictionary()  # Pretrained -> {Mesh: its params replicated on the mesh}
+
+
+def _params_on(pre: Pretrained, mesh: Mesh | None):
+    """`pre.params`, replicated on every device of `mesh` (sent once per model and mesh)."""
+    if mesh is None:
+        return pre.params
+    per_mesh = _REPLICATED.setdefault(pre, {})
+    if mesh not in per_mesh:
+        per_mesh[mesh] = jax.device_put(pre.params, NamedSharding(mesh, P()))
+    return per_mesh[mesh]
+
+
+def _rows_on(mesh: Mesh | None, *arrays):
+    """Host arrays (B, T) -> device arrays, their rows split over `mesh` (B a multiple of its size)."""
+    if mesh is None:
+        return tuple(jnp.asarray(a) for a in arrays)
+    return tuple(jax.device_put(a, NamedSharding(mesh, P(data_axes(mesh), None))) for a in arrays)
+
+
+def _data_parallel(fn, mesh: Mesh | None, n_replicated: int):
+    """jit of `fn(*replicated, *rows)`; with a mesh, each device runs `fn` on its own rows
+    (`shard_map`: the first `n_replicated` arguments whole, the rest and the output split on axis 0)."""
+    if mesh is None:
+        return jax.jit(fn)
+    rows = P(data_axes(mesh))
+    in_specs = (P(),) * n_replicated + (rows, rows)
+    return jax.jit(jax.shard_map(fn, mesh=mesh, in_specs=in_specs, out_specs=rows))
+
+
+def _padded_rows(n: int, batch_size: int, mesh: Mesh | None) -> int:
+    """Rows of a batch holding n inputs: `batch_bucket`, rounded up to a multiple of the mesh size."""
+    return pad_to_multiple(batch_bucket(n, batch_size), 1 if mesh is None else mesh.size)
+
+
 @functools.lru_cache(maxsize=None)
 def _pooled_forward(config, dtype, layers: tuple[int, ...], pooling: str,
-                    micro_batch_tokens: int | None = MICRO_BATCH_TOKENS):
+                    micro_batch_tokens: int | None = MICRO_BATCH_TOKENS, mesh: Mesh | None = None):
     """jit: (params, ids (B, T), valid (B, T)) -> (B, len(layers), D) float32.
 
     Rows are independent, so the batch runs as micro-batches of `micro_batch_rows` rows
-    (None: the whole batch at once).
+    (None: the whole batch at once); with a `mesh`, each device runs its B / mesh.size rows so
+    (params replicated, ids / valid and the output split on rows).
     """
     model = build_model(config, dtype)
     sel = np.asarray(layers)
@@ -131,7 +186,7 @@ def _pooled_forward(config, dtype, layers: tuple[int, ...], pooling: str,
         out = jax.lax.map(lambda x: rows(params, *x), (ids.reshape(b // c, c, t), valid.reshape(b // c, c, t)))
         return out.reshape(b, *out.shape[2:])
 
-    return jax.jit(fn)
+    return _data_parallel(fn, mesh, 1)
 
 
 @functools.lru_cache(maxsize=None)
@@ -160,10 +215,11 @@ def broadcast_prefix_cache(prefix_cache: dict, b: int, s: int) -> dict:
 
 
 @functools.lru_cache(maxsize=None)
-def _suffix_forward(config, dtype, layers: tuple[int, ...]):
+def _suffix_forward(config, dtype, layers: tuple[int, ...], mesh: Mesh | None = None):
     """jit: (params, prefix cache (batch 1, P slots), prefix length, ids (B, S), valid (B, S))
     -> last-token states (B, len(layers), D). The prefix cache is broadcast to the B suffixes and
-    the suffix keys are written after its P slots."""
+    the suffix keys are written after its P slots. With a `mesh`: params, cache and length
+    replicated, the suffix rows split over the devices."""
     model = build_model(config, dtype)
     sel = np.asarray(layers)
 
@@ -176,7 +232,7 @@ def _suffix_forward(config, dtype, layers: tuple[int, ...]):
                           pool_weights=pool_weights(valid, "last"))
         return jnp.transpose(out["hidden"][sel, :, 0, :], (1, 0, 2))
 
-    return jax.jit(fn)
+    return _data_parallel(fn, mesh, 3)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -242,14 +298,18 @@ class EmbeddingCache:
 
 
 def _run_batches(pre: Pretrained, seqs: list[list[int]], layers, pooling, batch_size, cap, padding_side,
-                 progress, micro_batch_tokens="auto", desc="encoding") -> np.ndarray:
-    """Pooled states (n, len(layers), D) of token sequences, bucketed by length."""
+                 progress, micro_batch_tokens="auto", mesh: Mesh | None = None,
+                 desc="encoding") -> np.ndarray:
+    """Pooled states (n, len(layers), D) of token sequences, bucketed by length (each batch's rows
+    split over `mesh`)."""
     n = len(seqs)
     d = pre.config.hidden_size
     out = np.zeros((n, len(layers), d), np.float32)
     if n == 0:
         return out
-    fwd = _pooled_forward(pre.config, pre.dtype, layers, pooling, resolve_micro_batch_tokens(micro_batch_tokens))
+    micro = resolve_micro_batch_tokens(micro_batch_tokens)
+    fwd = _pooled_forward(pre.config, pre.dtype, layers, pooling, micro, mesh)
+    params = _params_on(pre, mesh)
     pad_id = (pre.tokenizer.pad_token_id if pre.tokenizer is not None else None)
     pad_id = pad_id if pad_id is not None else 0
     order = sorted(range(n), key=lambda i: (-len(seqs[i]), i))  # long first: fewer, larger shapes
@@ -257,8 +317,9 @@ def _run_batches(pre: Pretrained, seqs: list[list[int]], layers, pooling, batch_
     for idx in tqdm(batches, desc=desc, disable=not progress, unit="batch"):
         group = [seqs[i] for i in idx]
         length = bucket_length(max(len(s) for s in group), cap)
-        ids, valid = pad_batch(group, length, batch_bucket(len(group), batch_size), pad_id, padding_side)
-        res = np.asarray(fwd(pre.params, jnp.asarray(ids), jnp.asarray(valid)))
+        rows = _padded_rows(len(group), batch_size, mesh)
+        ids, valid = pad_batch(group, length, rows, pad_id, padding_side)
+        res = np.asarray(fwd(params, *_rows_on(mesh, ids, valid)))
         out[idx] = res[:len(idx)]
     return out
 
@@ -266,7 +327,8 @@ def _run_batches(pre: Pretrained, seqs: list[list[int]], layers, pooling, batch_
 def encode_ids(pre: Pretrained, seqs, *, layers=-1, pooling: str | None = None, batch_size: int = 16,
                max_length: int | None = None, long_inputs: str | None = None, head_fraction: float = 0.25,
                chunk_overlap: int | None = None, padding_side: str = "right", normalize: bool = False,
-               progress: bool = False, return_report: bool = False, micro_batch_tokens="auto"):
+               progress: bool = False, return_report: bool = False, micro_batch_tokens="auto",
+               mesh: Mesh | None = None):
     """`encode` on token ids (lists of ints, special tokens included). See `encode`."""
     cfg = pre.config
     layer_idx, squeeze = resolve_layers(layers, cfg.num_layers + 1)
@@ -307,7 +369,7 @@ def encode_ids(pre: Pretrained, seqs, *, layers=-1, pooling: str | None = None, 
                 owner.append(i)
         report.n_chunks = len(pieces)
         states = _run_batches(pre, pieces, layer_idx, pooling, batch_size, cap, padding_side, progress,
-                              micro_batch_tokens)
+                              micro_batch_tokens, mesh)
         weights = np.asarray([len(p) for p in pieces], np.float32)
         owner = np.asarray(owner, dtype=np.int64)  # an empty list must still index
         out = np.zeros((len(seqs),) + states.shape[1:], np.float32)
@@ -321,7 +383,8 @@ def encode_ids(pre: Pretrained, seqs, *, layers=-1, pooling: str | None = None, 
                 s = _middle_out(s, cap, head_fraction) if policy == "middle_out" else s[:cap]
             cut.append(s)
         report.n_chunks = len(cut)
-        out = _run_batches(pre, cut, layer_idx, pooling, batch_size, cap, padding_side, progress, micro_batch_tokens)
+        out = _run_batches(pre, cut, layer_idx, pooling, batch_size, cap, padding_side, progress,
+                           micro_batch_tokens, mesh)
     if over:
         warnings.warn(f"probes.extract: {report.summary()}", stacklevel=3)
     if normalize:
@@ -335,7 +398,7 @@ def encode(pre: Pretrained, inputs, *, layers=-1, pooling: str | None = None, ba
            max_length: int | None = None, long_inputs: str | None = None, head_fraction: float = 0.25,
            chunk_overlap: int | None = None, padding_side: str = "right", normalize: bool = False,
            progress: bool = True, cache_dir: str | Path | None = None, return_report: bool = False,
-           micro_batch_tokens="auto"):
+           micro_batch_tokens="auto", mesh: Mesh | None = None):
     """Pooled hidden states of texts or chat conversations.
 
     inputs: list of strings (tokenised with the model's special tokens), or of chat message lists
@@ -344,14 +407,15 @@ def encode(pre: Pretrained, inputs, *, layers=-1, pooling: str | None = None, ba
     float32; `normalize` makes every vector unit-norm (sentence-transformers' Normalize).
     `batch_size` rows are padded and sent together; `micro_batch_tokens` ("auto", an int, None)
     splits each into cache-sized steps on CPU (`resolve_micro_batch_tokens`); results agree to
-    float rounding whatever the split.
+    float rounding whatever the split. `mesh` splits each batch's rows over its devices (data
+    parallel, same results up to float rounding); None: one device.
     """
     inputs = list(inputs)
     settings = dict(layers=layers if isinstance(layers, int) else list(layers), pooling=pooling,
                     max_length=max_length, long_inputs=long_inputs, head_fraction=head_fraction,
                     chunk_overlap=chunk_overlap, normalize=normalize)
     kwargs = dict(settings, batch_size=batch_size, padding_side=padding_side, progress=progress,
-                  return_report=True, micro_batch_tokens=micro_batch_tokens)
+                  return_report=True, micro_batch_tokens=micro_batch_tokens, mesh=mesh)
     kwargs["layers"] = layers
     if cache_dir is None:
         out, report = encode_ids(pre, tokenize_inputs(pre.tokenizer, inputs), **kwargs)
@@ -375,7 +439,7 @@ def encode(pre: Pretrained, inputs, *, layers=-1, pooling: str | None = None, ba
 def encode_pairs(pre: Pretrained, questions, answers, *, style: str = "puaudit", **kwargs):
     """PUAudit's F(x, o) for every pair: `style` "puaudit" ("<|user|>" + x + "<|assistant|>" + o)
     or "chat" (the tokenizer's chat template, x as user turn(s), o as the assistant turn).
-    Other keyword arguments go to `encode` (e.g. `cache_dir`, `layers`, `return_report`)."""
+    Other keyword arguments go to `encode` (e.g. `cache_dir`, `layers`, `return_report`, `mesh`)."""
     questions, answers = list(questions), list(answers)
     if len(questions) != len(answers):
         raise ValueError(f"{len(questions)} questions but {len(answers)} answers")
@@ -388,12 +452,47 @@ def encode_pairs(pre: Pretrained, questions, answers, *, style: str = "puaudit",
     return encode(pre, inputs, **kwargs)
 
 
+def encode_distributed(pre: Pretrained, inputs, **encode_kwargs):
+    """`encode` over the processes of a jax.distributed cluster (`probes.mesh.initialize_cluster`).
+
+    Every process passes the same n `inputs` and encodes only its rows `process_rows(n)`, on a
+    mesh of its local devices (when it has more than one; `mesh=` overrides); the shares are
+    gathered, so every process returns the full (n, d) / (n, len(layers), d) result. With
+    `cache_dir` each process writes its own rows and reads whatever is there. With `return_report`
+    the report covers this process's share (`over_window` as indices into `inputs`). One
+    process: plain `encode`.
+    """
+    inputs = list(inputs)
+    if jax.process_count() == 1 or not inputs:
+        return encode(pre, inputs, **encode_kwargs)
+    encode_kwargs.setdefault("mesh", make_mesh(jax.local_devices()))
+    start, stop = process_rows(len(inputs))
+    res = encode(pre, inputs[start:stop], **encode_kwargs)
+    if not encode_kwargs.get("return_report"):
+        return _gather_rows(res, len(inputs))
+    local, report = res
+    report.over_window = [start + i for i in report.over_window]
+    return _gather_rows(local, len(inputs)), report
+
+
+def _gather_rows(local: np.ndarray, n: int) -> np.ndarray:
+    """This process's rows (stop - start, ...) of `process_rows(n)` -> all n rows (n, ...) from every
+    process (each share zero-padded to the largest for the all-gather)."""
+    k = jax.process_count()
+    width = process_rows(n, 0, k)[1]  # process 0 has the largest share
+    padded = np.zeros((width,) + local.shape[1:], local.dtype)
+    padded[:len(local)] = local
+    every = np.asarray(multihost_utils.process_allgather(padded))  # (k, width, ...)
+    shares = [process_rows(n, i, k) for i in range(k)]
+    return np.concatenate([every[i, :stop - start] for i, (start, stop) in enumerate(shares)])
+
+
 # ---------------------------------------------------------------------------------------------
 # Shared prefix (suffix-only probing)
 
 
 def encode_with_shared_prefix(pre: Pretrained, prefix, suffixes, *, layers=-1, batch_size: int = 8,
-                              progress: bool = False) -> np.ndarray:
+                              progress: bool = False, mesh: Mesh | None = None) -> np.ndarray:
     """Last-token states of prefix + suffix_i for every suffix, the prefix encoded once.
 
     prefix: a string (tokenised with the model's special tokens, e.g. BOS) or token ids;
@@ -401,6 +500,8 @@ def encode_with_shared_prefix(pre: Pretrained, prefix, suffixes, *, layers=-1, b
     the prefix's cached keys/values, so the result equals encoding the concatenated ids (up to fp
     rounding). Note that tokenising prefix and suffix separately may split the text at the join
     differently from tokenising the concatenation. Returns (n, d) or (n, len(layers), d).
+    `mesh`: the prefix runs on one device and its cache is replicated; each batch of suffixes is
+    split over the mesh devices (as in `encode`).
     """
     cfg = pre.config
     if not cfg.is_decoder:
@@ -418,14 +519,18 @@ def encode_with_shared_prefix(pre: Pretrained, prefix, suffixes, *, layers=-1, b
     p_len = bucket_length(len(p_ids), cfg.window)
     ids, valid = pad_batch([p_ids], p_len, 1)
     prefix_cache = _prefix_forward(cfg, pre.dtype)(pre.params, jnp.asarray(ids), jnp.asarray(valid))
-    fwd = _suffix_forward(cfg, pre.dtype, layer_idx)
+    if mesh is not None:
+        prefix_cache = jax.device_put(prefix_cache, NamedSharding(mesh, P()))
+    fwd = _suffix_forward(cfg, pre.dtype, layer_idx, mesh)
+    params = _params_on(pre, mesh)
     out = np.zeros((len(s_ids), len(layer_idx), cfg.hidden_size), np.float32)
     batches = [list(range(i, min(i + batch_size, len(s_ids)))) for i in range(0, len(s_ids), batch_size)]
     pad_id = pre.tokenizer.pad_token_id if pre.tokenizer is not None else 0
     for idx in tqdm(batches, desc="suffixes", disable=not progress, unit="batch"):
         group = [s_ids[i] for i in idx]
         s_len = bucket_length(max(map(len, group)))
-        sids, svalid = pad_batch(group, s_len, batch_bucket(len(group), batch_size), pad_id or 0, "right")
-        res = fwd(pre.params, prefix_cache, jnp.int32(len(p_ids)), jnp.asarray(sids), jnp.asarray(svalid))
+        rows = _padded_rows(len(group), batch_size, mesh)
+        sids, svalid = pad_batch(group, s_len, rows, pad_id or 0, "right")
+        res = fwd(params, prefix_cache, jnp.int32(len(p_ids)), *_rows_on(mesh, sids, svalid))
         out[idx] = np.asarray(res)[:len(idx)]
     return out[:, 0] if squeeze else out

@@ -56,6 +56,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from probes.mesh import data_axes, pad_to_multiple
 
 __all__ = ["PLSRegression", "pls_fit"]
 
@@ -63,16 +66,39 @@ __all__ = ["PLSRegression", "pls_fit"]
 # ---------------------------------------------------------------------------------------------
 # The jitted fit
 
+_OUTPUTS = ("x_mean", "x_std", "y_mean", "y_std", "x_weights", "y_weights", "x_loadings", "y_loadings",
+            "x_scores", "y_scores", "n_iter", "stop", "stop_reason")
+_ROW_OUTPUTS = ("x_scores", "y_scores")
 
-def _standardize(A, scale: bool, pad: int = 0):
-    """Centre (and scale) the columns of A (n, p), then append `pad` zero rows. Exactly-constant
-    columns become exactly 0 with std 1. Returns (A_std (n + pad, p), mean (p,), std (p,),
-    squared norm of A_std)."""
-    n = A.shape[0]
-    mean = A.mean(axis=0)
-    constant = A.max(axis=0) == A.min(axis=0)
-    Ac = jnp.where(constant[None, :], 0.0, A - mean)
-    ss = jnp.sum(Ac * Ac, axis=0)
+
+def _across(op, axes):
+    """x -> op(x, axes): a collective (lax.psum / pmax / pmin) over the mesh axes that split the
+    rows; the identity for axes=None (one device holds every row). Works on pytrees."""
+    return (lambda x: x) if axes is None else functools.partial(op, axis_name=axes)
+
+
+def _column_stats(A, mask=None, axes=None):
+    """Row count n, column means (p,) and exactly-constant columns (p,) bool of A (m, p): all its
+    rows (mask None), or the rows marked by mask (m,) of every shard over the mesh axes `axes`."""
+    if mask is None:
+        return A.shape[0], A.mean(axis=0), A.max(axis=0) == A.min(axis=0)
+    real = mask[:, None]
+    n = lax.psum(jnp.sum(mask), axes)
+    mean = lax.psum(jnp.where(real, A, 0.0).sum(axis=0), axes) / n
+    hi = lax.pmax(jnp.where(real, A, -jnp.inf).max(axis=0), axes)
+    lo = lax.pmin(jnp.where(real, A, jnp.inf).min(axis=0), axes)
+    return n, mean, hi == lo
+
+
+def _standardize(A, scale: bool, pad: int = 0, mask=None, axes=None):
+    """Centre (and scale) the columns of A (m, p), then append `pad` zero rows. Exactly-constant
+    columns become exactly 0 with std 1. Row-sharded (see `_nipals`): the statistics are those of
+    the real rows of all shards, and the padding rows (mask False) become exactly 0.
+    Returns (A_std (m + pad, p), mean (p,), std (p,), squared norm of A_std over all rows)."""
+    n, mean, constant = _column_stats(A, mask, axes)
+    zero = constant[None, :] if mask is None else constant[None, :] | ~mask[:, None]
+    Ac = jnp.where(zero, 0.0, A - mean)
+    ss = _across(lax.psum, axes)(jnp.sum(Ac * Ac, axis=0))
     if scale:
         std = jnp.sqrt(ss / (n - 1))
         std = jnp.where((std == 0) | constant, 1.0, std)
@@ -96,38 +122,34 @@ def _block_rows(n: int, d: int, itemsize: int, target_bytes: int = 1 << 19) -> i
     return int(max(1, min(rows, 1 << max(0, (n - 1).bit_length()))))
 
 
-@functools.partial(jax.jit, static_argnames=("capacity", "scale", "max_iter", "block"))
-def pls_fit(X, Y, n_components, *, capacity: int, scale: bool = True, max_iter: int = 500, tol: float = 1e-6,
-            block: int | None = None):
-    """NIPALS PLS2 regression fit. X (n, d), Y (n, q) float arrays of one dtype; n_components (a
-    traced int <= capacity) components are computed, the arrays have `capacity` columns (the rest 0).
-    block: rows per block of the fused pass (default: ~512 KiB of X).
-
-    Returns a dict of arrays: x_mean (d,), x_std (d,), y_mean (q,), y_std (q,), x_weights (d, c),
-    y_weights (q, c), x_loadings (d, c), y_loadings (q, c), x_scores (n, c), y_scores (n, c),
-    n_iter (c,) int, stop (int: the first component that is zero, n_components if none),
-    stop_reason (0 none, 1 y residual constant, 2 rank exhausted).
-    """
-    n, d = X.shape
+def _nipals(X, Y, n_components, tol, mask=None, *, capacity: int, scale: bool, max_iter: int,
+            block: int | None, axes=None):
+    """The fit of `pls_fit` on X (m, d), Y (m, q). Single device: mask and axes None, all rows here.
+    Row-sharded (inside shard_map): X, Y are this device's m rows, mask (m,) bool marks the real
+    ones, and every sum over rows is a psum over the mesh axes `axes`; the rest (power method,
+    weights, loadings) is computed identically on every device from the reduced (replicated) values.
+    Returns pls_fit's dict, the scores with this device's m rows."""
+    psum = _across(lax.psum, axes)
+    m, d = X.shape
     q = Y.shape[1]
     k_tot = jnp.asarray(n_components, jnp.int32)
     dt = X.dtype
     eps = jnp.finfo(dt).eps
-    B = block or _block_rows(n, d, jnp.dtype(dt).itemsize)
-    nb = -(-n // B)
-    pad = nb * B - n
+    B = block or _block_rows(m, d, jnp.dtype(dt).itemsize)
+    nb = -(-m // B)
+    pad = nb * B - m
 
     # standardised X with zero rows appended up to nb * B (zero rows change no sum below)
-    Xs, x_mean, x_std, x_ss = _standardize(X, scale, pad)
-    Ys, y_mean, y_std, _ = _standardize(Y, scale, pad)
+    Xs, x_mean, x_std, x_ss = _standardize(X, scale, pad, mask, axes)
+    Ys, y_mean, y_std, _ = _standardize(Y, scale, pad, mask, axes)
     Xb = Xs.reshape(nb, B, d)
-    M0 = (Ys.T @ Xs).T                                        # (d, q) cross-covariance X^T Y
+    M0 = psum((Ys.T @ Xs).T)                                  # (d, q) cross-covariance X^T Y
     x_norm = jnp.sqrt(x_ss)
     m0_norm = jnp.sqrt(jnp.sum(M0 * M0))
 
     def fused_pass(w, Pw, T):
-        """One pass over X: t = X w - T (P^T w) block by block, and X^T t accumulated while each
-        block is in cache. Returns (t (n_pad,), X^T t (d,))."""
+        """One pass over the local rows of X: t = X w - T (P^T w) block by block, and X^T t
+        accumulated while each block is in cache. Returns (t (nb B,), local X^T t (d,))."""
         def body(acc, blk):
             xb, tb = blk
             t = xb @ w - tb @ Pw
@@ -161,16 +183,16 @@ def pls_fit(X, Y, n_components, *, capacity: int, scale: bool = True, max_iter: 
     def component(k, s):
         Yk, Mk, W, C, T, U, P, Q, n_iter, stop, reason = s
         # sklearn zeroes y columns whose residual is all below 10 eps
-        zero_cols = jnp.all(jnp.abs(Yk) < 10 * eps, axis=0)
+        zero_cols = _across(lax.pmax, axes)(jnp.max(jnp.abs(Yk), axis=0)) < 10 * eps
         Yk = jnp.where(zero_cols[None, :], 0.0, Yk)
         Mk = jnp.where(zero_cols[None, :], 0.0, Mk)
-        nonzero = jnp.any(jnp.abs(Yk) > eps, axis=0)
-        y_constant = ~jnp.any(nonzero)
-        j0 = jnp.argmax(nonzero)
+        y_constant = jnp.all(zero_cols)
+        j0 = jnp.argmax(~zero_cols)
 
         w, it = power_method(Mk, j0)
         t, xt = fused_pass(w, P.T @ w, T)                     # X_k w (implicit deflation) and X^T of it
-        tt = t @ t
+        # the component's only communication: X^T t, T^T t, Y_k^T t, t't
+        xt, tT, tY, tt = psum((xt, t @ T, t @ Yk, t @ t))
         rank_out = (jnp.sqrt(tt) <= 100 * eps * x_norm) | (jnp.sqrt(jnp.sum(Mk * Mk)) <= 100 * eps * m0_norm)
         active = (stop == k_tot)
         halt = active & (y_constant | rank_out)
@@ -182,11 +204,11 @@ def pls_fit(X, Y, n_components, *, capacity: int, scale: bool = True, max_iter: 
         c = (Mk.T @ w) / tt_safe                               # y weights = Y_k^T t / t't
         # sign convention: the largest |x weight| is positive
         sign = jnp.sign(w[jnp.argmax(jnp.abs(w))])
-        w, c, t, xt = w * sign, c * sign, t * sign, xt * sign
+        w, c, t = w * sign, c * sign, t * sign
         u = (Yk @ c) / jnp.where(live, c @ c, 1.0)             # y scores
-        a = xt - P @ (t @ T)                                  # X_k^T t
+        a = sign * (xt - P @ tT)                              # X_k^T t
         p = a / tt_safe                                       # x loadings
-        yl = (t @ Yk) / tt_safe                               # y loadings (regression deflation)
+        yl = sign * tY / tt_safe                              # y loadings (regression deflation)
 
         z = jnp.where(live, 1.0, 0.0).astype(dt)
         w, c, t, u, p, yl = w * z, c * z, t * z, u * z, p * z, yl * z
@@ -202,10 +224,54 @@ def pls_fit(X, Y, n_components, *, capacity: int, scale: bool = True, max_iter: 
     init = (Ys, M0, zeros(d), zeros(q), zeros(nb * B), zeros(nb * B), zeros(d), zeros(q),
             jnp.zeros(capacity, jnp.int32), k_tot, jnp.int32(0))
     _, _, W, C, T, U, P, Q, n_iter, stop, reason = lax.fori_loop(0, k_tot, component, init)
-    T, U = T[:n], U[:n]
-    return dict(x_mean=x_mean, x_std=x_std, y_mean=y_mean, y_std=y_std, x_weights=W, y_weights=C,
-                x_loadings=P, y_loadings=Q, x_scores=T, y_scores=U, n_iter=n_iter, stop=stop,
-                stop_reason=reason)
+    return dict(zip(_OUTPUTS, (x_mean, x_std, y_mean, y_std, W, C, P, Q, T[:m], U[:m], n_iter, stop, reason)))
+
+
+def _check_mesh(mesh):
+    """mesh: None or a jax.sharding.Mesh (returned as is); anything else is a ValueError."""
+    if mesh is not None and not isinstance(mesh, Mesh):
+        raise ValueError(f"mesh must be a jax.sharding.Mesh (probes.mesh.make_mesh) or None, "
+                         f"got {type(mesh).__name__}: {mesh!r}")
+    return mesh
+
+
+def _fit_sharded(fit, X, Y, n_components, tol, mesh: Mesh, n_rows: int):
+    """`fit` (a partial `_nipals`) under shard_map with the rows of X (N, d), Y (N, q) split over
+    every device of `mesh`, after zero rows are appended up to a multiple of mesh.size; the first
+    n_rows rows are the samples. Returns pls_fit's dict, scores (n_rows, c)."""
+    axes = data_axes(mesh)
+    N = pad_to_multiple(X.shape[0], mesh.size)
+    X, Y = (jnp.pad(A, ((0, N - A.shape[0]), (0, 0))) for A in (X, Y))
+    rows, rep = PartitionSpec(axes), PartitionSpec()
+    out_specs = {k: rows if k in _ROW_OUTPUTS else rep for k in _OUTPUTS}
+    sharded = jax.shard_map(functools.partial(fit, axes=axes), mesh=mesh, in_specs=(rows, rows, rep, rep, rows),
+                            out_specs=out_specs, check_vma=False)
+    r = sharded(X, Y, n_components, tol, jnp.arange(N) < n_rows)
+    return {k: v[:n_rows] if k in _ROW_OUTPUTS else v for k, v in r.items()}
+
+
+@functools.partial(jax.jit, static_argnames=("capacity", "scale", "max_iter", "block", "mesh", "n_rows"))
+def pls_fit(X, Y, n_components, *, capacity: int, scale: bool = True, max_iter: int = 500, tol: float = 1e-6,
+            block: int | None = None, mesh: Mesh | None = None, n_rows: int | None = None):
+    """NIPALS PLS2 regression fit. X (N, d), Y (N, q) float arrays of one dtype; n_components (a
+    traced int <= capacity) components are computed, the arrays have `capacity` columns (the rest 0).
+    block: rows per block of the fused pass (default: ~512 KiB of a device's rows of X).
+    mesh: None (one device) or a jax.sharding.Mesh: the rows are split over all its devices
+    (zero rows appended up to a multiple of mesh.size). n_rows: the samples are the first n_rows
+    rows (default N); rows past them are padding, ignored (only with a mesh).
+
+    Returns a dict of arrays: x_mean (d,), x_std (d,), y_mean (q,), y_std (q,), x_weights (d, c),
+    y_weights (q, c), x_loadings (d, c), y_loadings (q, c), x_scores (n, c), y_scores (n, c),
+    n_iter (c,) int, stop (int: the first component that is zero, n_components if none),
+    stop_reason (0 none, 1 y residual constant, 2 rank exhausted).
+    """
+    n_rows = X.shape[0] if n_rows is None else n_rows
+    if not (0 < n_rows <= X.shape[0]) or (mesh is None and n_rows != X.shape[0]):
+        raise ValueError(f"n_rows={n_rows} must lie in [1, {X.shape[0]}] and be {X.shape[0]} without a mesh")
+    fit = functools.partial(_nipals, capacity=capacity, scale=scale, max_iter=max_iter, block=block)
+    if _check_mesh(mesh) is None:
+        return fit(X, Y, n_components, tol)
+    return _fit_sharded(fit, X, Y, n_components, tol, mesh, n_rows)
 
 
 def _rotations(W, P, C, Q, x_std, y_std):
@@ -235,6 +301,24 @@ def _dtype(dtype):
     return dtype.type
 
 
+def _local_mesh(mesh):
+    """The estimator's mesh: None or a Mesh of this process's devices (the scores come back as
+    numpy arrays), else ValueError."""
+    if _check_mesh(mesh) is not None and mesh.is_multi_process:
+        raise ValueError("mesh spans the devices of several processes; PLSRegression(mesh=...) needs a mesh of "
+                         "this process's devices (jax.local_devices())")
+    return mesh
+
+
+def _on_devices(A, mesh):
+    """A (n, p) numpy -> jax array: on the default device (mesh None), or with zero rows appended
+    up to a multiple of mesh.size and split by rows over the mesh (each device gets only its rows)."""
+    if mesh is None:
+        return jnp.asarray(A)
+    A = np.pad(A, ((0, pad_to_multiple(len(A), mesh.size) - len(A)), (0, 0)))
+    return jax.device_put(A, NamedSharding(mesh, PartitionSpec(data_axes(mesh), None)))
+
+
 def _check_array(A, name: str, dtype, ndim=(2,)) -> np.ndarray:
     A = np.asarray(A)
     if A.dtype == object or not (np.issubdtype(A.dtype, np.number) or A.dtype == bool):
@@ -259,18 +343,21 @@ class PLSRegression:
     """scikit-learn-compatible PLS regression in JAX (see the module docstring).
 
     Parameters: n_components (int), scale (bool, divide X and y by their std), max_iter and tol
-    (power method, PLS2 only), dtype (None: float64 under x64 else float32).
+    (power method, PLS2 only), dtype (None: float64 under x64 else float32), mesh (None, or a
+    jax.sharding.Mesh of this process's devices, e.g. probes.mesh.make_mesh("all"): the samples
+    are split over its devices; same results up to rounding).
     """
 
-    _param_names = ("n_components", "scale", "max_iter", "tol", "dtype")
+    _param_names = ("n_components", "scale", "max_iter", "tol", "dtype", "mesh")
 
     def __init__(self, n_components: int = 2, *, scale: bool = True, max_iter: int = 500, tol: float = 1e-6,
-                 dtype=None):
+                 dtype=None, mesh: Mesh | None = None):
         self.n_components = n_components
         self.scale = scale
         self.max_iter = max_iter
         self.tol = tol
         self.dtype = dtype
+        self.mesh = mesh
 
     # sklearn estimator protocol ---------------------------------------------------------------
     def get_params(self, deep: bool = True) -> dict:
@@ -312,8 +399,9 @@ class PLSRegression:
             raise ValueError(f"`n_components` upper bound is {min(n, d)}. Got {k} instead. Reduce `n_components`.")
         self._predict_1d = y.ndim == 1
         Y = y.reshape(n, -1)
-        r = pls_fit(jnp.asarray(X), jnp.asarray(Y), k, capacity=_capacity(k), scale=bool(self.scale),
-                    max_iter=int(self.max_iter), tol=float(self.tol))
+        mesh = _local_mesh(self.mesh)
+        r = pls_fit(_on_devices(X, mesh), _on_devices(Y, mesh), k, capacity=_capacity(k), scale=bool(self.scale),
+                    max_iter=int(self.max_iter), tol=float(self.tol), mesh=mesh, n_rows=n)
         r = {name: np.asarray(v) for name, v in r.items()}
         stop, reason = int(r["stop"]), int(r["stop_reason"])
         if reason == 1:

@@ -35,6 +35,7 @@ from pathlib import Path
 import pandas as pd
 
 from probes.cli import add_probe_parser
+from probes.mesh import add_device_arguments, mesh_from_args
 
 from .attack_cli import add_attack_parsers, load_data
 from .consensus.cli import add_consensus_parser
@@ -43,9 +44,42 @@ from .embed import PairEmbeddings, embed_comparisons, load_embeddings, probes_en
 from .outputs import write_csv, write_json, write_parquet
 from .audit import DEFAULT_RULE, DEFAULT_SCORER
 from .rules import RULES, get_rule, needs_crossfit
-from .scorers import SCORERS
+from .scorers import SCORERS, get_scorer
 
 DEMO_SCORERS = ("knn", "pot-exact")
+
+
+def _mesh(args):
+    """The mesh of --devices / --mesh (joining the cluster the flags name first), or None."""
+    try:
+        mesh = mesh_from_args(args)
+    except ValueError as err:
+        raise SystemExit(f"error: {err}") from None
+    if mesh is not None:
+        print(f"[puaudit] {mesh.size} devices ({mesh.devices.flat[0].platform}), mesh "
+              f"{dict(mesh.shape)}, {_process_note()}", file=sys.stderr)
+    return mesh
+
+
+def _process_note() -> str:
+    import jax
+
+    return f"process {jax.process_index()} of {jax.process_count()}"
+
+
+def _scorer(name: str, args):
+    """The scorer to run: a name, or for the entropic partial-OT scorer an instance with the
+    mesh (--devices / --mesh) and the float type (--solver-dtype) of its Sinkhorn solve."""
+    if name != "pot" or (args.mesh_obj is None and args.solver_dtype == "float32"):
+        return name
+    return get_scorer(name, mesh=args.mesh_obj, dtype=args.solver_dtype)
+
+
+def _writes(args) -> bool:  # noqa: ARG001 (one place to change who writes)
+    """Whether this process writes the outputs (process 0 of a cluster, or the only one)."""
+    import jax
+
+    return jax.process_index() == 0
 
 
 def _features(args, table: pd.DataFrame) -> PairEmbeddings:
@@ -60,7 +94,7 @@ def _features(args, table: pd.DataFrame) -> PairEmbeddings:
     cache = None if args.no_cache else (args.cache_dir or "default")
     t = time.perf_counter()
     encoder = probes_encoder(name, cache_dir=cache, batch_size=args.batch_size, progress=not args.quiet,
-                             max_length=args.max_length, long_inputs=args.long_inputs)
+                             max_length=args.max_length, long_inputs=args.long_inputs, mesh=args.mesh_obj)
     settings = f"max_length={args.max_length or 'window'}, long_inputs={args.long_inputs or 'default'}"
     emb = embed_comparisons(table, encoder, source=f"probes:{name} ({settings})")
     print(f"embedded {len(emb.ids)} comparisons with {name} (d={emb.dim}) in {time.perf_counter() - t:.1f}s",
@@ -129,6 +163,10 @@ def _common(p: argparse.ArgumentParser, data: bool = True) -> None:
                    "and bootstrap resamples keep its groups whole")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--solver-dtype", choices=["float32", "float64"], default="float32",
+                   help="float type of the pot scorer's Sinkhorn solve (float64: results that do not depend on "
+                        "the order of float additions, e.g. the same items on any number of devices; ~2x slower)")
+    add_device_arguments(p)
 
 
 def _print_report(report: dict) -> None:
@@ -158,6 +196,7 @@ def cmd_audit(args) -> int:
     from .evaluate import consistency, split_labels
     from .plots import figure2
 
+    args.mesh_obj = _mesh(args)
     table = load_data(args.data, args.include_unlabelled)
     emb = _features(args, table)
     truth = None
@@ -166,7 +205,7 @@ def cmd_audit(args) -> int:
         table, truth = split.table, split.truth
     opts = _audit_options(args)
     try:
-        result = audit(table, emb, scorer=args.scorer, rule=_rule(args.rule, args), **opts)
+        result = audit(table, emb, scorer=_scorer(args.scorer, args), rule=_rule(args.rule, args), **opts)
     except ValueError as err:
         hint = ("" if "U is empty" not in str(err) else
                 " (use --hide-labels F to audit a share of the labelled items, or --include-unlabelled)")
@@ -177,6 +216,8 @@ def cmd_audit(args) -> int:
         items["human_hidden"] = items["id"].map(truth)
         cons = consistency(result.pool, truth)
         result.report["hidden_labels"] = {"share": args.hide_labels, "consistency": cons.to_dict(orient="records")}
+    if not _writes(args):
+        return 0
     write_csv(items, out / "items.csv")
     write_parquet(items.astype({"question_type": "string"}), out / "items.parquet")
     write_json(result.report, out / "report.json")
@@ -229,7 +270,7 @@ def _write_eval(res, out: Path, data: str, args, emb, table) -> None:
     opts = _audit_options(args)
     opts["seed"] = 0
     scorer, rule = res.meta["scorers"][0], res.meta["rules"][0]
-    first = audit(split.table, emb, scorer=scorer, rule=_rule(rule, args), **opts)
+    first = audit(split.table, emb, scorer=_scorer(scorer, args), rule=_rule(rule, args), **opts)
     plt.close(figure2(first, split.truth, out / "figure2.png",
                       title=f"{data}: {scorer} audit, seed 0 (seed Figure 2)"))
     if first.report.get("decision"):
@@ -241,9 +282,10 @@ def _write_eval(res, out: Path, data: str, args, emb, table) -> None:
 def cmd_evaluate(args) -> int:
     from .evaluate import evaluate, sweep
 
+    args.mesh_obj = _mesh(args)
     table = load_data(args.data, args.include_unlabelled)
     emb = _features(args, table)
-    scorers = _names(args.scorers, SCORERS, "scorers")
+    scorers = [_scorer(s, args) for s in _names(args.scorers, SCORERS, "scorers")]
     rules = [_rule(r, args) for r in _names(args.rules, RULES, "rules")]
     opts = _audit_options(args)
     opts.pop("seed")
@@ -258,6 +300,8 @@ def cmd_evaluate(args) -> int:
     else:
         res = evaluate(table, emb, p_ratio=args.p_ratio, **kwargs)
     out = Path(args.out)
+    if not _writes(args):
+        return 0
     _write_eval(res, out, args.data, args, emb, table)
     print(_summary_table(res.summary) if not args.sweep else
           res.summary[res.summary.question_type == "all"].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
@@ -311,10 +355,12 @@ def cmd_demo(args) -> int:
 
     t0 = time.perf_counter()
     args.data, args.include_unlabelled = "mtbench", None
+    args.mesh_obj = _mesh(args)
     table = load_data("mtbench", None)
     emb = _features(args, table)
     t_embed = time.perf_counter() - t0
-    scorers = _names(args.scorers, SCORERS, "scorers")
+    names = _names(args.scorers, SCORERS, "scorers")
+    scorers = [_scorer(s, args) for s in names]
     opts = _audit_options(args)
     opts.pop("seed")
     common = dict(seeds=args.seeds, p_ratio=args.p_ratio, progress=not args.quiet, **opts)
@@ -322,11 +368,13 @@ def cmd_demo(args) -> int:
     grid = evaluate(table, emb, scorers=scorers, rules=[_rule(DEFAULT_RULE, args), "seed", "budget"], ceiling=True,
                     **common)
     # ... and the seed's own configuration: entropic partial-OT scores, flip where s / max s < eta
-    seed_cfg = evaluate(table, emb, scorers=["pot"], rules=["seed"], **common)
+    seed_cfg = evaluate(table, emb, scorers=[_scorer("pot", args)], rules=["seed"], **common)
     res = EvalResult(pd.concat([grid.per_seed, seed_cfg.per_seed], ignore_index=True),
                      pd.concat([grid.summary, seed_cfg.summary], ignore_index=True),
                      {**grid.meta, "scorers": grid.meta["scorers"] + ["pot"], "seed_configuration": seed_cfg.meta})
     out = Path(args.out)
+    if not _writes(args):
+        return 0
     _write_eval(res, out, "mtbench", args, emb, table)
     print(f"\nMT-Bench, GPT-4 judge vs expert votes; embeddings {emb.source}; {len(res.meta['seeds'])} seeds, "
           f"p_ratio {args.p_ratio}; Cons = agreement with the hidden expert verdicts, mean (std) over seeds.")
@@ -334,19 +382,19 @@ def cmd_demo(args) -> int:
           "mixture, orig/adj): context from other judges, not a replication.\n")
     print(f"-- the seed's configuration: entropic POT scores, flip where s/max s < eta = {args.eta}")
     print(demo_table(res.summary, "pot", "seed"))
-    print(f"\n-- the default audit: {scorers[0]} scores, rule {DEFAULT_RULE} (calibrated on the labelled items, "
+    print(f"\n-- the default audit: {names[0]} scores, rule {DEFAULT_RULE} (calibrated on the labelled items, "
           "abstains without evidence of a gain)")
-    print(demo_table(res.summary, scorers[0], DEFAULT_RULE))
+    print(demo_table(res.summary, names[0], DEFAULT_RULE))
     print("\n-- overall; 'budget' flips the floor((1 - m) n) lowest scores per category; 'hindsight' is the best "
           "per-category budget chosen with the hidden labels (a ceiling, not a rule)")
     print(overall_table(res.summary))
     summ = res.summary[res.summary.question_type == "all"].set_index(["scorer", "rule"])
-    seed_row, default_row = summ.loc[("pot", "seed")], summ.loc[(scorers[0], DEFAULT_RULE)]
+    seed_row, default_row = summ.loc[("pot", "seed")], summ.loc[(names[0], DEFAULT_RULE)]
     verdict = "raises" if seed_row.gain_mean > 0 else "lowers"
     print(f"\nOn this set the seed's audit {verdict} agreement with the experts by {abs(seed_row.gain_mean) * 100:.1f} "
           f"points ({seed_row.cons_orig_mean:.3f} -> {seed_row.cons_adj_mean:.3f}); the default audit abstained in "
           f"{default_row.abstained * 100:.0f}% of the splits and changes it by {default_row.gain_mean * 100:+.1f} points "
-          f"(hindsight ceiling {summ.loc[(scorers[0], 'hindsight')].gain_mean * 100:+.1f}).")
+          f"(hindsight ceiling {summ.loc[(names[0], 'hindsight')].gain_mean * 100:+.1f}).")
     print(f"wrote {out}/results.csv, results.json, per_seed.csv, figure3.png, figure2.png, calibration.png "
           f"(embeddings {t_embed:.0f}s, total {time.perf_counter() - t0:.0f}s)")
     return 0

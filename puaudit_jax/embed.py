@@ -156,14 +156,15 @@ def default_cache_dir() -> Path:
 
 def probes_encoder(name: str = "minilm", *, cache_dir: str | Path | None = "default", batch_size: int = 16,
                    max_length: int | None = None, long_inputs: str | None = None, layers: int = -1,
-                   pooling: str | None = None, progress: bool = True) -> Encoder:
+                   pooling: str | None = None, progress: bool = True, mesh=None) -> Encoder:
     """An :data:`Encoder` backed by the Flax ports (``probes.models.load_pretrained(name)``).
 
     Pooling is the model's own (mean for MiniLM, last token for decoders) unless given. Inputs longer
     than ``max_length`` (default: the model window, 512 for MiniLM) follow ``long_inputs`` (default:
     probes' policy, overlapping chunks for encoders and middle-out for decoders); probes warns and
     counts whatever it cuts. ``cache_dir="default"`` uses :func:`default_cache_dir`; None disables
-    the disk cache.
+    the disk cache. ``mesh`` (a ``jax.sharding.Mesh`` or None): each batch is split over its
+    devices (``probes.extract``, data parallel).
     """
     from probes.extract import encode  # puaudit_jax -> probes, never the other way
     from probes.models import load_pretrained
@@ -174,7 +175,7 @@ def probes_encoder(name: str = "minilm", *, cache_dir: str | Path | None = "defa
     def encoder(inputs: list) -> np.ndarray:
         return np.asarray(encode(pre, list(inputs), layers=layers, pooling=pooling, batch_size=batch_size,
                                  max_length=max_length, long_inputs=long_inputs, progress=progress,
-                                 cache_dir=cache), np.float32)
+                                 cache_dir=cache, mesh=mesh), np.float32)
 
     encoder.__name__ = f"probes:{name}"
     return encoder

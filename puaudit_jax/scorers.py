@@ -81,7 +81,11 @@ class POTScorer:
     ``bucket_max`` points; the solution of the real points is unchanged, see
     tests/test_ot_sinkhorn.py) so that an audit's many problem sizes -- per question type, per
     cross-fitting fold -- share a handful of compiled Sinkhorn loops (each new shape costs seconds
-    of XLA compilation, the solve itself milliseconds)."""
+    of XLA compilation, the solve itself milliseconds).
+
+    ``mesh``: None (one device), or a ``jax.sharding.Mesh`` / device count / "all" that the
+    Sinkhorn solve is split over (U across the devices; ``puaudit_jax.ot.sharded``); the exact
+    solver runs on the host either way."""
 
     method: str = "auto"
     epsilon: float = 0.01
@@ -91,6 +95,7 @@ class POTScorer:
     dtype: str = "float32"
     bucket: bool = True
     bucket_max: int = 4096
+    mesh: object = None
     name: str = "pot"
 
     def __call__(self, zp, zu, m):
@@ -102,7 +107,7 @@ class POTScorer:
             (zp, a), (zu, b) = _padded(np.asarray(zp), _bucket(n, 16)), _padded(np.asarray(zu), _bucket(k, 16))
         res = solve_partial(zp, zu, float(m), a=a, b=b, cost="cosine", method=self.method, epsilon=self.epsilon,
                             tol=self.tol, max_iter=self.max_iter, eps_decay=self.eps_decay, dtype=self.dtype,
-                            return_plan=False)
+                            return_plan=False, mesh=self.mesh)
         scores = np.clip(np.asarray(res.col_mass, np.float64)[:k], 0.0, None)
         info = {"method": res.method, "iterations": int(res.iterations), "converged": bool(res.converged),
                 "fallback_reason": res.fallback_reason, "epsilon": res.epsilon, "cost": float(res.cost),

@@ -127,7 +127,8 @@ solver = PartialSinkhorn(epsilon=0.05)
 args = (np.zeros((40, 6), np.float32), np.zeros((104, 6), np.float32), np.zeros(40, np.float32),
         np.zeros(104, np.float32), np.float32(0.5))
 hlo = sharded._program(solver, layout, "cosine", None, False, True).lower(*args).compile().as_text()
-ops = re.findall(r"= (\\w+)\\[([\\d,]*)\\][^=]*? (all-reduce|all-gather|all-to-all|collective-permute|reduce-scatter)\\(", hlo)
+kinds = "all-reduce|all-gather|all-to-all|collective-permute|reduce-scatter"
+ops = re.findall(r"= (\\w+)\\[([\\d,]*)\\][^=]*? (" + kinds + r")\\(", hlo)
 emit(dict(ops=[(kind, [int(d) for d in dims.split(",") if d]) for _, dims, kind in ops]))
 """
 

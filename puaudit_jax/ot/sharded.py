@@ -304,3 +304,25 @@ def solve_batch(solver: PartialSinkhorn, xs, ys, m, mesh: Mesh, *, cost="cosine"
     out = jax.shard_map(jax.vmap(one), mesh=mesh, in_specs=(spec, spec, spec), out_specs=spec,
                         check_vma=False)(xs, ys, m)
     return jax.tree.map(lambda t: t[:B], out)
+
+
+def memory_per_device(solver: PartialSinkhorn, layout: Layout, n: int, k: int, d: int, *, cost="cosine",
+                      block_size: int | None = None, dtype="float32") -> dict:
+    """XLA's buffer assignment for one device of the compiled sharded solve of an (n, k) problem
+    in d dimensions (nothing runs): bytes of its arguments, outputs and temporaries, and their
+    total (``peak``, an upper bound: XLA may alias outputs with temporaries)."""
+    N, K = pad_to_multiple(n, layout.count("rows")), pad_to_multiple(k, layout.count("cols"))
+    sp = layout.specs
+    with jax.enable_x64(dtype == "float64"):
+        jd = jnp.dtype(dtype)
+
+        def spec(shape, s):
+            return jax.ShapeDtypeStruct(shape, jd, sharding=NamedSharding(layout.mesh, s))
+
+        args = (spec((N, d), sp["x"]), spec((K, d), sp["y"]), spec((N,), sp["a"]), spec((K,), sp["b"]),
+                spec((), sp["m"]))
+        stats = _program(solver, layout, cost, block_size, False, True).lower(*args).compile().memory_analysis()
+    out = dict(arguments=int(stats.argument_size_in_bytes), outputs=int(stats.output_size_in_bytes),
+               temporaries=int(stats.temp_size_in_bytes))
+    out["peak"] = sum(out.values())
+    return out
