@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from probes.mesh import forced_devices_env
 from puaudit_jax.outputs import write_json
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,8 +59,7 @@ def make_data(out: Path, n_labelled: int, n_unlabelled: int, d: int, seed: int) 
 
 def run_audit(table: Path, emb: Path, devices: int, out: Path, rule: str, dtype: str, timeout: int) -> dict:
     """`puaudit audit` in a fresh process with ``devices`` forced host devices; wall time and peak RSS."""
-    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
-               OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1")
+    env = forced_devices_env(devices)
     cmd = [sys.executable, "-m", "puaudit_jax.cli", "audit", str(table), "--embeddings", str(emb), "--scorer", "pot",
            "--rule", rule, "--solver-dtype", dtype, "--out", str(out), "--no-figures", "--quiet"]
     if devices > 1:
@@ -116,7 +116,7 @@ def solver_memory(n: int, k: int, d: int, devices: int, dtype: str) -> dict:
             f"import json\nmesh = make_mesh({devices}, axis_names=('u',))\n"
             f"print(json.dumps(sharded.memory_per_device(PartialSinkhorn(), sharded.Layout.of(mesh), {n}, {k}, {d}, "
             f"dtype={dtype!r})))")
-    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+    env = forced_devices_env(devices)
     res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     if res.returncode != 0:
         raise SystemExit(res.stderr[-3000:])

@@ -15,6 +15,7 @@ layer above (extraction, PLS, the partial OT solver, the CLIs) takes the resulti
         gloo collectives on CPU; a bounded wait for the coordinator.
     process_rows(n) -> the (start, stop) rows of an n-row corpus this process loads.
     add_device_arguments(parser) / mesh_from_args(args)   the same flags on every CLI and benchmark.
+    forced_devices_env(n) -> the environment of a child process with n forced host devices.
 
 Nothing here is device-specific: a mesh of GPUs, TPU cores or forced host CPU devices
 (``XLA_FLAGS=--xla_force_host_platform_device_count=N``, set before JAX starts) is built the
@@ -33,8 +34,8 @@ import jax
 import numpy as np
 from jax.sharding import Mesh
 
-__all__ = ["ClusterConfig", "add_device_arguments", "data_axes", "initialize_cluster", "make_mesh",
-           "mesh_from_args", "pad_to_multiple", "parse_devices", "parse_mesh_shape", "process_rows"]
+__all__ = ["ClusterConfig", "add_device_arguments", "data_axes", "forced_devices_env", "initialize_cluster",
+           "make_mesh", "mesh_from_args", "pad_to_multiple", "parse_devices", "parse_mesh_shape", "process_rows"]
 
 #: Default axis names: rows of a problem (PUAudit's P) and columns (the unlabelled pool U).
 ROWS, COLS = "p", "u"
@@ -297,3 +298,19 @@ def mesh_from_args(args) -> Mesh | None:
     if clustered and devices is None:
         devices = "all"          # a cluster is joined to use its devices
     return make_mesh(devices, args.mesh)
+
+
+def forced_devices_env(n_devices: int, extra: dict | None = None, *, path: str | os.PathLike | None = None) -> dict:
+    """The environment of a child process that sees ``n_devices`` forced host CPU devices
+    (``XLA_FLAGS``, read when JAX starts: a running process cannot change its count). Other XLA
+    flags are kept; OMP_NUM_THREADS=1 and HF_HUB_OFFLINE=1 unless set; ``path`` is put first on
+    PYTHONPATH; ``extra`` is applied last."""
+    env = dict(os.environ)
+    flags = [f for f in env.get("XLA_FLAGS", "").split() if not f.startswith("--xla_force_host_platform_device_count")]
+    env["XLA_FLAGS"] = " ".join(flags + [f"--xla_force_host_platform_device_count={int(n_devices)}"])
+    env.setdefault("OMP_NUM_THREADS", "1")
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    if path is not None:
+        env["PYTHONPATH"] = str(path) + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra or {})
+    return env

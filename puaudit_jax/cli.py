@@ -75,8 +75,9 @@ def _scorer(name: str, args):
     return get_scorer(name, mesh=args.mesh_obj, dtype=args.solver_dtype)
 
 
-def _writes(args) -> bool:  # noqa: ARG001 (one place to change who writes)
-    """Whether this process writes the outputs (process 0 of a cluster, or the only one)."""
+def _writes() -> bool:
+    """Whether this process writes the outputs (process 0 of a cluster, or the only one); the
+    others return once the collective work is done."""
     import jax
 
     return jax.process_index() == 0
@@ -216,7 +217,7 @@ def cmd_audit(args) -> int:
         items["human_hidden"] = items["id"].map(truth)
         cons = consistency(result.pool, truth)
         result.report["hidden_labels"] = {"share": args.hide_labels, "consistency": cons.to_dict(orient="records")}
-    if not _writes(args):
+    if not _writes():
         return 0
     write_csv(items, out / "items.csv")
     write_parquet(items.astype({"question_type": "string"}), out / "items.parquet")
@@ -270,7 +271,11 @@ def _write_eval(res, out: Path, data: str, args, emb, table) -> None:
     opts = _audit_options(args)
     opts["seed"] = 0
     scorer, rule = res.meta["scorers"][0], res.meta["rules"][0]
-    first = audit(split.table, emb, scorer=_scorer(scorer, args), rule=_rule(rule, args), **opts)
+    # process 0 alone draws the figures: a mesh spanning the other processes would wait for them
+    import jax
+
+    local = argparse.Namespace(**{**vars(args), "mesh_obj": args.mesh_obj if jax.process_count() == 1 else None})
+    first = audit(split.table, emb, scorer=_scorer(scorer, local), rule=_rule(rule, args), **opts)
     plt.close(figure2(first, split.truth, out / "figure2.png",
                       title=f"{data}: {scorer} audit, seed 0 (seed Figure 2)"))
     if first.report.get("decision"):
@@ -300,7 +305,7 @@ def cmd_evaluate(args) -> int:
     else:
         res = evaluate(table, emb, p_ratio=args.p_ratio, **kwargs)
     out = Path(args.out)
-    if not _writes(args):
+    if not _writes():
         return 0
     _write_eval(res, out, args.data, args, emb, table)
     print(_summary_table(res.summary) if not args.sweep else
@@ -373,7 +378,7 @@ def cmd_demo(args) -> int:
                      pd.concat([grid.summary, seed_cfg.summary], ignore_index=True),
                      {**grid.meta, "scorers": grid.meta["scorers"] + ["pot"], "seed_configuration": seed_cfg.meta})
     out = Path(args.out)
-    if not _writes(args):
+    if not _writes():
         return 0
     _write_eval(res, out, "mtbench", args, emb, table)
     print(f"\nMT-Bench, GPT-4 judge vs expert votes; embeddings {emb.source}; {len(res.meta['seeds'])} seeds, "

@@ -24,6 +24,8 @@ import textwrap
 import time
 from pathlib import Path
 
+from probes.mesh import forced_devices_env
+
 ROOT = Path(__file__).resolve().parents[1]
 
 _PRELUDE = """
@@ -44,13 +46,7 @@ def emit(obj):
 
 
 def _env(n_devices: int, extra: dict | None = None) -> dict:
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={n_devices}"
-    env.setdefault("OMP_NUM_THREADS", "1")
-    env.setdefault("HF_HUB_OFFLINE", "1")
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env.update(extra or {})
-    return env
+    return forced_devices_env(n_devices, extra, path=ROOT)
 
 
 def _result(out: str, what: str):

@@ -243,9 +243,11 @@ def solve_process_local(solver: PartialSinkhorn, x, y_local, m, layout: Layout, 
         args = (_place(x.astype(jd), layout, sp["x"]), local(y_p, sp["y"], share * n_proc),
                 _place(a.astype(jd), layout, sp["a"]), local(b_p, sp["b"], share * n_proc), jnp.asarray(m, jd))
         out, _ = _program(solver, layout, cost, block_size, False, True)(*args)
-        own = dict(g=_local_rows(out.g)[:len(y_local)], col_mass=_local_rows(out.col_mass)[:len(y_local)])
-        rest = jax.tree.map(_to_host, dataclasses.replace(out, g=out.f, col_mass=out.row_mass))
-    return dataclasses.replace(rest, **own)
+        # U's outputs stay where they are (this process's share); the rest is whole on every process
+        fields = {f.name: getattr(out, f.name) for f in dataclasses.fields(out)}
+        own = {name: _local_rows(fields.pop(name))[:len(y_local)] for name in ("g", "col_mass")}
+        whole = {name: _to_host(value) for name, value in fields.items()}
+    return SinkhornOutput(**whole, **own)
 
 
 def _local_rows(arr: jax.Array) -> np.ndarray:

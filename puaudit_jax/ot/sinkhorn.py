@@ -58,10 +58,7 @@ from puaudit_jax.ot.problem import PartialProblem
 from puaudit_jax.ot.split import Split
 
 
-# XLA:CPU runs an f32 matrix-vector product at DEFAULT precision several times slower than
-# at HIGHEST (measured 53 vs 9 ms per K v + K^T u pair at 5000 x 5000); HIGHEST streams at
-# memory bandwidth.
-_HIGHEST = jax.lax.Precision.HIGHEST
+_PRECISIONS = ("highest", "high", "default")
 
 
 class _LogState(NamedTuple):
@@ -174,6 +171,12 @@ class PartialSinkhorn:
       mode: "scaling", "log", or "auto" (scaling for dense geometries, log when blocked).
       one_pass: log mode: one-pass reductions with stable fallback (False = always stable).
       absorb_threshold: scaling mode: absorb when a scaling leaves [1/T, T].
+      matmul_precision: precision of the scaling mode's K v and K^T u products ("highest",
+        the default, "high" or "default": ``jax.lax.Precision``). A device-dependent choice:
+        XLA:CPU runs an f32 product at "default" several times slower than at "highest"
+        (measured 53 vs 9 ms per K v + K^T u pair at 5000 x 5000; "highest" streams at memory
+        bandwidth); on GPU "highest" rules out TF32, on TPU it costs several bf16 passes where
+        "default" is one (faster, fewer significant digits in the marginals; not measured here).
       entropy: "augmented" (default, the problem in the module docstring) or "plan":
         min <C, G> + eps sum G (log G - 1) s.t. G 1 <= a, G^T 1 <= b, 1^T G 1 = m, the
         objective of POT's ``entropic_partial_wasserstein`` (entropy of the plan only, no
@@ -194,12 +197,15 @@ class PartialSinkhorn:
     one_pass: bool = True
     absorb_threshold: float = 1e6
     entropy: str = "augmented"
+    matmul_precision: str = "highest"
 
     def __post_init__(self):
         if self.mode not in ("auto", "scaling", "log"):
             raise ValueError(f"mode must be 'auto', 'scaling' or 'log'; got {self.mode!r}")
         if self.entropy not in ("augmented", "plan"):
             raise ValueError(f"entropy must be 'augmented' or 'plan'; got {self.entropy!r}")
+        if self.matmul_precision not in _PRECISIONS:
+            raise ValueError(f"matmul_precision must be one of {_PRECISIONS}; got {self.matmul_precision!r}")
 
     def _epsilon_at(self, it, eps0):
         if self.eps_decay is None:
@@ -357,6 +363,7 @@ class PartialSinkhorn:
         are absorbed and one stable log-domain iteration is taken)."""
         dtype = eps0.dtype
         split = geom.split
+        precision = jax.lax.Precision[self.matmul_precision.upper()]
         log_t = jnp.log(jnp.asarray(self.absorb_threshold, dtype))
         ones = (split.vary(jnp.ones(pots[0].shape, dtype), "rows"),
                 split.vary(jnp.ones(pots[1].shape, dtype), "cols"),
@@ -364,14 +371,14 @@ class PartialSinkhorn:
 
         def iteration(kernel, scal):
             (K, srow, scol), (u, v, ud, vd) = kernel, scal
-            Kv = split.sum(jnp.dot(K, v, precision=_HIGHEST), "cols")
+            Kv = split.sum(jnp.dot(K, v, precision=precision), "cols")
             rows = Kv + srow * vd
             dummy_row = split.sum(jnp.dot(scol, v), "cols")
             err = (split.sum(jnp.sum(jnp.abs(u * rows - tg.a)), "rows")
                    + jnp.abs(ud * dummy_row - tg.mass_row_d))
             u = jnp.where(tg.a > 0, tg.a / rows, 1.0)      # zero-weight rows: K row is 0, pin u = 1
             ud = jnp.where(tg.mass_row_d > 0, tg.mass_row_d / dummy_row, 0.0)
-            KTu = split.sum(jnp.dot(u, K, precision=_HIGHEST), "rows")
+            KTu = split.sum(jnp.dot(u, K, precision=precision), "rows")
             v = jnp.where(tg.b > 0, tg.b / (KTu + scol * ud), 1.0)
             vd = jnp.where(tg.mass_col_d > 0, tg.mass_col_d / split.sum(jnp.dot(srow, u), "rows"), 0.0)
             c = jnp.sqrt(tg.m / split.sum(jnp.dot(v, KTu), "cols"))   # mass step, see the module docstring

@@ -1,0 +1,919 @@
+"""How the sharded partial Sinkhorn (``puaudit_jax.ot.sharded``) scales with the number of devices.
+
+Side-by-side comparisons, ratios printed, nothing asserted. Every configuration that needs a
+particular number of (forced host CPU) devices runs in its own subprocess, since
+``XLA_FLAGS=--xla_force_host_platform_device_count=N`` must be set before JAX starts; the
+parent collects one JSON line from each child. Sections (each a flag; none given = all four):
+
+  --memory   XLA buffer assignment per device (``sharded.memory_per_device``, nothing runs) of
+             the compiled solve at a fixed problem for D = 1, 2, 4, 8 devices, dense (scaling)
+             and blocked (log) modes: bytes and the ratio to D = 1 (target ~1/D). Then, at a
+             fixed n_P (PUAudit's shape: a small labelled P, a large pool U) the largest n_U
+             whose per-device peak fits a per-device budget, for each D (target ratio ~D).
+  --time     time per iteration on 1 device pinned to 1 core vs 2 forced devices pinned to
+             2 cores, dense and blocked, at 5000 x 5000 and 2000 x 100000 (d = 384, float32),
+             with the memory-bandwidth bound of the dense mode (a streaming K v + u K kernel
+             over a matrix of the problem's size, 1 core vs 2 cores, through XLA and numpy).
+  --cluster  a two-process jax.distributed cluster on 127.0.0.1 (gloo), one forced device per
+             process, each pinned to its own core, vs one process with two forced devices on
+             the same two cores: time per iteration of the same dense solve, and the latency of
+             one chained all-reduce (1 float, n_P floats) in each setting. An extra run lets both
+             cluster processes use both cores (--no-cluster-unpinned skips it): pinned to one
+             core each, a non-scalar gloo all-reduce waits about one scheduler tick (~4 ms at
+             HZ=250) on this machine, since the process's transport and compute threads share
+             the core.
+  --comm     bytes exchanged by collectives, counted from the compiled sharded program's HLO
+             (per solver iteration, in the stable-fallback branches, per epoch, once per solve),
+             on a 1-D mesh of 4 and a 2 x 2 mesh, for several n_P, n_U: per iteration it is
+             4 (n_P / D_rows + n_U / D_cols) bytes (a side's term only when the other side is
+             split) plus a few scalars, never a block of the cost.
+
+Timing: the solver runs with tol = 0 (never converges) for a fixed number of iterations. Each
+program is compiled ahead of time (``lower().compile()``), called once untimed (warm-up), then
+timed; time per iteration is the difference between a long and a short run divided by the
+difference in iterations, which removes fixed costs (building the cost matrix, the first
+stable log-domain step, the final marginals, buffer allocation). Dense-mode iterations include
+the occasional absorption (kernel rebuild, one exp pass) that the solver takes.
+
+    python -m experiments.bench_scale --quick                 # all sections, small sizes (~2-3 min)
+    python -m experiments.bench_scale --memory --comm         # compile-only sections, full sizes
+    python -m experiments.bench_scale --time --out /tmp/scale.json
+
+The machine is whatever this runs on: the header names the CPU and the cores this process may
+use; timings on a machine shared with other jobs are noisy (the load average is recorded
+before and after each section).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from probes.mesh import forced_devices_env
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULT = "@@RESULT@@"
+M = 0.7          # transported mass (as experiments.bench_ot)
+EPS = 0.01       # entropic regularisation (cost units; cosine costs lie in [0, 2])
+MiB = 2 ** 20
+
+
+# ============================================================================ the machine
+def machine() -> dict:
+    info = dict(cpu="unknown", logical_cpus=os.cpu_count(), usable_cpus=sorted(os.sched_getaffinity(0)))
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    info["cpu"] = line.split(":", 1)[1].strip()
+                    break
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                key, val = line.split(":", 1)
+                if key in ("MemTotal", "MemAvailable"):
+                    info[key] = int(val.split()[0]) * 1024
+    except OSError:
+        pass
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
+        for line in out.splitlines():
+            k, _, v = line.partition(":")
+            if k.strip() in ("Model name", "L3 cache", "CPU family", "Model", "Hypervisor vendor"):
+                info["lscpu " + k.strip()] = v.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return info
+
+
+def load() -> tuple:
+    return tuple(round(v, 2) for v in os.getloadavg())
+
+
+def header(info: dict) -> str:
+    usable = info["usable_cpus"]
+    lines = [f"# bench_scale on {info['cpu']} (family {info.get('lscpu CPU family', '?')} model "
+             f"{info.get('lscpu Model', '?')}, L3 {info.get('lscpu L3 cache', '?')}, "
+             f"hypervisor {info.get('lscpu Hypervisor vendor', 'none')}): {info['logical_cpus']} logical cores, "
+             f"usable {usable}, memory {info.get('MemTotal', 0) / 2**30:.1f} GiB "
+             f"({info.get('MemAvailable', 0) / 2**30:.1f} GiB available)",
+             f"# load average (1, 5, 15 min) at start: {load()}"]
+    return "\n".join(lines)
+
+
+# ============================================================================ children
+def _child_env(n_devices: int, extra: dict | None = None) -> dict:
+    return forced_devices_env(n_devices, extra, path=ROOT)
+
+
+def _pin(cores):
+    """preexec_fn: pin the child (and every thread it starts) to ``cores`` before it execs."""
+    if cores is None:
+        return None
+    cores = set(cores)
+    return lambda: os.sched_setaffinity(0, cores)
+
+
+def _parse(out: str):
+    for line in reversed(out.splitlines()):
+        if line.startswith(RESULT):
+            return json.loads(line[len(RESULT):])
+    return None
+
+
+def spawn(spec: dict, n_devices: int, cores=None, timeout: float = 600) -> dict:
+    """Run ``worker(spec)`` in a fresh interpreter with ``n_devices`` forced host devices,
+    pinned to ``cores``; its JSON result, or a dict with ``failed``."""
+    cmd = [sys.executable, "-m", "experiments.bench_scale", "--worker", json.dumps(spec)]
+    try:
+        p = subprocess.run(cmd, cwd=ROOT, env=_child_env(n_devices), capture_output=True, text=True,
+                           timeout=timeout, preexec_fn=_pin(cores))
+    except subprocess.TimeoutExpired:       # subprocess.run kills the child
+        return dict(spec, failed=f"timeout after {timeout:.0f} s")
+    res = _parse(p.stdout)
+    if p.returncode != 0 or res is None:
+        tail = (p.stderr or p.stdout).strip().splitlines()[-12:]
+        sys.stderr.write("\n".join(tail) + "\n")
+        return dict(spec, failed=f"rc {p.returncode}: {tail[-1] if tail else ''}")
+    return res
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def spawn_cluster(spec: dict, n_processes: int, cores_of, timeout: float) -> list:
+    """``n_processes`` interpreters forming a jax.distributed cluster on 127.0.0.1 (env
+    PUAUDIT_COORDINATOR / _NUM_PROCESSES / _PROCESS_ID, read by probes.mesh.initialize_cluster),
+    one forced device each, process i pinned to ``cores_of(i)``. Output goes to files (no pipe
+    can fill up); all processes are killed when one fails or at the timeout."""
+    port = _free_port()
+    cmd = [sys.executable, "-m", "experiments.bench_scale", "--worker", json.dumps(spec)]
+    with tempfile.TemporaryDirectory() as tmp:
+        procs, logs = [], []
+        for rank in range(n_processes):
+            extra = dict(PUAUDIT_COORDINATOR=f"127.0.0.1:{port}", PUAUDIT_NUM_PROCESSES=str(n_processes),
+                         PUAUDIT_PROCESS_ID=str(rank), PUAUDIT_CLUSTER_TIMEOUT=str(int(min(timeout, 120))))
+            logs.append(Path(tmp) / f"process-{rank}.log")
+            with open(logs[-1], "w") as log:
+                procs.append(subprocess.Popen(cmd, cwd=ROOT, env=_child_env(1, extra), stdout=log,
+                                              stderr=subprocess.STDOUT, text=True, preexec_fn=_pin(cores_of(rank))))
+        t0, why = time.monotonic(), None
+        while why is None and any(p.poll() is None for p in procs):
+            bad = [i for i, p in enumerate(procs) if p.poll() not in (None, 0)]
+            if bad:
+                why = f"process {bad[0]} exited with {procs[bad[0]].returncode}"
+            elif time.monotonic() - t0 > timeout:
+                why = f"timeout after {timeout:.0f} s"
+            time.sleep(0.1)
+        for p in procs:                      # only the processes started here, by handle
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        outs = [log.read_text() for log in logs]
+    if why is None and any(p.returncode != 0 for p in procs):
+        why = "a process failed"
+    results = [_parse(o) for o in outs]
+    if why or any(r is None for r in results):
+        for i, o in enumerate(outs):
+            sys.stderr.write(f"--- cluster process {i} ---\n" + "\n".join(o.strip().splitlines()[-10:]) + "\n")
+        return [dict(spec, failed=why or "no result")]
+    return results
+
+
+# ============================================================================ worker side
+def _emit(obj) -> None:
+    print(RESULT + json.dumps(obj), flush=True)
+
+
+def _mesh(devices, shape=None):
+    """A Mesh even for one device (probes.mesh.make_mesh returns None there): axis "u" (1-D) or
+    ("p", "u")."""
+    import numpy as np
+    from jax.sharding import Mesh
+
+    from probes.mesh import COLS, ROWS
+    shape = shape or (len(devices),)
+    names = (COLS,) if len(shape) == 1 else (ROWS, COLS)
+    return Mesh(np.asarray(devices, dtype=object).reshape(shape), names)
+
+
+def _solver(mode: str, max_iter: int, tol: float = 0.0):
+    from puaudit_jax.ot import PartialSinkhorn
+    return PartialSinkhorn(epsilon=EPS, tol=tol, max_iter=max_iter, mode=mode)
+
+
+def _abstract_args(layout, n, k, d, dtype="float32"):
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding
+
+    from probes.mesh import pad_to_multiple
+    N, K = pad_to_multiple(n, layout.count("rows")), pad_to_multiple(k, layout.count("cols"))
+    sp = layout.specs
+
+    def spec(shape, s):
+        return jax.ShapeDtypeStruct(shape, jnp.dtype(dtype), sharding=NamedSharding(layout.mesh, s))
+
+    return (spec((N, d), sp["x"]), spec((K, d), sp["y"]), spec((N,), sp["a"]), spec((K,), sp["b"]),
+            spec((), sp["m"]))
+
+
+def _compile(mode, max_iter, layout, block_size, args):
+    from puaudit_jax.ot.sharded import _program
+    return _program(_solver(mode, max_iter), layout, "cosine", block_size, False, True).lower(*args).compile()
+
+
+# ----------------------------------------------------------------------------- memory
+def memory_worker(spec: dict) -> dict:
+    import jax
+
+    from puaudit_jax.ot.sharded import Layout, memory_per_device
+    devs = jax.devices()
+    n, k, d, bs = spec["n"], spec["k"], spec["d"], spec["block_size"]
+    rows = []
+    for mode in spec["modes"]:
+        solver = _solver("scaling" if mode == "dense" else "log", 100, tol=1e-4)
+        block = None if mode == "dense" else bs
+        for D in spec["devices"]:
+            layout = Layout.of(_mesh(devs[:D]))
+            mem = memory_per_device(solver, layout, n, k, d, block_size=block)
+            rows.append(dict(mode=mode, D=D, n=n, k=k, d=d, block_size=block, **mem))
+
+    # largest n_U (fixed n_P) whose per-device peak fits the budget
+    budget, n_p, unit = spec["budget"], spec["budget_n"], spec["unit"]
+    fits_rows = []
+    for mode in spec["budget_modes"]:
+        solver = _solver("scaling" if mode == "dense" else "log", 100, tol=1e-4)
+        block = None if mode == "dense" else bs
+        for D in spec["devices"]:
+            layout = Layout.of(_mesh(devs[:D]))
+            step = D * unit
+            probes = {}
+
+            def peak(kk):
+                if kk not in probes:
+                    probes[kk] = memory_per_device(solver, layout, n_p, kk, d, block_size=block)["peak"]
+                return probes[kk]
+
+            # the peak is close to affine in n_U: predict from two compiles, then bracket and bisect
+            k1, k2 = 16 * step, 64 * step
+            slope = (peak(k2) - peak(k1)) / (k2 - k1)
+            guess = max(step, int((budget - peak(k1)) / slope + k1) // step * step) if slope > 0 else step
+            if peak(step) > budget:
+                fits_rows.append(dict(mode=mode, D=D, n=n_p, k=0, peak=peak(step), compiles=len(probes)))
+                continue
+            lo, hi = step, None
+            if peak(guess) <= budget:
+                lo, up = guess, step
+                while peak(lo + up) <= budget:
+                    lo, up = lo + up, up * 2
+                hi = lo + up
+            else:
+                hi, down = guess, step
+                while peak(max(step, hi - down)) > budget:
+                    hi, down = max(step, hi - down), down * 2
+                lo = max(step, hi - down)
+            while hi - lo > step:
+                mid = (lo + hi) // 2 // step * step
+                lo, hi = (mid, hi) if peak(mid) <= budget else (lo, mid)
+            fits_rows.append(dict(mode=mode, D=D, n=n_p, k=lo, peak=peak(lo), next_peak=peak(hi),
+                                  compiles=len(probes), predicted=guess))
+    return dict(rows=rows, budget_rows=fits_rows, budget=budget)
+
+
+# ----------------------------------------------------------------------------- timing
+def _problem(n, k, d):
+    from experiments.bench_ot import make_problem
+    return make_problem(n, k, d)
+
+
+def _placed_args(layout, x, y):
+    import jax.numpy as jnp
+    import numpy as np
+
+    from probes.mesh import pad_to_multiple
+    from puaudit_jax.ot.sharded import _place, pad_points
+    n, k = len(x), len(y)
+    a, b = np.full(n, 1 / n), np.full(k, 1 / k)
+    N, K = pad_to_multiple(n, layout.count("rows")), pad_to_multiple(k, layout.count("cols"))
+    (x, a), (y, b) = pad_points(x, a, N), pad_points(y, b, K)
+    sp = layout.specs
+    f32 = np.float32
+    return (_place(x.astype(f32), layout, sp["x"]), _place(y.astype(f32), layout, sp["y"]),
+            _place(a.astype(f32), layout, sp["a"]), _place(b.astype(f32), layout, sp["b"]),
+            jnp.asarray(M, jnp.float32))
+
+
+def _scalar(arr):
+    import numpy as np
+    return np.asarray(arr.addressable_data(0)).item()
+
+
+def solve_worker(spec: dict) -> dict:
+    """Time per iteration of one sharded solve (mesh over every device this process or cluster
+    sees, U split over "u")."""
+    clustered = False
+    if spec.get("cluster"):
+        from probes.mesh import initialize_cluster
+        clustered = initialize_cluster()
+    import jax
+    from jax.experimental import multihost_utils
+
+    from puaudit_jax.ot.sharded import Layout
+    affinity = sorted(os.sched_getaffinity(0))
+    layout = Layout.of(_mesh(jax.devices()))
+    n, k, d = spec["n"], spec["k"], spec["d"]
+    mode = "scaling" if spec["mode"] == "dense" else "log"
+    block = None if spec["mode"] == "dense" else spec["block_size"]
+    res = dict(spec, devices=len(jax.devices()), processes=jax.process_count(), affinity=affinity)
+
+    def sync(tag):
+        if clustered:
+            multihost_utils.sync_global_devices(tag)
+
+    t = time.perf_counter()
+    abstract = _abstract_args(layout, n, k, d)
+    short = _compile(mode, spec["short"], layout, block, abstract)
+    long_ = _compile(mode, spec["short"] + spec["iters"], layout, block, abstract)
+    res["compile_s"] = time.perf_counter() - t
+    ma = long_.memory_analysis()
+    peak = ma.argument_size_in_bytes + ma.output_size_in_bytes + ma.temp_size_in_bytes
+    res["peak_per_device"] = int(peak)
+    with open("/proc/meminfo") as fh:
+        avail = next(int(ln.split()[1]) * 1024 for ln in fh if ln.startswith("MemAvailable"))
+    local = len(jax.local_devices())
+    if peak * local + 4 * (n + k) * d * 3 > spec.get("mem_fraction", 0.6) * avail:
+        res["skipped"] = (f"needs {peak * local / 2**30:.1f} GiB of XLA buffers (+ host data) on this process, "
+                          f"{avail / 2**30:.1f} GiB available")
+        return res
+
+    x, y = _problem(n, k, d)
+    args = _placed_args(layout, x, y)
+    del x, y
+
+    cpu = {}
+
+    def run(prog, tag):
+        sync(tag)
+        c, t = os.times(), time.perf_counter()
+        out, _ = prog(*args)
+        jax.block_until_ready(out)
+        dt, c1 = time.perf_counter() - t, os.times()
+        cpu[tag] = (c1.user + c1.system - c.user - c.system) / dt
+        return dt, out
+
+    res["first_s"], _ = run(short, "warm")
+    # short and long runs interleaved, the fastest of each kept: a burst of load from other
+    # jobs then slows one pair rather than one side of the difference
+    times = dict(short=[], long=[])
+    outs = {}
+    for r in range(spec["repeats"]):
+        for name, prog in (("short", short), ("long", long_)):
+            dt, outs[name] = run(prog, f"{name}{r}")
+            times[name].append(dt)
+    for name, out in outs.items():
+        res[f"t_{name}"] = min(times[name])
+        res[f"times_{name}"] = times[name]
+        res[f"it_{name}"] = int(_scalar(out.iterations))
+        res[f"stable_{name}"] = int(_scalar(out.stable_steps))
+        res[f"converged_{name}"] = bool(_scalar(out.converged))
+    times = {name: min(v) for name, v in times.items()}
+    out = outs["long"]
+    res["marginal_error"] = float(_scalar(out.marginal_error))
+    res["cores_busy"] = cpu.get("long0")     # process CPU time / wall time of a long run
+    res["per_iter"] = (times["long"] - times["short"]) / max(res["it_long"] - res["it_short"], 1)
+    res["per_iter_naive"] = times["long"] / res["it_long"]     # fixed costs included
+    if spec.get("latency"):
+        res["allreduce_s"] = {str(size): _allreduce_latency(layout.mesh, size, sync) for size in (1, n)}
+    res["process_id"] = jax.process_index()
+    return res
+
+
+def _allreduce_latency(mesh, size: int, sync, count: int = 200) -> float:
+    """Seconds per all-reduce (psum over "u") of ``size`` float32 per device, chained
+    ``count`` times inside one jitted loop, as the solver's collectives are."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    D = mesh.size
+
+    def body(v):
+        return jax.lax.fori_loop(0, count, lambda i, c: jax.lax.psum(c, "u") * (1.0 / D), v)
+
+    f = jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P("u"), out_specs=P("u"), check_vma=False))
+    host = np.ones(D * size, np.float32)
+    v = jax.make_array_from_callback(host.shape, NamedSharding(mesh, P("u")), lambda idx: host[idx])
+    jax.block_until_ready(f(v))
+    best = math.inf
+    for r in range(3):
+        sync(f"lat{size}-{r}")
+        t = time.perf_counter()
+        jax.block_until_ready(f(v))
+        best = min(best, time.perf_counter() - t)
+    return best / count
+
+
+def bandwidth_worker(spec: dict) -> dict:
+    """Streaming bound of a dense iteration: K v and u K over an (n, k) float32 matrix, through
+    XLA (K split by columns over this process's devices, as the solver splits C) and through
+    numpy (one thread per device on its own column block)."""
+    import concurrent.futures
+
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    n, k, reps = spec["n"], spec["k"], spec["repeats"]
+    devs = jax.devices()
+    D = len(devs)
+    mesh = _mesh(devs)
+    res = dict(spec, devices=D, affinity=sorted(os.sched_getaffinity(0)), bytes=2 * n * k * 4)
+    K = jax.jit(lambda: jnp.ones((n, k), jnp.float32) * 0.5, out_shardings=NamedSharding(mesh, P(None, "u")))()
+    v = jax.device_put(jnp.ones((k,), jnp.float32), NamedSharding(mesh, P("u")))
+    u = jax.device_put(jnp.ones((n,), jnp.float32), NamedSharding(mesh, P()))
+    hi = jax.lax.Precision.HIGHEST
+
+    def local(K, v, u):
+        return jax.lax.psum(jnp.dot(K, v, precision=hi), "u"), jnp.dot(u, K, precision=hi)
+
+    f = jax.jit(jax.shard_map(local, mesh=mesh, in_specs=(P(None, "u"), P("u"), P()), out_specs=(P(), P("u"))))
+    jax.block_until_ready(f(K, v, u))
+    best = math.inf
+    for _ in range(reps):
+        t = time.perf_counter()
+        jax.block_until_ready(f(K, v, u))
+        best = min(best, time.perf_counter() - t)
+    res["xla_s"], res["xla_gbs"] = best, 2 * n * k * 4 / best / 1e9
+    del K
+    blocks = [np.full((n, k // D), 0.5, np.float32) for _ in range(D)]
+    vs = [np.ones(k // D, np.float32) for _ in range(D)]
+    un = np.ones(n, np.float32)
+
+    def one(i):
+        return blocks[i] @ vs[i], un @ blocks[i]
+
+    with concurrent.futures.ThreadPoolExecutor(D) as pool:
+        list(pool.map(one, range(D)))
+        best = math.inf
+        for _ in range(reps):
+            t = time.perf_counter()
+            list(pool.map(one, range(D)))
+            best = min(best, time.perf_counter() - t)
+    res["numpy_s"], res["numpy_gbs"] = best, 2 * n * (k // D) * D * 4 / best / 1e9
+    return res
+
+
+# ----------------------------------------------------------------------------- communication
+_COLLECTIVES = ("all-reduce", "all-reduce-start", "all-gather", "all-gather-start", "reduce-scatter",
+                "collective-permute", "collective-permute-start", "all-to-all", "collective-broadcast")
+_DTYPE_BYTES = dict(pred=1, s8=1, u8=1, s16=2, u16=2, f16=2, bf16=2, s32=4, u32=4, f32=4, s64=8, u64=8,
+                    f64=8, c64=8, c128=16)
+_SHAPE = re.compile(r"\b(" + "|".join(_DTYPE_BYTES) + r")\[([\d,]*)\]")
+_HEADER = re.compile(r"^(ENTRY\s+)?%?([^\s(]+)\s*\(.*\{\s*$")
+_INSTR = re.compile(r"^\s*(?:ROOT\s+)?%?([^\s=]+)\s*=\s*(.*)$")
+_CALLED = re.compile(r"\b(body|condition|calls|true_computation|false_computation)=%?([^\s,}]+)")
+_BRANCHES = re.compile(r"branch_computations=\{([^}]*)\}")
+
+
+def _shape_bytes(shape: str) -> int:
+    total = 0
+    for dt, dims in _SHAPE.findall(shape):
+        count = 1
+        for v in filter(None, dims.split(",")):
+            count *= int(v)
+        total += count * _DTYPE_BYTES[dt]
+    return total
+
+
+def _shape_elements(shape: str) -> int:
+    """Elements of a (possibly tuple) shape: a tuple of two scalars counts 2."""
+    return sum(math.prod(int(v) for v in filter(None, dims.split(","))) for _, dims in _SHAPE.findall(shape))
+
+
+def _group_size(attrs: str):
+    """Devices per replica group of a collective: "{{0,1},{2,3}}" or the iota form "[2,2]<=[4]"."""
+    g = re.search(r"replica_groups=\{\{([\d,]*)\}", attrs)
+    if g:
+        return len(g.group(1).split(","))
+    g = re.search(r"replica_groups=\[([\d,]+)\]<=", attrs)
+    return int(g.group(1).split(",")[-1]) if g else None
+
+
+def _split_instr(rhs: str):
+    """'shape opcode(operands), attrs' -> (shape, opcode, rest); a tuple shape is parenthesised."""
+    rhs = rhs.strip()
+    if rhs.startswith("("):
+        depth = 0
+        for i, ch in enumerate(rhs):
+            depth += ch == "("
+            depth -= ch == ")"
+            if depth == 0:
+                break
+        shape, rest = rhs[:i + 1], rhs[i + 1:].lstrip()
+    else:
+        shape, _, rest = rhs.partition(" ")
+    opcode, _, rest = rest.partition("(")
+    return shape, opcode.strip(), rest
+
+
+def hlo_collectives(text: str) -> dict:
+    """Collectives of a compiled (SPMD-partitioned, per-device) HLO module, attributed to loops.
+
+    The call graph is walked from the entry computation: a ``while`` opens a loop (its body and
+    condition run once per trip), a ``conditional``'s branches are marked as such (they run only
+    when taken: the solver's stable fallbacks), other calls inherit their caller's place.
+    Returns {"loops": {loop id: dict(parent, depth, direct bytes / ops, branch bytes / ops,
+    groups)}}, loop 0 being the entry (once per call). Bytes are each collective's result shape
+    per device (an all-reduce's payload; a ring all-reduce of B bytes sends ~2 B (D - 1) / D).
+    """
+    comps, entry, cur = {}, None, None
+    for line in text.splitlines():
+        if cur is None:
+            h = _HEADER.match(line)
+            if h and not line.startswith(" "):
+                cur = h.group(2)
+                comps[cur] = []
+                if h.group(1):
+                    entry = cur
+            continue
+        if line.startswith("}"):
+            cur = None
+            continue
+        m = _INSTR.match(line)
+        if m:
+            comps[cur].append(_split_instr(m.group(2)))
+    loops = {0: dict(parent=None, depth=0, direct_bytes=0, direct_ops=0, direct_multi=0, branch_bytes=0,
+                     branch_ops=0, branch_multi=0, groups=set())}
+
+    def walk(comp, loop, in_branch, stack=()):
+        if comp not in comps or comp in stack:
+            return
+        for shape, opcode, rest in comps[comp]:
+            if opcode in _COLLECTIVES:
+                node = loops[loop]
+                key = "branch" if in_branch else "direct"
+                node[key + "_bytes"] += _shape_bytes(shape)
+                node[key + "_ops"] += 1
+                node[key + "_multi"] += _shape_elements(shape) > 1
+                node["groups"].add(_group_size(rest))
+                continue
+            called = dict()
+            for kind, name in _CALLED.findall(rest):
+                called.setdefault(kind, []).append(name)
+            if opcode == "while":
+                lid = len(loops)
+                loops[lid] = dict(parent=loop, depth=loops[loop]["depth"] + 1, direct_bytes=0, direct_ops=0,
+                                  direct_multi=0, branch_bytes=0, branch_ops=0, branch_multi=0, groups=set())
+                for name in called.get("body", []) + called.get("condition", []):
+                    walk(name, lid, False, stack + (comp,))
+            elif opcode == "conditional":
+                b = _BRANCHES.search(rest)
+                names = ([s.strip().lstrip("%") for s in b.group(1).split(",")] if b else
+                         called.get("true_computation", []) + called.get("false_computation", []))
+                for name in names:
+                    walk(name, loop, True, stack + (comp,))
+            else:
+                for name in called.get("calls", []):
+                    walk(name, loop, in_branch, stack + (comp,))
+
+    walk(entry, 0, False)
+    for node in loops.values():
+        node["groups"] = sorted(g for g in node["groups"] if g is not None)
+    return dict(loops=loops)
+
+
+def comm_summary(text: str) -> dict:
+    """Per iteration (the deepest loop with collectives: the solver's iteration loop), its
+    fallback branches, the enclosing loops (scaling mode: once per epoch / absorption) and once
+    per solve."""
+    loops = hlo_collectives(text)["loops"]
+    with_coll = [i for i, v in loops.items() if i and v["direct_ops"]]
+    if not with_coll:
+        return dict(per_iter=0, per_iter_ops=0, per_iter_multi=0, per_iter_fallback=0, per_epoch=0,
+                    once=loops[0]["direct_bytes"] + loops[0]["branch_bytes"], loops=len(loops) - 1)
+    it = max(with_coll, key=lambda i: loops[i]["depth"])
+
+    def descendants(i):
+        kids = [j for j, v in loops.items() if v["parent"] == i]
+        return kids + [d for j in kids for d in descendants(j)]
+
+    inner = descendants(it)
+    ancestors, p = [], loops[it]["parent"]
+    while p:
+        ancestors.append(p)
+        p = loops[p]["parent"]
+    tot = lambda ids: sum(loops[i]["direct_bytes"] + loops[i]["branch_bytes"] for i in ids)  # noqa: E731
+    return dict(per_iter=loops[it]["direct_bytes"], per_iter_ops=loops[it]["direct_ops"],
+                per_iter_multi=loops[it]["direct_multi"],
+                per_iter_fallback=loops[it]["branch_bytes"] + tot(inner),
+                per_epoch=tot(ancestors), once=tot([0]), depth=loops[it]["depth"], loops=len(loops) - 1,
+                groups=loops[it]["groups"])
+
+
+def comm_worker(spec: dict) -> dict:
+    import jax
+
+    from puaudit_jax.ot.sharded import Layout
+    devs = jax.devices()
+    rows = []
+    for shape in spec["meshes"]:
+        layout = Layout.of(_mesh(devs[:math.prod(shape)], tuple(shape)))
+        for mode in spec["modes"]:
+            for n, k in spec["sizes"]:
+                block = None if mode == "dense" else spec["block_size"]
+                args = _abstract_args(layout, n, k, spec["d"])
+                text = _compile("scaling" if mode == "dense" else "log", 100, layout, block, args).as_text()
+                s = comm_summary(text)
+                rows.append(dict(mesh="x".join(map(str, shape)), rows_split=layout.count("rows"),
+                                 cols_split=layout.count("cols"), mode=mode, n=n, k=k, **s))
+    return dict(rows=rows)
+
+
+def worker(spec: dict) -> dict:
+    return dict(memory=memory_worker, solve=solve_worker, bandwidth=bandwidth_worker,
+                comm=comm_worker)[spec["kind"]](spec)
+
+
+# ============================================================================ parent: sections
+def fmt(v, f=".3g"):
+    return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else format(v, f)
+
+
+def section_memory(cfg) -> tuple[str, dict]:
+    spec = dict(kind="memory", n=cfg.mem_n, k=cfg.mem_k, d=cfg.d, block_size=cfg.block_size, modes=["dense", "blocked"],
+                devices=cfg.mem_devices, budget=int(cfg.budget_mib * MiB), budget_n=cfg.budget_n,
+                budget_modes=cfg.budget_modes, unit=64)
+    r = spawn(spec, max(cfg.mem_devices), None, timeout=cfg.timeout)
+    if "failed" in r:
+        return f"memory: failed ({r['failed']})", r
+    lines = [f"## Memory per device (XLA buffer assignment of the compiled solve; nothing runs): "
+             f"n_P x n_U = {cfg.mem_n} x {cfg.mem_k}, d = {cfg.d}, float32, U split over D devices",
+             "", "| mode | D | arguments MiB | outputs MiB | temporaries MiB | peak MiB | peak / peak(D=1) | 1/D |",
+             "|---|---|---|---|---|---|---|---|"]
+    base = {row["mode"]: row["peak"] for row in r["rows"] if row["D"] == 1}
+    for row in r["rows"]:
+        ratio = row["peak"] / base[row["mode"]] if row["mode"] in base else None
+        row["ratio"] = ratio
+        name = "dense (scaling)" if row["mode"] == "dense" else f"blocked (log, block {row['block_size']})"
+        lines.append(f"| {name} | {row['D']} | {row['arguments'] / MiB:.1f} | {row['outputs'] / MiB:.2f} | "
+                     f"{row['temporaries'] / MiB:.1f} | {row['peak'] / MiB:.1f} | {fmt(ratio, '.3f')} | "
+                     f"{1 / row['D']:.3f} |")
+    lines += ["", f"## Largest n_U at fixed n_P = {cfg.budget_n} whose per-device peak fits {cfg.budget_mib:g} MiB "
+              f"(d = {cfg.d}; search on memory_per_device only, n_U a multiple of 64 D)", "",
+              "| mode | D | max n_U | peak MiB | peak at next step MiB | n_U / n_U(D=1) | D | cells n_P n_U (M) "
+              "| compiles |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    kbase = {row["mode"]: row["k"] for row in r["budget_rows"] if row["D"] == 1}
+    for row in r["budget_rows"]:
+        ratio = row["k"] / kbase[row["mode"]] if kbase.get(row["mode"]) else None
+        row["ratio"] = ratio
+        lines.append(f"| {row['mode']} | {row['D']} | {row['k']} | {row['peak'] / MiB:.1f} | "
+                     f"{fmt(row.get('next_peak', math.nan) / MiB, '.1f')} | {fmt(ratio, '.2f')} | {row['D']} | "
+                     f"{row['n'] * row['k'] / 1e6:.1f} | {row['compiles']} |")
+    return "\n".join(lines), r
+
+
+def section_time(cfg) -> tuple[str, dict]:
+    out = dict(solve=[], bandwidth=[])
+    for n, k in cfg.time_sizes:
+        for mode in cfg.modes:
+            iters = cfg.dense_iters if mode == "dense" else cfg.blocked_iters
+            repeats = cfg.repeats
+            if mode == "blocked" and n * k > cfg.blocked_cells_small:    # seconds per iteration: keep it short
+                iters, repeats = cfg.blocked_iters_large, 1
+            for D, cores in ((1, [0]), (2, [0, 1])):
+                spec = dict(kind="solve", n=n, k=k, d=cfg.d, mode=mode, block_size=cfg.block_size,
+                            short=cfg.short_iters, iters=iters, repeats=repeats)
+                t0 = time.perf_counter()
+                r = spawn(spec, D, cores, timeout=cfg.timeout)
+                r["wall_s"] = time.perf_counter() - t0
+                r.setdefault("D", D)
+                r["D"] = D
+                r["cores"] = cores
+                out["solve"].append(r)
+                print(f"  solve {n}x{k} {mode:7s} D={D} cores={cores}: "
+                      + (r.get("failed") or r.get("skipped") or
+                         f"{r['per_iter'] * 1e3:.1f} ms/iter ({r['it_long'] - r['it_short']} its, "
+                         f"short {r['t_short']:.2f}s long {r['t_long']:.2f}s, compile {r['compile_s']:.1f}s, "
+                         f"{fmt(r.get('cores_busy'), '.2f')} cores busy)")
+                      + f" [{r['wall_s']:.0f}s wall]", flush=True)
+        for D, cores in ((1, [0]), (2, [0, 1])):
+            r = spawn(dict(kind="bandwidth", n=n, k=k, repeats=max(5, cfg.repeats)), D, cores, timeout=cfg.timeout)
+            r["D"], r["cores"] = D, cores
+            out["bandwidth"].append(r)
+            print(f"  bandwidth {n}x{k} D={D}: " + (r.get("failed") or
+                  f"XLA {r['xla_gbs']:.1f} GB/s, numpy {r['numpy_gbs']:.1f} GB/s"), flush=True)
+
+    def get(rows, **kw):
+        for r in rows:
+            if all(r.get(a) == b for a, b in kw.items()):
+                return r
+        return None
+
+    lines = [f"## Time per iteration, 1 device on 1 core vs 2 forced devices on 2 cores (d = {cfg.d}, float32, "
+             f"eps = {EPS}, tol = 0: fixed iterations; (t_long - t_short) / (it_long - it_short))", "",
+             "| n_P x n_U | mode | D=1 s/iter | D=2 s/iter | speed-up | bandwidth-bound speed-up (XLA / numpy) "
+             "| s/iter incl. fixed costs D=1 / D=2 | iterations timed | peak MiB/device D=1 / D=2 |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for n, k in cfg.time_sizes:
+        b1, b2 = get(out["bandwidth"], n=n, k=k, D=1), get(out["bandwidth"], n=n, k=k, D=2)
+        bw = (f"{b2['xla_gbs'] / b1['xla_gbs']:.2f} / {b2['numpy_gbs'] / b1['numpy_gbs']:.2f}"
+              if b1 and b2 and "xla_gbs" in b1 and "xla_gbs" in b2 else "-")
+        for mode in cfg.modes:
+            r1, r2 = get(out["solve"], n=n, k=k, mode=mode, D=1), get(out["solve"], n=n, k=k, mode=mode, D=2)
+            ok = [r for r in (r1, r2) if r and "per_iter" in r]
+            if len(ok) < 2:
+                why = "; ".join(r.get("skipped") or r.get("failed") or "?"
+                                for r in (r1, r2) if r and "per_iter" not in r)
+                lines.append(f"| {n}x{k} | {mode} | skipped: {why} | | | | | | |")
+                continue
+            sp = r1["per_iter"] / r2["per_iter"]
+            r2["speedup"] = sp
+            lines.append(f"| {n}x{k} | {mode} | {r1['per_iter']:.4g} | {r2['per_iter']:.4g} | {sp:.2f} | "
+                         f"{bw if mode == 'dense' else '(compute-bound)'} | "
+                         f"{r1['per_iter_naive']:.4g} / {r2['per_iter_naive']:.4g} | "
+                         f"{r1['it_long'] - r1['it_short']} | {r1['peak_per_device'] / MiB:.0f} / "
+                         f"{r2['peak_per_device'] / MiB:.0f} |")
+    lines += ["", "## Streaming bound: K v + u K over an n_P x n_U float32 matrix (two passes), split by columns", "",
+              "| matrix | MiB | XLA 1 core GB/s | XLA 2 cores GB/s | ratio | numpy 1 thread GB/s "
+              "| numpy 2 threads GB/s | ratio |",
+              "|---|---|---|---|---|---|---|---|"]
+    for n, k in cfg.time_sizes:
+        b1, b2 = get(out["bandwidth"], n=n, k=k, D=1), get(out["bandwidth"], n=n, k=k, D=2)
+        if not (b1 and b2 and "xla_gbs" in b1 and "xla_gbs" in b2):
+            lines.append(f"| {n}x{k} | failed | | | | | | |")
+            continue
+        lines.append(f"| {n}x{k} | {n * k * 4 / MiB:.0f} | {b1['xla_gbs']:.1f} | {b2['xla_gbs']:.1f} | "
+                     f"{b2['xla_gbs'] / b1['xla_gbs']:.2f} | {b1['numpy_gbs']:.1f} | {b2['numpy_gbs']:.1f} | "
+                     f"{b2['numpy_gbs'] / b1['numpy_gbs']:.2f} |")
+    return "\n".join(lines), out
+
+
+def section_cluster(cfg) -> tuple[str, dict]:
+    n, k = cfg.cluster_size
+    spec = dict(kind="solve", n=n, k=k, d=cfg.d, mode="dense", block_size=cfg.block_size, short=cfg.short_iters,
+                iters=cfg.cluster_iters, repeats=cfg.repeats, latency=True)
+    runs = {}
+    for name, go in (("cluster, process i on core i", lambda: spawn_cluster(dict(spec, cluster=True), 2,
+                                                                              lambda rank: [rank], cfg.timeout)),
+                     ("one process, 2 devices", lambda: [spawn(spec, 2, [0, 1], timeout=cfg.timeout)]),
+                     ("cluster, both processes on cores [0, 1]", lambda: spawn_cluster(
+                         dict(spec, cluster=True), 2, lambda rank: [0, 1], cfg.timeout))):
+        if name.startswith("cluster, both") and not cfg.cluster_unpinned:
+            continue
+        t0 = time.perf_counter()
+        runs[name] = dict(results=go(), wall_s=time.perf_counter() - t0)
+        print(f"  {name}: " + ", ".join(r.get("failed") or f"{r['per_iter'] * 1e3:.1f} ms/iter"
+                                        for r in runs[name]["results"]), flush=True)
+    lines = [f"## Two-process jax.distributed cluster (gloo over 127.0.0.1, 1 forced device per process) vs "
+             f"one process with 2 forced devices on cores [0, 1]: dense {n} x {k}, d = {cfg.d}, U split in 2", "",
+             "| run | s/iter | s/iter incl. fixed costs | iterations timed | cores busy | all-reduce latency 1 float / "
+             f"{n} floats (us) | compile s | wall s |", "|---|---|---|---|---|---|---|---|"]
+    per = {}
+    for name, run in runs.items():
+        for i, r in enumerate(run["results"]):
+            if "per_iter" not in r:
+                lines.append(f"| {name} | failed: {r.get('failed') or r.get('skipped')} | | | | | | |")
+                continue
+            per.setdefault(name, []).append(r["per_iter"])
+            lat = r.get("allreduce_s", {})
+            who = f"{name}: process {r.get('process_id', i)} (cores {r['affinity']})" if r.get("cluster") else \
+                f"{name} (cores {r['affinity']})"
+            lines.append(f"| {who} | {r['per_iter']:.4g} | {r['per_iter_naive']:.4g} | "
+                         f"{r['it_long'] - r['it_short']} | "
+                         f"{fmt(r.get('cores_busy'), '.2f')} | {fmt(lat.get('1', math.nan) * 1e6, '.0f')} / "
+                         f"{fmt(lat.get(str(n), math.nan) * 1e6, '.0f')} | {r['compile_s']:.1f} | "
+                         f"{run['wall_s']:.0f} |")
+    out = dict(runs=runs)
+    single = per.get("one process, 2 devices")
+    if single:
+        lines.append("")
+        for name, v in per.items():
+            if name.startswith("cluster"):
+                out.setdefault("ratio", {})[name] = max(v) / single[0]
+                lines.append(f"{name} / one process, time per iteration (slowest process): "
+                             f"{max(v) / single[0]:.2f} (target within 1.5)")
+    return "\n".join(lines), out
+
+
+def section_comm(cfg) -> tuple[str, dict]:
+    spec = dict(kind="comm", meshes=[[4], [2, 2]], modes=["dense", "blocked"], sizes=cfg.comm_sizes, d=cfg.d,
+                block_size=cfg.block_size)
+    r = spawn(spec, 4, None, timeout=cfg.timeout)
+    if "failed" in r:
+        return f"comm: failed ({r['failed']})", r
+    lines = ["## Bytes per device exchanged by collectives, from the compiled per-device HLO (result shape of each "
+             "all-reduce; per solver iteration = body + condition of the iteration loop)", "",
+             "| mesh (rows x cols) | mode | n_P | n_U | per iteration B | ops/iter (non-scalar) "
+             "| 4(n_P/Dr [Dc>1] + n_U/Dc [Dr>1]) B "
+             "| per iter / that | fallback branches B | per epoch B | once B | cost block 4 n_P n_U / D B |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row in r["rows"]:
+        dr, dc = row["rows_split"], row["cols_split"]
+        vec = 4 * ((row["n"] / dr if dc > 1 else 0) + (row["k"] / dc if dr > 1 else 0))
+        row["vector_bytes"] = vec
+        row["cost_block_bytes"] = 4 * row["n"] * row["k"] / (dr * dc)
+        lines.append(f"| {row['mesh']} ({dr}x{dc}) | {row['mode']} | {row['n']} | {row['k']} | {row['per_iter']} | "
+                     f"{row['per_iter_ops']} ({row['per_iter_multi']}) | {vec:.0f} | "
+                     f"{fmt(row['per_iter'] / vec if vec else None, '.4f')} | "
+                     f"{row['per_iter_fallback']} | {row['per_epoch']} | {row['once']} | "
+                     f"{row['cost_block_bytes']:.3g} |")
+    return "\n".join(lines), r
+
+
+# ============================================================================ driver
+def _sizes(text: str) -> list:
+    return [tuple(int(v) for v in s.split("x")) for s in text.split(",") if s]
+
+
+def config(args) -> argparse.Namespace:
+    q = args.quick
+    cfg = argparse.Namespace(
+        d=args.d, block_size=args.block_size, repeats=args.repeats or (1 if q else 3),
+        timeout=args.timeout or (300 if q else 900),
+        mem_n=1000 if q else 4000, mem_k=5000 if q else 20000,
+        mem_devices=[1, 2, 4] if q else [1, 2, 4, 8],
+        budget_mib=args.budget_mib or (32 if q else 256), budget_n=500 if q else 2000,
+        budget_modes=["dense"] if q else ["dense", "blocked"],
+        time_sizes=_sizes(args.time_sizes or ("1000x8000" if q else "5000x5000,2000x100000")),
+        modes=args.modes.split(","),
+        short_iters=3, dense_iters=10 if q else 200, blocked_iters=3 if q else 10,
+        blocked_iters_large=3 if q else 4, blocked_cells_small=30_000_000,
+        cluster_size=_sizes(args.cluster_size or ("1000x8000" if q else "2000x40000"))[0],
+        cluster_iters=10 if q else 200, cluster_unpinned=not args.no_cluster_unpinned,
+        comm_sizes=_sizes(args.comm_sizes or ("1000x8000,2000x16000" if q else
+                                              "1000x20000,2000x20000,4000x20000,2000x40000,2000x80000")),
+    )
+    return cfg
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--memory", action="store_true", help="per-device memory, and the largest problem per budget")
+    ap.add_argument("--time", action="store_true", help="time per iteration, 1 vs 2 devices / cores")
+    ap.add_argument("--cluster", action="store_true", help="2-process cluster vs 1 process with 2 devices")
+    ap.add_argument("--comm", action="store_true", help="collective bytes per iteration from the HLO")
+    ap.add_argument("--quick", action="store_true", help="small sizes (all sections in a few minutes)")
+    ap.add_argument("--d", type=int, default=384, help="point dimension")
+    ap.add_argument("--block-size", type=int, default=256, help="blocked mode's block size")
+    ap.add_argument("--budget-mib", type=float, default=None, help="per-device budget (default 256, quick 32)")
+    ap.add_argument("--time-sizes", default=None, help="n_PxN_U,... (default 5000x5000,2000x100000)")
+    ap.add_argument("--modes", default="dense,blocked", help="--time: solver modes (dense = scaling, blocked = log)")
+    ap.add_argument("--cluster-size", default=None, help="n_Pxn_U (default 2000x40000)")
+    ap.add_argument("--no-cluster-unpinned", action="store_true",
+                    help="--cluster: skip the extra run with both processes allowed on both cores")
+    ap.add_argument("--comm-sizes", default=None, help="n_Pxn_U,...")
+    ap.add_argument("--repeats", type=int, default=None, help="timed calls per program (min taken)")
+    ap.add_argument("--timeout", type=float, default=None, help="per subprocess / cluster (s)")
+    ap.add_argument("--out", default=None, help="write every number to this JSON file")
+    args = ap.parse_args(argv)
+    if args.worker:
+        _emit(worker(json.loads(args.worker)))
+        return
+    chosen = [s for s in ("memory", "time", "cluster", "comm") if getattr(args, s)] or \
+        ["memory", "time", "cluster", "comm"]
+    cfg = config(args)
+    info = machine()
+    print(header(info), flush=True)
+    if len(info["usable_cpus"]) < 2 and any(s in chosen for s in ("time", "cluster")):
+        print("# fewer than 2 usable cores: the 2-core runs share one core", flush=True)
+    payload = dict(machine=info, config=vars(cfg), quick=args.quick, sections={})
+    for name in chosen:
+        before = load()
+        t0 = time.perf_counter()
+        print(f"\n# section {name} (load {before})", flush=True)
+        table, data = dict(memory=section_memory, time=section_time, cluster=section_cluster,
+                           comm=section_comm)[name](cfg)
+        after = load()
+        wall = time.perf_counter() - t0
+        print("\n" + table + f"\n\n(section {name}: {wall:.0f} s wall; load average before {before}, after {after})",
+              flush=True)
+        payload["sections"][name] = dict(data=data, table=table, load_before=before, load_after=after, wall_s=wall)
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=out.parent, delete=False, suffix=".tmp") as fh:
+            json.dump(payload, fh, indent=1, default=str)
+        os.replace(fh.name, out)
+        print(f"\nwrote {out}")
+
+
+if __name__ == "__main__":
+    main()
