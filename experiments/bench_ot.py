@@ -25,6 +25,8 @@ every Sinkhorn needs thousands of iterations).
     python -m experiments.bench_ot            # full run (about 30-40 min on 2 cores)
     python -m experiments.bench_ot --quick    # small sizes, a minute or two
     python -m experiments.bench_ot --memory   # compiled memory of each solve (no run)
+    python -m experiments.bench_ot --devices 2 --solvers ours,ours-blocked   # + ours@mesh rows:
+        the same solves split over 2 devices (forced host devices on CPU), side by side
 
 ``peak MB`` in the timing table is the RSS high-water mark above the process's level after a
 warm-up solve: right for numpy/POT, an underestimate for XLA (its allocator keeps freed
@@ -34,7 +36,9 @@ buffers), hence the separate ``--memory`` table from XLA's buffer assignment.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -44,6 +48,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from probes.mesh import add_device_arguments, forced_devices_env
 
 D = 768
 M = 0.7
@@ -90,10 +96,10 @@ def _violation(row, col, n, k, mass):
             float(abs(mass - M)))
 
 
-def run_ours(x, y, eps, tol, max_iter, blocked=False):
+def run_ours(x, y, eps, tol, max_iter, blocked=False, mesh=None):
     from puaudit_jax.ot import solve_partial
 
-    kw = dict(method="sinkhorn", epsilon=eps, tol=tol, max_iter=max_iter, return_plan=False)
+    kw = dict(method="sinkhorn", epsilon=eps, tol=tol, max_iter=max_iter, return_plan=False, mesh=mesh)
     if blocked:
         kw["block_size"] = 256
     r = solve_partial(x, y, M, **kw)
@@ -190,8 +196,8 @@ def run_ott(x, y, eps, tol, max_iter, matrix=False):
 
 
 SOLVERS = {
-    "ours": lambda x, y, eps, tol, max_iter: run_ours(x, y, eps, tol, max_iter),
-    "ours-blocked": lambda x, y, eps, tol, max_iter: run_ours(x, y, eps, tol, max_iter, True),
+    "ours": lambda x, y, eps, tol, max_iter, mesh=None: run_ours(x, y, eps, tol, max_iter, mesh=mesh),
+    "ours-blocked": lambda x, y, eps, tol, max_iter, mesh=None: run_ours(x, y, eps, tol, max_iter, True, mesh),
     "ours-exact": run_ours_exact,
     "pot-exact": run_pot_exact,
     "pot-entropic": lambda x, y, eps, tol, max_iter: run_pot_entropic(x, y, eps, tol, max_iter),
@@ -216,7 +222,11 @@ def worker(spec: dict) -> dict:
     if spec["solver"].startswith("ott"):
         import ott.solvers.linear.sinkhorn  # noqa: F401
     x, y = make_problem(spec["n"], spec["k"])
-    fn = SOLVERS[spec["solver"]]
+    fn = SOLVERS[spec["solver"].removesuffix(MESH_SUFFIX)]
+    if spec.get("mesh"):     # the "@mesh" variants: ours split over --devices / --mesh
+        from probes.mesh import make_mesh
+
+        fn = functools.partial(fn, mesh=make_mesh(spec["mesh"]["devices"], spec["mesh"]["shape"]))
     kw = dict(eps=spec["eps"], tol=spec["tol"], max_iter=spec["max_iter"])
     warm = spec["solver"] not in EXACT
     first = None
@@ -317,9 +327,32 @@ def bandwidth_gbs() -> float:
 
 
 # ----------------------------------------------------------------------------- driver
-def spawn(spec: dict, timeout: float) -> dict:
+MESH_SUFFIX = "@mesh"
+
+
+def _mesh_spec(args) -> tuple[dict | None, int | None]:
+    """--devices / --mesh -> ({"devices", "shape"} for the workers, forced host devices or None)
+    (the flags are validated here, in a process that may see fewer devices than its workers)."""
+    from probes.mesh import parse_devices, parse_mesh_shape
+
+    devices, shape = parse_devices(args.devices), parse_mesh_shape(args.mesh)
+    if devices is None and shape is None:
+        return None, None
+    if devices is None:
+        devices = math.prod(shape)
+    import jax
+
+    on_cpu = jax.default_backend() == "cpu"
+    forced = (devices if devices != "all" else os.cpu_count()) if on_cpu else None
+    return dict(devices=devices, shape=args.mesh), forced
+
+
+def spawn(spec: dict, timeout: float, forced_devices: int | None = None) -> dict:
+    """Run one configuration in a child process (with ``forced_devices`` host devices when given)."""
     cmd = [sys.executable, "-m", "experiments.bench_ot", "--worker", json.dumps(spec)]
     env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+    if forced_devices:
+        env = forced_devices_env(forced_devices, {"OMP_NUM_THREADS": env["OMP_NUM_THREADS"]})
     try:
         p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
@@ -367,6 +400,7 @@ def main(argv=None):
     ap.add_argument("--out", default="results/bench_ot.json")
     ap.add_argument("--memory", action="store_true",
                     help="only the compiled-memory table (XLA buffer assignment, no solve)")
+    add_device_arguments(ap)
     args = ap.parse_args(argv)
     if args.worker:
         print(json.dumps(worker(json.loads(args.worker))))
@@ -391,6 +425,10 @@ def main(argv=None):
         sizes.append((int(n), int(k)))
     epsilons = [float(e) for e in args.eps.split(",")]
     solvers = args.solvers.split(",")
+    mesh, forced = _mesh_spec(args)
+    if mesh:   # ours beside ours split over the devices, in the same run
+        solvers += [s + MESH_SUFFIX for s in ("ours", "ours-blocked") if s in solvers]
+        print(f"ours{MESH_SUFFIX}: {mesh['devices']} devices, mesh {mesh['shape'] or 'one axis'}", flush=True)
     bw = bandwidth_gbs()
     print(f"memory bandwidth (XLA jnp.sum over 512 MB): {bw:.1f} GB/s", flush=True)
 
@@ -402,8 +440,10 @@ def main(argv=None):
                 spec = dict(solver=solver, n=n, k=k, eps=eps, tol=args.tol, max_iter=args.max_iter,
                             repeats=1 if solver in EXACT or solver.startswith("pot") else args.repeats,
                             short_iter=10)
-                if solver == "ours-blocked":
+                if solver.startswith("ours-blocked"):
                     spec.update(max_iter=30, short_iter=5, repeats=1)
+                if solver.endswith(MESH_SUFFIX):
+                    spec["mesh"] = mesh
                 if solver.startswith("pot-entropic"):
                     est = pot_entropic_estimate(n, k) * min(args.max_iter, 1000)
                     if est > args.pot_entropic_budget:
@@ -412,7 +452,7 @@ def main(argv=None):
                         print(f"{solver:18s} {n}x{k}: skipped ({rows[-1]['skipped']})", flush=True)
                         continue
                     spec["max_iter"] = min(args.max_iter, 1000)
-                r = spawn(spec, args.timeout)
+                r = spawn(spec, args.timeout, forced if solver.endswith(MESH_SUFFIX) else None)
                 if solver == "pot-exact" and "cost" in r:
                     ref = r["cost"]
                 if ref is not None and "cost" in r:

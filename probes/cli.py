@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from probes.mesh import add_device_arguments
+
 __all__ = ["add_probe_parser", "run_probe", "main"]
 
 
@@ -48,32 +50,22 @@ def add_probe_parser(subparsers) -> argparse.ArgumentParser:
     fit.add_argument("--resample", default="geometric", choices=["geometric", "label", "none"])
     fit.add_argument("--seed", type=int, default=0)
     fit.add_argument("--out", required=True, help="probe file (.pkl)")
-    _add_device_flags(fit, "the hidden-state extraction and the PLS fits")
+    add_device_arguments(fit, cluster=False, what="the hidden-state extraction and the PLS fits")
     pred = sub.add_parser("predict", help="score new data with a fitted probe")
     pred.add_argument("--model", required=True)
     pred.add_argument("--data", required=True)
     pred.add_argument("--out", required=True, help="predictions (.csv)")
-    _add_device_flags(pred, "the hidden-state extraction")
+    add_device_arguments(pred, cluster=False, what="the hidden-state extraction")
     probe.set_defaults(func=run_probe)
     return probe
 
 
-def _add_device_flags(parser, what: str) -> None:
-    parser.add_argument("--devices", default=None,
-                        help=f"run {what} data-parallel over 'all' devices JAX sees or the first N "
-                             "(on CPU, XLA_FLAGS=--xla_force_host_platform_device_count=N makes N host devices); "
-                             "default: one device")
-    parser.add_argument("--mesh", default=None,
-                        help="device mesh shape, e.g. '8' or '2x4' (its size must equal --devices; "
-                             "alone, it takes the first rows x columns devices); rows are split over all of it")
-
-
 def _mesh(args):
-    """The Mesh that --devices / --mesh ask for (probes.mesh.make_mesh), or None for one device."""
-    from probes.mesh import make_mesh, parse_devices, parse_mesh_shape
+    """The Mesh that --devices / --mesh ask for (probes.mesh), or None for one device."""
+    from probes.mesh import mesh_from_args
 
     try:
-        return make_mesh(parse_devices(args.devices), parse_mesh_shape(args.mesh))
+        return mesh_from_args(args)
     except ValueError as err:
         raise SystemExit(f"--devices {args.devices} --mesh {args.mesh}: {err}") from None
 

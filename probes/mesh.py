@@ -25,6 +25,7 @@ same way.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import socket
 import time
@@ -268,15 +269,20 @@ def _wait_for_coordinator(config: ClusterConfig) -> None:
 # Command-line flags (one definition for every CLI and benchmark)
 
 
-def add_device_arguments(parser) -> None:
-    """``--devices``, ``--mesh`` and the cluster flags on an argparse parser."""
-    g = parser.add_argument_group("devices", "spread the work over several devices or processes (jax.sharding)")
+def add_device_arguments(parser, *, cluster: bool = True, what: str = "the work") -> None:
+    """``--devices``, ``--mesh`` and (``cluster``) the cluster flags on an argparse parser;
+    ``what`` names what the devices share in the group's help."""
+    g = parser.add_argument_group("devices", f"spread {what} over several devices"
+                                  + (" or processes" if cluster else "") + " (jax.sharding)")
     g.add_argument("--devices", default=None,
                    help="'all' or N: run on all / the first N devices JAX sees (default: one device). "
                         "On CPU, XLA_FLAGS=--xla_force_host_platform_device_count=N makes N host devices")
     g.add_argument("--mesh", default=None,
-                   help="mesh shape: N, or RxC (rows x columns: R devices split the solver's P side, C its U "
-                        "side); default: one axis over --devices")
+                   help="mesh shape: N, or RxC (the partial-OT solver splits its P side over the R rows and "
+                        "its U side over the C columns; data-parallel work uses all R x C); default: one axis "
+                        "over --devices")
+    if not cluster:
+        return
     g.add_argument("--coordinator", default=None,
                    help="host:port of process 0 of a jax.distributed cluster (env PUAUDIT_COORDINATOR)")
     g.add_argument("--num-processes", type=int, default=None, help="processes in the cluster "
@@ -290,10 +296,12 @@ def add_device_arguments(parser) -> None:
 
 def mesh_from_args(args) -> Mesh | None:
     """Join the cluster the flags (or the environment) describe, then build the mesh of
-    ``--devices`` / ``--mesh`` (None: one device). ValueError names the flag that is wrong."""
-    config = ClusterConfig.from_env(coordinator=args.coordinator, num_processes=args.num_processes,
-                                    process_id=args.process_id, timeout_s=args.cluster_timeout)
-    clustered = initialize_cluster(config, auto_detect=args.cluster_auto)
+    ``--devices`` / ``--mesh`` (None: one device). ValueError names the flag that is wrong.
+    Parsers built with ``cluster=False`` have no cluster flags: the environment alone decides."""
+    flag = functools.partial(getattr, args)
+    config = ClusterConfig.from_env(coordinator=flag("coordinator", None), num_processes=flag("num_processes", None),
+                                    process_id=flag("process_id", None), timeout_s=flag("cluster_timeout", None))
+    clustered = initialize_cluster(config, auto_detect=flag("cluster_auto", False))
     devices = parse_devices(args.devices)
     if clustered and devices is None:
         devices = "all"          # a cluster is joined to use its devices
