@@ -1,10 +1,11 @@
 """Bad input raises ValueError naming the argument; property tests of the constraints."""
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from puaudit_jax.ot import PartialSinkhorn, solve_partial
+from puaudit_jax.ot import Geometry, PartialProblem, PartialSinkhorn, solve_partial
 
 rng = np.random.default_rng(0)
 X, Y = rng.normal(size=(5, 3)), rng.normal(size=(7, 3))
@@ -60,6 +61,29 @@ def test_bad_solver_settings():
         PartialSinkhorn(mode="fast")
     with pytest.raises(ValueError, match="entropy must be"):
         PartialSinkhorn(entropy="kl")
+    with pytest.raises(ValueError, match="matmul_precision must be"):
+        PartialSinkhorn(matmul_precision="tf32")
+    for kwargs, match in [(dict(max_iter=0), "max_iter must be a positive integer"),
+                          (dict(max_iter=2.5), "max_iter must be a positive integer"),
+                          (dict(block_size=0), "block_size must be a positive integer"),
+                          (dict(eps_decay=1.5), "eps_decay must lie in")]:
+        with pytest.raises(ValueError, match=match):
+            solve_partial(X, Y, 0.5, **kwargs)
+
+
+@pytest.mark.parametrize("mode", ["scaling", "log"])
+def test_converged_means_the_constraints_hold_after_an_epsilon_jump(mode):
+    """A steep epsilon schedule (2 -> 0.01 after 10 iterations): the error measured at eps = 2
+    must not count as convergence at eps = 0.01 (it once returned converged=True with mass 0)."""
+    solver = PartialSinkhorn(epsilon=0.01, eps_decay=1e-3, mode=mode)
+    geom = Geometry.from_points(jnp.asarray(X, jnp.float32), jnp.asarray(Y, jnp.float32))
+    a, b = jnp.full(len(X), 1.0 / len(X)), jnp.full(len(Y), 1.0 / len(Y))
+    out = solver(PartialProblem(geom, a, b, jnp.float32(0.5)))
+    assert int(out.iterations) > 10
+    assert bool(out.converged) and float(out.marginal_error) < 10 * solver.tol
+    assert float(out.mass) == pytest.approx(0.5, abs=1e-3)
+    res = solve_partial(X, Y, 0.5, eps_decay=1e-3)
+    assert res.converged and res.mass == pytest.approx(0.5, abs=1e-3) and res.marginal_error < 1e-3
 
 
 def test_m_at_the_full_mass_is_accepted():

@@ -229,7 +229,7 @@ class PartialSinkhorn:
             start = self.eps_init if self.eps_init is not None else geom.max_abs_cost()
             eps0 = jnp.maximum(jnp.asarray(start, dtype), self.epsilon)
         if self.entropy == "plan":
-            return self._run_plan_entropy(prob, geom, tg, eps0)
+            return self._checked(self._run_plan_entropy(prob, geom, tg, eps0))
         if init is None:
             # zero-weight points start (and stay) at -inf: padding then changes no iterate
             f = geom.split.vary(jnp.where(a > 0, 0.0, -jnp.inf).astype(dtype), "rows")
@@ -243,7 +243,12 @@ class PartialSinkhorn:
         f, g, fd, gd, it, err, eps_last, stable_steps = run(geom, tg, (f, g, fd, gd), eps0)
         converged = (eps_last <= self.epsilon) & (err < self.tol)
         eps = jnp.asarray(self.epsilon, dtype)
-        return _finalise(prob, f, g, fd, gd, eps, it, converged, stable_steps)
+        return self._checked(_finalise(prob, f, g, fd, gd, eps, it, converged, stable_steps))
+
+    def _checked(self, out: SinkhornOutput) -> SinkhornOutput:
+        """Converged also means the constraints hold at the returned plan: the loop's criterion is
+        an error at the last iterate, this is a safety net (L1 error of all marginals <= 10 tol)."""
+        return dataclasses.replace(out, converged=out.converged & (out.marginal_error <= 10 * self.tol))
 
     def _done(self, it, eps, err):
         return (it >= self.max_iter) | ((eps <= self.epsilon) & (err < self.tol))
@@ -409,8 +414,10 @@ class PartialSinkhorn:
                 return (jax.tree.map(lambda a, b: jnp.where(ok, a, b), new, scal), scal,
                         it + ok.astype(jnp.int32), jnp.where(ok, new_err, err), ok)
 
+            # an error measured at another epsilon says nothing about this one
+            err0 = jnp.where(eps == s.eps, s.err, jnp.inf)
             scal, _, it, err, ok = jax.lax.while_loop(
-                inner_cond, inner_body, (ones, ones, s.it, s.err, jnp.array(True)))
+                inner_cond, inner_body, (ones, ones, s.it, err0, jnp.array(True)))
             pots = self._absorbed(s.pots, scal, eps, split)
 
             def rescue(pots):

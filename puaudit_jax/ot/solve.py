@@ -166,6 +166,11 @@ def solve_partial(
         raise ValueError(f"epsilon must be positive and finite; got {epsilon!r}")
     if not tol > 0:
         raise ValueError(f"tol must be positive; got {tol!r}")
+    for name, value in (("max_iter", max_iter), ("block_size", block_size)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
+            raise ValueError(f"{name} must be a positive integer; got {value!r}")
+    if eps_decay is not None and not 0 < eps_decay < 1:
+        raise ValueError(f"eps_decay must lie in (0, 1) (or be None: no epsilon scaling); got {eps_decay!r}")
     x, y, matrix, a, b, m = validate(x, y, m, a=a, b=b, cost=cost, dtype=np.float64)
     n, k = (matrix.shape if matrix is not None else (x.shape[0], y.shape[0]))
     itemsize = np.dtype(dtype).itemsize
