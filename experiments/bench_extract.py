@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 
 from probes import extract  # noqa: E402
 from probes.extract import MICRO_BATCH_TOKENS, _params_on, _pooled_forward, _rows_on, micro_batch_rows  # noqa: E402
-from probes.mesh import make_mesh, pad_to_multiple, parse_devices, parse_mesh_shape  # noqa: E402
+from probes.mesh import add_device_arguments, mesh_from_args, pad_to_multiple  # noqa: E402
 from probes.models import load_pretrained  # noqa: E402
 
 
@@ -140,9 +140,10 @@ def bench_throughput(name, pre, tm, batches, lengths, reps, min_seconds, mesh=No
                 row.update(mesh_s=on_mesh[0], mesh_tok_s=b * t / on_mesh[0], mesh_speedup=ours / on_mesh[0])
                 note = f"  mesh {row['mesh_tok_s']:7.0f} tok/s  mesh/ours {row['mesh_speedup']:5.2f}x"
             rows.append(row)
-            print(f"{name:8s} B={b:3d} T={t:4d}  ours {row['ours_tok_s']:7.0f} tok/s  one pass {row['one_pass_tok_s']:7.0f}"
-                  f"  torch {row['torch_tok_s']:7.0f}  ours/torch {row['ratio']:5.2f}x  one pass/torch "
-                  f"{row['one_pass_ratio']:5.2f}x{note}  (compile {compile_s:.1f}s)", flush=True)
+            print(f"{name:8s} B={b:3d} T={t:4d}  ours {row['ours_tok_s']:7.0f} tok/s  "
+                  f"one pass {row['one_pass_tok_s']:7.0f}  torch {row['torch_tok_s']:7.0f}  "
+                  f"ours/torch {row['ratio']:5.2f}x  one pass/torch {row['one_pass_ratio']:5.2f}x{note}  "
+                  f"(compile {compile_s:.1f}s)", flush=True)
     return rows
 
 
@@ -199,14 +200,11 @@ def main(argv=None):
     ap.add_argument("--min-seconds", type=float, default=2.0)
     ap.add_argument("--out", default=None,
                     help="default results/bench_extract.json (bench_extract_mesh.json with a mesh)")
-    ap.add_argument("--devices", default=None,
-                    help="also run every forward data-parallel on 'all' devices or the first N and compare with "
-                         "one device (on CPU: XLA_FLAGS=--xla_force_host_platform_device_count=N)")
-    ap.add_argument("--mesh", default=None, help="mesh shape, e.g. 8 or 2x4 (rows are split over all of it); "
-                    "alone, it takes that many devices")
+    add_device_arguments(ap, cluster=False,
+                         what="a second, data-parallel run of every forward (compared with one device)")
     args = ap.parse_args(argv)
     try:
-        mesh = make_mesh(parse_devices(args.devices), parse_mesh_shape(args.mesh))
+        mesh = mesh_from_args(args, join_cluster=False)
     except ValueError as err:
         ap.error(f"--devices / --mesh: {err}")
     if mesh is not None:

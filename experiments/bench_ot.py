@@ -400,7 +400,7 @@ def main(argv=None):
     ap.add_argument("--out", default="results/bench_ot.json")
     ap.add_argument("--memory", action="store_true",
                     help="only the compiled-memory table (XLA buffer assignment, no solve)")
-    add_device_arguments(ap)
+    add_device_arguments(ap, cluster=False, what="ours@mesh")
     args = ap.parse_args(argv)
     if args.worker:
         print(json.dumps(worker(json.loads(args.worker))))

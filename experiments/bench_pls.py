@@ -29,7 +29,7 @@ import jax
 import numpy as np
 import pandas as pd
 
-from probes.mesh import make_mesh, parse_devices, parse_mesh_shape
+from probes.mesh import add_device_arguments, mesh_from_args
 from probes.pls import PLSRegression
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -104,14 +104,10 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None, help="default results/bench_pls.json (bench_pls_mesh.json with a mesh)")
-    ap.add_argument("--devices", default=None,
-                    help="also fit row-sharded on 'all' devices or the first N and compare with one device "
-                         "(on CPU: XLA_FLAGS=--xla_force_host_platform_device_count=N)")
-    ap.add_argument("--mesh", default=None, help="mesh shape for the sharded fits, e.g. 8 or 2x4 (rows are split "
-                    "over all of it); alone, it takes that many devices")
+    add_device_arguments(ap, cluster=False, what="a second, row-sharded fit of ours (compared with one device)")
     args = ap.parse_args(argv)
     try:
-        mesh = make_mesh(parse_devices(args.devices), parse_mesh_shape(args.mesh))
+        mesh = mesh_from_args(args, join_cluster=False)
     except ValueError as err:
         ap.error(f"--devices / --mesh: {err}")
     if mesh is not None:

@@ -64,30 +64,40 @@ def run_audit(table: Path, emb: Path, devices: int, out: Path, rule: str, dtype:
            "--rule", rule, "--solver-dtype", dtype, "--out", str(out), "--no-figures", "--quiet"]
     if devices > 1:
         cmd += ["--devices", str(devices)]
+    log_path = out.parent / f"{out.name}.log"
     t0 = time.perf_counter()
-    log = open(out.parent / f"{out.name}.log", "w")
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = t0 + timeout
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.perf_counter() > deadline:
-            proc.kill()
-            pid, status, usage = os.wait4(proc.pid, 0)
-            raise SystemExit(f"audit on {devices} devices ran past {timeout} s; see {log.name}")
-        time.sleep(0.2)
-    log.close()
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            while True:
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    break
+                if time.perf_counter() > t0 + timeout:
+                    raise SystemExit(f"audit on {devices} devices ran past {timeout} s; see {log_path}")
+                time.sleep(0.2)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     wall = time.perf_counter() - t0
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"audit on {devices} devices failed; see {log.name}:\n{Path(log.name).read_text()[-3000:]}")
+        raise SystemExit(f"audit on {devices} devices failed; see {log_path}:\n{log_path.read_text()[-3000:]}")
     report = json.loads((out / "report.json").read_text())
     crossfit = report.get("crossfit") or {}
     return dict(devices=devices, out=str(out), wall_s=wall, peak_rss_mb=usage.ru_maxrss / 1024,
                 report_timings=report["timings_s"], two_sided="two-sided" in crossfit.get("features", []),
+                decision=_decision(report),
                 groups=[dict(n_U=g["n_U"], n_reference=g["n_reference"], iterations=g["solver"]["iterations"])
                         for g in report["groups"] if g.get("solver")],
                 n_flipped=int(report["counts"].get("flipped", sum(g.get("n_flipped", 0) for g in report["groups"]))))
+
+
+def _decision(report: dict) -> dict | None:
+    """The calibrated rule's decision summary (None for score rules)."""
+    d = report.get("decision") or {}
+    keys = ("abstained", "n_flipped", "crossfit_gain", "crossfit_gain_lower_bound", "expected_gain")
+    return {k: d[k] for k in keys if k in d} or None
 
 
 def compare(reference: Path, other: Path) -> dict:
@@ -99,6 +109,7 @@ def compare(reference: Path, other: Path) -> dict:
     for col in DISCRETE:
         if col in a:
             out[f"{col}_equal"] = bool((a[col].astype(str) == b[col].astype(str)).all())
+    out["flips_differ"] = int((a["flipped"].astype(str) != b["flipped"].astype(str)).sum())
     for col in SCORES:
         if col in a:
             x = pd.to_numeric(a[col], errors="coerce").to_numpy()
@@ -123,6 +134,19 @@ def solver_memory(n: int, k: int, d: int, devices: int, dtype: str) -> dict:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
+def recompare(path: Path) -> int:
+    """Refresh ``items_vs_reference`` and ``decision`` of every run in ``path`` from its folder."""
+    res = json.loads(path.read_text())
+    ref = Path(res["runs"][0]["out"]) / "items.csv"
+    for r in res["runs"]:
+        r["items_vs_reference"] = compare(ref, Path(r["out"]) / "items.csv")
+        r["decision"] = _decision(json.loads((Path(r["out"]) / "report.json").read_text()))
+        print(r["devices"], r["items_vs_reference"]["flips_differ"], r["decision"])
+    write_json(res, path)
+    print(f"wrote {path}")
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n-labelled", type=int, default=2000)
@@ -136,7 +160,12 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=int, default=3600, help="seconds per audit")
     p.add_argument("--out", default="results/scale_audit")
+    p.add_argument("--recompare", action="store_true",
+                   help="recompute the comparisons and decisions of an earlier run's results file from its "
+                        "output folders (times and memory kept as measured)")
     args = p.parse_args(argv)
+    if args.recompare:
+        return recompare(Path(args.out) / f"results-{args.rule}-{args.solver_dtype}.json")
     counts = [int(v) for v in args.devices.split(",")]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

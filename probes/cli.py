@@ -65,7 +65,7 @@ def _mesh(args):
     from probes.mesh import mesh_from_args
 
     try:
-        return mesh_from_args(args)
+        return mesh_from_args(args, join_cluster=False)
     except ValueError as err:
         raise SystemExit(f"--devices {args.devices} --mesh {args.mesh}: {err}") from None
 

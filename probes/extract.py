@@ -130,6 +130,10 @@ def _params_on(pre: Pretrained, mesh: Mesh | None):
     """`pre.params`, replicated on every device of `mesh` (sent once per model and mesh)."""
     if mesh is None:
         return pre.params
+    if mesh.is_multi_process:
+        raise ValueError("mesh spans the devices of several processes; extraction takes a mesh of this "
+                         "process's devices (jax.local_devices()): use encode_distributed, where each "
+                         "process encodes its share of the inputs")
     per_mesh = _REPLICATED.setdefault(pre, {})
     if mesh not in per_mesh:
         per_mesh[mesh] = jax.device_put(pre.params, NamedSharding(mesh, P()))

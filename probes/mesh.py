@@ -213,8 +213,9 @@ def initialize_cluster(config: ClusterConfig | None = None, *, auto_detect: bool
 
     Raises:
       ValueError for inconsistent settings; RuntimeError (naming the coordinator and the
-      timeout) when the coordinator or the other processes do not answer within
-      ``config.timeout_s``.
+      timeout) when the coordinator's port does not answer within ``config.timeout_s``. Past
+      that point JAX enforces the same timeout itself and, when the other processes do not all
+      arrive, aborts the process (XLA's DEADLINE_EXCEEDED) instead of raising.
     """
     config = config or ClusterConfig.from_env()
     config.validate()
@@ -294,10 +295,13 @@ def add_device_arguments(parser, *, cluster: bool = True, what: str = "the work"
                    help="seconds to wait for the coordinator and the other processes (default 120)")
 
 
-def mesh_from_args(args) -> Mesh | None:
+def mesh_from_args(args, *, join_cluster: bool = True) -> Mesh | None:
     """Join the cluster the flags (or the environment) describe, then build the mesh of
     ``--devices`` / ``--mesh`` (None: one device). ValueError names the flag that is wrong.
-    Parsers built with ``cluster=False`` have no cluster flags: the environment alone decides."""
+    ``join_cluster=False`` (commands that run in one process): no cluster is joined, whatever
+    the environment says, and the mesh is of this process's devices."""
+    if not join_cluster:
+        return make_mesh(parse_devices(args.devices), args.mesh)
     flag = functools.partial(getattr, args)
     config = ClusterConfig.from_env(coordinator=flag("coordinator", None), num_processes=flag("num_processes", None),
                                     process_id=flag("process_id", None), timeout_s=flag("cluster_timeout", None))
@@ -305,7 +309,14 @@ def mesh_from_args(args) -> Mesh | None:
     devices = parse_devices(args.devices)
     if clustered and devices is None:
         devices = "all"          # a cluster is joined to use its devices
-    return make_mesh(devices, args.mesh)
+    mesh = make_mesh(devices, args.mesh)
+    if clustered and mesh is not None:
+        missing = set(range(jax.process_count())) - {d.process_index for d in mesh.devices.flat}
+        if missing:
+            raise ValueError(f"--devices {args.devices} / --mesh {args.mesh} leave processes {sorted(missing)} of "
+                             f"the cluster without a device (the first N of {len(jax.devices())} devices belong "
+                             "to the first processes): use --devices all, or N covering every process")
+    return mesh
 
 
 def forced_devices_env(n_devices: int, extra: dict | None = None, *, path: str | os.PathLike | None = None) -> dict:

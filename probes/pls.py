@@ -191,7 +191,7 @@ def _nipals(X, Y, n_components, tol, mask=None, *, capacity: int, scale: bool, m
 
         w, it = power_method(Mk, j0)
         t, xt = fused_pass(w, P.T @ w, T)                     # X_k w (implicit deflation) and X^T of it
-        # the component's only communication: X^T t, T^T t, Y_k^T t, t't
+        # with the max over Y's columns above, the component's communication: X^T t, T^T t, Y_k^T t, t't
         xt, tT, tY, tt = psum((xt, t @ T, t @ Yk, t @ t))
         rank_out = (jnp.sqrt(tt) <= 100 * eps * x_norm) | (jnp.sqrt(jnp.sum(Mk * Mk)) <= 100 * eps * m0_norm)
         active = (stop == k_tot)
@@ -345,7 +345,8 @@ class PLSRegression:
     Parameters: n_components (int), scale (bool, divide X and y by their std), max_iter and tol
     (power method, PLS2 only), dtype (None: float64 under x64 else float32), mesh (None, or a
     jax.sharding.Mesh of this process's devices, e.g. probes.mesh.make_mesh("all"): the samples
-    are split over its devices; same results up to rounding).
+    are split over its devices; same results up to rounding; a Mesh does not pickle, so set
+    mesh=None (``set_params``) before pickling a fitted model).
     """
 
     _param_names = ("n_components", "scale", "max_iter", "tol", "dtype", "mesh")

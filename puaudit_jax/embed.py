@@ -164,18 +164,22 @@ def probes_encoder(name: str = "minilm", *, cache_dir: str | Path | None = "defa
     probes' policy, overlapping chunks for encoders and middle-out for decoders); probes warns and
     counts whatever it cuts. ``cache_dir="default"`` uses :func:`default_cache_dir`; None disables
     the disk cache. ``mesh`` (a ``jax.sharding.Mesh`` or None): each batch is split over its
-    devices (``probes.extract``, data parallel).
+    devices (``probes.extract``, data parallel); a mesh spanning several processes of a cluster
+    (``jax.distributed``): each process encodes its share on its own devices and every process
+    gets all the rows (``probes.extract.encode_distributed``).
     """
-    from probes.extract import encode  # puaudit_jax -> probes, never the other way
+    from probes.extract import encode, encode_distributed  # puaudit_jax -> probes, never the other way
     from probes.models import load_pretrained
 
     pre = load_pretrained(name)
     cache = default_cache_dir() if cache_dir == "default" else cache_dir
 
     def encoder(inputs: list) -> np.ndarray:
-        return np.asarray(encode(pre, list(inputs), layers=layers, pooling=pooling, batch_size=batch_size,
-                                 max_length=max_length, long_inputs=long_inputs, progress=progress,
-                                 cache_dir=cache, mesh=mesh), np.float32)
+        kwargs = dict(layers=layers, pooling=pooling, batch_size=batch_size, max_length=max_length,
+                      long_inputs=long_inputs, progress=progress, cache_dir=cache)
+        if mesh is not None and mesh.is_multi_process:
+            return np.asarray(encode_distributed(pre, list(inputs), **kwargs), np.float32)
+        return np.asarray(encode(pre, list(inputs), mesh=mesh, **kwargs), np.float32)
 
     encoder.__name__ = f"probes:{name}"
     return encoder

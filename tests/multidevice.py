@@ -16,7 +16,6 @@ The code reads its inputs from files the test writes (``tmp_path``) and prints o
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -85,13 +84,24 @@ def start_cluster(code: str, n_processes: int, devices_per_process: int, log_dir
     src = _PRELUDE + textwrap.dedent(code)
     log_dir.mkdir(parents=True, exist_ok=True)
     procs = []
-    for rank in range(n_processes):
-        extra = dict(env or {}, PUAUDIT_COORDINATOR=f"127.0.0.1:{port}",
-                     PUAUDIT_NUM_PROCESSES=str(n_processes), PUAUDIT_PROCESS_ID=str(rank))
-        with open(log_dir / f"process-{rank}.log", "w") as log:
-            procs.append(subprocess.Popen([sys.executable, "-c", src], env=_env(devices_per_process, extra),
-                                          cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True))
+    try:
+        for rank in range(n_processes):
+            extra = dict(env or {}, PUAUDIT_COORDINATOR=f"127.0.0.1:{port}",
+                         PUAUDIT_NUM_PROCESSES=str(n_processes), PUAUDIT_PROCESS_ID=str(rank))
+            with open(log_dir / f"process-{rank}.log", "w") as log:
+                procs.append(subprocess.Popen([sys.executable, "-c", src], env=_env(devices_per_process, extra),
+                                              cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True))
+    except BaseException:
+        _kill(procs)     # the ranks already started would wait for the missing one
+        raise
     return procs
+
+
+def _kill(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 def wait_cluster(procs: list[subprocess.Popen], timeout: float, *, kill_on_failure: bool = True) -> tuple:
@@ -100,19 +110,18 @@ def wait_cluster(procs: list[subprocess.Popen], timeout: float, *, kill_on_failu
     t0 = time.monotonic()
     ended = [None] * len(procs)
     why = None
-    while why is None and any(e is None for e in ended):
-        for i, p in enumerate(procs):
-            if ended[i] is None and p.poll() is not None:
-                ended[i] = time.monotonic() - t0
-                if p.returncode != 0 and kill_on_failure:
-                    why = f"process {i} exited with {p.returncode}"
-        if time.monotonic() - t0 > timeout:
-            why = f"timeout after {timeout} s"
-        time.sleep(0.05)
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+    try:
+        while why is None and any(e is None for e in ended):
+            for i, p in enumerate(procs):
+                if ended[i] is None and p.poll() is not None:
+                    ended[i] = time.monotonic() - t0
+                    if p.returncode != 0 and kill_on_failure:
+                        why = f"process {i} exited with {p.returncode}"
+            if time.monotonic() - t0 > timeout:
+                why = f"timeout after {timeout} s"
+            time.sleep(0.05)
+    finally:     # also on KeyboardInterrupt or a pytest timeout: nothing outlives the test
+        _kill(procs)
     return why, ended
 
 

@@ -92,3 +92,27 @@ def test_audit_on_a_two_process_cluster(cone_files):
     items = pd.read_csv(root / "cluster" / "items.csv")
     pd.testing.assert_frame_equal(items.drop(columns=["score", "score_raw"]), ref.drop(columns=["score", "score_raw"]))
     assert (items["score"] - ref["score"]).abs().max() < 1e-9
+
+
+_CLUSTER_ENCODE = """
+import jax
+from puaudit_jax.cli import main
+args = ["audit", %r, "--encoder", "minilm", "--no-cache", "--scorer", "pot", "--rule", "seed",
+        "--solver-dtype", "float64", "--no-figures", "--quiet", "--out", %r]
+emit(dict(rc=main(args), rank=jax.process_index()))
+"""
+
+
+def test_audit_embeds_on_a_two_process_cluster(tmp_path):
+    """Embedding in a cluster: each process encodes its share of the texts on its own devices
+    (probes.extract.encode_distributed) and every process audits all of them."""
+    data = cone_comparisons(40, 60, d=8, seed=5)
+    save_comparisons(data.table, tmp_path / "cmp.jsonl")
+    one = run_devices(_CLUSTER_ENCODE % (str(tmp_path / "cmp.jsonl"), str(tmp_path / "one")), 1, timeout=300)
+    assert one["rc"] == 0
+    results = run_cluster(_CLUSTER_ENCODE % (str(tmp_path / "cmp.jsonl"), str(tmp_path / "cluster")), 2, 2,
+                          timeout=300)
+    assert all(r["rc"] == 0 for r in results)
+    ref, items = (pd.read_csv(tmp_path / out / "items.csv") for out in ("one", "cluster"))
+    assert items["id"].tolist() == ref["id"].tolist() and items["status"].tolist() == ref["status"].tolist()
+    assert (items["score"] - ref["score"]).abs().max() < 1e-3   # float32 embeddings, other batches

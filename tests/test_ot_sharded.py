@@ -241,3 +241,32 @@ def test_cluster_processes_end_by_themselves_when_one_fails(tmp_path):
     assert procs[1].returncode != 0   # 3, or an abort in JAX's shutdown barrier
     assert procs[0].returncode != 0 and "finished a solve" not in log0
     assert max(ended) < 120, f"the processes took {ended} s to end"
+
+
+_LOCAL_BAD = _PROBLEM + """
+import jax
+from probes.mesh import initialize_cluster, process_rows, make_mesh
+initialize_cluster()
+from puaudit_jax.ot import Layout, PartialSinkhorn
+from puaudit_jax.ot import sharded
+
+start, stop = process_rows(len(Y))
+errors = {}
+for name, kw in {"m differs": dict(m=0.6 if jax.process_index() == 0 else 0.5),
+                 "empty share": dict(m=0.6, y=Y[start:stop] if jax.process_index() == 0 else Y[:0])}.items():
+    try:
+        sharded.solve_process_local(PartialSinkhorn(), X, kw.get("y", Y[start:stop]), kw["m"],
+                                    Layout.of(make_mesh("all")))
+        errors[name] = None
+    except ValueError as e:
+        errors[name] = str(e)
+emit(dict(rank=jax.process_index(), errors=errors))
+"""
+
+
+def test_process_local_shares_that_disagree_stop_every_process():
+    """A bad share on one process is the same ValueError on all of them (nobody waits in the solve)."""
+    results = run_cluster(_LOCAL_BAD, 2, 1, timeout=240)
+    for r in results:
+        assert "different m" in r["errors"]["m differs"], r
+        assert "processes [1] hold no rows of U" in r["errors"]["empty share"], r

@@ -12,7 +12,7 @@ O(n_P / D_rows + n_U / D_cols) floats (the K v and K^T u partial sums), never a 
     solve(solver, x, y, a, b, m, layout, ...)   numpy in, SinkhornOutput + plan (numpy) out
     solve_process_local(...)                    multi-process: each process passes its share of U
     reg_cost(solver, x, y, a, b, m, layout, ...) jittable and differentiable (envelope gradient)
-    solve_batch(solver, xs, ys, m, layout, ...) a batch of problems split over the devices
+    solve_batch(solver, xs, ys, m, mesh, ...)   a batch of problems split over the devices
 
 Uneven sizes are padded with zero-weight points (copies of the first point, so the cosine cost
 stays defined); the solver gives them potential -inf and zero mass, and they are cut from the
@@ -218,19 +218,14 @@ def solve_process_local(solver: PartialSinkhorn, x, y_local, m, layout: Layout, 
       (SinkhornOutput with f, row_mass of all n rows and g, col_mass of this process's k_i rows;
       the scalars are the whole problem's, the same on every process).
     """
-    x = np.asarray(x)
-    y_local = np.asarray(y_local)
-    counts = np.asarray(multihost_utils.process_allgather(np.int64(len(y_local)))).reshape(-1)
-    n_proc = jax.process_count()
-    if layout.count("cols") % n_proc:
-        raise ValueError(f"the cols axis {layout.cols!r} has {layout.count('cols')} devices, not a multiple of "
-                         f"the {n_proc} processes: each process must hold the same number of U's blocks")
-    if layout.rows is not None and layout.count("rows") > 1 and n_proc > 1:
-        raise ValueError("solve_process_local splits only the columns across processes; use a mesh whose rows "
-                         "axis has one device, or `solve` with the full U on every process")
+    x, y_local = np.asarray(x, np.float64), np.asarray(y_local, np.float64)
     a = np.full(len(x), 1.0 / len(x)) if a is None else np.asarray(a, np.float64)
-    b_local = np.full(len(y_local), 1.0 / counts.sum()) if b_local is None else np.asarray(b_local, np.float64)
-    share = pad_to_multiple(int(counts.max()), layout.count("cols") // n_proc)
+    b_local = None if b_local is None else np.asarray(b_local, np.float64)
+    shares = _agree_on_shares(x, y_local, a, b_local, m, layout)
+    n_proc = len(shares)
+    if b_local is None:
+        b_local = np.full(len(y_local), 1.0 / shares[:, 0].sum())
+    share = pad_to_multiple(int(shares[:, 0].max()), layout.count("cols") // n_proc)
     y_p, b_p = pad_points(y_local, b_local, share)
     sp = layout.specs
     with jax.enable_x64(dtype == "float64"):
@@ -248,6 +243,43 @@ def solve_process_local(solver: PartialSinkhorn, x, y_local, m, layout: Layout, 
         own = {name: _local_rows(fields.pop(name))[:len(y_local)] for name in ("g", "col_mass")}
         whole = {name: _to_host(value) for name, value in fields.items()}
     return SinkhornOutput(**whole, **own)
+
+
+def _agree_on_shares(x, y_local, a, b_local, m, layout: Layout) -> np.ndarray:
+    """One all-gather of every process's (rows of U, d, |b_i| (NaN: uniform weights), m, |a|,
+    finite); then the same checks on every process, so that a bad share stops all of them with the
+    same ValueError instead of leaving the others waiting in the solve's collectives. Returns (P, 6)."""
+    b = np.full(len(y_local), np.nan) if b_local is None else b_local
+    finite = all(np.isfinite(z).all() for z in (x, y_local, a)) and (b_local is None or np.isfinite(b).all())
+    ok = finite and len(b) == len(y_local)
+    mine = np.array([len(y_local), y_local.shape[1] if y_local.ndim == 2 else -1,
+                     np.nan if b_local is None else b.sum(), float(m), a.sum(), float(ok)])
+    shares = np.asarray(multihost_utils.process_allgather(mine)).reshape(-1, len(mine))
+    n_proc = len(shares)
+    problems = []
+    if layout.count("cols") % n_proc:
+        problems.append(f"the cols axis {layout.cols!r} has {layout.count('cols')} devices, not a multiple of the "
+                        f"{n_proc} processes: each process must hold the same number of U's blocks")
+    if layout.count("rows") > 1:
+        problems.append("solve_process_local splits only U across processes: use a layout without a rows axis")
+    if (shares[:, 0] < 1).any():
+        problems.append(f"processes {np.flatnonzero(shares[:, 0] < 1).tolist()} hold no rows of U")
+    if x.ndim != 2 or (shares[:, 1] != x.shape[1]).any():
+        problems.append(f"dimensions of the U shares {shares[:, 1].astype(int).tolist()} differ from x's")
+    if (shares[:, 3] != shares[0, 3]).any() or (shares[:, 4] != shares[0, 4]).any():
+        problems.append(f"processes pass different m {shares[:, 3].tolist()} or a (|a| = {shares[:, 4].tolist()})")
+    if not shares[:, 5].all():
+        problems.append(f"processes {np.flatnonzero(shares[:, 5] == 0).tolist()} pass non-finite values or "
+                        "b_local of another length than y_local")
+    if np.isnan(shares[:, 2]).any() and not np.isnan(shares[:, 2]).all():
+        problems.append("some processes pass b_local and others do not")
+    b_total = 1.0 if np.isnan(shares[:, 2]).all() else float(np.nansum(shares[:, 2]))
+    cap = min(shares[0, 4], b_total)
+    if not 0 < shares[0, 3] <= cap * (1 + 1e-12):
+        problems.append(f"m = {shares[0, 3]} must lie in (0, min(|a|, |b|)] = (0, {cap:.6g}]")
+    if problems:
+        raise ValueError("solve_process_local: " + "; ".join(problems))
+    return shares
 
 
 def _local_rows(arr: jax.Array) -> np.ndarray:

@@ -140,6 +140,14 @@ def _lse(split: Split, x, over: str):
     return split.logsumexp(jax.nn.logsumexp(x), over)
 
 
+def _initial_potentials(a, b, split: Split, dtype):
+    """f (n,), g (m,) to start from: 0, and -inf for zero-weight points, where they stay (so
+    zero-weight padding changes no iterate)."""
+    f = jnp.where(a > 0, 0.0, -jnp.inf).astype(dtype)
+    g = jnp.where(b > 0, 0.0, -jnp.inf).astype(dtype)
+    return split.vary(f, "rows"), split.vary(g, "cols")
+
+
 def _safe_log(x):
     return jnp.where(x > 0, jnp.log(jnp.where(x > 0, x, 1.0)), -jnp.inf)
 
@@ -231,9 +239,7 @@ class PartialSinkhorn:
         if self.entropy == "plan":
             return self._checked(self._run_plan_entropy(prob, geom, tg, eps0))
         if init is None:
-            # zero-weight points start (and stay) at -inf: padding then changes no iterate
-            f = geom.split.vary(jnp.where(a > 0, 0.0, -jnp.inf).astype(dtype), "rows")
-            g = geom.split.vary(jnp.where(b > 0, 0.0, -jnp.inf).astype(dtype), "cols")
+            f, g = _initial_potentials(a, b, geom.split, dtype)
             fd = jnp.where(jnp.isfinite(tg.log_rd), 0.0, -jnp.inf).astype(dtype)
             gd = jnp.where(jnp.isfinite(tg.log_cd), 0.0, -jnp.inf).astype(dtype)
         else:
@@ -340,9 +346,8 @@ class PartialSinkhorn:
             return _LogState(f, g, lam, s.gd, s.it + 1, err, eps, s.stable_steps)
 
         zero = jnp.array(0, jnp.int32)
-        s = _LogState(split.vary(jnp.zeros(n, dtype), "rows"), split.vary(jnp.zeros(k, dtype), "cols"),
-                      jnp.zeros((), dtype),
-                      jnp.zeros((), dtype), zero, jnp.asarray(jnp.inf, dtype),
+        f, g = _initial_potentials(prob.a, prob.b, split, dtype)
+        s = _LogState(f, g, jnp.zeros((), dtype), jnp.zeros((), dtype), zero, jnp.asarray(jnp.inf, dtype),
                       self._epsilon_at(zero, eps0), zero)
         s = jax.lax.while_loop(lambda s: ~self._done(s.it, s.eps, s.err), body, s)
         converged = (s.eps <= self.epsilon) & (s.err < self.tol)

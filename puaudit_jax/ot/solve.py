@@ -175,13 +175,14 @@ def solve_partial(
     n, k = (matrix.shape if matrix is not None else (x.shape[0], y.shape[0]))
     itemsize = np.dtype(dtype).itemsize
     layout = layout_for(mesh)
-    devices = 1 if layout is None else layout.count("rows") * layout.count("cols")
+    # each device's block of the problem (the whole problem on one device)
+    n_dev, k_dev = (n, k) if layout is None else (-(-n // layout.count("rows")), -(-k // layout.count("cols")))
 
     if method == "exact":
         return _exact(x, y, matrix, cost, a, b, m, exact_backend, return_plan, None)
 
-    if block_size is None and matrix is None and n * k * itemsize > memory_budget * devices:
-        block_size = max(1, min(1024, memory_budget * devices // (4 * max(n, k) * itemsize)))
+    if block_size is None and matrix is None and n_dev * k_dev * itemsize > memory_budget:
+        block_size = max(1, min(1024, memory_budget // (4 * max(n_dev, k_dev) * itemsize)))
     blocked = block_size is not None and matrix is None
     solver = PartialSinkhorn(epsilon=float(epsilon), tol=float(tol), max_iter=int(max_iter),
                              eps_decay=eps_decay)

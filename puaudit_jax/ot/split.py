@@ -35,10 +35,6 @@ class Split:
     rows: str | None = None
     cols: str | None = None
 
-    @property
-    def is_split(self) -> bool:
-        return self.rows is not None or self.cols is not None
-
     def names(self, over: str) -> tuple[str, ...]:
         """The mesh axes that split the index ``over``."""
         if over not in _OVER:
@@ -52,6 +48,7 @@ class Split:
         return jax.lax.psum(x, names) if names else x
 
     def max(self, x: jax.Array, over: str) -> jax.Array:
+        """Combine partial maxima over the index ``over``."""
         names = self.names(over)
         return jax.lax.pmax(x, names) if names else x
 
@@ -61,6 +58,7 @@ class Split:
         return jax.lax.pmax(x.astype(jnp.int32), names) > 0 if names else x
 
     def all(self, x: jax.Array) -> jax.Array:
+        """True on every device when ``x`` (a scalar bool) is True on every device."""
         return ~self.any(~x)
 
     def logsumexp(self, local: jax.Array, over: str) -> jax.Array:
