@@ -138,3 +138,14 @@ def test_sinkhorn_plan_satisfies_the_constraints(p):
     assert np.all(res.plan >= 0) and abs(res.mass - m) < 1e-8
     exact = solve_partial(x, y, m, a=a, b=b, method="exact")
     assert res.cost >= exact.cost - 1e-7       # a feasible plan cannot beat the optimum
+
+
+@pytest.mark.parametrize("scale", [1e20, 1e-30])
+def test_cosine_cost_ignores_the_scale_of_the_rows(scale):
+    """Rows are normalised in float64 before the float32 solve: scaled by 1e20 their float32 norm
+    overflowed (every cosine read 0: a wrong cost, converged=True), by 1e-30 it underflowed (NaN)."""
+    ref = solve_partial(X, Y, 0.5, method="sinkhorn")
+    res = solve_partial(X * scale, Y, 0.5, method="sinkhorn")
+    assert res.converged and res.method == "sinkhorn"
+    assert res.cost == pytest.approx(ref.cost, abs=1e-6)
+    np.testing.assert_allclose(res.col_mass, ref.col_mass, atol=1e-6)

@@ -172,6 +172,10 @@ def solve_partial(
     if eps_decay is not None and not 0 < eps_decay < 1:
         raise ValueError(f"eps_decay must lie in (0, 1) (or be None: no epsilon scaling); got {eps_decay!r}")
     x, y, matrix, a, b, m = validate(x, y, m, a=a, b=b, cost=cost, dtype=np.float64)
+    if isinstance(cost, str) and cost == "cosine":
+        # normalise here, in float64: a float32 norm of rows scaled by 1e20 overflows (every
+        # cosine then reads 0) and of rows scaled by 1e-30 underflows (NaN)
+        x, y = (z / np.linalg.norm(z, axis=1, keepdims=True) for z in (x, y))
     n, k = (matrix.shape if matrix is not None else (x.shape[0], y.shape[0]))
     itemsize = np.dtype(dtype).itemsize
     layout = layout_for(mesh)
