@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 
 from probes import extract  # noqa: E402
 from probes.extract import MICRO_BATCH_TOKENS, _params_on, _pooled_forward, _rows_on, micro_batch_rows  # noqa: E402
-from probes.mesh import add_device_arguments, mesh_from_args, pad_to_multiple  # noqa: E402
+from probes.mesh import add_device_arguments, describe_mesh, mesh_from_args, pad_to_multiple  # noqa: E402
 from probes.models import load_pretrained  # noqa: E402
 
 
@@ -203,12 +203,9 @@ def main(argv=None):
     add_device_arguments(ap, cluster=False,
                          what="a second, data-parallel run of every forward (compared with one device)")
     args = ap.parse_args(argv)
-    try:
-        mesh = mesh_from_args(args, join_cluster=False)
-    except ValueError as err:
-        ap.error(f"--devices / --mesh: {err}")
+    mesh = mesh_from_args(args, join_cluster=False, fail=ap.error)
     if mesh is not None:
-        print(f"mesh: {mesh.size} {mesh.devices.flat[0].platform} devices, shape {dict(mesh.shape)}", flush=True)
+        print(f"mesh: {describe_mesh(mesh)}", flush=True)
     batches, lengths = ([1, 8], [128]) if args.quick else ([1, 8, 32], [128, 512])
     reps = 1 if args.quick else args.reps
     min_s = 0.5 if args.quick else args.min_seconds

@@ -29,7 +29,7 @@ import jax
 import numpy as np
 import pandas as pd
 
-from probes.mesh import add_device_arguments, mesh_from_args
+from probes.mesh import add_device_arguments, describe_mesh, mesh_from_args
 from probes.pls import PLSRegression
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -106,12 +106,9 @@ def main(argv=None):
     ap.add_argument("--out", default=None, help="default results/bench_pls.json (bench_pls_mesh.json with a mesh)")
     add_device_arguments(ap, cluster=False, what="a second, row-sharded fit of ours (compared with one device)")
     args = ap.parse_args(argv)
-    try:
-        mesh = mesh_from_args(args, join_cluster=False)
-    except ValueError as err:
-        ap.error(f"--devices / --mesh: {err}")
+    mesh = mesh_from_args(args, join_cluster=False, fail=ap.error)
     if mesh is not None:
-        print(f"mesh: {mesh.size} {mesh.devices.flat[0].platform} devices, shape {dict(mesh.shape)}", flush=True)
+        print(f"mesh: {describe_mesh(mesh)}", flush=True)
     rows = []
     for spec in args.sizes.split(","):
         n, d = map(int, spec.lower().split("x"))

@@ -303,7 +303,8 @@ def _placed_args(layout, x, y):
     import numpy as np
 
     from probes.mesh import pad_to_multiple
-    from puaudit_jax.ot.sharded import _place, pad_points
+    from puaudit_jax.ot.problem import pad_points
+    from puaudit_jax.ot.sharded import _place
     n, k = len(x), len(y)
     a, b = np.full(n, 1 / n), np.full(k, 1 / k)
     N, K = pad_to_multiple(n, layout.count("rows")), pad_to_multiple(k, layout.count("cols"))
@@ -404,7 +405,6 @@ def _allreduce_latency(mesh, size: int, sync, count: int = 200) -> float:
     """Seconds per all-reduce (psum over "u") of ``size`` float32 per device, chained
     ``count`` times inside one jitted loop, as the solver's collectives are."""
     import jax
-    import jax.numpy as jnp
     import numpy as np
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P

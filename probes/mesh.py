@@ -35,8 +35,9 @@ import jax
 import numpy as np
 from jax.sharding import Mesh
 
-__all__ = ["ClusterConfig", "add_device_arguments", "data_axes", "forced_devices_env", "initialize_cluster",
-           "make_mesh", "mesh_from_args", "pad_to_multiple", "parse_devices", "parse_mesh_shape", "process_rows"]
+__all__ = ["ClusterConfig", "add_device_arguments", "data_axes", "describe_mesh", "forced_devices_env",
+           "initialize_cluster", "make_mesh", "mesh_from_args", "pad_to_multiple", "parse_devices", "parse_mesh_shape",
+           "process_rows"]
 
 #: Default axis names: rows of a problem (PUAudit's P) and columns (the unlabelled pool U).
 ROWS, COLS = "p", "u"
@@ -295,11 +296,17 @@ def add_device_arguments(parser, *, cluster: bool = True, what: str = "the work"
                    help="seconds to wait for the coordinator and the other processes (default 120)")
 
 
-def mesh_from_args(args, *, join_cluster: bool = True) -> Mesh | None:
+def mesh_from_args(args, *, join_cluster: bool = True, fail=None) -> Mesh | None:
     """Join the cluster the flags (or the environment) describe, then build the mesh of
     ``--devices`` / ``--mesh`` (None: one device). ValueError names the flag that is wrong.
     ``join_cluster=False`` (commands that run in one process): no cluster is joined, whatever
-    the environment says, and the mesh is of this process's devices."""
+    the environment says, and the mesh is of this process's devices. ``fail`` (e.g. a parser's
+    ``error``): called with "--devices / --mesh: <the ValueError>" instead of raising."""
+    if fail is not None:
+        try:
+            return mesh_from_args(args, join_cluster=join_cluster)
+        except ValueError as err:
+            return fail(f"--devices / --mesh: {err}")
     if not join_cluster:
         return make_mesh(parse_devices(args.devices), args.mesh)
     flag = functools.partial(getattr, args)
@@ -317,6 +324,11 @@ def mesh_from_args(args, *, join_cluster: bool = True) -> Mesh | None:
                              f"the cluster without a device (the first N of {len(jax.devices())} devices belong "
                              "to the first processes): use --devices all, or N covering every process")
     return mesh
+
+
+def describe_mesh(mesh: Mesh) -> str:
+    """One line: how many devices of which platform, and the mesh's axes."""
+    return f"{mesh.size} {mesh.devices.flat[0].platform} devices, shape {dict(mesh.shape)}"
 
 
 def forced_devices_env(n_devices: int, extra: dict | None = None, *, path: str | os.PathLike | None = None) -> dict:

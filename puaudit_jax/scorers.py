@@ -68,9 +68,9 @@ def _bucket(n: int, minimum: int = 64) -> int:
 
 def _padded(z: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     """z padded to ``size`` rows with copies of its first row, and weights 1/n (real) / 0 (padding)."""
-    n = len(z)
-    return (np.concatenate([z, np.repeat(z[:1], size - n, axis=0)]),
-            np.r_[np.full(n, 1.0 / n), np.zeros(size - n)])
+    from .ot.problem import pad_points
+
+    return pad_points(z, np.full(len(z), 1.0 / len(z)), size)
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from probes.models import DecoderConfig, Pretrained, RopeConfig, build_model, lo
 from probes.models.batching import bucket_length, pool_weights
 
 
-@pytest.fixture(scope="module")
-def tiny():
+def tiny_decoder() -> Pretrained:
+    """A 3-layer random decoder (d = 48, vocab 101), weights doubled for sharper attention."""
     cfg = DecoderConfig(vocab_size=101, hidden_size=48, num_layers=3, num_heads=6, num_kv_heads=2, head_dim=8,
                         intermediate_size=96, rope=RopeConfig(theta=1e4), max_position_embeddings=256,
                         tie_word_embeddings=True, qk_norm=True, eos_token_ids=(1,))
@@ -22,6 +22,11 @@ def tiny():
     params = model.init(jax.random.PRNGKey(0), ids, ids, jnp.ones((1, 4), bool))
     params = jax.tree.map(lambda a: a * 2.0 if a.ndim >= 2 else a, params)  # sharper attention
     return Pretrained(model=model, params=params, tokenizer=None, config=cfg, source="tiny", fingerprint="tiny")
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return tiny_decoder()
 
 
 def _random_ids(rng, lengths, vocab=101):

@@ -7,22 +7,9 @@ from tests.multidevice import run_cluster, run_devices
 
 TEXTS = [f"Sample {i}: the judge rated this answer " + "quite " * (i % 5) + "well." for i in range(13)]
 
-_TINY = """
-import jax, jax.numpy as jnp
-from probes.models import DecoderConfig, Pretrained, RopeConfig, build_model
-
-def tiny_decoder():
-    cfg = DecoderConfig(vocab_size=101, hidden_size=48, num_layers=3, num_heads=6, num_kv_heads=2, head_dim=8,
-                        intermediate_size=96, rope=RopeConfig(theta=1e4), max_position_embeddings=256,
-                        tie_word_embeddings=True, qk_norm=True, eos_token_ids=(1,))
-    model = build_model(cfg)
-    ids = jnp.zeros((1, 4), jnp.int32)
-    params = model.init(jax.random.PRNGKey(0), ids, ids, jnp.ones((1, 4), bool))
-    params = jax.tree.map(lambda a: a * 2.0 if a.ndim >= 2 else a, params)
-    return Pretrained(model=model, params=params, tokenizer=None, config=cfg, source="tiny", fingerprint="tiny")
-"""
-
-_SHARDED = _TINY + """
+_SHARDED = """
+import jax
+from tests.test_extract import tiny_decoder
 import re
 import numpy as np
 from probes import extract

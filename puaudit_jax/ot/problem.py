@@ -47,6 +47,16 @@ class PartialProblem:
                 jnp.maximum(split.sum(jnp.sum(self.a), "rows") - self.m, 0.0))
 
 
+def pad_points(z: np.ndarray, w: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """z (n, d), w (n,) -> (size, d), (size,): copies of z[0] with weight 0 appended. The solvers
+    give zero-weight points potential -inf and no mass, so padding changes no iterate; callers pad
+    to a few shapes (one compiled loop for many sizes) or to a multiple of a device count."""
+    extra = size - len(z)
+    if extra < 0:
+        raise ValueError(f"cannot pad {len(z)} points down to {size}")
+    return np.concatenate([z, np.repeat(z[:1], extra, 0)]), np.concatenate([w, np.zeros(extra, w.dtype)])
+
+
 def _finite(name: str, arr: np.ndarray) -> None:
     bad = ~np.isfinite(arr)
     if bad.any():

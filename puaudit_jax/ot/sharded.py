@@ -34,7 +34,7 @@ from jax.sharding import PartitionSpec as P
 
 from probes.mesh import COLS, ROWS, pad_to_multiple
 from puaudit_jax.ot.geometry import Geometry
-from puaudit_jax.ot.problem import PartialProblem
+from puaudit_jax.ot.problem import PartialProblem, pad_points
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn, SinkhornOutput
 from puaudit_jax.ot.split import Split
 
@@ -137,14 +137,6 @@ def _program(solver: PartialSinkhorn, layout: Layout, cost, block_size, with_pla
 
 # ---------------------------------------------------------------------------------------------
 # Padding and placement
-
-
-def pad_points(z: np.ndarray, w: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """z (n, d), w (n,) -> (size, d), (size,): copies of z[0] with weight 0 appended."""
-    extra = size - len(z)
-    if extra < 0:
-        raise ValueError(f"cannot pad {len(z)} points down to {size}")
-    return np.concatenate([z, np.repeat(z[:1], extra, 0)]), np.concatenate([w, np.zeros(extra, w.dtype)])
 
 
 def _place(arr: np.ndarray, layout: Layout, spec: P) -> jax.Array:
