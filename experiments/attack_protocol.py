@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from puaudit_jax.attacks import LengthExpansion, SentimentRestyle, Distraction, flip_rates_by, run_attack
+from puaudit_jax.attacks import (LengthExpansion, SentimentRestyle, Distraction, flip_rates_by, response_column,
+                                 run_attack)
 from puaudit_jax.datasets import load_comparisons, save_comparisons
 from puaudit_jax.judges import Verdict
 from puaudit_jax.judges.local import LocalGenerator, LocalJudge
@@ -102,7 +103,7 @@ def main(argv=None) -> int:
         src = rows.set_index("id")
         lengths = {}
         if len(attacked):
-            orig_len = [len(tok.encode(src.loc[r.id, "response_a" if r.loser == "A" else "response_b"],
+            orig_len = [len(tok.encode(src.loc[r.id, response_column(r.loser)],
                                        add_special_tokens=False)) for r in attacked.itertuples()]
             new_len = [len(tok.encode(r.attacked_text, add_special_tokens=False)) for r in attacked.itertuples()]
             lengths = {"loser_tokens_mean": float(np.mean(orig_len)), "attacked_tokens_mean": float(np.mean(new_len)),

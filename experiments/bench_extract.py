@@ -11,7 +11,7 @@
 
 Run pinned to one core, e.g.
     OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 taskset -c 1 .venv/bin/python experiments/bench_extract.py [--quick]
-Writes results/bench_extract.json atomically (temp file + os.replace).
+Writes results/bench_extract.json atomically (probes.files.atomic_path).
 
 3. Data parallelism, with `--devices all|N` / `--mesh 2x4` (probes.mesh.make_mesh; on CPU run with
    XLA_FLAGS=--xla_force_host_platform_device_count=N and N cores): every forward of 1. and 2. also
@@ -30,7 +30,6 @@ import os
 import platform
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -52,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 
 from probes import extract  # noqa: E402
 from probes.extract import MICRO_BATCH_TOKENS, _params_on, _pooled_forward, _rows_on, micro_batch_rows  # noqa: E402
+from probes.files import atomic_path  # noqa: E402
 from probes.mesh import add_device_arguments, describe_mesh, mesh_from_args, pad_to_multiple  # noqa: E402
 from probes.models import load_pretrained  # noqa: E402
 
@@ -184,14 +184,6 @@ def bench_shared_prefix(pre, tm, prefix_len, n_suffix, suffix_len, reps, min_sec
     return res
 
 
-def write_json_atomic(path: Path, obj) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w") as f:
-        json.dump(obj, f, indent=2)
-    os.replace(tmp, path)
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="B in {1, 8}, T=128, prefix 256: a smoke run")
@@ -241,7 +233,8 @@ def main(argv=None):
         micro_batch_tokens=MICRO_BATCH_TOKENS, seeds=dict(inputs=[0, 1]), time=time.strftime("%Y-%m-%dT%H:%M:%S"),
     )
     out = Path(args.out or ROOT / "results" / ("bench_extract.json" if mesh is None else "bench_extract_mesh.json"))
-    write_json_atomic(out, result)
+    with atomic_path(out) as tmp, open(tmp, "w") as f:
+        json.dump(result, f, indent=2)
     print(f"\nwrote {out}")
 
 

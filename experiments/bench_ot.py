@@ -43,12 +43,12 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
+from probes.files import atomic_path
 from probes.mesh import add_device_arguments, forced_devices_env
 
 D = 768
@@ -412,10 +412,8 @@ def main(argv=None):
         table, rows = memory_table(sizes)
         print(table)
         out = ROOT / "results" / "bench_ot_memory.json"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=out.parent, delete=False, suffix=".tmp") as fh:
+        with atomic_path(out) as tmp, open(tmp, "w") as fh:
             json.dump(dict(d=D, block_size=256, rows=rows), fh, indent=1)
-        os.replace(fh.name, out)
         out.with_suffix(".md").write_text(table + "\n")
         return
 
@@ -468,12 +466,10 @@ def main(argv=None):
     table = render(rows)
     print("\n" + table)
     out = ROOT / args.out
-    out.parent.mkdir(parents=True, exist_ok=True)
     payload = dict(seed=SEED, d=D, m=M, alpha=ALPHA, tol=args.tol, bandwidth_gbs=bw, rows=rows,
                    machine=dict(cpus=os.cpu_count(), omp=os.environ.get("OMP_NUM_THREADS")))
-    with tempfile.NamedTemporaryFile("w", dir=out.parent, delete=False, suffix=".tmp") as fh:
+    with atomic_path(out) as tmp, open(tmp, "w") as fh:
         json.dump(payload, fh, indent=1)
-    os.replace(fh.name, out)
     (out.with_suffix(".md")).write_text(table + "\n")
     print(f"\nwrote {out} and {out.with_suffix('.md')}")
 

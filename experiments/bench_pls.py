@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import platform
-import tempfile
 import time
 from pathlib import Path
 
@@ -31,16 +30,9 @@ import pandas as pd
 
 from probes.mesh import add_device_arguments, describe_mesh, mesh_from_args
 from probes.pls import PLSRegression
+from puaudit_jax.outputs import write_text
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 def make_data(n: int, d: int, seed: int, rank: int = 32):
@@ -129,8 +121,8 @@ def main(argv=None):
                      "the mesh, mesh_speedup = single-device / mesh time, mesh_pred_diff = max |mesh - single| "
                      "/ std(y)")
     out = Path(args.out or RESULTS / ("bench_pls.json" if mesh is None else "bench_pls_mesh.json"))
-    _write_atomic(out, json.dumps(dict(meta=meta, rows=rows), indent=2))
-    _write_atomic(out.with_suffix(".csv"), table.to_csv(index=False))
+    write_text(json.dumps(dict(meta=meta, rows=rows), indent=2), out)
+    write_text(table.to_csv(index=False), out.with_suffix(".csv"))
     cols = ["n", "d", "sklearn_s", "jax_float64_s", "speedup_float64", "jax_float32_s", "speedup_float32",
             "max_pred_diff_float64"]
     if mesh is not None:

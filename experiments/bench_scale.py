@@ -58,6 +58,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from probes.files import atomic_path
 from probes.mesh import forced_devices_env
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -908,10 +909,8 @@ def main(argv=None):
         payload["sections"][name] = dict(data=data, table=table, load_before=before, load_after=after, wall_s=wall)
     if args.out:
         out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=out.parent, delete=False, suffix=".tmp") as fh:
+        with atomic_path(out) as tmp, open(tmp, "w") as fh:
             json.dump(payload, fh, indent=1, default=str)
-        os.replace(fh.name, out)
         print(f"\nwrote {out}")
 
 

@@ -19,8 +19,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -29,6 +27,8 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from probes import borp
+from probes.files import atomic_path
+from puaudit_jax.outputs import save_figure, write_text
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
@@ -52,21 +52,6 @@ TARGETS = {  # name: (scale, criterion, rubric) -- USR's annotation questions, a
 }
 LAYERS = [5, 10, 15, 20, 25, -1]          # SmolLM2 has 30 layers: -1 = 30 (final, normed)
 MID = 2                                   # index of layer 15 in LAYERS (the intermediate head)
-
-
-def _write_atomic(path: Path, data, mode="w"):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, mode) as f:
-        f.write(data)
-    os.replace(tmp, path)
-
-
-def _save_fig(fig, path: Path):
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".png")
-    os.close(fd)
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    os.replace(tmp, path)
 
 
 def build_dialogues(table: pd.DataFrame, knowledge_words: int, history_words: int):
@@ -103,11 +88,8 @@ def extract_cached(pre, dialogues, probes, layers, cache: Path, tag: str):
     V, st = borp.contrastive_vectors(pre, dialogues, probes, layers=layers, progress=True, return_stats=True)
     stats = dict(seconds=st.seconds, prefix_tokens=st.prefix_tokens, suffix_tokens=st.suffix_tokens,
                  computed_tokens=st.computed_tokens, n_items=st.n_items)
-    cache.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=cache, suffix=".npz")
-    os.close(fd)
-    np.savez(tmp, V=V, stats=json.dumps(stats))
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        np.savez(tmp, V=V, stats=json.dumps(stats))
     return V, stats
 
 
@@ -294,7 +276,7 @@ def main(argv=None):
     fig.suptitle("USR Topical-Chat, SmolLM2-135M blind probe, final layer")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    _save_fig(fig, out.with_name("borp_usr_geometry.png"))
+    save_figure(fig, out.with_name("borp_usr_geometry.png"), dpi=110, bbox_inches="tight")
     fig, ax = plt.subplots(1, 2, figsize=(9, 3.6))
     lay = ours[ours.setting.str.startswith("layer ")]
     ax[0].plot([int(s.split()[1]) for s in lay.setting], lay.pearson, "o-", label="Pearson")
@@ -304,7 +286,7 @@ def main(argv=None):
     ax[1].bar(range(5), unc["rmse_by_u_quintile"])
     ax[1].set(xlabel="quintile of U = |y_30 - y_15|", ylabel="RMSE",
               title=f"(b) error by uncertainty (Spearman {unc['spearman_u_abs_error']:.2f})")
-    _save_fig(fig, out.with_name("borp_usr_uncertainty.png"))
+    save_figure(fig, out.with_name("borp_usr_uncertainty.png"), dpi=110, bbox_inches="tight")
 
     meta = dict(seeds=seeds, n_splits=5, components=args.components, layers=LAYERS, mid_layer=15,
                 knowledge_words=args.knowledge_words, history_words=args.history_words,
@@ -314,9 +296,9 @@ def main(argv=None):
                 probes={p.name: dict(instruction=p.instruction, positive=p.positive, negative=p.negative,
                                      scale=p.scale) for p in probes},
                 extraction=ext_stats, wall_seconds=time.time() - t_start)
-    _write_atomic(out, json.dumps(dict(meta=meta, rows=rows, layerwise=dict(**lw, **unc), geometry=geo,
-                                       throughput=tp), indent=2))
-    _write_atomic(out.with_suffix(".csv"), ours.to_csv(index=False))
+    write_text(json.dumps(dict(meta=meta, rows=rows, layerwise=dict(**lw, **unc), geometry=geo, throughput=tp),
+                          indent=2), out)
+    write_text(ours.to_csv(index=False), out.with_suffix(".csv"))
     print(f"wrote {out}, {out.with_suffix('.csv')}, borp_usr_geometry.png, borp_usr_uncertainty.png")
 
 

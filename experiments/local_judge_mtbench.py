@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from puaudit_jax.datasets import load_bundled, save_comparisons
+from puaudit_jax.datasets.verdicts import A, B, TIE
 from puaudit_jax.judges.local import LocalJudge
 from puaudit_jax.judges.run import judge_table
 from puaudit_jax.outputs import write_json
@@ -37,7 +38,7 @@ def stratified(table: pd.DataFrame, per_type: int, seed: int) -> pd.DataFrame:
 
 def expert_rows(per_type: int, seed: int) -> pd.DataFrame:
     table = load_bundled("mtbench")
-    return stratified(table[table.human.isin(["A", "B"])], per_type, seed)
+    return stratified(table[table.human.isin([A, B])], per_type, seed)
 
 
 def summarize(out: pd.DataFrame) -> dict:
@@ -49,9 +50,9 @@ def summarize(out: pd.DataFrame) -> dict:
                 "agreement_local_order_ab": float((ok.verdict_ab == ok.human).mean()) if len(ok) else None,
                 "agreement_gpt4": float((g.judge_original == g.human).mean()),
                 "position_consistency": float(ok.consistent.astype(bool).mean()) if len(ok) else None,
-                "local_says_A": float((ok.judge == "A").mean()) if len(ok) else None,
-                "human_says_A": float((g.human == "A").mean()),
-                "local_ties": int((ok.judge == "tie").sum())}
+                "local_says_A": float((ok.judge == A).mean()) if len(ok) else None,
+                "human_says_A": float((g.human == A).mean()),
+                "local_ties": int((ok.judge == TIE).sum())}
     res = {"all": block(out)}
     for t, g in out.groupby("question_type"):
         res[str(t)] = block(g)

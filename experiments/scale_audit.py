@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from probes.mesh import forced_devices_env
-from puaudit_jax.outputs import write_json
+from puaudit_jax.outputs import atomic_path, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 DISCRETE = ("id", "question_type", "group", "judge", "human", "status", "reason", "role", "adjusted", "flipped")
@@ -49,9 +49,8 @@ def make_data(out: Path, n_labelled: int, n_unlabelled: int, d: int, seed: int) 
     if stamp.exists() and json.loads(stamp.read_text()) == spec and table_path.exists() and emb_path.exists():
         return table_path, emb_path
     data = cone_comparisons(n_labelled, n_unlabelled, d=d, neg_range=(0.2, 0.6), seed=seed)
-    tmp = out / ".cone.parquet.tmp"
-    data.table.to_parquet(tmp)
-    os.replace(tmp, table_path)
+    with atomic_path(table_path) as tmp:
+        data.table.to_parquet(tmp)
     save_embeddings(data.embeddings, emb_path)
     write_json(spec, stamp)
     return table_path, emb_path

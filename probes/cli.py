@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import pickle
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from probes.files import atomic_path
 from probes.mesh import add_device_arguments
 
 __all__ = ["add_probe_parser", "run_probe", "main"]
@@ -113,11 +112,9 @@ def _features(spec: dict, msgs, mesh=None):
 
 
 def _dump_atomic(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "wb") as f:
+    """``write(f)`` into a binary file object that becomes ``path`` atomically (:func:`probes.files.atomic_path`)."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
         write(f)
-    os.replace(tmp, path)
 
 
 def run_probe(args) -> int:

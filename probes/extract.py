@@ -43,8 +43,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
-import tempfile
 import uuid
 import warnings
 import weakref
@@ -59,6 +57,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 from tqdm.auto import tqdm
 
+from probes.files import atomic_path
 from probes.models.batching import (batch_bucket, bucket_length, format_chat, format_puaudit, pad_batch,
                                     pool_weights, positions_from_valid, resolve_layers, tokenize_inputs)
 from probes.models.generate import greedy_generate, next_token_logprobs
@@ -285,15 +284,9 @@ class EmbeddingCache:
     def put(self, keys: list[str], values: np.ndarray) -> None:
         if not keys:
             return
-        self.dir.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".part-", suffix=".npz", dir=self.dir)
-        os.close(fd)
-        try:
+        # a new shard under a unique name: concurrent writers never replace each other's shards
+        with atomic_path(self.dir / f"part-{uuid.uuid4().hex}.npz", prefix=".part-") as tmp:
             np.savez(tmp, keys=np.asarray(keys), values=values)
-            os.replace(tmp, self.dir / f"part-{uuid.uuid4().hex}.npz")
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
         self.load().update(zip(keys, values))
 
 
@@ -328,6 +321,71 @@ def _run_batches(pre: Pretrained, seqs: list[list[int]], layers, pooling, batch_
     return out
 
 
+def _long_input_policy(cfg, max_length: int | None, long_inputs: str | None) -> tuple[int, str]:
+    """The token cap and the long-input policy for a model config (defaults filled, both checked).
+
+    Returns (cap, policy): cap in tokens (<= cfg.window), policy one of chunk/middle_out/truncate/error.
+    """
+    cap = max_length or (min(cfg.window, DECODER_MAX_LENGTH) if cfg.is_decoder else cfg.window)
+    if cap > cfg.window:
+        raise ValueError(f"max_length={cap} exceeds the model window {cfg.window}")
+    policy = long_inputs or ("middle_out" if cfg.is_decoder else "chunk")
+    if policy not in ("chunk", "middle_out", "truncate", "error"):
+        raise ValueError(f"long_inputs must be chunk, middle_out, truncate or error, not {policy!r}")
+    if policy == "chunk" and cfg.is_decoder:
+        raise ValueError("chunked encoding is for encoders; decoders use 'middle_out' or 'truncate'")
+    return cap, policy
+
+
+def _chunk_pieces(tok, seqs: list[list[int]], cap: int,
+                  chunk_overlap: int | None) -> tuple[list[list[int]], list[int]]:
+    """Split every input longer than `cap` into overlapping windows of at most `cap` tokens.
+
+    Each long input's body (special tokens removed) is cut by `_chunks` and every window re-wrapped
+    in [CLS] ... [SEP]; inputs that fit are one piece as they are. Returns (pieces, owner): the
+    token lists to encode and, per piece, the index of the input it came from.
+    """
+    lead = [tok.cls_token_id] if tok is not None and tok.cls_token_id is not None else []
+    trail = [tok.sep_token_id] if tok is not None and tok.sep_token_id is not None else []
+    width = cap - len(lead) - len(trail)
+    overlap = chunk_overlap if chunk_overlap is not None else width // 4
+    pieces, owner = [], []
+    for i, s in enumerate(seqs):
+        if len(s) <= cap:
+            pieces.append(s)
+            owner.append(i)
+            continue
+        body = s[len(lead):len(s) - len(trail)] if (lead or trail) else s
+        for c in _chunks(body, width, overlap):
+            pieces.append(lead + c + trail)
+            owner.append(i)
+    return pieces, owner
+
+
+def _pool_chunks(states: np.ndarray, pieces: list[list[int]], owner: list[int], n: int) -> np.ndarray:
+    """Average the windows' states (n_pieces, L, D) per input, weighted by each window's token
+    count -> (n, L, D) float32."""
+    weights = np.asarray([len(p) for p in pieces], np.float32)
+    owner = np.asarray(owner, dtype=np.int64)  # an empty list must still index
+    out = np.zeros((n,) + states.shape[1:], np.float32)
+    np.add.at(out, owner, states * weights[:, None, None])
+    out /= np.bincount(owner, weights=weights, minlength=n)[:, None, None]
+    return out
+
+
+def _cut_long(seqs: list[list[int]], cap: int, policy: str, head_fraction: float,
+              report: EncodeReport) -> list[list[int]]:
+    """Cut every input longer than `cap` tokens to `cap` ("middle_out": keep the first
+    `head_fraction` and the end; otherwise keep the beginning), counting the cut tokens in `report`."""
+    cut = []
+    for s in seqs:
+        if len(s) > cap:
+            report.n_tokens_cut += len(s) - cap
+            s = _middle_out(s, cap, head_fraction) if policy == "middle_out" else s[:cap]
+        cut.append(s)
+    return cut
+
+
 def encode_ids(pre: Pretrained, seqs, *, layers=-1, pooling: str | None = None, batch_size: int = 16,
                max_length: int | None = None, long_inputs: str | None = None, head_fraction: float = 0.25,
                chunk_overlap: int | None = None, padding_side: str = "right", normalize: bool = False,
@@ -337,14 +395,7 @@ def encode_ids(pre: Pretrained, seqs, *, layers=-1, pooling: str | None = None, 
     cfg = pre.config
     layer_idx, squeeze = resolve_layers(layers, cfg.num_layers + 1)
     pooling = pooling or ("last" if cfg.is_decoder else cfg.pooling)
-    cap = max_length or (min(cfg.window, DECODER_MAX_LENGTH) if cfg.is_decoder else cfg.window)
-    if cap > cfg.window:
-        raise ValueError(f"max_length={cap} exceeds the model window {cfg.window}")
-    policy = long_inputs or ("middle_out" if cfg.is_decoder else "chunk")
-    if policy not in ("chunk", "middle_out", "truncate", "error"):
-        raise ValueError(f"long_inputs must be chunk, middle_out, truncate or error, not {policy!r}")
-    if policy == "chunk" and cfg.is_decoder:
-        raise ValueError("chunked encoding is for encoders; decoders use 'middle_out' or 'truncate'")
+    cap, policy = _long_input_policy(cfg, max_length, long_inputs)
     seqs = [list(map(int, s)) for s in seqs]
     report = EncodeReport(n_inputs=len(seqs), max_length=cap, policy=policy,
                           longest=max((len(s) for s in seqs), default=0))
@@ -354,41 +405,18 @@ def encode_ids(pre: Pretrained, seqs, *, layers=-1, pooling: str | None = None, 
         raise ValueError(f"{len(over)} inputs exceed {cap} tokens (first indices {over[:10]}); "
                          "choose long_inputs='chunk'/'middle_out'/'truncate'")
 
+    def run(pieces):
+        return _run_batches(pre, pieces, layer_idx, pooling, batch_size, cap, padding_side, progress,
+                            micro_batch_tokens, mesh)
+
     if policy == "chunk":
-        # split each input's body (special tokens removed) into windows, re-wrapped in [CLS] ... [SEP]
-        tok = pre.tokenizer
-        lead = [tok.cls_token_id] if tok is not None and tok.cls_token_id is not None else []
-        trail = [tok.sep_token_id] if tok is not None and tok.sep_token_id is not None else []
-        width = cap - len(lead) - len(trail)
-        overlap = chunk_overlap if chunk_overlap is not None else width // 4
-        pieces, owner = [], []
-        for i, s in enumerate(seqs):
-            if len(s) <= cap:
-                pieces.append(s)
-                owner.append(i)
-                continue
-            body = s[len(lead):len(s) - len(trail)] if (lead or trail) else s
-            for c in _chunks(body, width, overlap):
-                pieces.append(lead + c + trail)
-                owner.append(i)
+        pieces, owner = _chunk_pieces(pre.tokenizer, seqs, cap, chunk_overlap)
         report.n_chunks = len(pieces)
-        states = _run_batches(pre, pieces, layer_idx, pooling, batch_size, cap, padding_side, progress,
-                              micro_batch_tokens, mesh)
-        weights = np.asarray([len(p) for p in pieces], np.float32)
-        owner = np.asarray(owner, dtype=np.int64)  # an empty list must still index
-        out = np.zeros((len(seqs),) + states.shape[1:], np.float32)
-        np.add.at(out, owner, states * weights[:, None, None])
-        out /= np.bincount(owner, weights=weights, minlength=len(seqs))[:, None, None]
+        out = _pool_chunks(run(pieces), pieces, owner, len(seqs))
     else:
-        cut = []
-        for s in seqs:
-            if len(s) > cap:
-                report.n_tokens_cut += len(s) - cap
-                s = _middle_out(s, cap, head_fraction) if policy == "middle_out" else s[:cap]
-            cut.append(s)
+        cut = _cut_long(seqs, cap, policy, head_fraction, report)
         report.n_chunks = len(cut)
-        out = _run_batches(pre, cut, layer_idx, pooling, batch_size, cap, padding_side, progress,
-                           micro_batch_tokens, mesh)
+        out = run(cut)
     if over:
         warnings.warn(f"probes.extract: {report.summary()}", stacklevel=3)
     if normalize:

@@ -122,6 +122,46 @@ def _block_rows(n: int, d: int, itemsize: int, target_bytes: int = 1 << 19) -> i
     return int(max(1, min(rows, 1 << max(0, (n - 1).bit_length()))))
 
 
+def _fused_pass(Xb, w, Pw, T):
+    """One pass over the local rows of X, stored as blocks Xb (nb, B, d): t = X w - T (P^T w)
+    block by block, and X^T t accumulated while each block is in cache. w (d,), Pw = P^T w (c,),
+    T (nb B, c) the scores so far. Returns (t (nb B,), local X^T t (d,))."""
+    nb, B, d = Xb.shape
+
+    def body(acc, blk):
+        xb, tb = blk
+        t = xb @ w - tb @ Pw
+        return acc + t @ xb, t
+    acc, t = lax.scan(body, jnp.zeros(d, Xb.dtype), (Xb, T.reshape(nb, B, T.shape[1])))
+    return t.reshape(nb * B), acc
+
+
+def _power_method(M, j0, *, tol, max_iter: int, eps):
+    """sklearn's NIPALS power method on the residual cross-covariance M (d, q), started from
+    the y column j0. Iterate w <- normalise(M M^T w) until the squared change is below `tol` or
+    `max_iter` iterations (PLS1, q == 1: one step, exact). Returns (w (d,), n_iter int32)."""
+    def normalise(v):
+        return v / (jnp.sqrt(v @ v) + eps)
+
+    w0 = normalise(M[:, j0])
+    if M.shape[1] == 1:  # PLS1: one step, exact
+        return w0, jnp.int32(1)
+
+    def cond(s):
+        _, _, i, done = s
+        return (~done) & (i < max_iter)
+
+    def body(s):
+        w, _, i, _ = s
+        w_new = normalise(M @ (M.T @ w))
+        diff = w_new - w
+        return w_new, w, i + 1, diff @ diff < tol
+
+    w, _, i, _ = lax.while_loop(cond, body, (w0, w0, jnp.int32(1), jnp.bool_(False)))
+    return w, i
+
+
+# long: jitted fit whose fori_loop body `component` shares the 11-array carry and the norms/blocks
 def _nipals(X, Y, n_components, tol, mask=None, *, capacity: int, scale: bool, max_iter: int,
             block: int | None, axes=None):
     """The fit of `pls_fit` on X (m, d), Y (m, q). Single device: mask and axes None, all rows here.
@@ -147,39 +187,6 @@ def _nipals(X, Y, n_components, tol, mask=None, *, capacity: int, scale: bool, m
     x_norm = jnp.sqrt(x_ss)
     m0_norm = jnp.sqrt(jnp.sum(M0 * M0))
 
-    def fused_pass(w, Pw, T):
-        """One pass over the local rows of X: t = X w - T (P^T w) block by block, and X^T t
-        accumulated while each block is in cache. Returns (t (nb B,), local X^T t (d,))."""
-        def body(acc, blk):
-            xb, tb = blk
-            t = xb @ w - tb @ Pw
-            return acc + t @ xb, t
-        acc, t = lax.scan(body, jnp.zeros(d, dt), (Xb, T.reshape(nb, B, capacity)))
-        return t.reshape(nb * B), acc
-
-    def power_method(M, j0):
-        """sklearn's NIPALS power method on the residual cross-covariance M (d, q), started from
-        the y column j0. Iterate w <- normalise(M M^T w). Returns (w (d,), n_iter)."""
-        def normalise(v):
-            return v / (jnp.sqrt(v @ v) + eps)
-
-        w0 = normalise(M[:, j0])
-        if q == 1:  # PLS1: one step, exact
-            return w0, jnp.int32(1)
-
-        def cond(s):
-            _, _, i, done = s
-            return (~done) & (i < max_iter)
-
-        def body(s):
-            w, _, i, _ = s
-            w_new = normalise(M @ (M.T @ w))
-            diff = w_new - w
-            return w_new, w, i + 1, diff @ diff < tol
-
-        w, _, i, _ = lax.while_loop(cond, body, (w0, w0, jnp.int32(1), jnp.bool_(False)))
-        return w, i
-
     def component(k, s):
         Yk, Mk, W, C, T, U, P, Q, n_iter, stop, reason = s
         # sklearn zeroes y columns whose residual is all below 10 eps
@@ -189,8 +196,8 @@ def _nipals(X, Y, n_components, tol, mask=None, *, capacity: int, scale: bool, m
         y_constant = jnp.all(zero_cols)
         j0 = jnp.argmax(~zero_cols)
 
-        w, it = power_method(Mk, j0)
-        t, xt = fused_pass(w, P.T @ w, T)                     # X_k w (implicit deflation) and X^T of it
+        w, it = _power_method(Mk, j0, tol=tol, max_iter=max_iter, eps=eps)
+        t, xt = _fused_pass(Xb, w, P.T @ w, T)                # X_k w (implicit deflation) and X^T of it
         # with the max over Y's columns above, the component's communication: X^T t, T^T t, Y_k^T t, t't
         xt, tT, tY, tt = psum((xt, t @ T, t @ Yk, t @ t))
         rank_out = (jnp.sqrt(tt) <= 100 * eps * x_norm) | (jnp.sqrt(jnp.sum(Mk * Mk)) <= 100 * eps * m0_norm)

@@ -31,22 +31,18 @@ from pathlib import Path
 
 import pandas as pd
 
-from .datasets import BUNDLED, load_bundled, load_comparisons, save_comparisons
+from . import datasets
+from .datasets import BUNDLED, load_comparisons, save_comparisons
+from .datasets.verdicts import JUDGE_VERDICTS
 from .outputs import write_csv, write_json
 
 
 def load_data(data: str, include_unlabelled: bool | None = None, limit: int | None = None) -> pd.DataFrame:
-    """A bundled set by name or a comparison file (jsonl / csv / parquet); ``limit``: the first rows only."""
-    if data in BUNDLED:
-        table = load_bundled(data, include_unlabelled=include_unlabelled)
-    else:
-        path = Path(data)
-        if not path.exists():
-            raise SystemExit(f"error: {data!r} is neither a file nor a bundled set ({', '.join(BUNDLED)})")
-        table = load_comparisons(path)
-    if limit is not None:
-        table = table.head(int(limit)).reset_index(drop=True)
-    return table
+    """:func:`puaudit_jax.datasets.load_data`, a missing file as a one-line CLI error."""
+    try:
+        return datasets.load_data(data, include_unlabelled, limit)
+    except FileNotFoundError as err:
+        raise SystemExit(f"error: {err}") from None
 
 
 def make_judge(args):
@@ -154,7 +150,7 @@ def cmd_judge(args) -> int:
     result = judge_table(table, judge, progress=not args.quiet)
     out = Path(args.out)
     save_comparisons(result, out / "comparisons.csv")
-    labelled = result[result.human.isin(["A", "B", "tie"]) & (result.judge_status == "ok")]
+    labelled = result[result.human.isin(JUDGE_VERDICTS) & (result.judge_status == "ok")]
     summary = {"data": args.data, "judge": judge.name, "rows": len(result),
                "status": result.judge_status.str.split(":").str[0].value_counts().to_dict(),
                "agreement_with_human": float((labelled.judge == labelled.human).mean()) if len(labelled) else None,

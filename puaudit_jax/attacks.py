@@ -24,6 +24,7 @@ from typing import ClassVar, Mapping
 import numpy as np
 import pandas as pd
 
+from .datasets.verdicts import A, TIE, flip_verdict
 from .judges.base import OK, Verdict, fill, row_inputs, template
 from .judges.run import has_text, verdict_status
 
@@ -117,22 +118,100 @@ class AttackResult:
             if r.status == "attacked" and r.attacked_status == OK:
                 judge.append(r.attacked)
                 status.append("attacked")
-                col = "response_a" if r.loser == "A" else "response_b"
-                out.at[i, col] = r.attacked_text
+                out.at[i, response_column(r.loser)] = r.attacked_text
             elif r.original_status == OK:
                 judge.append(r.original)
                 status.append(f"original verdict kept: {r.reason}")
             else:
-                judge.append("tie")
+                judge.append(TIE)
                 status.append(f"no verdict (tie placeholder): {r.reason}")
         out["judge"], out["attack_status"] = judge, status
         return out
 
 
+def response_column(side: str) -> str:
+    """The comparison-table column of a side's response: A -> "response_a", B -> "response_b"."""
+    return "response_a" if side == A else "response_b"
+
+
 def _replace_response(row: dict, side: str, text: str) -> dict:
     new = dict(row)
-    new["response_a" if side == "A" else "response_b"] = text
+    new[response_column(side)] = text
     return new
+
+
+def _clean_rows(records: list[dict], ids: list[str], usable: set[int],
+                original: Mapping[str, Verdict]) -> list[dict]:
+    """One result row (RESULT_COLUMNS) per comparison, from its clean verdict: the side to attack
+    (``loser``, the clean verdict's loser) where the pair can be attacked, otherwise status
+    "skipped" with the reason (missing text, no / failed original verdict, original tie)."""
+    rows = []
+    for i, r in enumerate(records):
+        v = original.get(ids[i])
+        row = {"id": ids[i], "question_type": r.get("question_type"), "human": r.get("human"),
+               "original": v.winner if v is not None else None,
+               "original_status": (verdict_status(v) if v is not None else None), "loser": None,
+               "attacked": None, "attacked_status": None, "attacked_text": None, "flipped": None,
+               "to_loser": None, "status": "skipped", "reason": None}
+        if i not in usable:
+            row["reason"] = "missing text"
+        elif v is None:
+            row["reason"] = "no original verdict"
+        elif v.status != OK:
+            row["reason"] = f"original {v.status}"
+        elif v.winner == TIE:
+            row["reason"] = "original tie"
+        else:
+            row["loser"] = str(flip_verdict([v.winner])[0])
+        rows.append(row)
+    return rows
+
+
+def _attacked_texts(attack, generator, records: list[dict], rows: list[dict], targets: list[int],
+                    progress: bool) -> dict[int, str]:
+    """The attacked loser response of every target row: index -> text. Generated attacks that fail
+    or come back empty are left out, their row's reason set."""
+    losers = {i: records[i][response_column(rows[i]["loser"])] for i in targets}
+    if not attack.needs_generator:
+        return {i: attack.apply(losers[i], rows[i]["loser"]) for i in targets}
+    outs = generator.generate_many([attack.messages(losers[i], rows[i]["loser"]) for i in targets],
+                                   progress=progress)
+    texts = {}
+    for i, o in zip(targets, outs):
+        if isinstance(o, Exception):
+            rows[i]["reason"] = f"generation error: {o}"[:300]
+        elif not str(o).strip():
+            rows[i]["reason"] = "empty generation"
+        else:
+            texts[i] = str(o).strip()
+    return texts
+
+
+def _record_attacked(rows: list[dict], judged: list[int], attacked, texts: dict[int, str]) -> None:
+    """Write the verdicts on the attacked pairs into their rows (in place): status "attacked", and
+    for a judged verdict whether it flipped and whether it went to the attacked (losing) side."""
+    for i, v in zip(judged, attacked):
+        row = rows[i]
+        row.update(status="attacked", attacked_text=texts[i], attacked=v.winner, attacked_status=verdict_status(v))
+        if v.status == OK:
+            row["flipped"] = v.winner != row["original"]
+            row["to_loser"] = v.winner == row["loser"]
+            row["reason"] = "flipped" if row["flipped"] else "unchanged"
+        else:
+            row["reason"] = f"attacked {v.status}"
+
+
+def _attack_counts(table: pd.DataFrame) -> dict:
+    """AttackResult.counts of a result table: input, attacked, judged, flipped, to_loser (ints),
+    skipped and attacked_unjudged (reason -> count)."""
+    ok = table[(table.status == "attacked") & (table.attacked_status == OK)] if len(table) else table
+    skipped = table[table.status == "skipped"] if len(table) else table
+    return {"input": len(table), "attacked": int((table.status == "attacked").sum()) if len(table) else 0,
+            "judged": len(ok), "flipped": int(ok.flipped.astype(bool).sum()) if len(ok) else 0,
+            "to_loser": int(ok.to_loser.astype(bool).sum()) if len(ok) else 0,
+            "skipped": skipped.reason.value_counts().to_dict() if len(skipped) else {},
+            "attacked_unjudged": (table[(table.status == "attacked") & (table.attacked_status != OK)]
+                                  .reason.value_counts().to_dict() if len(table) else {})}
 
 
 def run_attack(comparisons: pd.DataFrame, judge, attack, generator=None, *, original: Mapping[str, Verdict] | None = None,
@@ -152,66 +231,19 @@ def run_attack(comparisons: pd.DataFrame, judge, attack, generator=None, *, orig
     if len(set(ids)) != len(ids):
         raise ValueError("comparison ids must be unique")
     usable = [i for i, r in enumerate(records) if has_text(r)]
-    usable_set = set(usable)
     if original is None:
         verdicts = judge.judge_many([row_inputs(records[i]) for i in usable], progress=progress)
         original = {ids[i]: v for i, v in zip(usable, verdicts)}
-    rows = []
-    for i, r in enumerate(records):
-        v = original.get(ids[i])
-        row = {"id": ids[i], "question_type": r.get("question_type"), "human": r.get("human"),
-               "original": v.winner if v is not None else None,
-               "original_status": (verdict_status(v) if v is not None else None), "loser": None,
-               "attacked": None, "attacked_status": None, "attacked_text": None, "flipped": None,
-               "to_loser": None, "status": "skipped", "reason": None}
-        if i not in usable_set:
-            row["reason"] = "missing text"
-        elif v is None:
-            row["reason"] = "no original verdict"
-        elif v.status != OK:
-            row["reason"] = f"original {v.status}"
-        elif v.winner == "tie":
-            row["reason"] = "original tie"
-        else:
-            row["loser"] = "B" if v.winner == "A" else "A"
-        rows.append(row)
+    rows = _clean_rows(records, ids, set(usable), original)
     targets = [i for i, row in enumerate(rows) if row["loser"] is not None]
-    losers = {i: records[i]["response_a" if rows[i]["loser"] == "A" else "response_b"] for i in targets}
-    if attack.needs_generator:
-        outs = generator.generate_many([attack.messages(losers[i], rows[i]["loser"]) for i in targets],
-                                       progress=progress)
-        texts = {}
-        for i, o in zip(targets, outs):
-            if isinstance(o, Exception):
-                rows[i]["reason"] = f"generation error: {o}"[:300]
-            elif not str(o).strip():
-                rows[i]["reason"] = "empty generation"
-            else:
-                texts[i] = str(o).strip()
-    else:
-        texts = {i: attack.apply(losers[i], rows[i]["loser"]) for i in targets}
+    texts = _attacked_texts(attack, generator, records, rows, targets, progress)
     judged = sorted(texts)
     attacked = judge.judge_many([row_inputs(_replace_response(records[i], rows[i]["loser"], texts[i]))
                                  for i in judged], progress=progress)
-    for i, v in zip(judged, attacked):
-        row = rows[i]
-        row.update(status="attacked", attacked_text=texts[i], attacked=v.winner, attacked_status=verdict_status(v))
-        if v.status == OK:
-            row["flipped"] = v.winner != row["original"]
-            row["to_loser"] = v.winner == row["loser"]
-            row["reason"] = "flipped" if row["flipped"] else "unchanged"
-        else:
-            row["reason"] = f"attacked {v.status}"
+    _record_attacked(rows, judged, attacked, texts)
     table = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
-    ok = table[(table.status == "attacked") & (table.attacked_status == OK)] if len(table) else table
-    skipped = table[table.status == "skipped"] if len(table) else table
-    counts = {"input": len(table), "attacked": int((table.status == "attacked").sum()) if len(table) else 0,
-              "judged": len(ok), "flipped": int(ok.flipped.astype(bool).sum()) if len(ok) else 0,
-              "to_loser": int(ok.to_loser.astype(bool).sum()) if len(ok) else 0,
-              "skipped": skipped.reason.value_counts().to_dict() if len(skipped) else {},
-              "attacked_unjudged": (table[(table.status == "attacked") & (table.attacked_status != OK)]
-                                    .reason.value_counts().to_dict() if len(table) else {})}
-    n = len(ok)
+    counts = _attack_counts(table)
+    n = counts["judged"]
     params = {k: getattr(attack, k) for k in getattr(attack, "__dataclass_fields__", {})}
     return AttackResult(attack=attack.name, judge=getattr(judge, "name", type(judge).__name__), table=table,
                         counts=counts, flip_rate=counts["flipped"] / n if n else float("nan"),

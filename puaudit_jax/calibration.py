@@ -6,13 +6,15 @@ it is a pair (feature x_i, judge correct c_i). A monotone map x -> P(judge corre
 those pairs turns any scorer's output into a probability, and the decision "flip where
 P(judge wrong) > threshold" then has an expected gain that the labelled pairs can estimate.
 
-Everything here is small numpy on at most a few thousand pairs:
+Everything here is small (numpy, and the jit-compiled float64 Newton solver of
+:mod:`puaudit_jax.logistic` for Platt) on at most a few thousand pairs:
 
 - :func:`crossfit_folds`: fold ids stratified by question type, optionally grouped by a cluster
   column (LLMFAO reuses a prompt's responses across many pairs: a cluster must not straddle folds).
 - :class:`IsotonicMap` (PAV through :func:`scipy.optimize.isotonic_regression`, linear between
   blocks, flat outside) and :class:`PlattMap` (logistic regression on the feature with
-  ridge-shrunk per-group offsets, slope constrained >= 0): ``fit_map(method, x, c, groups)``.
+  ridge-shrunk per-group offsets, slope constrained >= 0; solved by
+  :func:`puaudit_jax.logistic.penalised_logistic`): ``fit_map(method, x, c, groups)``.
 - :func:`bootstrap_indices`: resamples of items or of whole clusters.
 
 Units: features are whatever the scorer's normalised output is (larger = judge more likely
@@ -25,6 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy.optimize import isotonic_regression
+
+from .logistic import penalised_logistic
 
 METHODS = ("isotonic", "platt")
 
@@ -96,20 +100,6 @@ class PlattMap:
         return 1.0 / (1.0 + np.exp(-(self.a + o + self.b * x)))
 
 
-def _logistic(X: np.ndarray, y: np.ndarray, penalty: np.ndarray, iters: int = 50) -> np.ndarray:
-    """Penalised logistic regression by Newton's method (X (n, p), penalty (p,) ridge weights)."""
-    w = np.zeros(X.shape[1])
-    for _ in range(iters):
-        p = 1.0 / (1.0 + np.exp(-np.clip(X @ w, -30, 30)))
-        grad = X.T @ (p - y) + penalty * w
-        hess = (X.T * (p * (1 - p) + 1e-9)) @ X + np.diag(penalty + 1e-9)
-        step = np.linalg.solve(hess, grad)
-        w -= step
-        if np.max(np.abs(step)) < 1e-10:
-            break
-    return w
-
-
 def fit_platt(x: np.ndarray, c: np.ndarray, groups=None, group_ridge: float = 5.0) -> PlattMap:
     """Logistic regression of c on [1, x, one-hot(group)]; the group offsets carry a ridge penalty
     ``group_ridge`` (a group with few items stays near the pooled rate); slope clamped at 0 (a
@@ -120,10 +110,10 @@ def fit_platt(x: np.ndarray, c: np.ndarray, groups=None, group_ridge: float = 5.
         if names else np.zeros((len(x), 0))
     penalty = np.concatenate([[1e-6, 1e-6], np.full(len(names), group_ridge)])
     X = np.column_stack([np.ones_like(x), x, onehot])
-    w = _logistic(X, c, penalty)
+    w = penalised_logistic(X, c, penalty)
     if w[1] < 0:
         keep = np.r_[0, np.arange(2, X.shape[1])]
-        w_small = _logistic(X[:, keep], c, penalty[keep])
+        w_small = penalised_logistic(X[:, keep], c, penalty[keep])
         w = np.r_[w_small[0], 0.0, w_small[1:]]
     return PlattMap(float(w[0]), float(w[1]), {g: float(o) for g, o in zip(names, w[2:])})
 

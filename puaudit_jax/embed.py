@@ -18,8 +18,7 @@ are encoded once (many comparisons share a response).
 from __future__ import annotations
 
 import os
-import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -27,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from .datasets.exclusions import EXCLUDED, item_status
+from .outputs import atomic_path
 
 Encoder = Callable[[list], np.ndarray]
 """A frozen encoder: a list of n inputs (str or chat message lists) -> (n, d) float array."""
@@ -73,15 +73,8 @@ class PairEmbeddings:
 def save_embeddings(emb: PairEmbeddings, path: str | Path) -> Path:
     """Write ``emb`` as .npz (``id``, ``a``, ``b``, ``source``) atomically; returns the path."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
-    os.close(fd)
-    try:
-        np.savez(tmp, id=emb.ids, a=emb.a, b=emb.b, source=np.asarray(emb.source))
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic_path(path, prefix=".tmp-") as tmp, open(tmp, "wb") as fh:  # a file object: no ".npz" appended
+        np.savez(fh, id=emb.ids, a=emb.a, b=emb.b, source=np.asarray(emb.source))
     return path
 
 
@@ -184,3 +177,47 @@ def probes_encoder(name: str = "minilm", *, cache_dir: str | Path | None = "defa
     encoder.__name__ = f"probes:{name}"
     return encoder
 
+
+
+@dataclass(frozen=True)
+class EmbedConfig:
+    """How the audit's embeddings are obtained: a file, or a probes encoder with its disk cache.
+
+    Fields:
+        encoder: minilm (default), smollm2 or a local model folder
+        cache_dir: embedding cache folder (default $PUAUDIT_CACHE or ~/.cache/puaudit/embeddings)
+        no_cache: do not use the embedding disk cache
+        batch_size: inputs per encoder batch
+        max_length: encoder input cap in tokens (default: 256 for minilm with middle_out, else the
+            model window)
+        long_inputs: policy above --max-length (default: middle_out for minilm and decoders; chunk
+            for other encoders)
+    """
+
+    encoder: str | None = None
+    cache_dir: str | None = None
+    no_cache: bool = False
+    batch_size: int = 16
+    max_length: int | None = None
+    long_inputs: str | None = field(default=None, metadata={"choices": ("chunk", "middle_out", "truncate",
+                                                                         "error")})
+
+    def resolved(self) -> "EmbedConfig":
+        """The settings actually used: MiniLM gets its own input length (sentence-transformers'
+        max_seq_length = 256) with probes' middle-out cut -- the prompt's head and the end of the
+        judged answer -- instead of chunked 512-token windows: ~4x less compute, the same audit
+        numbers on MT-Bench (README)."""
+        name = self.encoder or "minilm"
+        if name == "minilm" and self.max_length is None and self.long_inputs is None:
+            return replace(self, encoder=name, max_length=256, long_inputs="middle_out")
+        return replace(self, encoder=name)
+
+
+def table_embeddings(table: pd.DataFrame, config: EmbedConfig, *, mesh=None, progress: bool = True) -> PairEmbeddings:
+    """F(x, o_A), F(x, o_B) of every usable row of ``table`` with the probes encoder ``config`` names."""
+    cfg = config.resolved()
+    cache = None if cfg.no_cache else (cfg.cache_dir or "default")
+    encoder = probes_encoder(cfg.encoder, cache_dir=cache, batch_size=cfg.batch_size, progress=progress,
+                             max_length=cfg.max_length, long_inputs=cfg.long_inputs, mesh=mesh)
+    settings = f"max_length={cfg.max_length or 'window'}, long_inputs={cfg.long_inputs or 'default'}"
+    return embed_comparisons(table, encoder, source=f"probes:{cfg.encoder} ({settings})")

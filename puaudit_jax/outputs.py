@@ -2,28 +2,14 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from probes.files import atomic_path
 
-@contextmanager
-def atomic_path(path: str | Path):
-    """Yield a temporary path next to ``path``; on success it replaces ``path`` (else it is removed)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+__all__ = ["atomic_path", "save_figure", "write_csv", "write_json", "write_parquet", "write_text"]
 
 
 def _jsonable(obj):

@@ -48,67 +48,82 @@ def _density(ax, values, color, label):
             pass
 
 
-def figure2(result, truth: pd.Series | None = None, path: str | Path | None = None, *, title: str = ""):
-    """Seed Figure 2 for an :class:`~puaudit_jax.audit.AuditResult`; ``truth``: id -> hidden human
-    verdict (from :func:`puaudit_jax.evaluate.split_labels`). Returns the figure (saved if ``path``)."""
-    pool = result.pool.reset_index(drop=True)
-    z = np.asarray(result.u_z, float)
-    score = pool["score"].to_numpy(float)
-    flipped = pool["flipped"].to_numpy(bool)
-    eta, m = result.report["eta"], result.report["m"]["value"]
-    has_truth = truth is not None and pool["id"].isin(truth.index).any()
-    if has_truth:
-        known = pool["id"].isin(truth.index).to_numpy()
-        t = truth.reindex(pool["id"]).to_numpy()
-        y = pool["judge"].to_numpy() == t  # judge consistent with the human
-    fig, axes = plt.subplots(2, 2, figsize=(11, 8.5))
-    (ax_a, ax_b), (ax_c, ax_d) = axes
+def _truth_of(pool: pd.DataFrame, truth: pd.Series | None):
+    """(known (k,) bool, judge == truth (k,) bool, truth (k,)) of the pool rows, or None without truth."""
+    if truth is None or not pool["id"].isin(truth.index).any():
+        return None
+    known = pool["id"].isin(truth.index).to_numpy()
+    t = truth.reindex(pool["id"]).to_numpy()
+    return known, pool["judge"].to_numpy() == t, t
 
-    if has_truth:
-        _density(ax_a, score[known & y], C_OK, "judge = human (y=1)")
-        _density(ax_a, score[known & ~y], C_BAD, "judge != human (y=0)")
+
+def _panel_by_truth(ax, score, seen, eta):
+    if seen is not None:
+        known, y, _ = seen
+        _density(ax, score[known & y], C_OK, "judge = human (y=1)")
+        _density(ax, score[known & ~y], C_BAD, "judge != human (y=0)")
     else:
-        _density(ax_a, score, "gray", "all (no ground truth)")
-    ax_a.axvline(eta, color="k", ls="--", lw=1, label=f"eta = {eta:g}")
-    ax_a.set(title="(a) normalised score by ground truth", xlabel="normalised score s̄", ylabel="density")
-    ax_a.legend(fontsize=8)
+        _density(ax, score, "gray", "all (no ground truth)")
+    ax.axvline(eta, color="k", ls="--", lw=1, label=f"eta = {eta:g}")
+    ax.set(title="(a) normalised score by ground truth", xlabel="normalised score s̄", ylabel="density")
+    ax.legend(fontsize=8)
 
-    _density(ax_b, score[~flipped], C_KEEP, "kept")
-    _density(ax_b, score[flipped], C_FLIP, "flipped")
-    ax_b.axvline(eta, color="k", ls="--", lw=1)
-    ax_b.set(title="(b) normalised score by final group", xlabel="normalised score s̄", ylabel="density")
-    ax_b.legend(fontsize=8)
 
+def _panel_by_group(ax, score, flipped, eta):
+    _density(ax, score[~flipped], C_KEEP, "kept")
+    _density(ax, score[flipped], C_FLIP, "flipped")
+    ax.axvline(eta, color="k", ls="--", lw=1)
+    ax.set(title="(b) normalised score by final group", xlabel="normalised score s̄", ylabel="density")
+    ax.legend(fontsize=8)
+
+
+def _panel_sorted(ax, score, flipped, seen, eta, m):
     order = np.argsort(score, kind="stable")
-    x = np.arange(len(order))
-    if has_truth:
+    if seen is not None:
+        known, y, _ = seen
         colors = np.where(~known[order], "gray", np.where(y[order], C_OK, C_BAD))
     else:
         colors = np.where(flipped[order], C_FLIP, C_KEEP)
-    ax_c.scatter(x, score[order], c=list(colors), s=8)
-    ax_c.axhline(eta, color="k", ls="--", lw=1, label=f"rule threshold eta = {eta:g}")
-    ax_c.axvline(flipped.sum() - 0.5, color=C_FLIP, lw=1, label=f"final groups: {int(flipped.sum())} flipped")
-    ax_c.axvline((1 - m) * len(score) - 0.5, color="gray", ls=":", lw=1, label=f"budget 1 - m = {1 - m:.2f}")
-    if has_truth:
+    ax.scatter(np.arange(len(order)), score[order], c=list(colors), s=8)
+    ax.axhline(eta, color="k", ls="--", lw=1, label=f"rule threshold eta = {eta:g}")
+    ax.axvline(flipped.sum() - 0.5, color=C_FLIP, lw=1, label=f"final groups: {int(flipped.sum())} flipped")
+    ax.axvline((1 - m) * len(score) - 0.5, color="gray", ls=":", lw=1, label=f"budget 1 - m = {1 - m:.2f}")
+    if seen is not None:
         n_bad = int((known & ~y).sum())
-        ax_c.axvline(n_bad - 0.5, color=C_BAD, ls="-.", lw=1, label=f"ground truth: {n_bad} judge errors")
-    ax_c.set(title="(c) sorted scores with thresholds", xlabel="pool items, sorted by score", ylabel="s̄")
-    ax_c.legend(fontsize=8, loc="lower right")
+        ax.axvline(n_bad - 0.5, color=C_BAD, ls="-.", lw=1, label=f"ground truth: {n_bad} judge errors")
+    ax.set(title="(c) sorted scores with thresholds", xlabel="pool items, sorted by score", ylabel="s̄")
+    ax.legend(fontsize=8, loc="lower right")
 
+
+def _panel_pca(fig, ax, z, score, flipped):
     if len(z) >= 2:
         zc = z - z.mean(0)
         _, _, vt = np.linalg.svd(zc, full_matrices=False)
         xy = zc @ vt[:2].T if vt.shape[0] >= 2 else np.c_[zc @ vt[0], np.zeros(len(zc))]
-        sc = ax_d.scatter(xy[:, 0], xy[:, 1], c=score, cmap="viridis", s=10, vmin=0, vmax=1)
-        ax_d.scatter(xy[flipped, 0], xy[flipped, 1], facecolors="none", edgecolors=C_FLIP, s=22, lw=0.6,
-                     label="flipped")
-        fig.colorbar(sc, ax=ax_d, label="normalised score s̄")
-        ax_d.legend(fontsize=8)
-    ax_d.set(title="(d) PCA of pool difference embeddings z", xlabel="PC 1", ylabel="PC 2")
+        sc = ax.scatter(xy[:, 0], xy[:, 1], c=score, cmap="viridis", s=10, vmin=0, vmax=1)
+        ax.scatter(xy[flipped, 0], xy[flipped, 1], facecolors="none", edgecolors=C_FLIP, s=22, lw=0.6,
+                   label="flipped")
+        fig.colorbar(sc, ax=ax, label="normalised score s̄")
+        ax.legend(fontsize=8)
+    ax.set(title="(d) PCA of pool difference embeddings z", xlabel="PC 1", ylabel="PC 2")
 
-    lines = [f"scorer {result.report['scorer']}, rule {result.report['rule']}, m = {m:.3f}",
+
+def figure2(result, truth: pd.Series | None = None, path: str | Path | None = None, *, title: str = ""):
+    """Seed Figure 2 for an :class:`~puaudit_jax.audit.AuditResult`; ``truth``: id -> hidden human
+    verdict (from :func:`puaudit_jax.evaluate.split_labels`). Returns the figure (saved if ``path``)."""
+    pool = result.pool.reset_index(drop=True)
+    score, flipped = pool["score"].to_numpy(float), pool["flipped"].to_numpy(bool)
+    eta, m = result.report.eta, result.report.m.value
+    seen = _truth_of(pool, truth)
+    fig, ((ax_a, ax_b), (ax_c, ax_d)) = plt.subplots(2, 2, figsize=(11, 8.5))
+    _panel_by_truth(ax_a, score, seen, eta)
+    _panel_by_group(ax_b, score, flipped, eta)
+    _panel_sorted(ax_c, score, flipped, seen, eta, m)
+    _panel_pca(fig, ax_d, np.asarray(result.u_z, float), score, flipped)
+    lines = [f"scorer {result.report.scorer}, rule {result.report.rule}, m = {m:.3f}",
              f"flipped {int(flipped.sum())} / {len(pool)}"]
-    if has_truth:
+    if seen is not None:
+        known, y, t = seen
         adj = pool["adjusted"].to_numpy() == t
         lines.insert(0, f"Cons_orig {y[known].mean():.3f}   Cons_adj {adj[known].mean():.3f}")
     ax_d.text(0.02, 0.02, "\n".join(lines), transform=ax_d.transAxes, fontsize=8, va="bottom",
@@ -168,63 +183,106 @@ def figure3(panels: dict[str, pd.DataFrame], path: str | Path | None = None, *, 
     return fig
 
 
+def _reliability(ax, p, wrong, color, label, bins: int):
+    """Observed share wrong against the mean predicted P(judge wrong) in ``bins`` quantile bins."""
+    edges = np.quantile(p, np.linspace(0, 1, bins + 1))
+    idx = np.clip(np.searchsorted(edges, p, side="right") - 1, 0, bins - 1)
+    xs, ys, ns = [], [], []
+    for b in np.unique(idx):
+        xs.append(p[idx == b].mean())
+        ys.append(wrong[idx == b].mean())
+        ns.append((idx == b).sum())
+    ax.plot(xs, ys, "o-", color=color, label=f"{label} (n={len(p)})")
+    for x, y, n in zip(xs, ys, ns):
+        ax.annotate(str(n), (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points", color=color)
+
+
+def _panel_reliability(ax, items, pool, truth, threshold, bins):
+    lab = items[(items["status"] == "labelled") & items["p_wrong"].notna()]
+    if len(lab):
+        _reliability(ax, lab["p_wrong"].to_numpy(float), (lab["judge"] != lab["human"]).to_numpy(), C_OK,
+                     "labelled, out of fold", bins)
+    if truth is not None and pool["id"].isin(truth.index).any():
+        known = pool[pool["id"].isin(truth.index)]
+        _reliability(ax, known["p_wrong"].to_numpy(float),
+                     (known["judge"].to_numpy() != truth.loc[known["id"]].to_numpy()), C_BAD, "pool, hidden labels",
+                     bins)
+    ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls=":")
+    ax.axvline(threshold, color="black", lw=0.8, ls="--", label="flip threshold")
+    ax.set(xlabel="predicted P(judge wrong) (bin mean)", ylabel="observed share judge wrong",
+           title="(a) reliability", xlim=(0, 1), ylim=(0, 1))
+    ax.legend(fontsize=8)
+
+
+def _panel_pool(ax, pool, truth, decision):
+    order = np.argsort(pool["p_wrong"].to_numpy(float))
+    p, x = pool["p_wrong"].to_numpy(float)[order], np.arange(len(pool))
+    evidence = decision.evidence
+    ax.fill_between(x, pool["p_wrong_lo"].to_numpy(float)[order], pool["p_wrong_hi"].to_numpy(float)[order],
+                    color="grey", alpha=0.3, lw=0,
+                    label=f"{int(100 * (evidence.interval if evidence else 0.9))}% bootstrap")
+    seen = _truth_of(pool, truth)
+    if seen is not None:
+        known, right, _ = (a[order] for a in seen)
+        ax.scatter(x[~known], p[~known], s=3, color="grey", label="no human label")
+        ax.scatter(x[known & right], p[known & right], s=4, color=C_OK, label="judge right (hidden)")
+        ax.scatter(x[known & ~right], p[known & ~right], s=4, color=C_BAD, label="judge wrong (hidden)")
+    else:
+        ax.plot(x, p, color=C_OK, lw=1)
+    ax.axhline(decision.threshold, color="black", lw=0.8, ls="--")
+    state = "abstained" if decision.abstained else f"{decision.n_flipped} flipped"
+    gain = None if evidence is None else evidence.expected_gain
+    ax.set(xlabel="pool items, sorted", ylabel="P(judge wrong)", ylim=(0, 1),
+           title=f"(b) pool: {state}" + ("" if gain is None else f", expected gain {100 * gain:+.1f} pts"))
+    ax.legend(fontsize=8, loc="upper left")
+
+
 def calibration_figure(result, truth: pd.Series | None = None, path: str | Path | None = None, *,
                        title: str = "", bins: int = 8):
     """Reliability and pool view of a calibrated rule's audit (see the module docstring)."""
-    items = result.items
-    decision = result.report["decision"]
-    lab = items[(items["status"] == "labelled") & items["p_wrong"].notna()]
+    decision = result.report.decision
     pool = result.pool.reset_index(drop=True)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
-
-    def reliability(ax, p, wrong, color, label):
-        edges = np.quantile(p, np.linspace(0, 1, bins + 1))
-        idx = np.clip(np.searchsorted(edges, p, side="right") - 1, 0, bins - 1)
-        xs, ys, ns = [], [], []
-        for b in np.unique(idx):
-            xs.append(p[idx == b].mean())
-            ys.append(wrong[idx == b].mean())
-            ns.append((idx == b).sum())
-        ax.plot(xs, ys, "o-", color=color, label=f"{label} (n={len(p)})")
-        for x, y, n in zip(xs, ys, ns):
-            ax.annotate(str(n), (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points", color=color)
-
-    if len(lab):
-        reliability(ax1, lab["p_wrong"].to_numpy(float), (lab["judge"] != lab["human"]).to_numpy(), C_OK,
-                    "labelled, out of fold")
-    has_truth = truth is not None and pool["id"].isin(truth.index).any()
-    if has_truth:
-        known = pool[pool["id"].isin(truth.index)]
-        reliability(ax1, known["p_wrong"].to_numpy(float),
-                    (known["judge"].to_numpy() != truth.loc[known["id"]].to_numpy()), C_BAD, "pool, hidden labels")
-    ax1.plot([0, 1], [0, 1], color="grey", lw=0.8, ls=":")
-    ax1.axvline(decision["threshold"], color="black", lw=0.8, ls="--", label="flip threshold")
-    ax1.set(xlabel="predicted P(judge wrong) (bin mean)", ylabel="observed share judge wrong",
-            title="(a) reliability", xlim=(0, 1), ylim=(0, 1))
-    ax1.legend(fontsize=8)
-
-    order = np.argsort(pool["p_wrong"].to_numpy(float))
-    p = pool["p_wrong"].to_numpy(float)[order]
-    x = np.arange(len(p))
-    ax2.fill_between(x, pool["p_wrong_lo"].to_numpy(float)[order], pool["p_wrong_hi"].to_numpy(float)[order],
-                     color="grey", alpha=0.3, lw=0, label=f"{int(100 * decision.get('interval', 0.9))}% bootstrap")
-    if has_truth:
-        t = truth.reindex(pool["id"]).to_numpy()[order]
-        known = pool["id"].isin(truth.index).to_numpy()[order]
-        wrong = pool["judge"].to_numpy()[order] != t
-        ax2.scatter(x[~known], p[~known], s=3, color="grey", label="no human label")
-        ax2.scatter(x[known & ~wrong], p[known & ~wrong], s=4, color=C_OK, label="judge right (hidden)")
-        ax2.scatter(x[known & wrong], p[known & wrong], s=4, color=C_BAD, label="judge wrong (hidden)")
-    else:
-        ax2.plot(x, p, color=C_OK, lw=1)
-    ax2.axhline(decision["threshold"], color="black", lw=0.8, ls="--")
-    state = "abstained" if decision["abstained"] else f"{decision['n_flipped']} flipped"
-    gain = decision.get("expected_gain")
-    ax2.set(xlabel="pool items, sorted", ylabel="P(judge wrong)", ylim=(0, 1),
-            title=f"(b) pool: {state}" + ("" if gain is None else f", expected gain {100 * gain:+.1f} pts"))
-    ax2.legend(fontsize=8, loc="upper left")
-    fig.suptitle(title or f"{decision['rule']} rule")
+    _panel_reliability(ax1, result.items, pool, truth, decision.threshold, bins)
+    _panel_pool(ax2, pool, truth, decision)
+    fig.suptitle(title or f"{decision.rule} rule")
     fig.tight_layout()
     if path is not None:
         save_figure(fig, path, dpi=120)
     return fig
+
+
+def audit_figures(result, truth: pd.Series | None, out: str | Path, *, title: str) -> list[str]:
+    """``out``/figure2.png and, for a calibrated rule, ``out``/calibration.png; returns their names."""
+    out = Path(out)
+    plt.close(figure2(result, truth, out / "figure2.png", title=f"{title}: audit diagnostics"))
+    names = ["figure2.png"]
+    if result.report.decision is not None:
+        plt.close(calibration_figure(result, truth, out / "calibration.png",
+                                     title=f"{title}: {result.report.rule} rule, {result.report.scorer}"))
+        names.append("calibration.png")
+    return names
+
+
+def evaluation_figures(res, out: str | Path, *, data: str) -> list[str]:
+    """Figures of a protocol run (:class:`~puaudit_jax.evaluate.EvalResult`): figure3.png (radar per
+    scorer, its first rule), figure2.png (the first scorer's audit on the first seed) and, for a
+    calibrated rule, calibration.png. A sweep or a table without question types draws none."""
+    summ, out = res.summary, Path(out)
+    if "question_type" not in summ or "param" in res.meta or res.first_audit is None:
+        return []
+    panels = {}
+    for s in res.meta["scorers"]:  # each scorer with the first rule that has rows for it
+        rule = next(r for r in res.meta["rules"] + ["hindsight"] if ((summ.scorer == s) & (summ.rule == r)).any())
+        panels[f"{s} (rule {rule})"] = summ[(summ.scorer == s) & (summ.rule == rule)]
+    plt.close(figure3(panels, out / "figure3.png", title=f"{data}: Cons_orig vs Cons_adj, mean over seeds"))
+    first, seed = res.first_audit, res.meta["seeds"][0]
+    plt.close(figure2(first, res.first_truth, out / "figure2.png",
+                      title=f"{data}: {first.report.scorer} audit, seed {seed} (seed Figure 2)"))
+    names = ["figure3.png", "figure2.png"]
+    if first.report.decision is not None:
+        plt.close(calibration_figure(first, res.first_truth, out / "calibration.png",
+                                     title=f"{data}: {first.report.scorer} scores, {first.report.rule} rule, "
+                                           f"seed {seed}"))
+        names.append("calibration.png")
+    return names

@@ -37,7 +37,7 @@ wrong) with a bootstrap interval; for the run, the expected gain with its interv
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Callable
 
 import numpy as np
@@ -104,17 +104,92 @@ class CrossFit:
 
 
 @dataclass(frozen=True)
+class Evidence:
+    """What the out-of-fold calibration measured (absent when the rule abstained for lack of data).
+
+    Gains are in agreement points per item (+1 a wrong verdict fixed, -1 a right one broken):
+    ``crossfit_*`` on the labelled items out of fold (gain, its ``1 - confidence`` bootstrap lower
+    bound and central interval, flip rate and precision), ``expected_*`` on the pool from the
+    calibrated P(judge wrong); ``interval`` coverage, ``n_boot`` resamples of ``bootstrap_unit``.
+    """
+
+    n_flipped_if_not_abstaining: int
+    crossfit_gain: float
+    crossfit_gain_lower_bound: float
+    crossfit_gain_interval: tuple[float, float]
+    crossfit_flip_rate: float
+    crossfit_flip_precision: float | None
+    expected_gain: float
+    expected_gain_interval: tuple[float, float]
+    interval: float
+    n_boot: int
+    bootstrap_unit: str
+
+
+@dataclass(frozen=True)
+class DecisionSummary:
+    """A calibrated rule's decision for the run: the rule's settings, the calibration sizes, whether
+    it abstained and why, the flips, and (unless it abstained for lack of data) the :class:`Evidence`."""
+
+    rule: str
+    method: str
+    feature: str
+    threshold: float
+    confidence: float
+    n_labelled: int
+    n_calibration: int
+    n_unscored_labelled: int
+    folds: int
+    judge_agreement_labelled: float | None
+    abstained: bool
+    reason: str
+    n_flipped: int
+    evidence: Evidence | None = None
+
+    def to_dict(self) -> dict:
+        """Flat JSON-able form (the evidence's fields follow the summary's)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "evidence"}
+        if self.evidence is not None:
+            out.update({f.name: getattr(self.evidence, f.name) for f in fields(self.evidence)})
+            for key in ("crossfit_gain_interval", "expected_gain_interval"):
+                out[key] = list(out[key])
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "DecisionSummary":
+        names = {f.name for f in fields(Evidence)}
+        evidence = None
+        if names <= set(data):
+            evidence = Evidence(**{k: tuple(data[k]) if k.endswith("_interval") else data[k] for k in names})
+        return cls(**{k: v for k, v in data.items() if k not in names}, evidence=evidence)
+
+
+@dataclass(frozen=True)
 class Decision:
     """A calibrated rule's output. ``flips``, ``p_wrong``, ``p_wrong_lo``, ``p_wrong_hi``: (n_U,)
     pool arrays; ``labelled_p_wrong`` (n_L,) out-of-fold P(judge wrong) of the labelled items;
-    ``info``: JSON-able summary (abstained, reason, gains and intervals, sizes)."""
+    ``info``: the run's :class:`DecisionSummary`."""
 
     flips: np.ndarray
     p_wrong: np.ndarray
     p_wrong_lo: np.ndarray
     p_wrong_hi: np.ndarray
     labelled_p_wrong: np.ndarray
-    info: dict = field(default_factory=dict)
+    info: DecisionSummary
+
+
+@dataclass(frozen=True)
+class _Calibration:
+    """The labelled items a calibrated rule learns from: features x, judge correct c (0/1), type
+    groups, folds, clusters (or None), all (k,) over the scored labelled items; ``ok`` (n_L,) which
+    labelled items were scored."""
+
+    x: np.ndarray
+    c: np.ndarray
+    groups: np.ndarray
+    fold: np.ndarray
+    clusters: np.ndarray | None
+    ok: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -129,6 +204,11 @@ class CalibratedRule:
       on the labelled items is > 0. ``n_boot`` resamples (of clusters when the audit groups them);
       ``interval``: central coverage of the reported intervals. ``min_labelled``: fewer usable
       labelled items -> abstain.
+
+    Fields:
+        threshold: calibrated rules: flip where P(judge wrong) > T (a cost ratio r of a broken correct
+            verdict to a kept wrong one gives T = r / (1 + r))
+        confidence: calibrated rules: abstain unless the out-of-fold gain is > 0 at this confidence
     """
 
     method: str = "isotonic"
@@ -153,69 +233,89 @@ class CalibratedRule:
         if self.n_boot < 1 or self.min_labelled < 2:
             raise ValueError("n_boot must be >= 1 and min_labelled >= 2")
 
-    def decide(self, cf: CrossFit, seed: int = 0) -> Decision:
-        rng = np.random.default_rng(seed)
-        x_pool = np.asarray(cf.pool[self.feature], np.float64)            # (n_U, K)
+    def _calibration(self, cf: CrossFit) -> _Calibration:
         x_lab = np.asarray(cf.labelled[self.feature], np.float64)        # (n_L,)
         ok = np.isfinite(x_lab)
-        x, c = x_lab[ok], np.asarray(cf.correct, float)[ok]
-        grp, fold = np.asarray(cf.labelled_group, dtype=object)[ok], np.asarray(cf.fold)[ok]
         clusters = None if cf.cluster is None else np.asarray(cf.cluster, dtype=object)[ok]
-        n_u = x_pool.shape[0]
-        pool_groups = np.asarray(cf.pool_group, dtype=object)
-        info = {"rule": self.name, "method": self.method, "feature": self.feature, "threshold": self.threshold,
-                "confidence": self.confidence, "n_labelled": int(len(x_lab)), "n_calibration": int(ok.sum()),
-                "n_unscored_labelled": int((~ok).sum()), "folds": cf.n_folds,
-                "judge_agreement_labelled": float(c.mean()) if len(c) else None}
-        nan = np.full(n_u, np.nan)
-        labelled_p = np.full(len(x_lab), np.nan)
-        if len(x) < self.min_labelled or len(np.unique(fold)) < 2:
-            info.update(abstained=True, reason=f"too few labelled items to calibrate ({len(x)} scored, "
-                        f"{len(np.unique(fold))} folds; need {self.min_labelled} and 2)", n_flipped=0)
-            return Decision(np.zeros(n_u, bool), nan, nan, nan, labelled_p, info)
+        return _Calibration(x_lab[ok], np.asarray(cf.correct, float)[ok],
+                            np.asarray(cf.labelled_group, dtype=object)[ok], np.asarray(cf.fold)[ok], clusters, ok)
 
-        def p_wrong_pool(fitted):
-            return np.mean([1.0 - fitted(x_pool[:, k], pool_groups) for k in range(x_pool.shape[1])], axis=0)
+    def _summary(self, cf: CrossFit, cal: _Calibration, **decision) -> DecisionSummary:
+        return DecisionSummary(rule=self.name, method=self.method, feature=self.feature, threshold=self.threshold,
+                               confidence=self.confidence, n_labelled=int(len(cal.ok)),
+                               n_calibration=int(cal.ok.sum()), n_unscored_labelled=int((~cal.ok).sum()),
+                               folds=cf.n_folds,
+                               judge_agreement_labelled=float(cal.c.mean()) if len(cal.c) else None, **decision)
 
-        # out of fold: each labelled item's probability comes from a map fitted on the other folds
-        p_oof = np.empty(len(x))
-        for k in np.unique(fold):
-            test = fold == k
-            p_oof[test] = 1.0 - fit_map(self.method, x[~test], c[~test], grp[~test])(x[test], grp[test])
-        labelled_p[ok] = p_oof
+    def _out_of_fold(self, cal: _Calibration) -> np.ndarray:
+        """(k,) P(judge wrong) of each scored labelled item from a map fitted on the other folds."""
+        p_oof = np.empty(len(cal.x))
+        for k in np.unique(cal.fold):
+            test = cal.fold == k
+            fitted = fit_map(self.method, cal.x[~test], cal.c[~test], cal.groups[~test])
+            p_oof[test] = 1.0 - fitted(cal.x[test], cal.groups[test])
+        return p_oof
+
+    def _pool_p_wrong(self, cf: CrossFit, cal: _Calibration, rows=None) -> np.ndarray:
+        """(n_U,) P(judge wrong) of the pool, averaged over the folds' features, from a map fitted on
+        the calibration items ``rows`` (all when None)."""
+        rows = slice(None) if rows is None else rows
+        fitted = fit_map(self.method, cal.x[rows], cal.c[rows], cal.groups[rows])
+        x_pool, groups = np.asarray(cf.pool[self.feature], np.float64), np.asarray(cf.pool_group, dtype=object)
+        return np.mean([1.0 - fitted(x_pool[:, k], groups) for k in range(x_pool.shape[1])], axis=0)
+
+    def decide(self, cf: CrossFit, seed: int = 0) -> Decision:
+        """Calibrate on ``cf``'s labelled items, decide on its pool (see the class docstring)."""
+        rng = np.random.default_rng(seed)
+        cal = self._calibration(cf)
+        n_u = np.asarray(cf.pool[self.feature]).shape[0]
+        nan, labelled_p = np.full(n_u, np.nan), np.full(len(cal.ok), np.nan)
+        n_folds = len(np.unique(cal.fold))
+        if len(cal.x) < self.min_labelled or n_folds < 2:
+            reason = (f"too few labelled items to calibrate ({len(cal.x)} scored, {n_folds} folds; "
+                      f"need {self.min_labelled} and 2)")
+            return Decision(np.zeros(n_u, bool), nan, nan, nan, labelled_p,
+                            self._summary(cf, cal, abstained=True, reason=reason, n_flipped=0))
+        p_oof = self._out_of_fold(cal)
+        labelled_p[cal.ok] = p_oof
         flip_lab = p_oof > self.threshold
-        gain_lab = flip_lab * (1.0 - 2.0 * c)                           # +1 a wrong verdict fixed, -1 a right one broken
-        boots = bootstrap_indices(len(x), clusters, self.n_boot, rng)
+        gain_lab = flip_lab * (1.0 - 2.0 * cal.c)                       # +1 a wrong verdict fixed, -1 a right one broken
+        boots = bootstrap_indices(len(cal.x), cal.clusters, self.n_boot, rng)
         gain_boot = np.array([gain_lab[b].sum() / len(b) for b in boots])
-        lo_q, hi_q = (1 - self.interval) / 2, 1 - (1 - self.interval) / 2
         lcb = float(np.quantile(gain_boot, 1 - self.confidence))
-
-        fitted = fit_map(self.method, x, c, grp)
-        p = p_wrong_pool(fitted)
-        p_boot = np.array([p_wrong_pool(fit_map(self.method, x[b], c[b], grp[b])) for b in boots])  # (B, n_U)
-        p_lo, p_hi = np.quantile(p_boot, [lo_q, hi_q], axis=0)
-        flips = p > self.threshold
+        p = self._pool_p_wrong(cf, cal)
+        p_boot = np.array([self._pool_p_wrong(cf, cal, b) for b in boots])  # (B, n_U)
+        p_lo, p_hi = np.quantile(p_boot, [(1 - self.interval) / 2, 1 - (1 - self.interval) / 2], axis=0)
         abstained = not lcb > 0
-        if abstained:
-            reason = ("no labelled item would be flipped" if not flip_lab.any() else
-                      f"out-of-fold gain {gain_lab.mean():+.4f} not above 0 with confidence {self.confidence} "
-                      f"(lower bound {lcb:+.4f})")
-            flips = np.zeros(n_u, bool)
-        expected = (flips * (2 * p - 1)).mean()
+        flips = (p > self.threshold) & (not abstained)
+        reason = self._reason(abstained, flip_lab, gain_lab, lcb)
+        evidence = self._evidence(p, p_boot, flips, flip_lab, gain_lab, gain_boot, lcb, cal)
+        summary = self._summary(cf, cal, abstained=abstained, reason=reason, n_flipped=int(flips.sum()),
+                                evidence=evidence)
+        return Decision(flips, p, p_lo, p_hi, labelled_p, summary)
+
+    def _reason(self, abstained: bool, flip_lab, gain_lab, lcb: float) -> str:
+        if not abstained:
+            return "out-of-fold gain above 0"
+        if not flip_lab.any():
+            return "no labelled item would be flipped"
+        return (f"out-of-fold gain {gain_lab.mean():+.4f} not above 0 with confidence {self.confidence} "
+                f"(lower bound {lcb:+.4f})")
+
+    def _evidence(self, p, p_boot, flips, flip_lab, gain_lab, gain_boot, lcb, cal: _Calibration) -> Evidence:
+        """The measured gains with intervals (module docstring of :class:`Evidence`)."""
+        quantiles = [(1 - self.interval) / 2, 1 - (1 - self.interval) / 2]
         expected_boot = (flips[None, :] * (2 * p_boot - 1)).mean(1)
-        info.update({
-            "abstained": abstained, "reason": reason if abstained else "out-of-fold gain above 0",
-            "n_flipped": int(flips.sum()), "n_flipped_if_not_abstaining": int((p > self.threshold).sum()),
-            "crossfit_gain": float(gain_lab.mean()), "crossfit_gain_lower_bound": lcb,
-            "crossfit_gain_interval": [float(v) for v in np.quantile(gain_boot, [lo_q, hi_q])],
-            "crossfit_flip_rate": float(flip_lab.mean()),
-            "crossfit_flip_precision": float((1 - c[flip_lab]).mean()) if flip_lab.any() else None,
-            "expected_gain": float(expected),
-            "expected_gain_interval": [float(v) for v in np.quantile(expected_boot, [lo_q, hi_q])],
-            "interval": self.interval, "n_boot": self.n_boot,
-            "bootstrap_unit": "cluster" if clusters is not None else "item",
-        })
-        return Decision(flips, p, p_lo, p_hi, labelled_p, info)
+        return Evidence(
+            n_flipped_if_not_abstaining=int((p > self.threshold).sum()),
+            crossfit_gain=float(gain_lab.mean()), crossfit_gain_lower_bound=lcb,
+            crossfit_gain_interval=tuple(float(v) for v in np.quantile(gain_boot, quantiles)),
+            crossfit_flip_rate=float(flip_lab.mean()),
+            crossfit_flip_precision=float((1 - cal.c[flip_lab]).mean()) if flip_lab.any() else None,
+            expected_gain=float((flips * (2 * p - 1)).mean()),
+            expected_gain_interval=tuple(float(v) for v in np.quantile(expected_boot, quantiles)),
+            interval=self.interval, n_boot=self.n_boot,
+            bootstrap_unit="cluster" if cal.clusters is not None else "item")
 
 
 RULES: dict[str, Rule | CalibratedRule] = {
@@ -252,6 +352,10 @@ def rule_feature(rule) -> str | None:
 
 
 def rule_name(rule) -> str:
+    """The registry name of a rule ("seed" for :func:`seed_rule`), else its ``name`` / ``__name__``."""
     if isinstance(rule, str):
         return rule
+    for key, registered in RULES.items():
+        if registered is rule:
+            return key
     return getattr(rule, "name", getattr(rule, "__name__", "custom"))

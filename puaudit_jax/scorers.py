@@ -26,8 +26,9 @@ Scorers (registry :data:`SCORERS`; build with :func:`get_scorer`):
                    marginal is a KL penalty of strength ``rho`` (0.5); s_j = received mass / b_j
 ``centroid``       max(0, cos(z_j, mean of P'))
 ``knn``            max(0, mean cosine of z_j to its k nearest P' items)
-``pu-logistic``    Elkan & Noto (2008): logistic regression P' (s = 1) vs U (s = 0), L2,
-                   Newton's method in JAX; c = mean out-of-fold g over P'; s_j = min(1, g(z_j)/c)
+``pu-logistic``    Elkan & Noto (2008): logistic regression P' (s = 1) vs U (s = 0), L2, Newton's
+                   method (:mod:`puaudit_jax.logistic`); c = mean out-of-fold g over P';
+                   s_j = min(1, g(z_j)/c)
 =================  ==========================================================================
 """
 from __future__ import annotations
@@ -39,6 +40,8 @@ from typing import Callable, Protocol
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from .logistic import penalised_logistic
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,7 @@ class POTScorer:
 
     ``bucket``: pad both point sets with zero-weight points to the next power of two (up to
     ``bucket_max`` points; the solution of the real points is unchanged, see
-    tests/test_ot_sinkhorn.py) so that an audit's many problem sizes -- per question type, per
+    tests/ot/test_ot_sinkhorn.py) so that an audit's many problem sizes -- per question type, per
     cross-fitting fold -- share a handful of compiled Sinkhorn loops (each new shape costs seconds
     of XLA compilation, the solve itself milliseconds).
 
@@ -208,31 +211,6 @@ class KNNScorer:
         return ScoreResult(np.clip(top.mean(1), 0.0, None), "knn", {"k": k})
 
 
-@jax.jit
-def _logistic_newton(X, s, weight, lam, iters_mask):
-    """L2-penalised weighted logistic regression by Newton steps. X (n, d+1) with a bias column;
-    ``weight`` (n,) 1 for real rows, 0 for padding (rows are padded to a few bucket sizes so the
-    audit's many problem sizes share a handful of compiled shapes)."""
-    n, d = X.shape
-    total = weight.sum()
-    reg = lam * jnp.ones(d).at[-1].set(0.0)  # no penalty on the bias
-
-    def step(state):
-        i, w, _ = state
-        p = jax.nn.sigmoid(X @ w)
-        grad = X.T @ (weight * (p - s)) / total + reg * w
-        hess = (X.T * (weight * p * (1 - p))) @ X / total + jnp.diag(reg + 1e-8)
-        delta = jnp.linalg.solve(hess, grad)
-        return i + 1, w - delta, jnp.max(jnp.abs(delta))
-
-    def going(state):  # Newton converges quadratically: stop at a 1e-8 step (typically 6-9 steps)
-        i, _, size = state
-        return (i < iters_mask) & (size > 1e-8)
-
-    init = (jnp.asarray(0), jnp.zeros(d, X.dtype), jnp.asarray(jnp.inf, X.dtype))
-    return jax.lax.while_loop(going, step, init)[1]
-
-
 @dataclass(frozen=True)
 class PULogisticScorer:
     """Elkan-Noto PU classifier: g = P(labelled | z) by logistic regression of P' vs U; c = E[g | P]
@@ -249,13 +227,9 @@ class PULogisticScorer:
         X = np.concatenate([xp, xu]).astype(np.float64)
         X = np.concatenate([X, np.ones((len(X), 1))], axis=1)
         s = np.concatenate([np.ones(len(xp)), np.zeros(len(xu))])
-        pad = _bucket(len(X)) - len(X)
-        weight = np.r_[np.ones(len(X)), np.zeros(pad)]
-        X, s = np.pad(X, ((0, pad), (0, 0))), np.pad(s, (0, pad))
-        with jax.enable_x64(True):
-            w = _logistic_newton(jnp.asarray(X), jnp.asarray(s), jnp.asarray(weight), jnp.asarray(self.lam),
-                                 self.iters)
-            return np.asarray(w)
+        penalty = np.r_[np.full(X.shape[1] - 1, self.lam), 0.0]  # mean log-loss + lam/2 |w|^2, bias free
+        return penalised_logistic(X, s, penalty, weight=np.full(len(X), 1.0 / len(X)), jitter=1e-8, tol=1e-8,
+                                  max_iter=self.iters)
 
     @staticmethod
     def _g(w, x):

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .datasets.comparisons import validate_comparisons
+from .datasets.verdicts import A, B, MISSING, flip_verdict
 from .embed import PairEmbeddings
 
 
@@ -69,12 +70,12 @@ def cone_comparisons(n_labelled: int = 200, n_unlabelled: int = 300, *, d: int =
         z_h[bad] = -_cone_vectors(rng, centres[t], rng.uniform(lo, hi, len(bad)))
     content = rng.normal(size=(n, d))
     e_w, e_l = content + radius * z_h / 2, content - radius * z_h / 2
-    human = np.where(rng.random(n) < 0.5, "A", "B")
-    judge = np.where(correct, human, np.where(human == "A", "B", "A"))
-    a = np.where((human == "A")[:, None], e_w, e_l)
-    b = np.where((human == "A")[:, None], e_l, e_w)
+    human = np.where(rng.random(n) < 0.5, A, B)
+    judge = np.where(correct, human, flip_verdict(human))
+    a = np.where((human == A)[:, None], e_w, e_l)
+    b = np.where((human == A)[:, None], e_l, e_w)
     ids = np.array([f"syn:{i}" for i in range(n)])
-    visible = np.where(np.arange(n) < n_labelled, human, "missing")
+    visible = np.where(np.arange(n) < n_labelled, human, MISSING)
     table = validate_comparisons(pd.DataFrame({
         "id": ids, "question": [f"question {i}" for i in range(n)],
         "response_a": [f"answer a {i}" for i in range(n)], "response_b": [f"answer b {i}" for i in range(n)],

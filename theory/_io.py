@@ -4,12 +4,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+
+from puaudit_jax.outputs import atomic_path
 
 DEFAULT_OUT = Path("results/theory")
 
@@ -58,19 +58,11 @@ def _default(o):
 
 
 def _atomic(path: Path, write) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
+    """``write(fh)`` into a binary file that becomes ``path`` atomically; returns the path."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
             write(fh)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; results are meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    return Path(path)
 
 
 def write_json(path: Path, obj) -> Path:

@@ -150,65 +150,78 @@ def _eos_tuple(v) -> tuple[int, ...]:
     return tuple(int(x) for x in v) if isinstance(v, (list, tuple)) else (int(v),)
 
 
+def _encoder_config_from_hf(d: dict, source: str, pooling: str | None) -> EncoderConfig:
+    """An `EncoderConfig` from a BERT-family HF config dict (`model_type` in ENCODER_TYPES)."""
+    model_type = d.get("model_type")
+    if d.get("position_embedding_type", "absolute") != "absolute":
+        raise ValueError(f"{source}: position_embedding_type {d['position_embedding_type']!r} unsupported")
+    return EncoderConfig(
+        vocab_size=int(_need(d, "vocab_size", source)),
+        hidden_size=int(_need(d, "hidden_size", source)),
+        num_layers=int(_need(d, "num_hidden_layers", source)),
+        num_heads=int(_need(d, "num_attention_heads", source)),
+        intermediate_size=int(_need(d, "intermediate_size", source)),
+        max_position_embeddings=int(d.get("max_position_embeddings", 512)),
+        type_vocab_size=int(d.get("type_vocab_size", 2)),
+        layer_norm_eps=float(d.get("layer_norm_eps", 1e-12)),
+        hidden_act=str(d.get("hidden_act", "gelu")),
+        pad_token_id=int(d.get("pad_token_id") or 0),
+        pooling=pooling or "cls",
+        model_type=model_type,
+    )
+
+
+def _decoder_config_from_hf(d: dict, source: str) -> DecoderConfig:
+    """A `DecoderConfig` from a Llama/Qwen-family HF config dict (`model_type` in DECODER_TYPES):
+    the head ("lm" or "score"), grouped-query heads, biases, sliding window and eos ids."""
+    model_type = d.get("model_type")
+    archs = d.get("architectures") or []
+    head = "score" if any(a.endswith("ForSequenceClassification") for a in archs) else "lm"
+    hidden = int(_need(d, "hidden_size", source))
+    heads = int(_need(d, "num_attention_heads", source))
+    attention_bias = bool(d.get("attention_bias", False))
+    sliding = d.get("sliding_window")
+    if model_type in ("qwen2", "qwen3") and not d.get("use_sliding_window", False):
+        sliding = None
+    if model_type == "llama":
+        sliding = None
+    num_labels = d.get("num_labels")
+    if num_labels is None:
+        num_labels = len(d["id2label"]) if d.get("id2label") else 1
+    return DecoderConfig(
+        vocab_size=int(_need(d, "vocab_size", source)),
+        hidden_size=hidden,
+        num_layers=int(_need(d, "num_hidden_layers", source)),
+        num_heads=heads,
+        num_kv_heads=int(d.get("num_key_value_heads") or heads),
+        head_dim=int(d.get("head_dim") or hidden // heads),
+        intermediate_size=int(_need(d, "intermediate_size", source)),
+        rms_norm_eps=float(d.get("rms_norm_eps", 1e-6)),
+        rope=_rope_from_hf(d, source),
+        max_position_embeddings=int(d.get("max_position_embeddings", 4096)),
+        tie_word_embeddings=bool(d.get("tie_word_embeddings", False)) and head == "lm",
+        qkv_bias=True if model_type == "qwen2" else attention_bias,
+        o_bias=attention_bias if model_type in ("llama", "qwen3") else False,
+        mlp_bias=bool(d.get("mlp_bias", False)),
+        qk_norm=model_type == "qwen3",
+        sliding_window=int(sliding) if sliding else None,
+        hidden_act=str(d.get("hidden_act", "silu")),
+        head=head,
+        num_labels=int(num_labels),
+        pad_token_id=d.get("pad_token_id"),
+        bos_token_id=d.get("bos_token_id"),
+        eos_token_ids=_eos_tuple(d.get("eos_token_id")),
+        model_type=model_type,
+    )
+
+
 def config_from_hf(d: dict, source: str = "config.json", pooling: str | None = None) -> ModelConfig:
     """Parse a Hugging Face config dict. `source` names the file in error messages."""
     model_type = d.get("model_type")
     if model_type in ENCODER_TYPES:
-        if d.get("position_embedding_type", "absolute") != "absolute":
-            raise ValueError(f"{source}: position_embedding_type {d['position_embedding_type']!r} unsupported")
-        return EncoderConfig(
-            vocab_size=int(_need(d, "vocab_size", source)),
-            hidden_size=int(_need(d, "hidden_size", source)),
-            num_layers=int(_need(d, "num_hidden_layers", source)),
-            num_heads=int(_need(d, "num_attention_heads", source)),
-            intermediate_size=int(_need(d, "intermediate_size", source)),
-            max_position_embeddings=int(d.get("max_position_embeddings", 512)),
-            type_vocab_size=int(d.get("type_vocab_size", 2)),
-            layer_norm_eps=float(d.get("layer_norm_eps", 1e-12)),
-            hidden_act=str(d.get("hidden_act", "gelu")),
-            pad_token_id=int(d.get("pad_token_id") or 0),
-            pooling=pooling or "cls",
-            model_type=model_type,
-        )
+        return _encoder_config_from_hf(d, source, pooling)
     if model_type in DECODER_TYPES:
-        archs = d.get("architectures") or []
-        head = "score" if any(a.endswith("ForSequenceClassification") for a in archs) else "lm"
-        hidden = int(_need(d, "hidden_size", source))
-        heads = int(_need(d, "num_attention_heads", source))
-        attention_bias = bool(d.get("attention_bias", False))
-        sliding = d.get("sliding_window")
-        if model_type in ("qwen2", "qwen3") and not d.get("use_sliding_window", False):
-            sliding = None
-        if model_type == "llama":
-            sliding = None
-        num_labels = d.get("num_labels")
-        if num_labels is None:
-            num_labels = len(d["id2label"]) if d.get("id2label") else 1
-        return DecoderConfig(
-            vocab_size=int(_need(d, "vocab_size", source)),
-            hidden_size=hidden,
-            num_layers=int(_need(d, "num_hidden_layers", source)),
-            num_heads=heads,
-            num_kv_heads=int(d.get("num_key_value_heads") or heads),
-            head_dim=int(d.get("head_dim") or hidden // heads),
-            intermediate_size=int(_need(d, "intermediate_size", source)),
-            rms_norm_eps=float(d.get("rms_norm_eps", 1e-6)),
-            rope=_rope_from_hf(d, source),
-            max_position_embeddings=int(d.get("max_position_embeddings", 4096)),
-            tie_word_embeddings=bool(d.get("tie_word_embeddings", False)) and head == "lm",
-            qkv_bias=True if model_type == "qwen2" else attention_bias,
-            o_bias=attention_bias if model_type in ("llama", "qwen3") else False,
-            mlp_bias=bool(d.get("mlp_bias", False)),
-            qk_norm=model_type == "qwen3",
-            sliding_window=int(sliding) if sliding else None,
-            hidden_act=str(d.get("hidden_act", "silu")),
-            head=head,
-            num_labels=int(num_labels),
-            pad_token_id=d.get("pad_token_id"),
-            bos_token_id=d.get("bos_token_id"),
-            eos_token_ids=_eos_tuple(d.get("eos_token_id")),
-            model_type=model_type,
-        )
+        return _decoder_config_from_hf(d, source)
     raise ValueError(
         f"{source}: unknown model_type {model_type!r}; supported: {ENCODER_TYPES + DECODER_TYPES}"
     )

@@ -98,32 +98,38 @@ def _set(tree: dict, path: tuple, value):
     tree[path[-1]] = value
 
 
-def hf_to_params(tensors: Mapping[str, LazyTensor | np.ndarray], template, source: str,
-                 strip_prefixes=("model.", "bert."), dtype=jnp.float32,
-                 stacked=("layers", "layer")) -> dict:
-    """Map HF tensor names onto `template` (a params tree of ShapeDtypeStructs) and check shapes.
+def _hf_name_to_path(name: str, strip_prefixes, stacked) -> tuple[tuple[str, ...], int | None]:
+    """An HF tensor name -> (its path in the params tree, its layer index or None).
 
-    `layers.3.self_attn.q_proj.weight` -> params["layers"]["self_attn"]["q_proj"]["weight"][3].
-    Unused checkpoint tensors other than known buffers raise, as do missing parameters.
+    The first matching prefix of `strip_prefixes` is removed and the first `<stacked>.<digits>`
+    pair folded into the layer index: `model.layers.3.mlp.up_proj.weight` ->
+    (("layers", "mlp", "up_proj", "weight"), 3).
     """
-    expected = dict(_flatten(template))
+    key = name
+    for p in strip_prefixes:
+        if key.startswith(p):
+            key = key[len(p):]
+            break
+    parts = key.split(".")
+    layer = None
+    for i, part in enumerate(parts[:-1]):
+        if part in stacked and parts[i + 1].isdigit():
+            layer = int(parts[i + 1])
+            parts = parts[: i + 1] + parts[i + 2:]
+            break
+    return tuple(parts), layer
+
+
+def _route_tensors(tensors: Mapping, expected: dict, source: str, strip_prefixes, stacked):
+    """Sort checkpoint tensors by params path: (flat {path: tensor}, per_layer {path: {layer: tensor}}).
+
+    Tensors the model does not use raise, except known buffers (`_IGNORED`).
+    """
     per_layer: dict[tuple, dict[int, np.ndarray]] = {}
     flat: dict[tuple, np.ndarray] = {}
     unused = []
     for name, t in tensors.items():
-        key = name
-        for p in strip_prefixes:
-            if key.startswith(p):
-                key = key[len(p):]
-                break
-        parts = key.split(".")
-        layer = None
-        for i, part in enumerate(parts[:-1]):
-            if part in stacked and parts[i + 1].isdigit():
-                layer = int(parts[i + 1])
-                parts = parts[: i + 1] + parts[i + 2:]
-                break
-        path = tuple(parts)
+        path, layer = _hf_name_to_path(name, strip_prefixes, stacked)
         if path not in expected:
             if _IGNORED.search(name):
                 continue
@@ -136,28 +142,46 @@ def hf_to_params(tensors: Mapping[str, LazyTensor | np.ndarray], template, sourc
     if unused:
         raise ValueError(f"{source}: checkpoint tensors not used by the model: {unused[:8]}"
                          + (f" (+{len(unused) - 8} more)" if len(unused) > 8 else ""))
+    return flat, per_layer
+
+
+def _load_param(path: tuple, spec, flat: dict, per_layer: dict, source: str):
+    """The array for one params leaf, its shape checked against `spec`: a flat tensor as is, a
+    per-layer tensor stacked over its `spec.shape[0]` layers (all present, each of `spec.shape[1:]`)."""
+    name = ".".join(path)
+    if path in flat:
+        arr = flat[path]
+        shape = tuple(arr.shape)
+        if shape != tuple(spec.shape):
+            raise ValueError(f"{source}: tensor {name!r} has shape {shape}, the model expects {tuple(spec.shape)}")
+        return arr.load() if isinstance(arr, LazyTensor) else arr
+    if path in per_layer:
+        layers = per_layer[path]
+        n = spec.shape[0]
+        missing = [i for i in range(n) if i not in layers]
+        if missing or len(layers) != n:
+            raise ValueError(f"{source}: tensor {name!r}: layers {missing or sorted(layers)} missing/extra "
+                             f"(expected {n} layers)")
+        for i in range(n):
+            if tuple(layers[i].shape) != tuple(spec.shape[1:]):
+                raise ValueError(f"{source}: tensor {name!r} layer {i} has shape {tuple(layers[i].shape)}, "
+                                 f"the model expects {tuple(spec.shape[1:])}")
+        return np.stack([(layers[i].load() if isinstance(layers[i], LazyTensor) else layers[i]) for i in range(n)])
+    raise ValueError(f"{source}: tensor {name!r} (shape {tuple(spec.shape)}) missing from the checkpoint")
+
+
+def hf_to_params(tensors: Mapping[str, LazyTensor | np.ndarray], template, source: str,
+                 strip_prefixes=("model.", "bert."), dtype=jnp.float32,
+                 stacked=("layers", "layer")) -> dict:
+    """Map HF tensor names onto `template` (a params tree of ShapeDtypeStructs) and check shapes.
+
+    `layers.3.self_attn.q_proj.weight` -> params["layers"]["self_attn"]["q_proj"]["weight"][3].
+    Unused checkpoint tensors other than known buffers raise, as do missing parameters.
+    """
+    expected = dict(_flatten(template))
+    flat, per_layer = _route_tensors(tensors, expected, source, strip_prefixes, stacked)
     params: dict = {}
     for path, spec in expected.items():
-        name = ".".join(path)
-        if path in flat:
-            arr = flat[path]
-            shape = tuple(arr.shape)
-            if shape != tuple(spec.shape):
-                raise ValueError(f"{source}: tensor {name!r} has shape {shape}, the model expects {tuple(spec.shape)}")
-            arr = arr.load() if isinstance(arr, LazyTensor) else arr
-        elif path in per_layer:
-            layers = per_layer[path]
-            n = spec.shape[0]
-            missing = [i for i in range(n) if i not in layers]
-            if missing or len(layers) != n:
-                raise ValueError(f"{source}: tensor {name!r}: layers {missing or sorted(layers)} missing/extra "
-                                 f"(expected {n} layers)")
-            for i in range(n):
-                if tuple(layers[i].shape) != tuple(spec.shape[1:]):
-                    raise ValueError(f"{source}: tensor {name!r} layer {i} has shape {tuple(layers[i].shape)}, "
-                                     f"the model expects {tuple(spec.shape[1:])}")
-            arr = np.stack([(layers[i].load() if isinstance(layers[i], LazyTensor) else layers[i]) for i in range(n)])
-        else:
-            raise ValueError(f"{source}: tensor {name!r} (shape {tuple(spec.shape)}) missing from the checkpoint")
+        arr = _load_param(path, spec, flat, per_layer, source)
         _set(params, path, jnp.asarray(np.asarray(arr).astype(np.dtype(dtype), copy=False)))
     return params

@@ -37,8 +37,10 @@ import pandas as pd
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
+from ..datasets.verdicts import A, B, JUDGE_VERDICTS
+
 ELO_PER_NAT = 400.0 / np.log(10.0)  # Elo points per unit of theta (natural log odds)
-WINNERS = ("A", "B", "tie")
+WINNERS = JUDGE_VERDICTS
 
 
 class ComparisonGraphError(ValueError):
@@ -129,7 +131,7 @@ def encode_comparisons(table: pd.DataFrame, models: list[str] | None = None) -> 
         if unknown:
             raise ValueError(f"row {table.index[unknown[0]]!r}, column {col!r}: model {names[unknown[0]]!r} "
                              f"is not in the model list")
-    outcome = np.select([winner == "A", winner == "B"], [1, 0], 2)
+    outcome = np.select([winner == A, winner == B], [1, 0], 2)
     codes = np.stack([[index[m] for m in a], [index[m] for m in b], outcome], axis=1).astype(np.int64)
     return list(models), codes
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from ..datasets import data_path, load_bundled, normalize_verdict
+from ..datasets.verdicts import MISSING
 from .bradley_terry import BTConfig, bootstrap_bt, fit_bt
 from .elo import EloConfig, online_elo
 
@@ -35,7 +36,7 @@ def verdicts_from_comparisons(table: pd.DataFrame, judge_name: str, *, verdict_c
         if col not in table.columns:
             raise ValueError(f"comparison table lacks column {col!r}")
     verdict = table[verdict_col].astype(str)
-    missing = verdict == "missing"
+    missing = verdict == MISSING
     out = pd.DataFrame({"judge": judge_name, "model_a": table.loc[~missing, "model_a"].astype(str).to_numpy(),
                         "model_b": table.loc[~missing, "model_b"].astype(str).to_numpy(),
                         "winner": verdict[~missing].to_numpy()})

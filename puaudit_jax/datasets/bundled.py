@@ -16,7 +16,11 @@ request). ``vote_rule`` chooses how several human votes become one verdict (:mod
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
+
+from .comparisons import load_comparisons
 
 from .llmfao import load_llmfao
 from .mtbench import load_mtbench
@@ -32,3 +36,20 @@ def load_bundled(name: str, *, include_unlabelled: bool | None = None, vote_rule
     if name in ("llmfao-gpt4", "llmfao-gpt3"):
         return load_llmfao(name.split("-")[1], include_unlabelled=bool(include_unlabelled), vote_rule=vote_rule)
     raise ValueError(f"unknown bundled set {name!r}; use one of {BUNDLED}")
+
+
+def load_data(data: str, include_unlabelled: bool | None = None, limit: int | None = None) -> pd.DataFrame:
+    """A bundled set by name or a comparison file (jsonl / csv / parquet); ``limit``: the first rows only.
+
+    Raises FileNotFoundError naming ``data`` when it is neither.
+    """
+    if data in BUNDLED:
+        table = load_bundled(data, include_unlabelled=include_unlabelled)
+    else:
+        path = Path(data)
+        if not path.exists():
+            raise FileNotFoundError(f"{data!r} is neither a file nor a bundled set ({', '.join(BUNDLED)})")
+        table = load_comparisons(path)
+    if limit is not None:
+        table = table.head(int(limit)).reset_index(drop=True)
+    return table

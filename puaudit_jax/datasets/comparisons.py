@@ -50,7 +50,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
@@ -58,6 +57,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..outputs import atomic_path
 from .verdicts import MISSING, is_null, normalize_verdict
 
 REQUIRED_COLUMNS = ("id", "question", "response_a", "response_b", "judge")
@@ -175,6 +175,16 @@ def validate_comparisons(
     problem; ``row_labels`` names rows in messages (default "row <1-based position>").
     """
     label = _labeller(row_labels)
+    _check_column_names(frame, source)
+    columns, problems = _check_cells(frame, label)
+    if problems:
+        problems.sort(key=lambda p: (p.row if p.row is not None else -1))
+        raise ComparisonValidationError(source, problems)
+    return _normal_form(frame, columns)
+
+
+def _check_column_names(frame: pd.DataFrame, source: str) -> None:
+    """Raise if a required column is missing or a column name appears more than once."""
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
         problems = [ValidationProblem(f"required column is missing (have: {list(frame.columns)})", column=c)
@@ -185,6 +195,14 @@ def validate_comparisons(
         raise ComparisonValidationError(source, [ValidationProblem("column appears more than once", column=c)
                                                  for c in duplicated_names])
 
+
+def _check_cells(frame: pd.DataFrame,
+                 label: Callable[[int], str]) -> tuple[dict[str, list], list[ValidationProblem]]:
+    """Check every cell of the core columns (absent optional ones read as missing).
+
+    Returns (columns, problems): core column -> its normalised values (one per row), and every
+    problem found, in column order (unsorted).
+    """
     problems: list[ValidationProblem] = []
     n = len(frame)
     ids, id_problems = _check_ids(frame["id"].tolist(), label)
@@ -209,12 +227,14 @@ def validate_comparisons(
                                 for row, v in enumerate(qtypes)]
     turns = frame["turn"].tolist() if "turn" in frame.columns else [None] * n
     columns["turn"] = [_check_turn(v, report=lambda m, r=row: add(r, "turn", m)) for row, v in enumerate(turns)]
-    if problems:
-        problems.sort(key=lambda p: (p.row if p.row is not None else -1))
-        raise ComparisonValidationError(source, problems)
+    return columns, problems
 
+
+def _normal_form(frame: pd.DataFrame, columns: dict[str, list]) -> pd.DataFrame:
+    """The validated table: the checked core columns with their dtypes, then ``frame``'s extra
+    columns unchanged (list-valued ones as ``list[str]`` cells), on a fresh RangeIndex."""
     out = pd.DataFrame({
-        "id": pd.Series(ids, dtype="str"),
+        "id": pd.Series(columns["id"], dtype="str"),
         "question": pd.Series(columns["question"], dtype=object),
         "response_a": pd.Series(columns["response_a"], dtype=object),
         "response_b": pd.Series(columns["response_b"], dtype=object),
@@ -471,26 +491,18 @@ def save_comparisons(frame: pd.DataFrame, path: str | os.PathLike, *, format: st
     path = Path(path)
     kind = format or _format_of(path)
     table = validate_comparisons(frame, source="table to save")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile("wb", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
-    try:
-        with handle:
-            if kind == "jsonl":
-                for record in table.to_dict(orient="records"):
-                    line = json.dumps({k: _json_value(v) for k, v in record.items()}, ensure_ascii=False)
-                    handle.write(line.encode("utf-8") + b"\n")
-            elif kind == "csv":
-                # RFC 4180 line ends, so that cells holding a bare "\r" get quoted too
-                _encode_lists(table, always=True).to_csv(handle, index=False, encoding="utf-8",
-                                                         lineterminator="\r\n")
-            elif kind == "parquet":
-                _encode_lists(table, always=False).to_parquet(handle, index=False)
-            else:
-                raise ValueError(f"{path}: unknown format {kind!r} (use jsonl, csv or parquet)")
-        os.replace(handle.name, path)
-    except BaseException:
-        os.unlink(handle.name)
-        raise
+    if kind not in ("jsonl", "csv", "parquet"):
+        raise ValueError(f"{path}: unknown format {kind!r} (use jsonl, csv or parquet)")
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        if kind == "jsonl":
+            for record in table.to_dict(orient="records"):
+                line = json.dumps({k: _json_value(v) for k, v in record.items()}, ensure_ascii=False)
+                handle.write(line.encode("utf-8") + b"\n")
+        elif kind == "csv":
+            # RFC 4180 line ends, so that cells holding a bare "\r" get quoted too
+            _encode_lists(table, always=True).to_csv(handle, index=False, encoding="utf-8", lineterminator="\r\n")
+        else:
+            _encode_lists(table, always=False).to_parquet(handle, index=False)
     return path
 
 

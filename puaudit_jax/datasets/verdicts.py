@@ -30,6 +30,8 @@ import numpy as np
 import pandas as pd
 
 A, B, TIE, MISSING = "A", "B", "tie", "missing"
+NO_TYPE = "(none)"
+"""The question type of a row whose ``question_type`` is missing."""
 JUDGE_VERDICTS = (A, B, TIE)
 HUMAN_VERDICTS = (A, B, TIE, MISSING)
 
@@ -79,3 +81,14 @@ def normalize_verdict(value, *, allow_missing: bool) -> str:
     if allow_missing:
         accepted += ", or empty/missing/NA/none/null"
     raise ValueError(f"unknown verdict {value!r} (accepted, case-insensitive: {accepted})")
+
+
+def flip_verdict(verdicts) -> np.ndarray:
+    """A <-> B elementwise (ties and other values unchanged); object array of the same length."""
+    v = np.asarray(verdicts, dtype=object)
+    return np.where(v == A, B, np.where(v == B, A, v))
+
+
+def question_types(values) -> np.ndarray:
+    """(n,) object array of question types as strings, :data:`NO_TYPE` where missing (None / NaN / NA)."""
+    return np.array([NO_TYPE if is_null(t) else str(t) for t in values], dtype=object)

@@ -12,15 +12,17 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
+from ..datasets.verdicts import JUDGE_VERDICTS, normalize_verdict
+from ..outputs import atomic_path
+
 OK, UNPARSED, ERROR = "ok", "unparsed", "error"
 STATUSES = (OK, UNPARSED, ERROR)
-WINNERS = ("A", "B", "tie")
+WINNERS = JUDGE_VERDICTS
 QUESTION_TYPES = ("A", "B", "C", "D", "E", "F")
 QUESTION_TYPE_NAMES = {
     "A": "Programming", "B": "Math or logical reasoning", "C": "Factual or knowledge-based",
@@ -170,8 +172,7 @@ def parse_verdict(text: str | None, *, tail_lines: int = 3) -> Verdict:
     qtype = next(iter(types)) if len(types) == 1 else None
     if not letters:
         return Verdict(None, qtype, str(text), UNPARSED, {"reason": "no verdict in the last lines"})
-    winners = {"C": "tie", "TIE": "tie"}
-    mapped = {winners.get(x, x) for x in letters}
+    mapped = {normalize_verdict(x, allow_missing=False) for x in letters}  # A, B; C and TIE -> tie
     if len(mapped) > 1:
         return Verdict(None, qtype, str(text), UNPARSED,
                        {"reason": f"conflicting verdicts {sorted(mapped)} in the last lines"})
@@ -194,7 +195,7 @@ def default_cache_dir() -> Path:
 
 class ResponseCache:
     """Content-addressed JSON store: ``<dir>/<key[:2]>/<key>.json``; writes are atomic
-    (temporary file in the same folder + ``os.replace``), so concurrent writers and crashes never
+    (:func:`puaudit_jax.outputs.atomic_path`), so concurrent writers and crashes never
     leave a partial entry. Values are JSON-serialisable dicts."""
 
     def __init__(self, directory: str | os.PathLike | None = None):
@@ -213,16 +214,8 @@ class ResponseCache:
             return None  # unreadable entry: treated as a miss and overwritten
 
     def put(self, key: str, value: dict) -> None:
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(value, fh, ensure_ascii=False)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        with atomic_path(self._path(key), prefix=".tmp-") as tmp, open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(value, fh, ensure_ascii=False)
 
 
 def progress_iter(iterable: Iterable, total: int | None, enabled: bool, desc: str):

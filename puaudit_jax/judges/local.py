@@ -45,11 +45,11 @@ from probes.models.generate import candidate_ids, greedy_generate
 from probes.models.llama import Llama
 from probes.models.pretrained import Pretrained, build_model
 
+from ..datasets.verdicts import A, B, TIE
 from .base import (OK, QUESTION_TYPES, ResponseCache, Verdict, content_key, default_cache_dir, judge_messages,
                    progress_iter)
 
-SWAP = {"A": "B", "B": "A", "tie": "tie"}
-VERDICT_LETTER = {"A": "A", "B": "B", "tie": "C"}
+VERDICT_LETTER = {A: "A", B: "B", TIE: "C"}  # verdict -> the seed prompt's letter ([[C]] = tie)
 TYPE_CONTINUATION = "{}]]\n[[TYPE:"  # after the assistant prefix "[[": the verdict line, then the type line
 
 
@@ -226,10 +226,10 @@ class LocalJudge:
         """Winner of (A, B, C) log-probabilities: the sign of the A - B margin; a tie when
         |margin| < tie_margin, or (``c_is_tie``) when "C" is the most likely of the three."""
         if self.c_is_tie and logp[2] > max(logp[0], logp[1]):
-            return "tie"
+            return TIE
         if abs(margin) < self.tie_margin or margin == 0.0:
-            return "tie"
-        return "A" if margin > 0 else "B"
+            return TIE
+        return A if margin > 0 else B
 
     def judge(self, question: str, response_a: str, response_b: str) -> Verdict:
         return self.judge_many([(question, response_a, response_b)])[0]

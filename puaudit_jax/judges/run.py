@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from ..datasets.verdicts import is_null
+from ..datasets.verdicts import TIE, is_null
 from .base import OK, Verdict, progress_iter, row_inputs
 
 JUDGE_COLUMNS = ("judge_original", "judge_status", "judge_type", "judge_text", "verdict_ab", "verdict_ba",
@@ -39,10 +39,10 @@ def verdict_status(v: Verdict) -> str:
 def verdict_columns(v: Verdict | None, skipped: str | None = None) -> dict:
     """The :data:`JUDGE_COLUMNS` values (except judge_original) of one verdict."""
     if v is None:
-        return {"judge": "tie", "judge_status": f"skipped: {skipped}", "judge_type": None, "judge_text": None,
+        return {"judge": TIE, "judge_status": f"skipped: {skipped}", "judge_type": None, "judge_text": None,
                 "verdict_ab": None, "verdict_ba": None, "margin": np.nan, "consistent": None, "omitted_tokens": 0}
     d = v.details or {}
-    return {"judge": v.winner if v.status == OK else "tie", "judge_status": verdict_status(v),
+    return {"judge": v.winner if v.status == OK else TIE, "judge_status": verdict_status(v),
             "judge_type": v.question_type, "judge_text": v.raw, "verdict_ab": d.get("verdict_ab"),
             "verdict_ba": d.get("verdict_ba"), "margin": d.get("margin", np.nan), "consistent": d.get("consistent"),
             "omitted_tokens": d.get("omitted_tokens", 0)}

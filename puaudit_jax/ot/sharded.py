@@ -17,7 +17,7 @@ O(n_P / D_rows + n_U / D_cols) floats (the K v and K^T u partial sums), never a 
 Uneven sizes are padded with zero-weight points (copies of the first point, so the cosine cost
 stays defined); the solver gives them potential -inf and zero mass, and they are cut from the
 outputs. The sharded solve equals the single-device one up to the order of float additions
-(``tests/test_ot_sharded.py``: 1e-6 in float64).
+(``tests/ot/test_ot_sharded.py``: 1e-6 in float64).
 """
 
 from __future__ import annotations

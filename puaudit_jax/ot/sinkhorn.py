@@ -11,7 +11,7 @@ and cost [[C, 0], [0, +inf]]. Its entropic version, solved here, is
 i.e. the partial problem with the entropy of the plan *and* of the slacks a - G 1 and
 b - G^T 1 (the dummy column / row entries). The dummy-dummy cell is forbidden (its kernel
 entry is exactly 0), so the real block carries exactly m at convergence. As eps -> 0 the
-solution tends to the exact partial plan; ``tests/test_ot_sinkhorn.py`` shows the gap.
+solution tends to the exact partial plan; ``tests/ot/test_ot_sinkhorn.py`` shows the gap.
 
 Potentials: f (n,), g (m,) for the real rows/columns, fd, gd for the dummies; the plan is
 G_ij = exp((f_i + g_j - C_ij) / eps), slack of row i = exp((f_i + gd) / eps), of column j
@@ -379,26 +379,6 @@ class PartialSinkhorn:
                 split.vary(jnp.ones(pots[1].shape, dtype), "cols"),
                 jnp.ones((), dtype), jnp.ones((), dtype))
 
-        def iteration(kernel, scal):
-            (K, srow, scol), (u, v, ud, vd) = kernel, scal
-            Kv = split.sum(jnp.dot(K, v, precision=precision), "cols")
-            rows = Kv + srow * vd
-            dummy_row = split.sum(jnp.dot(scol, v), "cols")
-            err = (split.sum(jnp.sum(jnp.abs(u * rows - tg.a)), "rows")
-                   + jnp.abs(ud * dummy_row - tg.mass_row_d))
-            u = jnp.where(tg.a > 0, tg.a / rows, 1.0)      # zero-weight rows: K row is 0, pin u = 1
-            ud = jnp.where(tg.mass_row_d > 0, tg.mass_row_d / dummy_row, 0.0)
-            KTu = split.sum(jnp.dot(u, K, precision=precision), "rows")
-            v = jnp.where(tg.b > 0, tg.b / (KTu + scol * ud), 1.0)
-            vd = jnp.where(tg.mass_col_d > 0, tg.mass_col_d / split.sum(jnp.dot(srow, u), "rows"), 0.0)
-            c = jnp.sqrt(tg.m / split.sum(jnp.dot(v, KTu), "cols"))   # mass step, see the module docstring
-            return (u * c, v * c, ud / c, vd / c), err
-
-        def healthy(scal, err):
-            u, v, ud, vd = scal
-            local = jnp.all(jnp.isfinite(u) & (u > 0)) & jnp.all(jnp.isfinite(v) & (v > 0))
-            return split.all(local) & jnp.isfinite(ud) & jnp.isfinite(vd) & jnp.isfinite(err)
-
         def epoch(s: _ScalingState) -> _ScalingState:
             eps = self._epsilon_at(s.it, eps0)
             kernel = self._kernel(geom, s.pots, eps)
@@ -413,8 +393,8 @@ class PartialSinkhorn:
 
             def inner_body(c):
                 scal, _, it, err, _ = c
-                new, new_err = iteration(kernel, scal)
-                ok = healthy(new, new_err)
+                new, new_err = _scaling_iteration(kernel, scal, tg, split, precision)
+                ok = _scalings_healthy(new, new_err, split)
                 # On a bad update keep the last good scalings (the outer loop rescues).
                 return (jax.tree.map(lambda a, b: jnp.where(ok, a, b), new, scal), scal,
                         it + ok.astype(jnp.int32), jnp.where(ok, new_err, err), ok)
@@ -442,6 +422,37 @@ class PartialSinkhorn:
         s = jax.lax.while_loop(lambda s: ~self._done(s.it, s.eps, s.err), epoch, s)
         f, g, fd, gd = s.pots
         return f, g, fd, gd, s.it, s.err, s.eps, s.stable_steps
+
+
+def _scaling_iteration(kernel, scal, tg: _Marginals, split: Split, precision):
+    """One scaling-mode Sinkhorn iteration against a fixed kernel.
+
+    kernel = (K (n, k), srow (n,), scol (k,)): exp((F + G - C) / eps) and the dummy column / row;
+    scal = (u (n,), v (k,), ud, vd): the scalings (ud, vd scalars). Updates u, ud from v, vd, then
+    v, vd from u, ud, then rescales to the target mass m (the mass step, see the module docstring).
+    Returns (new scalings, err = L1 row-marginal violation before the update, dummy row included).
+    """
+    (K, srow, scol), (u, v, ud, vd) = kernel, scal
+    Kv = split.sum(jnp.dot(K, v, precision=precision), "cols")
+    rows = Kv + srow * vd
+    dummy_row = split.sum(jnp.dot(scol, v), "cols")
+    err = (split.sum(jnp.sum(jnp.abs(u * rows - tg.a)), "rows")
+           + jnp.abs(ud * dummy_row - tg.mass_row_d))
+    u = jnp.where(tg.a > 0, tg.a / rows, 1.0)      # zero-weight rows: K row is 0, pin u = 1
+    ud = jnp.where(tg.mass_row_d > 0, tg.mass_row_d / dummy_row, 0.0)
+    KTu = split.sum(jnp.dot(u, K, precision=precision), "rows")
+    v = jnp.where(tg.b > 0, tg.b / (KTu + scol * ud), 1.0)
+    vd = jnp.where(tg.mass_col_d > 0, tg.mass_col_d / split.sum(jnp.dot(srow, u), "rows"), 0.0)
+    c = jnp.sqrt(tg.m / split.sum(jnp.dot(v, KTu), "cols"))   # mass step, see the module docstring
+    return (u * c, v * c, ud / c, vd / c), err
+
+
+def _scalings_healthy(scal, err, split: Split):
+    """Whether an update is usable: u, v finite and positive on every shard, ud, vd, err finite
+    (a bool scalar, the same on every device)."""
+    u, v, ud, vd = scal
+    local = jnp.all(jnp.isfinite(u) & (u > 0)) & jnp.all(jnp.isfinite(v) & (v > 0))
+    return split.all(local) & jnp.isfinite(ud) & jnp.isfinite(vd) & jnp.isfinite(err)
 
 
 def _plan_entropy_finalise(prob, f, g, lam, eps, iterations, converged) -> SinkhornOutput:

@@ -108,6 +108,25 @@ def _dense_cost_np(x, y, matrix, cost) -> np.ndarray:
         return np.asarray(geom.matrix)
 
 
+def _check_settings(method, dtype, epsilon, tol, max_iter, block_size, eps_decay) -> None:
+    """Raise ValueError naming the first bad solver setting of `solve_partial` (the data are
+    checked by ``problem.validate``)."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    if dtype not in ("float32", "float64"):
+        raise ValueError(f"dtype must be 'float32' or 'float64'; got {dtype!r}")
+    if not (epsilon > 0 and np.isfinite(epsilon)):
+        raise ValueError(f"epsilon must be positive and finite; got {epsilon!r}")
+    if not tol > 0:
+        raise ValueError(f"tol must be positive; got {tol!r}")
+    for name, value in (("max_iter", max_iter), ("block_size", block_size)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
+            raise ValueError(f"{name} must be a positive integer; got {value!r}")
+    if eps_decay is not None and not 0 < eps_decay < 1:
+        raise ValueError(f"eps_decay must lie in (0, 1) (or be None: no epsilon scaling); got {eps_decay!r}")
+
+
+# long: public entry point; its signature and argument docs are 50 of the lines, the body ~30
 def solve_partial(
     x,
     y,
@@ -158,19 +177,7 @@ def solve_partial(
     Raises:
       ValueError naming the argument for bad input (see ``problem.validate``).
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
-    if dtype not in ("float32", "float64"):
-        raise ValueError(f"dtype must be 'float32' or 'float64'; got {dtype!r}")
-    if not (epsilon > 0 and np.isfinite(epsilon)):
-        raise ValueError(f"epsilon must be positive and finite; got {epsilon!r}")
-    if not tol > 0:
-        raise ValueError(f"tol must be positive; got {tol!r}")
-    for name, value in (("max_iter", max_iter), ("block_size", block_size)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
-            raise ValueError(f"{name} must be a positive integer; got {value!r}")
-    if eps_decay is not None and not 0 < eps_decay < 1:
-        raise ValueError(f"eps_decay must lie in (0, 1) (or be None: no epsilon scaling); got {eps_decay!r}")
+    _check_settings(method, dtype, epsilon, tol, max_iter, block_size, eps_decay)
     x, y, matrix, a, b, m = validate(x, y, m, a=a, b=b, cost=cost, dtype=np.float64)
     if isinstance(cost, str) and cost == "cosine":
         # normalise here, in float64: a float32 norm of rows scaled by 1e20 overflows (every

@@ -1,0 +1,92 @@
+"""Stage 4, ``references``: the denoised positives P' per question type (seed 000 §3.2, Alg. 1 l. 7-12).
+
+Each question type's positives are denoised on their own (:func:`puaudit_jax.denoise.denoise`,
+alpha1, alpha2); types with fewer than ``min_group_size`` positives are denoised together in one
+pooled group (:data:`POOLED_TYPE`). A scoring group uses its type's own P' when it has one, else
+the union of every P' (:func:`reference_for`).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..denoise import denoise
+from .config import AuditConfig
+
+POOLED_TYPE = "(pooled small types)"
+
+
+@dataclass(frozen=True)
+class DenoisingGroup:
+    """One denoising group: its name, the types in it, positives n_P -> core n_core -> kept n_kept."""
+
+    question_type: str
+    n_P: int
+    n_core: int
+    n_kept: int
+    types: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "types": list(self.types)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "DenoisingGroup":
+        return cls(**{**data, "types": tuple(data["types"])})
+
+
+@dataclass(frozen=True)
+class References:
+    """own: type -> rows of its P' (types denoised on their own); union: every kept row; kept: (n,)
+    mask of kept rows; groups: one :class:`DenoisingGroup` per denoising group."""
+
+    own: dict
+    union: np.ndarray
+    kept: np.ndarray
+    groups: tuple[DenoisingGroup, ...]
+
+
+def _denoising_groups(positives: np.ndarray, types: np.ndarray, min_size: int) -> tuple[list, list]:
+    """([(name, rows)], small types): one group per type with >= min_size positives, one pooled."""
+    present = pd.unique(types[positives])
+    small = [ty for ty in present if (types[positives] == ty).sum() < min_size]
+    groups = [(ty, positives[types[positives] == ty]) for ty in present if ty not in small]
+    if small:
+        groups.append((POOLED_TYPE, positives[np.isin(types[positives], small)]))
+    return groups, small
+
+
+def references(positives: np.ndarray, types: np.ndarray, e_winner: np.ndarray, z: np.ndarray,
+               config: AuditConfig) -> References:
+    """Denoise ``positives`` (rows; ``types``, ``e_winner``, ``z`` indexed by row) per question type."""
+    kept = np.zeros(len(types), bool)
+    own, report = {}, []
+    groups, small = _denoising_groups(positives, types, config.min_group_size)
+    for ty, rows in groups:
+        res = denoise(e_winner[rows], z[rows], alpha1=config.alpha1, alpha2=config.alpha2)
+        keep = rows[res.keep]
+        kept[keep] = True
+        if ty != POOLED_TYPE:
+            own[ty] = keep
+        report.append(DenoisingGroup(str(ty), int(res.n), int(res.n_core), int(res.n_kept),
+                                     tuple(sorted(small)) if ty == POOLED_TYPE else (ty,)))
+    return References(own, np.flatnonzero(kept), kept, tuple(report))
+
+
+def scoring_groups(rows: np.ndarray, types: np.ndarray, config: AuditConfig) -> list:
+    """Names of the scoring groups of ``rows``: their question types, or ["all"] when pooled."""
+    return list(pd.unique(types[rows])) if config.group_by == "question_type" else ["all"]
+
+
+def members(rows: np.ndarray, group, types: np.ndarray, config: AuditConfig) -> np.ndarray:
+    """The rows of ``rows`` in scoring group ``group``."""
+    return rows[types[rows] == group] if config.group_by == "question_type" else rows
+
+
+def reference_for(group, refs: References, config: AuditConfig) -> tuple[np.ndarray, str]:
+    """(rows of P', "own type" | "pooled" | "all"): a type's own P' when it was denoised alone, else
+    the union of every P'."""
+    if config.group_by == "question_type" and group in refs.own:
+        return refs.own[group], "own type"
+    return refs.union, ("pooled" if config.group_by == "question_type" else "all")

@@ -1,0 +1,160 @@
+"""Stage 8, ``report``: the run report as a dataclass, and its versioned JSON form (``report.json``).
+
+:meth:`AuditReport.to_dict` writes the JSON layout every earlier version wrote (counts, m, eta,
+scorer, rule, solver paths, denoising and scoring groups, the calibrated decision, timings) plus
+``format_version``; :meth:`AuditReport.from_dict` reads it back. :meth:`AuditReport.summary`
+is the text ``puaudit audit`` prints.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..datasets.exclusions import EXCLUDED, LABELLED
+from ..rules import DecisionSummary
+from .config import AuditConfig
+from .crossfit import CrossfitSummary
+from .mass import MassEstimate
+from .references import DenoisingGroup
+from .score import ScoringGroup
+
+FORMAT_VERSION = 1
+"""Version of the report.json layout; bump it when a key changes meaning or goes away."""
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Rows per status and role. input = labelled + unlabelled + excluded; labelled = P + holdout;
+    P_denoised = |P'|; U = unlabelled; exclusion_reasons: reason -> rows (a row may have several)."""
+
+    input: int
+    labelled: int
+    unlabelled: int
+    excluded: int
+    exclusion_reasons: dict
+    P: int
+    P_denoised: int
+    holdout: int
+    U: int
+    flipped: int
+
+    @classmethod
+    def of(cls, status: np.ndarray, reason: np.ndarray, roles: np.ndarray, flipped: np.ndarray) -> "Counts":
+        """Counts from the (n,) status, reason, role and flipped columns of the items."""
+        excluded = status == EXCLUDED
+        reasons = (pd.Series(reason[excluded]).str.split("; ").explode().value_counts().astype(int).to_dict()
+                   if excluded.any() else {})
+        return cls(input=len(status), labelled=int((status == LABELLED).sum()), unlabelled=int((roles == "U").sum()),
+                   excluded=int(excluded.sum()), exclusion_reasons=reasons,
+                   P=int(np.isin(roles, ("P", "P-filtered")).sum()), P_denoised=int((roles == "P").sum()),
+                   holdout=int((roles == "holdout").sum()), U=int((roles == "U").sum()), flipped=int(flipped.sum()))
+
+
+@dataclass(frozen=True)
+class HiddenLabels:
+    """``puaudit audit --hide-labels``: the share of labelled rows audited with hidden human verdicts
+    and the consistency of the original / adjusted verdicts with them (one row per type + all)."""
+
+    share: float
+    consistency: tuple[dict, ...]
+
+    def to_dict(self) -> dict:
+        return {"share": self.share, "consistency": [dict(r) for r in self.consistency]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "HiddenLabels":
+        return cls(data["share"], tuple(data["consistency"]))
+
+    def table(self) -> str:
+        """The consistency rows as text, 4 decimals."""
+        return pd.DataFrame(list(self.consistency)).to_string(index=False, float_format=lambda v: f"{v:.4f}")
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """Everything one audit run decided and measured (see the module docstring)."""
+
+    counts: Counts
+    flip_rate: float
+    m: MassEstimate
+    config: AuditConfig
+    scorer: str
+    rule: str
+    embeddings: dict
+    denoising: tuple[DenoisingGroup, ...]
+    groups: tuple[ScoringGroup, ...]
+    decision: DecisionSummary | None = None
+    crossfit: CrossfitSummary | None = None
+    timings_s: dict = field(default_factory=dict)
+    hidden_labels: HiddenLabels | None = None
+    format_version: int = FORMAT_VERSION
+
+    @property
+    def eta(self) -> float:
+        return self.config.eta
+
+    @property
+    def solver_paths(self) -> dict:
+        """Solver path -> number of scoring groups it scored."""
+        return pd.Series([g.method for g in self.groups]).value_counts().to_dict()
+
+    def to_dict(self) -> dict:
+        """The JSON-able report (layout of report.json)."""
+        cfg = self.config
+        out = {"format_version": self.format_version, "counts": asdict(self.counts), "flip_rate": self.flip_rate,
+               "m": self.m.to_dict(), "eta": cfg.eta, "alpha1": cfg.alpha1, "alpha2": cfg.alpha2,
+               "scorer": self.scorer, "rule": self.rule, "group_by": cfg.group_by, "seed": cfg.seed,
+               "config": cfg.to_dict(), "embeddings": dict(self.embeddings),
+               "denoising": [g.to_dict() for g in self.denoising], "groups": [g.to_dict() for g in self.groups],
+               "solver_paths": self.solver_paths,
+               "decision": None if self.decision is None else self.decision.to_dict(),
+               "crossfit": None if self.crossfit is None else self.crossfit.to_dict(),
+               "timings_s": dict(self.timings_s)}
+        if self.hidden_labels is not None:
+            out["hidden_labels"] = self.hidden_labels.to_dict()
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "AuditReport":
+        """Read a report written by :meth:`to_dict` (any format_version up to :data:`FORMAT_VERSION`)."""
+        version = data.get("format_version", 0)
+        if version > FORMAT_VERSION:
+            raise ValueError(f"report format_version {version} is newer than this puaudit ({FORMAT_VERSION}): "
+                             "upgrade puaudit to read it")
+        optional = {"decision": DecisionSummary, "crossfit": CrossfitSummary, "hidden_labels": HiddenLabels}
+        return cls(counts=Counts(**data["counts"]), flip_rate=data["flip_rate"], m=MassEstimate.from_dict(data["m"]),
+                   config=AuditConfig.from_dict(data["config"]), scorer=data["scorer"], rule=data["rule"],
+                   embeddings=data["embeddings"],
+                   denoising=tuple(DenoisingGroup.from_dict(g) for g in data["denoising"]),
+                   groups=tuple(ScoringGroup.from_dict(g) for g in data["groups"]),
+                   timings_s=data.get("timings_s", {}), format_version=FORMAT_VERSION,
+                   **{k: None if data.get(k) is None else kind.from_dict(data[k]) for k, kind in optional.items()})
+
+    def summary(self) -> str:
+        """A few lines for people: counts, m, flips, solver, and the calibrated decision."""
+        c, m = self.counts, self.m
+        raw = "" if m.raw is None else f", raw {m.raw:.3f}"
+        lines = [f"items {c.input}: labelled {c.labelled}, unlabelled {c.unlabelled}, excluded {c.excluded} "
+                 f"{c.exclusion_reasons}",
+                 f"P {c.P} -> P' {c.P_denoised}, holdout {c.holdout}, U {c.U}; m = {m.value:.3f} ({m.source}{raw}), "
+                 f"eta = {self.eta}; flipped {c.flipped} ({self.flip_rate:.1%})",
+                 f"scorer {self.scorer}, rule {self.rule}, solver paths {self.solver_paths}, "
+                 f"time {self.timings_s.get('total', float('nan')):.2f}s"]
+        if self.decision is not None:
+            lines.append(_decision_line(self.decision))
+        return "\n".join(lines)
+
+
+def _decision_line(d: DecisionSummary) -> str:
+    state = f"ABSTAINED ({d.reason})" if d.abstained else "flipping"
+    agrees = "n/a" if d.judge_agreement_labelled is None else f"{d.judge_agreement_labelled:.1%}"
+    line = f"calibrated decision: {state}; {d.n_calibration} labelled items calibrate (judge agrees on {agrees})"
+    e = d.evidence
+    if e is None:
+        return line
+    lo, hi = e.expected_gain_interval
+    return (line + f"; out-of-fold gain {100 * e.crossfit_gain:+.2f} points (lower bound "
+            f"{100 * e.crossfit_gain_lower_bound:+.2f}); expected gain on the pool "
+            f"{100 * e.expected_gain:+.2f} points [{100 * lo:+.2f}, {100 * hi:+.2f}]")

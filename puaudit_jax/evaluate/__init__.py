@@ -1,0 +1,21 @@
+"""The seed's evaluation protocol: hidden labels, repeated splits, Cons_orig / Cons_adj.
+
+============================  ================================================================
+``splits.py``                 :func:`split_labels`: hide most labels of each question type
+``protocol.py``               :func:`evaluate`, :func:`sweep`, :class:`Protocol`, the pairs compared
+``consistency.py``            what is measured on the hidden labels; the hindsight ceiling
+``memory.py``                 peak memory of a run
+``tables.py``                 text tables (the summary; ours beside the seed's Table 5)
+============================  ================================================================
+"""
+from .consistency import ALL, consistency, hindsight_flips
+from .memory import PeakMemory
+from .protocol import (DEFAULT_PAIRS, EvalResult, Protocol, evaluate, pairs_by_scorer, reapply_rule, summarize_runs,
+                       sweep)
+from .splits import Split, split_labels
+from .tables import demo_table, overall_table, summary_table
+from .write import write_evaluation
+
+__all__ = ["ALL", "DEFAULT_PAIRS", "EvalResult", "PeakMemory", "Protocol", "Split", "consistency", "demo_table",
+           "evaluate", "hindsight_flips", "overall_table", "pairs_by_scorer", "reapply_rule", "split_labels",
+           "summarize_runs", "summary_table", "sweep", "write_evaluation"]

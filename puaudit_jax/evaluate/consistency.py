@@ -1,0 +1,60 @@
+"""What the protocol measures on the evaluation pool (seed 000 Appendix A.5): Cons_orig, Cons_adj,
+flip rate and precision per question type and overall, and the hindsight ceiling."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..datasets.verdicts import question_types
+
+ALL = "all"
+
+
+def consistency(pool: pd.DataFrame, truth: pd.Series) -> pd.DataFrame:
+    """Cons_orig, Cons_adj and the flip rate of ``pool`` (audit items) against ``truth`` per type + all."""
+    pool = pool[pool["id"].isin(truth.index)]
+    t = truth.loc[pool["id"]].to_numpy()
+    frame = pd.DataFrame({
+        "question_type": question_types(pool["question_type"]),
+        "orig": (pool["judge"].to_numpy() == t), "adj": (pool["adjusted"].to_numpy() == t),
+        "flipped": pool["flipped"].to_numpy(bool),
+    })
+    rows = []
+    for qt, part in list(frame.groupby("question_type", sort=True)) + [(ALL, frame)]:
+        flipped = part["flipped"].to_numpy(bool)
+        rows.append({"question_type": qt, "n_eval": len(part), "n_flipped": int(flipped.sum()),
+                     "cons_orig": part["orig"].mean() if len(part) else np.nan,
+                     "cons_adj": part["adj"].mean() if len(part) else np.nan,
+                     "flip_rate": flipped.mean() if len(part) else np.nan,
+                     "flip_precision": (~part["orig"].to_numpy()[flipped]).mean() if flipped.any() else np.nan})
+    return pd.DataFrame(rows)
+
+
+def hindsight_flips(pool: pd.DataFrame, truth: pd.Series) -> np.ndarray:
+    """(n_pool,) flips of the best budget per scoring group chosen with the hidden labels: flip the
+    k lowest-scored items, k maximising agreement with ``truth`` (items not in ``truth`` never flip)."""
+    flips = np.zeros(len(pool), bool)
+    known = pool["id"].isin(truth.index).to_numpy()
+    wrong = np.zeros(len(pool), bool)
+    wrong[known] = pool["judge"].to_numpy()[known] != truth.loc[pool["id"][known]].to_numpy()
+    groups, scores = pool["group"].to_numpy(), pool["score"].to_numpy()
+    for g in pd.unique(groups):
+        rows = np.flatnonzero((groups == g) & known)
+        order = rows[np.argsort(scores[rows], kind="stable")]
+        gain = np.cumsum(np.where(wrong[order], 1, -1))
+        best = int(np.argmax(gain)) + 1 if len(gain) and gain.max() > 0 else 0
+        flips[order[:best]] = True
+    return flips
+
+
+def with_hidden_labels(result, truth: pd.Series, share: float):
+    """``result`` (an :class:`~puaudit_jax.audit.AuditResult` of a table with hidden labels) with the
+    hidden verdicts in an ``items`` column ``human_hidden`` and their consistency in the report."""
+    from dataclasses import replace
+
+    from ..audit import HiddenLabels
+
+    cons = consistency(result.pool, truth)
+    report = replace(result.report, hidden_labels=HiddenLabels(share, tuple(cons.to_dict(orient="records"))))
+    items = result.items.assign(human_hidden=result.items["id"].map(truth))
+    return replace(result, items=items, report=report)

@@ -1,0 +1,221 @@
+"""The seed's evaluation protocol (seed 000 §5.1, §6, Appendix A.5; Tables 1, 4-7).
+
+For each of ``seeds`` random splits of the human-labelled comparisons (:func:`split_labels`):
+the audit runs on the table with most labels hidden, and on the evaluation pool (the hidden rows)
+:func:`consistency` measures Cons_orig / Cons_adj, flip rate and precision per question type and
+overall, with the audit's wall time and peak memory. Calibrated rules add whether they abstained
+and their estimated gains. ``ceiling`` adds the row ``hindsight`` (:func:`hindsight_flips`).
+
+What is compared are (scorer, rule) pairs. By default the two that mean something: the default
+audit (``knn`` scores, ``two-sided`` calibrated rule) and the seed's configuration (``pot`` scores,
+``seed`` rule). ``scorers=`` / ``rules=`` ask for their full grid instead. Each scorer's audit runs
+once per split with its first rule; its other rules are re-applied to the same scores (or
+cross-fitted features). Results: one row per (scorer, rule, seed, question type) in ``per_seed``;
+``summary`` has mean and std (ddof = 1, as over repeated runs) over seeds. :func:`sweep` repeats
+the protocol over values of p_ratio or m (the seed's Tables 6 and 7).
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import time
+from dataclasses import dataclass, field, replace
+
+import pandas as pd
+
+from ..audit import (DEFAULT_RULE, DEFAULT_SCORER, SEED_RULE, SEED_SCORER, AuditConfig, AuditResult, apply_rule,
+                     run_audit, with_flips)
+from ..datasets.exclusions import LABELLED, item_status
+from ..embed import PairEmbeddings
+from ..rules import get_rule, needs_crossfit, rule_feature, rule_name
+from ..scorers import scorer_name
+from .consistency import consistency, hindsight_flips
+from .memory import PeakMemory
+from .splits import split_labels
+
+try:
+    from tqdm.auto import tqdm
+except ImportError:  # pragma: no cover
+    def tqdm(x, **_):
+        return x
+
+DEFAULT_PAIRS = ((DEFAULT_SCORER, DEFAULT_RULE), (SEED_SCORER, SEED_RULE))
+GRID_SCORERS, GRID_RULES = (DEFAULT_SCORER,), (DEFAULT_RULE, SEED_RULE)
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """The protocol's settings (the audit's are an :class:`~puaudit_jax.audit.AuditConfig`).
+
+    Fields:
+        seeds: number of random splits (seeds 0..n-1; the Python API also takes a list of seeds)
+        p_ratio: share of each question type's labelled rows that stay labelled (the rest are hidden)
+        split_by: hide labels by groups of this column (e.g. prompt: LLMFAO reuses a prompt's
+            responses across pairs); pair with --cluster-by
+        ceiling: add the 'hindsight' row: the best per-type flip budget chosen with the hidden labels
+            (not a rule: the most any budget could gain)
+    """
+
+    seeds: int = 10
+    p_ratio: float = 0.2
+    split_by: str | None = None
+    ceiling: bool = False
+
+    @property
+    def seed_list(self) -> list[int]:
+        return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """per_seed: one row per (scorer, rule, seed, question_type); summary: mean / std over seeds;
+    meta: the protocol settings (seeds, p_ratio, pairs, audit config) and total wall time;
+    first_audit / first_truth: the first scorer's audit on the first seed and that split's hidden
+    labels (for figures)."""
+
+    per_seed: pd.DataFrame
+    summary: pd.DataFrame
+    meta: dict = field(default_factory=dict)
+    first_audit: AuditResult | None = field(default=None, repr=False)
+    first_truth: pd.Series | None = field(default=None, repr=False)
+
+
+def reapply_rule(result: AuditResult, rule, *, seed: int | None = None):
+    """The pool of an audit result with flips / adjusted verdicts recomputed by another rule on the
+    same scores (or cross-fitted features): (pool rows of the items, calibrated decision summary)."""
+    cfg = result.config
+    items, info = apply_rule(result.items, rule, crossfit=result.crossfit, m=result.report.m.value,
+                             eta=cfg.eta, seed=cfg.seed if seed is None else seed)
+    return items[items["role"] == "U"], info
+
+
+def summarize_runs(per_seed: pd.DataFrame, by=("scorer", "rule", "question_type")) -> pd.DataFrame:
+    """Mean and std (ddof = 1) over seeds of the consistency columns; time / memory means."""
+    by = list(by)
+    per_seed = per_seed.assign(m_used=per_seed["m"])
+    g = per_seed.groupby(by, sort=False)
+    out = g.agg(n=("n_eval", "mean"), seeds=("seed", "nunique"),
+                cons_orig_mean=("cons_orig", "mean"), cons_orig_std=("cons_orig", "std"),
+                cons_adj_mean=("cons_adj", "mean"), cons_adj_std=("cons_adj", "std"),
+                flip_rate=("flip_rate", "mean"), m_mean=("m_used", "mean"),
+                time_s=("time_s", "mean"), peak_rss_mb=("peak_rss_mb", "max"),
+                peak_delta_mb=("peak_delta_mb", "max")).reset_index()
+    out["gain_mean"] = out["cons_adj_mean"] - out["cons_orig_mean"]
+    extra = {c: (c, "mean") for c in ("flip_precision", "abstained", "crossfit_gain", "expected_gain")
+             if c in per_seed}
+    if extra:
+        means = g.agg(**extra).reset_index()
+        out = out.merge(means, on=by, how="left")
+    return out
+
+
+def pairs_by_scorer(pairs=None, scorers=None, rules=None) -> list[tuple[object, list]]:
+    """[(scorer, [rules])] in order of first appearance: ``pairs`` of (scorer, rule), or the grid
+    ``scorers`` x ``rules`` when either is given, else :data:`DEFAULT_PAIRS`."""
+    if scorers is not None or rules is not None:
+        if pairs is not None:
+            raise ValueError("give either pairs or scorers/rules (their grid), not both")
+        pairs = list(itertools.product(scorers or GRID_SCORERS, rules or GRID_RULES))
+    out: dict[str, tuple[object, list]] = {}
+    for scorer, rule in (DEFAULT_PAIRS if pairs is None else pairs):
+        get_rule(rule)  # unknown names fail here, before any audit runs
+        out.setdefault(scorer_name(scorer), (scorer, []))[1].append(rule)
+    if not out:
+        raise ValueError("nothing to evaluate: no (scorer, rule) pair")
+    return list(out.values())
+
+
+def _split_options(options: dict) -> tuple[dict, dict]:
+    """Keyword options -> (Protocol fields, AuditConfig fields); anything else is a TypeError."""
+    proto = {f.name for f in dataclasses.fields(Protocol)}
+    audit = {f.name for f in dataclasses.fields(AuditConfig)}
+    unknown = set(options) - proto - audit
+    if unknown:
+        raise TypeError(f"unknown option(s) {sorted(unknown)}: neither Protocol nor AuditConfig fields")
+    return ({k: v for k, v in options.items() if k in proto}, {k: v for k, v in options.items() if k in audit})
+
+
+def _outcome_rows(result: AuditResult, rules: list, truth: pd.Series, ceiling: bool) -> list[tuple]:
+    """[(rule, pool after the rule, decision summary or None)] of one audit."""
+    outcomes = [(rules[0], result.pool, result.report.decision)]
+    outcomes += [(rule, *reapply_rule(result, rule)) for rule in rules[1:]]
+    if ceiling:
+        outcomes.append(("hindsight", with_flips(result.pool, hindsight_flips(result.pool, truth)), None))
+    return outcomes
+
+
+def _measure(result: AuditResult, scorer, rules: list, split, seed: int, mem: PeakMemory,
+             ceiling: bool) -> list[pd.DataFrame]:
+    """One consistency frame per rule of one audit on one split, with the run's columns."""
+    frames = []
+    paths = ",".join(f"{k}x{v}" for k, v in result.report.solver_paths.items())
+    for rule, pool, info in _outcome_rows(result, rules, split.truth, ceiling):
+        cons = consistency(pool, split.truth)
+        if info is not None:
+            evidence = info.evidence
+            cons["abstained"] = float(info.abstained)
+            cons["crossfit_gain"] = float("nan") if evidence is None else evidence.crossfit_gain
+            cons["expected_gain"] = float("nan") if evidence is None else evidence.expected_gain
+        cons.insert(0, "seed", seed)
+        cons.insert(0, "rule", rule_name(rule))
+        cons.insert(0, "scorer", scorer_name(scorer))
+        cons["m"] = result.report.m.value
+        cons["time_s"] = result.report.timings_s["total"]
+        cons["peak_rss_mb"], cons["peak_delta_mb"] = mem.peak_mb, mem.delta_mb
+        cons["solver_paths"] = paths
+        frames.append(cons)
+    return frames
+
+
+def evaluate(comparisons: pd.DataFrame, embeddings: PairEmbeddings, *, pairs=None, scorers=None, rules=None,
+             protocol: Protocol | None = None, config: AuditConfig | None = None, progress: bool = True,
+             **options) -> EvalResult:
+    """Run the protocol (module docstring) on the (scorer, rule) ``pairs`` (default
+    :data:`DEFAULT_PAIRS`) or the grid ``scorers`` x ``rules``; scorers and rules are names,
+    callables or :class:`~puaudit_jax.rules.CalibratedRule` objects. ``options``: fields of
+    :class:`Protocol` (seeds=3, p_ratio=0.4, split_by=..., ceiling=True) or of
+    :class:`~puaudit_jax.audit.AuditConfig` (m=0.9, holdout=0.3, cluster_by=...); they override
+    ``protocol`` and ``config``."""
+    t0 = time.perf_counter()
+    proto_opts, audit_opts = _split_options(options)
+    proto = replace(protocol or Protocol(), **proto_opts)
+    base = replace(config or AuditConfig(), **audit_opts)
+    groups = pairs_by_scorer(pairs, scorers, rules)
+    frames, first = [], None
+    jobs = [(seed, scorer, rules_) for seed in proto.seed_list for scorer, rules_ in groups]
+    for seed, scorer, rules_ in tqdm(jobs, desc="protocol", disable=not progress):
+        split = split_labels(comparisons, p_ratio=proto.p_ratio, seed=seed, split_by=proto.split_by)
+        features = set(base.crossfit_features) | {rule_feature(r) for r in rules_ if needs_crossfit(r)}
+        cfg = replace(base, scorer=scorer, rule=rules_[0], seed=seed, crossfit_features=tuple(sorted(features)))
+        with PeakMemory() as mem:
+            result = run_audit(split.table, embeddings, cfg)
+        frames += _measure(result, scorer, rules_, split, seed, mem, proto.ceiling)
+        first = first or (result, split.truth)
+    per_seed = pd.concat(frames, ignore_index=True)
+    meta = {"seeds": proto.seed_list, "p_ratio": proto.p_ratio, "split_by": proto.split_by, "ceiling": proto.ceiling,
+            "pairs": [[scorer_name(s), rule_name(r)] for s, rs in groups for r in rs],
+            "scorers": [scorer_name(s) for s, _ in groups],
+            "rules": list(dict.fromkeys(rule_name(r) for _, rs in groups for r in rs)),
+            "audit_config": base.to_dict(), "embeddings": {"source": embeddings.source, "dim": embeddings.dim},
+            "n_labelled": int((item_status(comparisons)["status"] == LABELLED).sum()),
+            "wall_time_s": time.perf_counter() - t0}
+    return EvalResult(per_seed, summarize_runs(per_seed), meta, *(first or (None, None)))
+
+
+def sweep(comparisons: pd.DataFrame, embeddings: PairEmbeddings, *, param: str, values, progress: bool = True,
+          **kwargs) -> EvalResult:
+    """The protocol for each value of ``param`` ("p_ratio" or "m"); results carry a ``param`` column."""
+    if param not in ("p_ratio", "m"):
+        raise ValueError(f"param must be 'p_ratio' or 'm', got {param!r}")
+    per_seed, metas = [], []
+    for value in tqdm(list(values), desc=f"sweep {param}", disable=not progress):
+        res = evaluate(comparisons, embeddings, progress=False, **{**kwargs, param: value})
+        part = res.per_seed.copy()
+        if param == "m":  # the per-seed m column is the given m itself
+            part = part.drop(columns="m")
+        part.insert(0, param, value)
+        per_seed.append(part)
+        metas.append(res.meta)
+    per_seed = pd.concat(per_seed, ignore_index=True)
+    summary = summarize_runs(per_seed, by=(param, "scorer", "rule", "question_type"))
+    return EvalResult(per_seed, summary, {"param": param, "values": list(values), "runs": metas})

@@ -1,0 +1,102 @@
+"""Command-line options generated from config dataclasses: one source of truth for defaults.
+
+A config dataclass documents each field in its docstring, under a line ``Fields:``::
+
+    Fields:
+        eta: flip threshold on normalised scores (seed rule)
+        holdout: share of labelled rows held out to estimate m;
+            continuation lines are indented deeper
+
+:func:`add_options` turns the fields into ``--kebab-case`` options whose default is the field's
+default and whose help is that text, and :func:`options_from_args` reads them back, so changing a
+default in the dataclass changes the CLI with it and the two cannot drift. Types come from the
+field annotations: ``int``, ``float``, ``str`` and their ``| None`` forms; a field whose choices
+are fixed names them in :data:`CHOICES` metadata (``field(metadata={"choices": (...)})``).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import inspect
+import re
+import typing
+
+_SCALARS = {"int": int, "float": float, "str": str, "bool": bool}
+
+
+def field_docs(cls) -> dict[str, str]:
+    """``{field name: help text}`` from the ``Fields:`` section of ``cls``'s docstring."""
+    doc = inspect.cleandoc(cls.__doc__ or "")
+    if "Fields:" not in doc:
+        return {}
+    out, name, indent = {}, None, None
+    for line in doc.split("Fields:", 1)[1].splitlines():
+        match = re.match(r"^( *)(\w+): (.*)$", line)
+        if match and (indent is None or len(match.group(1)) == indent):
+            indent, name = len(match.group(1)), match.group(2)
+            out[name] = match.group(3).strip()
+        elif name and line.strip() and len(line) - len(line.lstrip()) > indent:
+            out[name] += " " + line.strip()
+        elif line.strip():
+            break
+    return out
+
+
+def _scalar_type(f: dataclasses.Field, cls) -> tuple[type, bool]:
+    """(python type, optional) of a field annotated ``int | float | str | bool`` (``| None`` allowed)."""
+    hints = typing.get_type_hints(cls)
+    hint = hints[f.name]
+    args = typing.get_args(hint) or (hint,)
+    optional = type(None) in args
+    kinds = [a for a in args if a is not type(None)]
+    if len(kinds) != 1 or kinds[0] not in _SCALARS.values():
+        raise TypeError(f"{cls.__name__}.{f.name}: only int/float/str/bool (| None) fields become options")
+    return kinds[0], optional
+
+
+def option_name(name: str, rename: dict | None = None) -> str:
+    """The command-line spelling of field ``name``: ``--min-group-size`` for ``min_group_size``."""
+    return "--" + (rename or {}).get(name, name).replace("_", "-")
+
+
+def add_options(parser: argparse.ArgumentParser, cls, *, include=None, exclude=(), rename=None,
+                overrides=None) -> None:
+    """Add one option per field of dataclass ``cls`` (``include``: these fields only, in this order).
+
+    ``rename``: field -> option stem (``{"threshold": "flip_threshold"}``); ``overrides``: field ->
+    extra ``add_argument`` keywords (e.g. a different help). Booleans become ``store_true`` flags;
+    ``str | None`` fields with ``choices`` metadata accept ``none`` for None.
+    """
+    docs, fields = field_docs(cls), {f.name: f for f in dataclasses.fields(cls)}
+    names = list(include) if include is not None else [n for n in fields if n not in exclude]
+    for name in names:
+        f = fields[name]
+        kind, optional = _scalar_type(f, cls)
+        if name not in docs:
+            raise ValueError(f"{cls.__name__}.{name} has no help text in its docstring's Fields: section")
+        kwargs = {"default": f.default, "help": docs[name], "dest": (rename or {}).get(name, name)}
+        if kind is bool:
+            kwargs["action"] = "store_true"
+        else:
+            kwargs["type"] = kind
+            choices = f.metadata.get("choices")
+            if choices:
+                kwargs["choices"] = list(choices) + (["none"] if optional else [])
+                kwargs["type"] = str
+                if f.default is None:
+                    kwargs["default"] = "none"
+        kwargs.update((overrides or {}).get(name, {}))
+        parser.add_argument(option_name(name, rename), **kwargs)
+
+
+def options_from_args(args: argparse.Namespace, cls, *, include=None, exclude=(), rename=None) -> dict:
+    """``{field: value}`` of the options :func:`add_options` added (``"none"`` choices -> None)."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    names = list(include) if include is not None else [n for n in fields if n not in exclude]
+    out = {}
+    for name in names:
+        value = getattr(args, (rename or {}).get(name, name))
+        if fields[name].metadata.get("choices") and value == "none":
+            value = None
+        out[name] = value
+    return out

@@ -1,0 +1,188 @@
+"""Tests of the evaluation protocol (puaudit_jax.evaluate): splits, hidden labels, consistency
+against an independent reading of the raw MT-Bench files, summaries, rules and sweeps."""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from puaudit_jax.datasets import data_path, item_status
+from puaudit_jax.embed import PairEmbeddings
+from puaudit_jax.evaluate import PeakMemory, consistency, evaluate, reapply_rule, split_labels, sweep
+from puaudit_jax.synthetic import cone_comparisons
+from tests.helpers import read_jsonl
+
+
+def raw_mtbench():
+    """(qid, model_a, model_b, turn) -> (gpt4 verdict, plurality human verdict | None, usable texts),
+    read with json only (no package code)."""
+    to_abt = {"model_a": "A", "model_b": "B", "tie": "tie", "tie (inconsistent)": "tie"}
+    folder = data_path("mtbench")
+    votes = defaultdict(list)
+    for v in read_jsonl(folder / "human_votes_partial.jsonl"):
+        votes[(v["question_id"], v["model_a"], v["model_b"], v["turn"])].append(to_abt[v["winner"]])
+    answers = {}
+    for path in (folder / "model_answer").glob("*.jsonl"):
+        for rec in read_jsonl(path):
+            answers[(rec["question_id"], path.stem)] = rec["choices"][0]["turns"]
+    out = {}
+    for g in read_jsonl(folder / "gpt4_pair_partial.jsonl"):
+        key = (g["question_id"], g["model_a"], g["model_b"], g["turn"])
+        human = None
+        if key in votes:
+            counts = Counter(votes[key])
+            top = max(counts.values())
+            best = [v for v, c in counts.items() if c == top]
+            human = best[0] if len(best) == 1 else "tie"
+        ta = answers.get((key[0], key[1]), [])
+        tb = answers.get((key[0], key[2]), [])
+        ra = ta[key[3] - 1] if len(ta) >= key[3] else ""
+        rb = tb[key[3] - 1] if len(tb) >= key[3] else ""
+        usable = bool(ra.strip()) and bool(rb.strip()) and ra.strip() != rb.strip()
+        out[f"mtbench:{key[0]}:{key[1]}:{key[2]}:t{key[3]}"] = (to_abt[g["winner"]], human, usable)
+    return out
+
+
+def random_embeddings(table, d=16, seed=0):
+    usable = item_status(table)["status"] != "excluded"
+    ids = table.loc[usable.to_numpy(), "id"].to_numpy()
+    rng = np.random.default_rng(seed)
+    return PairEmbeddings(ids, rng.normal(size=(len(ids), d)), rng.normal(size=(len(ids), d)))
+
+
+@pytest.fixture(scope="module")
+def mtbench_eval(mtbench):
+    return evaluate(mtbench, random_embeddings(mtbench), scorers=["centroid"], rules=["seed", "budget"], seeds=2,
+                    p_ratio=0.2, progress=False)
+
+
+def test_split_hides_labels_per_type(mtbench):
+    split = split_labels(mtbench, p_ratio=0.2, seed=5)
+    status = item_status(mtbench)
+    labelled = mtbench[(status["status"] == "labelled").to_numpy()]
+    for qt, part in labelled.groupby("question_type"):
+        visible = split.table[split.table.id.isin(part.id) & (split.table.human != "missing")]
+        assert len(visible) == int(np.floor(0.2 * len(part)))
+    assert len(split.eval_ids) == len(labelled) - sum(int(np.floor(0.2 * len(p))) for _, p in
+                                                      labelled.groupby("question_type"))
+    hidden = split.table.set_index("id").loc[split.eval_ids]
+    assert (hidden.human == "missing").all()
+    assert (split.truth == mtbench.set_index("id").loc[split.eval_ids, "human"]).all()
+    assert split_labels(mtbench, p_ratio=0.2, seed=5).eval_ids.tolist() == split.eval_ids.tolist()
+    with pytest.raises(ValueError, match="p_ratio"):
+        split_labels(mtbench, p_ratio=1.0, seed=0)
+
+
+def test_cons_orig_equals_raw_agreement_from_the_files(mtbench, mtbench_eval):
+    raw = raw_mtbench()
+    decisive_usable = [k for k, (j, h, ok) in raw.items() if ok and j in "AB" and h in ("A", "B")]
+    assert len(decisive_usable) == 755
+    res = mtbench_eval
+    for seed in (0, 1):
+        split = split_labels(mtbench, p_ratio=0.2, seed=seed)
+        rows = res.per_seed[(res.per_seed.seed == seed) & (res.per_seed.rule == "seed")].set_index("question_type")
+        qtype = mtbench.set_index("id")["question_type"]
+        # every decisive usable item is either visible (P / holdout) or in the evaluation pool
+        visible = split.table[(split.table.human != "missing")].id
+        assert len(set(split.eval_ids)) + len(set(visible) & set(decisive_usable)) == 755
+        ids = pd.Index(split.eval_ids)
+        agree = pd.Series([raw[i][0] == raw[i][1] for i in ids], index=ids)
+        assert rows.loc["all", "cons_orig"] == pytest.approx(agree.mean(), abs=1e-12)
+        assert rows.loc["all", "n_eval"] == len(ids)
+        for qt, part in agree.groupby(qtype.loc[ids].to_numpy()):
+            assert rows.loc[qt, "cons_orig"] == pytest.approx(part.mean(), abs=1e-12)
+
+
+def test_summary_mean_std_over_seeds(mtbench_eval):
+    res = mtbench_eval
+    per = res.per_seed[(res.per_seed.rule == "seed") & (res.per_seed.question_type == "all")]
+    row = res.summary[(res.summary.rule == "seed") & (res.summary.question_type == "all")].iloc[0]
+    assert row.seeds == 2
+    assert row.cons_adj_mean == pytest.approx(per.cons_adj.mean())
+    assert row.cons_adj_std == pytest.approx(per.cons_adj.std(ddof=1))
+    assert row.gain_mean == pytest.approx(row.cons_adj_mean - row.cons_orig_mean)
+    assert set(res.summary.columns) >= {"n", "cons_orig_mean", "cons_orig_std", "cons_adj_mean", "cons_adj_std",
+                                        "flip_rate", "time_s", "peak_rss_mb"}
+    assert (res.summary.peak_rss_mb > 0).all() and (res.summary.time_s > 0).all()
+
+
+def test_budget_rule_flips_one_minus_m_per_group(mtbench_eval):
+    res = mtbench_eval
+    audit_result = res.first_audit
+    m = audit_result.report.m.value
+    pool, info = reapply_rule(audit_result, "budget")
+    assert info is None
+    for g, part in pool.groupby("group"):
+        assert part.flipped.sum() == int(np.floor((1 - m) * len(part) + 1e-9))
+    # cons_orig does not depend on the rule
+    per = res.per_seed.pivot_table(index=["seed", "question_type"], columns="rule", values="cons_orig")
+    np.testing.assert_allclose(per["seed"], per["budget"])
+
+
+def test_protocol_on_cone_model_raises_agreement():
+    data = cone_comparisons(400, 0, d=32, seed=3)
+    res = evaluate(data.table, data.embeddings, scorers=["centroid", "knn"], seeds=3, p_ratio=0.4, progress=False)
+    overall = res.summary[res.summary.question_type == "all"].set_index("scorer")
+    assert (overall.cons_adj_mean > overall.cons_orig_mean + 0.15).all()
+
+
+def test_sweep_over_m():
+    data = cone_comparisons(200, 0, d=16, seed=1)
+    res = sweep(data.table, data.embeddings, param="m", values=[0.5, 0.9], scorers=["centroid"], seeds=2,
+                rules=["budget"], progress=False)
+    overall = res.summary[res.summary.question_type == "all"]
+    assert overall["m"].tolist() == [0.5, 0.9]
+    assert overall["m_mean"].tolist() == [0.5, 0.9]
+    # budget rule: flip share floor((1 - m) k) / k
+    assert overall.flip_rate.iloc[0] > overall.flip_rate.iloc[1]
+    with pytest.raises(ValueError, match="param"):
+        sweep(data.table, data.embeddings, param="eta", values=[0.5])
+
+
+def test_peak_memory_sees_an_allocation():
+    with PeakMemory() as mem:
+        block = np.ones((64, 2**20 // 8))  # 64 MiB
+        block.sum()
+    assert mem.delta_mb > 30 and mem.peak_mb >= mem.start_mb
+
+
+def test_consistency_by_hand():
+    pool = pd.DataFrame({"id": ["a", "b", "c", "d"], "question_type": ["x", "x", "y", "y"],
+                         "judge": ["A", "B", "A", "A"], "adjusted": ["A", "A", "B", "A"],
+                         "flipped": [False, True, True, False]})
+    truth = pd.Series(["A", "A", "A", "B"], index=["a", "b", "c", "d"])
+    out = consistency(pool, truth).set_index("question_type")
+    assert out.loc["x", "cons_orig"] == 0.5 and out.loc["x", "cons_adj"] == 1.0
+    assert out.loc["y", "cons_orig"] == 0.5 and out.loc["y", "cons_adj"] == 0.0
+    assert out.loc["all", "cons_orig"] == 0.5 and out.loc["all", "flip_rate"] == 0.5
+
+
+def test_evaluate_defaults_to_the_default_audit_and_the_seed_configuration():
+    """No scorers/rules: the two pairs that mean something, each scorer audited once per split."""
+    from puaudit_jax.evaluate import DEFAULT_PAIRS, pairs_by_scorer
+
+    data = cone_comparisons(160, 60, d=16, seed=5)
+    res = evaluate(data.table, data.embeddings, seeds=1, progress=False)
+    pairs = set(map(tuple, res.summary[["scorer", "rule"]].drop_duplicates().to_numpy()))
+    assert pairs == set(DEFAULT_PAIRS) == {("knn", "two-sided"), ("pot", "seed")}
+    assert res.meta["pairs"] == [list(p) for p in DEFAULT_PAIRS] and res.first_audit.report.scorer == "knn"
+    grid = pairs_by_scorer(scorers=["knn", "pot"], rules=["seed", "budget"])
+    assert [(s, r) for s, r in grid] == [("knn", ["seed", "budget"]), ("pot", ["seed", "budget"])]
+    assert pairs_by_scorer([("knn", "seed"), ("pot", "seed"), ("knn", "none")]) == \
+        [("knn", ["seed", "none"]), ("pot", ["seed"])]
+    with pytest.raises(ValueError, match="either pairs or scorers"):
+        pairs_by_scorer([("knn", "seed")], scorers=["knn"])
+    with pytest.raises(ValueError, match="unknown rule"):
+        pairs_by_scorer([("knn", "nope")])
+
+
+def test_evaluate_options_are_protocol_or_audit_fields():
+    data = cone_comparisons(120, 0, d=16, seed=6)
+    res = evaluate(data.table, data.embeddings, pairs=[("centroid", "seed")], seeds=[3], p_ratio=0.3, eta=0.4,
+                   progress=False)
+    assert res.meta["seeds"] == [3] and res.meta["p_ratio"] == 0.3 and res.meta["audit_config"]["eta"] == 0.4
+    assert res.first_audit.config.eta == 0.4 and res.first_audit.config.seed == 3
+    with pytest.raises(TypeError, match="unknown option"):
+        evaluate(data.table, data.embeddings, pairs=[("centroid", "seed")], sedes=2, progress=False)

@@ -1,0 +1,90 @@
+"""The CLI's options come from the config dataclasses: same defaults, help from their docstrings."""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field, fields
+
+import pytest
+
+from puaudit_jax.audit import AuditConfig
+from puaudit_jax.cli import AUDIT_FIELDS, EMBED_FIELDS, RULE_FIELDS, RULE_RENAME, build_parser
+from puaudit_jax.embed import EmbedConfig
+from puaudit_jax.evaluate import Protocol
+from puaudit_jax.options import add_options, field_docs, options_from_args
+from puaudit_jax.rules import CalibratedRule
+
+
+def _subparser(command: str) -> argparse.ArgumentParser:
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[command]
+
+
+@pytest.mark.parametrize("command", ["audit", "evaluate", "demo"])
+def test_cli_defaults_are_the_dataclass_defaults(command):
+    args = build_parser().parse_args([command, "DATA", "--out", "x"] if command != "demo" else [command])
+    assert AuditConfig(**options_from_args(args, AuditConfig, include=AUDIT_FIELDS)) == AuditConfig()
+    rule = options_from_args(args, CalibratedRule, include=RULE_FIELDS, rename=RULE_RENAME)
+    assert rule == {"threshold": CalibratedRule.threshold, "confidence": CalibratedRule.confidence}
+    assert EmbedConfig(**options_from_args(args, EmbedConfig, include=EMBED_FIELDS)) == EmbedConfig()
+    if command == "evaluate":
+        assert Protocol(**options_from_args(args, Protocol)) == Protocol()
+
+
+def test_cli_help_is_the_docstring_of_each_field():
+    helps = {a.dest: a.help for a in _subparser("audit")._actions}
+    docs = field_docs(AuditConfig)
+    for name in AUDIT_FIELDS:
+        assert helps[name] == docs[name] and len(docs[name]) > 10
+    assert helps["flip_threshold"] == field_docs(CalibratedRule)["threshold"]
+
+
+def test_cli_parses_values_and_none_choices():
+    args = build_parser().parse_args(["audit", "D", "--m", "0.8", "--group-by", "none", "--min-group-size", "3",
+                                      "--flip-threshold", "0.6", "--long-inputs", "truncate"])
+    cfg = AuditConfig(**options_from_args(args, AuditConfig, include=AUDIT_FIELDS))
+    assert (cfg.m, cfg.group_by, cfg.min_group_size) == (0.8, None, 3)
+    assert options_from_args(args, CalibratedRule, include=("threshold",), rename=RULE_RENAME) == {"threshold": 0.6}
+    assert options_from_args(args, EmbedConfig, include=("long_inputs",)) == {"long_inputs": "truncate"}
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["audit", "D", "--group-by", "model"])
+
+
+def _knobs(default_rate: float):
+    @dataclass(frozen=True)
+    class Knobs:
+        """Fields:
+            rate: a rate
+                over two lines
+            name: a name
+            flag: a flag
+        """
+
+        rate: float = field(default=default_rate)
+        name: str | None = field(default=None, metadata={"choices": ("x", "y")})
+        flag: bool = False
+
+    return Knobs
+
+
+def test_a_changed_default_changes_the_cli():
+    """The parser reads defaults from the dataclass at build time: no second copy to drift."""
+    for rate in (0.25, 0.5):
+        knobs = _knobs(rate)
+        p = argparse.ArgumentParser()
+        add_options(p, knobs)
+        assert options_from_args(p.parse_args([]), knobs) == {"rate": rate, "name": None, "flag": False}
+        assert options_from_args(p.parse_args(["--rate", "2", "--name", "y", "--flag"]), knobs) == \
+            {"rate": 2.0, "name": "y", "flag": True}
+    assert field_docs(_knobs(0.1)) == {"rate": "a rate over two lines", "name": "a name", "flag": "a flag"}
+
+
+def test_a_field_without_help_is_an_error():
+    @dataclass(frozen=True)
+    class Bare:
+        """No fields section."""
+
+        x: int = 1
+
+    with pytest.raises(ValueError, match="no help text"):
+        add_options(argparse.ArgumentParser(), Bare)
+    assert [f.name for f in fields(Bare)] == ["x"]

@@ -1,0 +1,33 @@
+"""probes.files.atomic_path: the one atomic-write helper (results, caches, figures)."""
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from probes.files import atomic_path
+
+
+def test_atomic_path_replaces_on_success_with_umask_permissions(tmp_path):
+    target = tmp_path / "sub" / "out.json"
+    old = os.umask(0o027)
+    try:
+        with atomic_path(target) as tmp:
+            assert tmp.parent == target.parent and tmp.suffix == ".json" and not target.exists()
+            tmp.write_text("{}")
+    finally:
+        os.umask(old)
+    assert target.read_text() == "{}"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert [p.name for p in target.parent.iterdir()] == ["out.json"]
+
+
+def test_atomic_path_keeps_the_old_file_and_no_temporary_on_failure(tmp_path):
+    target = tmp_path / "out.txt"
+    target.write_text("old")
+    with pytest.raises(RuntimeError):
+        with atomic_path(target) as tmp:
+            tmp.write_text("half")
+            raise RuntimeError("crash mid-write")
+    assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["out.txt"]
