@@ -10,10 +10,12 @@ Attacks (seed Figures 7-9), on the judge's loser only: distraction on ``--distra
 rows per question type, length expansion and sentiment restyling (rewritten by the same
 SmolLM2 model, greedy, ``--max-new-tokens``) on ``--rewrite-per-type`` rows per type (a subset of
 the distraction rows). Writes ``results/attack_protocol.json`` / ``.md`` (flip-under-attack rate
-per attack, overall and per type, counts, timings), ``results/attack_protocol_rows.csv`` (the per-row tables) and
-``results/attack_protocol_<attack>_comparisons.csv`` (the attacked rows as comparisons: judge = the
-attacked verdict, the attacked loser's text in place; input for ``puaudit evaluate``). Resumable through the judge / generator disk caches.
+per attack, overall and per type, counts, timings), ``results/attack_protocol_rows.csv`` (the
+per-row tables) and ``results/attack_protocol_<attack>_comparisons.csv`` (the attacked rows as
+comparisons: judge = the attacked verdict, the attacked loser's text in place; input for
+``puaudit evaluate``). Resumable through the judge / generator disk caches.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +27,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from puaudit_jax.attacks import (LengthExpansion, SentimentRestyle, Distraction, flip_rates_by, response_column,
-                                 run_attack)
+from puaudit_jax.attacks import (
+    Distraction,
+    LengthExpansion,
+    SentimentRestyle,
+    flip_rates_by,
+    response_column,
+    run_attack,
+)
 from puaudit_jax.datasets import load_comparisons, save_comparisons
 from puaudit_jax.judges import Verdict
 from puaudit_jax.judges.local import LocalGenerator, LocalJudge
@@ -73,83 +81,132 @@ def main(argv=None) -> int:
 
     table = load_comparisons(args.input)
     ordered = stratified_order(table, args.seed)
-    original = {str(r.id): (Verdict(r.judge, None, "local judge (mtbench_local.csv)", "ok")
-                            if r.judge_status == "ok" else Verdict(None, None, str(r.judge_status), "error"))
-                for r in table.itertuples()}
+    original = {
+        str(r.id): (
+            Verdict(r.judge, None, "local judge (mtbench_local.csv)", "ok")
+            if r.judge_status == "ok"
+            else Verdict(None, None, str(r.judge_status), "error")
+        )
+        for r in table.itertuples()
+    }
     t0 = time.perf_counter()
     judge = LocalJudge("smollm2", max_length=args.max_length, cache_dir=args.cache_dir)
-    generator = LocalGenerator(pre=judge.pre, max_new_tokens=args.max_new_tokens, batch_size=args.gen_batch_size,
-                               cache_dir=Path(args.cache_dir).parent / "gen_cache")
+    generator = LocalGenerator(
+        pre=judge.pre,
+        max_new_tokens=args.max_new_tokens,
+        batch_size=args.gen_batch_size,
+        cache_dir=Path(args.cache_dir).parent / "gen_cache",
+    )
     tok = judge.pre.tokenizer
-    attacks = {"distraction": (Distraction(), args.distraction_per_type),
-               "length": (LengthExpansion(), args.rewrite_per_type),
-               "sentiment": (SentimentRestyle(args.emotion), args.sentiment_per_type or args.rewrite_per_type)}
+    attacks = {
+        "distraction": (Distraction(), args.distraction_per_type),
+        "length": (LengthExpansion(), args.rewrite_per_type),
+        "sentiment": (SentimentRestyle(args.emotion), args.sentiment_per_type or args.rewrite_per_type),
+    }
     shown = os.path.relpath(args.input, ROOT) if Path(args.input).resolve().is_relative_to(ROOT) else args.input
-    summary = {"input": shown, "judge": judge.name, "judge_max_length": judge.max_length,
-               "generator": f"{generator.name} greedy, max_new_tokens={args.max_new_tokens}", "seed": args.seed,
-               "original_verdicts": "the local judge's verdicts in the input file (both orders, averaged margin)",
-               "attacks": {}}
+    summary = {
+        "input": shown,
+        "judge": judge.name,
+        "judge_max_length": judge.max_length,
+        "generator": f"{generator.name} greedy, max_new_tokens={args.max_new_tokens}",
+        "seed": args.seed,
+        "original_verdicts": "the local judge's verdicts in the input file (both orders, averaged margin)",
+        "attacks": {},
+    }
     tables = []
     for name in [a.strip() for a in args.attacks.split(",") if a.strip()]:
         attack, per_type = attacks[name]
         rows = ordered[ordered._rank < per_type].drop(columns="_rank").reset_index(drop=True)
         t = time.perf_counter()
         g0, j0 = dict(generator.stats), dict(judge.stats)
-        res = run_attack(rows, judge, attack, generator if attack.needs_generator else None,
-                         original={i: original[i] for i in rows.id}, progress=True)
+        res = run_attack(
+            rows,
+            judge,
+            attack,
+            generator if attack.needs_generator else None,
+            original={i: original[i] for i in rows.id},
+            progress=True,
+        )
         secs = time.perf_counter() - t
         tab = res.table.assign(attack=name)
         attacked = tab[tab.status == "attacked"]
         src = rows.set_index("id")
         lengths = {}
         if len(attacked):
-            orig_len = [len(tok.encode(src.loc[r.id, response_column(r.loser)],
-                                       add_special_tokens=False)) for r in attacked.itertuples()]
+            orig_len = [
+                len(tok.encode(src.loc[r.id, response_column(r.loser)], add_special_tokens=False))
+                for r in attacked.itertuples()
+            ]
             new_len = [len(tok.encode(r.attacked_text, add_special_tokens=False)) for r in attacked.itertuples()]
-            lengths = {"loser_tokens_mean": float(np.mean(orig_len)), "attacked_tokens_mean": float(np.mean(new_len)),
-                       "attacked_longer_share": float(np.mean(np.array(new_len) > np.array(orig_len))),
-                       "hit_max_new_tokens_share": (float(np.mean(np.array(new_len) >= args.max_new_tokens - 2))
-                                                    if attack.needs_generator else None)}
+            lengths = {
+                "loser_tokens_mean": float(np.mean(orig_len)),
+                "attacked_tokens_mean": float(np.mean(new_len)),
+                "attacked_longer_share": float(np.mean(np.array(new_len) > np.array(orig_len))),
+                "hit_max_new_tokens_share": (
+                    float(np.mean(np.array(new_len) >= args.max_new_tokens - 2)) if attack.needs_generator else None
+                ),
+            }
         c = res.counts
         summary["attacks"][name] = {
-            "params": dict(res.params), "rows": len(rows), "per_type": per_type, "counts": dict(c),
-            "flip_rate": res.flip_rate, "flip_rate_ci95": wilson(c["flipped"], c["judged"]),
-            "to_loser_rate": res.to_loser_rate, "by_question_type": flip_rates_by(res).to_dict(orient="records"),
-            "lengths": lengths, "seconds": secs,
+            "params": dict(res.params),
+            "rows": len(rows),
+            "per_type": per_type,
+            "counts": dict(c),
+            "flip_rate": res.flip_rate,
+            "flip_rate_ci95": wilson(c["flipped"], c["judged"]),
+            "to_loser_rate": res.to_loser_rate,
+            "by_question_type": flip_rates_by(res).to_dict(orient="records"),
+            "lengths": lengths,
+            "seconds": secs,
             "judge_forward_passes": judge.stats["forward_passes"] - j0["forward_passes"],
             "generated": generator.stats["generated"] - g0["generated"],
-            "generation_seconds": generator.stats["seconds"] - g0["seconds"]}
+            "generation_seconds": generator.stats["seconds"] - g0["seconds"],
+        }
         tables.append(tab)
         save_comparisons(res.comparisons(rows), Path(f"{args.out}_{name}_comparisons.csv"))  # for puaudit evaluate
-        print(f"{name}: {c['judged']} re-judged, flip-under-attack {res.flip_rate:.3f}, loser now wins "
-              f"{res.to_loser_rate:.3f}, skipped {c['skipped']} ({secs:.0f}s)", file=sys.stderr, flush=True)
+        print(
+            f"{name}: {c['judged']} re-judged, flip-under-attack {res.flip_rate:.3f}, loser now wins "
+            f"{res.to_loser_rate:.3f}, skipped {c['skipped']} ({secs:.0f}s)",
+            file=sys.stderr,
+            flush=True,
+        )
         write_csv(pd.concat(tables, ignore_index=True), Path(str(args.out) + "_rows.csv"))
         write_json(summary, Path(str(args.out) + ".json"))
     summary["seconds_total"] = time.perf_counter() - t0
     write_json(summary, Path(str(args.out) + ".json"))
-    lines = ["# Attack-judge protocol on the local judge (seed §5.2, Algorithm 2)", "",
-             f"Judge: {judge.name} (seed Figure 10 prompt, verdict from next-token log-probs, both orders). "
-             f"Rows: `{shown}` (MT-Bench expert-labelled pairs), stratified by question type, seed {args.seed}. "
-             "Attacks modify the judge's losing response only; flip = the re-judged verdict differs from the original.",
-             "", "| attack | rows | re-judged | skipped | flip rate (95% CI) | loser now wins | loser tokens -> attacked | time (s) |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Attack-judge protocol on the local judge (seed §5.2, Algorithm 2)",
+        "",
+        f"Judge: {judge.name} (seed Figure 10 prompt, verdict from next-token log-probs, both orders). "
+        f"Rows: `{shown}` (MT-Bench expert-labelled pairs), stratified by question type, seed {args.seed}. "
+        "Attacks modify the judge's losing response only; flip = the re-judged verdict differs from the original.",
+        "",
+        "| attack | rows | re-judged | skipped | flip rate (95% CI) | loser now wins | loser tokens -> attacked "
+        "| time (s) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for name, s in summary["attacks"].items():
         c, lo = s["counts"], s["lengths"]
         ci = s["flip_rate_ci95"]
         ln = f"{lo['loser_tokens_mean']:.0f} -> {lo['attacked_tokens_mean']:.0f}" if lo else "-"
-        lines.append(f"| {name} | {s['rows']} | {c['judged']} | {sum(c['skipped'].values())} | {s['flip_rate']:.3f} "
-                     f"({ci[0]:.3f}-{ci[1]:.3f}) | {s['to_loser_rate']:.3f} | {ln} | {s['seconds']:.0f} |")
+        lines.append(
+            f"| {name} | {s['rows']} | {c['judged']} | {sum(c['skipped'].values())} | {s['flip_rate']:.3f} "
+            f"({ci[0]:.3f}-{ci[1]:.3f}) | {s['to_loser_rate']:.3f} | {ln} | {s['seconds']:.0f} |"
+        )
     lines += ["", "Per question type (flip rate, n re-judged):", ""]
     types = sorted({r["question_type"] for s in summary["attacks"].values() for r in s["by_question_type"]})
     lines.append("| attack | " + " | ".join(types) + " |")
     lines.append("|---|" + "---|" * len(types))
     for name, s in summary["attacks"].items():
         by = {r["question_type"]: r for r in s["by_question_type"]}
-        cells = [f"{by[t]['flip_rate']:.2f} ({by[t]['n_judged']})" if t in by and by[t]["n_judged"] else "-" for t in types]
+        cells = [
+            f"{by[t]['flip_rate']:.2f} ({by[t]['n_judged']})" if t in by and by[t]["n_judged"] else "-" for t in types
+        ]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     md = Path(str(args.out) + ".md")
     md.parent.mkdir(parents=True, exist_ok=True)
     from puaudit_jax.outputs import atomic_path
+
     with atomic_path(md) as tmp:
         tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))

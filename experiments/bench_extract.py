@@ -94,8 +94,11 @@ def _mesh_forward(pre, layers, pooling, mesh, ids, valid):
     shape = (pad_to_multiple(ids.shape[0], mesh.size), ids.shape[1])
     ids, valid = _rows_on(mesh, np.resize(ids, shape), np.resize(valid, shape))
     params = _params_on(pre, mesh)
-    compiled = _pooled_forward(pre.config, pre.dtype, layers, pooling, MICRO_BATCH_TOKENS, mesh).lower(
-        params, ids, valid).compile()
+    compiled = (
+        _pooled_forward(pre.config, pre.dtype, layers, pooling, MICRO_BATCH_TOKENS, mesh)
+        .lower(params, ids, valid)
+        .compile()
+    )
     return lambda: compiled(params, ids, valid).block_until_ready()
 
 
@@ -120,8 +123,10 @@ def bench_throughput(name, pre, tm, batches, lengths, reps, min_seconds, mesh=No
             compiled = fwd.lower(pre.params, jids, jvalid).compile()
             compile_s = time.perf_counter() - c0
             compiled_one = fwd_one.lower(pre.params, jids, jvalid).compile()
-            fns = [lambda: compiled(pre.params, jids, jvalid).block_until_ready(),
-                   lambda: compiled_one(pre.params, jids, jvalid).block_until_ready()]
+            fns = [
+                lambda: compiled(pre.params, jids, jvalid).block_until_ready(),
+                lambda: compiled_one(pre.params, jids, jvalid).block_until_ready(),
+            ]
             if mesh is not None:
                 fns.append(_mesh_forward(pre, layers, pooling, mesh, ids, valid))
             for f in fns:  # warm-up
@@ -130,20 +135,35 @@ def bench_throughput(name, pre, tm, batches, lengths, reps, min_seconds, mesh=No
             with torch.no_grad():
                 tm(input_ids=tids[:1, :16], attention_mask=tmask[:1, :16])  # warm-up
                 ours, one, *on_mesh, theirs = _time_interleaved(
-                    fns + [lambda: tm(input_ids=tids, attention_mask=tmask)], reps, min_seconds)
-            row = dict(model=name, batch=b, length=t, ours_tok_s=b * t / ours, one_pass_tok_s=b * t / one,
-                       torch_tok_s=b * t / theirs, ratio=theirs / ours, one_pass_ratio=theirs / one,
-                       ours_s=ours, one_pass_s=one, torch_s=theirs, compile_s=compile_s,
-                       micro_batch_rows=micro_batch_rows(b, t, MICRO_BATCH_TOKENS))
+                    fns + [lambda: tm(input_ids=tids, attention_mask=tmask)], reps, min_seconds
+                )
+            row = dict(
+                model=name,
+                batch=b,
+                length=t,
+                ours_tok_s=b * t / ours,
+                one_pass_tok_s=b * t / one,
+                torch_tok_s=b * t / theirs,
+                ratio=theirs / ours,
+                one_pass_ratio=theirs / one,
+                ours_s=ours,
+                one_pass_s=one,
+                torch_s=theirs,
+                compile_s=compile_s,
+                micro_batch_rows=micro_batch_rows(b, t, MICRO_BATCH_TOKENS),
+            )
             note = ""
             if mesh is not None:
                 row.update(mesh_s=on_mesh[0], mesh_tok_s=b * t / on_mesh[0], mesh_speedup=ours / on_mesh[0])
                 note = f"  mesh {row['mesh_tok_s']:7.0f} tok/s  mesh/ours {row['mesh_speedup']:5.2f}x"
             rows.append(row)
-            print(f"{name:8s} B={b:3d} T={t:4d}  ours {row['ours_tok_s']:7.0f} tok/s  "
-                  f"one pass {row['one_pass_tok_s']:7.0f}  torch {row['torch_tok_s']:7.0f}  "
-                  f"ours/torch {row['ratio']:5.2f}x  one pass/torch {row['one_pass_ratio']:5.2f}x{note}  "
-                  f"(compile {compile_s:.1f}s)", flush=True)
+            print(
+                f"{name:8s} B={b:3d} T={t:4d}  ours {row['ours_tok_s']:7.0f} tok/s  "
+                f"one pass {row['one_pass_tok_s']:7.0f}  torch {row['torch_tok_s']:7.0f}  "
+                f"ours/torch {row['ratio']:5.2f}x  one pass/torch {row['one_pass_ratio']:5.2f}x{note}  "
+                f"(compile {compile_s:.1f}s)",
+                flush=True,
+            )
     return rows
 
 
@@ -169,18 +189,31 @@ def bench_shared_prefix(pre, tm, prefix_len, n_suffix, suffix_len, reps, min_sec
     tids = torch.tensor(full, dtype=torch.long)
     with torch.no_grad():
         shared, recompute, *on_mesh, torch_recompute = _time_interleaved(
-            fns + [lambda: tm(input_ids=tids, attention_mask=torch.ones_like(tids))], reps, min_seconds)
-    res = dict(prefix_len=prefix_len, n_suffix=n_suffix, suffix_len=suffix_len, shared_s=shared,
-               recompute_s=recompute, torch_recompute_s=torch_recompute, speedup=recompute / shared,
-               speedup_vs_torch_recompute=torch_recompute / shared, max_abs_diff=max_diff)
+            fns + [lambda: tm(input_ids=tids, attention_mask=torch.ones_like(tids))], reps, min_seconds
+        )
+    res = dict(
+        prefix_len=prefix_len,
+        n_suffix=n_suffix,
+        suffix_len=suffix_len,
+        shared_s=shared,
+        recompute_s=recompute,
+        torch_recompute_s=torch_recompute,
+        speedup=recompute / shared,
+        speedup_vs_torch_recompute=torch_recompute / shared,
+        max_abs_diff=max_diff,
+    )
     note = ""
     if mesh is not None:
         res.update(shared_mesh_s=on_mesh[0], mesh_speedup=shared / on_mesh[0], mesh_max_abs_diff=mesh_diff)
-        note = (f"  shared on the mesh {on_mesh[0]:.2f}s (mesh/ours {res['mesh_speedup']:.2f}x, "
-                f"max|diff| {mesh_diff:.1e})")
-    print(f"shared prefix {prefix_len} + {n_suffix}x{suffix_len}: shared {shared:.2f}s  recompute {recompute:.2f}s "
-          f"({res['speedup']:.2f}x)  torch recompute {torch_recompute:.2f}s ({res['speedup_vs_torch_recompute']:.2f}x)"
-          f"  max|diff| {max_diff:.2e}{note}", flush=True)
+        note = (
+            f"  shared on the mesh {on_mesh[0]:.2f}s (mesh/ours {res['mesh_speedup']:.2f}x, max|diff| {mesh_diff:.1e})"
+        )
+    print(
+        f"shared prefix {prefix_len} + {n_suffix}x{suffix_len}: shared {shared:.2f}s  recompute {recompute:.2f}s "
+        f"({res['speedup']:.2f}x)  torch recompute {torch_recompute:.2f}s ({res['speedup_vs_torch_recompute']:.2f}x)"
+        f"  max|diff| {max_diff:.2e}{note}",
+        flush=True,
+    )
     return res
 
 
@@ -190,10 +223,12 @@ def main(argv=None):
     ap.add_argument("--models", default="minilm,smollm2")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--min-seconds", type=float, default=2.0)
-    ap.add_argument("--out", default=None,
-                    help="default results/bench_extract.json (bench_extract_mesh.json with a mesh)")
-    add_device_arguments(ap, cluster=False,
-                         what="a second, data-parallel run of every forward (compared with one device)")
+    ap.add_argument(
+        "--out", default=None, help="default results/bench_extract.json (bench_extract_mesh.json with a mesh)"
+    )
+    add_device_arguments(
+        ap, cluster=False, what="a second, data-parallel run of every forward (compared with one device)"
+    )
     args = ap.parse_args(argv)
     mesh = mesh_from_args(args, join_cluster=False, fail=ap.error)
     if mesh is not None:
@@ -211,26 +246,45 @@ def main(argv=None):
             shared = bench_shared_prefix(pre, tm, 256 if args.quick else 1024, 8, 64, reps, min_s, mesh)
 
     mesh_head, mesh_rule = ("", "") if mesh is None else (f" mesh ({mesh.size}) tok/s | mesh/ours |", "---:|---:|")
-    print("\n| model | batch | length | ours tok/s | one pass tok/s | torch tok/s | ours/torch | one pass/torch |"
-          + mesh_head)
+    print(
+        "\n| model | batch | length | ours tok/s | one pass tok/s | torch tok/s | ours/torch | one pass/torch |"
+        + mesh_head
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|" + mesh_rule)
     for r in rows:
         mesh_cells = "" if mesh is None else f" {r['mesh_tok_s']:.0f} | {r['mesh_speedup']:.2f}x |"
-        print(f"| {r['model']} | {r['batch']} | {r['length']} | {r['ours_tok_s']:.0f} | {r['one_pass_tok_s']:.0f} | "
-              f"{r['torch_tok_s']:.0f} | {r['ratio']:.2f}x | {r['one_pass_ratio']:.2f}x |" + mesh_cells)
+        print(
+            f"| {r['model']} | {r['batch']} | {r['length']} | {r['ours_tok_s']:.0f} | {r['one_pass_tok_s']:.0f} | "
+            f"{r['torch_tok_s']:.0f} | {r['ratio']:.2f}x | {r['one_pass_ratio']:.2f}x |" + mesh_cells
+        )
     if shared:
-        print(f"\nsuffix-only: prefix {shared['prefix_len']}, {shared['n_suffix']} suffixes x {shared['suffix_len']}: "
-              f"shared {shared['shared_s']:.2f}s vs recompute {shared['recompute_s']:.2f}s -> {shared['speedup']:.2f}x "
-              f"(target >= 4x); vs PyTorch recompute {shared['speedup_vs_torch_recompute']:.2f}x"
-              + ("" if mesh is None else f"; on the mesh {shared['shared_mesh_s']:.2f}s "
-                 f"(mesh/ours {shared['mesh_speedup']:.2f}x)"))
+        print(
+            f"\nsuffix-only: prefix {shared['prefix_len']}, {shared['n_suffix']} suffixes x {shared['suffix_len']}: "
+            f"shared {shared['shared_s']:.2f}s vs recompute {shared['recompute_s']:.2f}s -> {shared['speedup']:.2f}x "
+            f"(target >= 4x); vs PyTorch recompute {shared['speedup_vs_torch_recompute']:.2f}x"
+            + (
+                ""
+                if mesh is None
+                else f"; on the mesh {shared['shared_mesh_s']:.2f}s (mesh/ours {shared['mesh_speedup']:.2f}x)"
+            )
+        )
     result = dict(
-        benchmark="bench_extract", quick=args.quick, rows=rows, shared_prefix=shared,
+        benchmark="bench_extract",
+        quick=args.quick,
+        rows=rows,
+        shared_prefix=shared,
         mesh=None if mesh is None else dict(mesh.shape),
-        env=dict(jax=jax.__version__, platform=platform.platform(), python=platform.python_version(),
-                 xla_flags=os.environ.get("XLA_FLAGS"), omp_threads=os.environ.get("OMP_NUM_THREADS"),
-                 affinity=sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None),
-        micro_batch_tokens=MICRO_BATCH_TOKENS, seeds=dict(inputs=[0, 1]), time=time.strftime("%Y-%m-%dT%H:%M:%S"),
+        env=dict(
+            jax=jax.__version__,
+            platform=platform.platform(),
+            python=platform.python_version(),
+            xla_flags=os.environ.get("XLA_FLAGS"),
+            omp_threads=os.environ.get("OMP_NUM_THREADS"),
+            affinity=sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        ),
+        micro_batch_tokens=MICRO_BATCH_TOKENS,
+        seeds=dict(inputs=[0, 1]),
+        time=time.strftime("%Y-%m-%dT%H:%M:%S"),
     )
     out = Path(args.out or ROOT / "results" / ("bench_extract.json" if mesh is None else "bench_extract_mesh.json"))
     with atomic_path(out) as tmp, open(tmp, "w") as f:

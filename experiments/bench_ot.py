@@ -53,7 +53,7 @@ from probes.mesh import add_device_arguments, forced_devices_env
 
 D = 768
 M = 0.7
-ALPHA = 0.8           # fraction of U drawn from the positive cone
+ALPHA = 0.8  # fraction of U drawn from the positive cone
 SEED = 0
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -92,8 +92,7 @@ def _reset_peak() -> None:
 # ----------------------------------------------------------------------------- solvers
 def _violation(row, col, n, k, mass):
     """(cap violation sum(max(0, G1 - a)) + sum(max(0, G^T 1 - b)), |mass - m|)."""
-    return (float(np.maximum(row - 1 / n, 0).sum() + np.maximum(col - 1 / k, 0).sum()),
-            float(abs(mass - M)))
+    return (float(np.maximum(row - 1 / n, 0).sum() + np.maximum(col - 1 / k, 0).sum()), float(abs(mass - M)))
 
 
 def run_ours(x, y, eps, tol, max_iter, blocked=False, mesh=None):
@@ -104,8 +103,7 @@ def run_ours(x, y, eps, tol, max_iter, blocked=False, mesh=None):
         kw["block_size"] = 256
     r = solve_partial(x, y, M, **kw)
     viol, merr = _violation(r.row_mass, r.col_mass, len(x), len(y), r.mass)
-    return dict(cost=r.cost, iterations=r.iterations, converged=r.converged, mass_error=merr,
-                violation=viol)
+    return dict(cost=r.cost, iterations=r.iterations, converged=r.converged, mass_error=merr, violation=viol)
 
 
 def run_ours_exact(x, y, **_):
@@ -125,11 +123,9 @@ def run_pot_exact(x, y, **_):
 
     n, k = len(x), len(y)
     C = _cosine64(x, y)
-    G = ot.partial.partial_wasserstein(np.full(n, 1 / n), np.full(k, 1 / k), C, m=M,
-                                       numItermax=10**9)
+    G = ot.partial.partial_wasserstein(np.full(n, 1 / n), np.full(k, 1 / k), C, m=M, numItermax=10**9)
     viol, merr = _violation(G.sum(1), G.sum(0), n, k, G.sum())
-    return dict(cost=float((G * C).sum()), iterations=0, converged=True, mass_error=merr,
-                violation=viol)
+    return dict(cost=float((G * C).sum()), iterations=0, converged=True, mass_error=merr, violation=viol)
 
 
 def run_pot_entropic(x, y, eps, tol, max_iter, log=False):
@@ -137,14 +133,11 @@ def run_pot_entropic(x, y, eps, tol, max_iter, log=False):
 
     n, k = len(x), len(y)
     C = _cosine64(x, y)
-    fn = (ot.partial.entropic_partial_wasserstein_logscale if log
-          else ot.partial.entropic_partial_wasserstein)
-    G, info = fn(np.full(n, 1 / n), np.full(k, 1 / k), C, reg=eps, m=M, numItermax=max_iter,
-                 stopThr=tol, log=True)
+    fn = ot.partial.entropic_partial_wasserstein_logscale if log else ot.partial.entropic_partial_wasserstein
+    G, info = fn(np.full(n, 1 / n), np.full(k, 1 / k), C, reg=eps, m=M, numItermax=max_iter, stopThr=tol, log=True)
     its = len(info.get("err", [])) * 10 if "err" in info else -1
     viol, merr = _violation(G.sum(1), G.sum(0), n, k, G.sum())
-    return dict(cost=float((G * C).sum()), iterations=its, converged=None, mass_error=merr,
-                violation=viol)
+    return dict(cost=float((G * C).sum()), iterations=its, converged=None, mass_error=merr, violation=viol)
 
 
 _OTT_CACHE: dict = {}
@@ -167,8 +160,7 @@ def _ott_solver(n, k, eps, tol, max_iter, matrix=False):
             geom = pointcloud.PointCloud(X, Y, cost_fn=costs.NegDotProduct(), epsilon=eps)
             if matrix:
                 geom = geometry.Geometry(cost_matrix=geom.cost_matrix, epsilon=eps)
-            out = sinkhorn.Sinkhorn(threshold=tol, max_iterations=max_iter)(
-                linear_problem.LinearProblem(geom, a, b))
+            out = sinkhorn.Sinkhorn(threshold=tol, max_iterations=max_iter)(linear_problem.LinearProblem(geom, a, b))
             P = out.matrix[:n, :k]
             C = 1.0 - X[:n, :-2] @ Y[:k, :-2].T
             return jnp.sum(P * C), out.n_iters, out.converged, P.sum(1), P.sum(0)
@@ -181,7 +173,7 @@ def run_ott(x, y, eps, tol, max_iter, matrix=False):
     import jax
 
     n, k, d = len(x), len(y), x.shape[1]
-    big = 10.0            # dummy-dummy cost A: forbidden up to exp(-A / eps)
+    big = 10.0  # dummy-dummy cost A: forbidden up to exp(-A / eps)
     X = np.zeros((n + 1, d + 2), np.float32)
     Y = np.zeros((k + 1, d + 2), np.float32)
     X[:n, :d], X[:n, d], X[n, d + 1] = x, -1.0, -1.0
@@ -191,8 +183,7 @@ def run_ott(x, y, eps, tol, max_iter, matrix=False):
     solve = _ott_solver(n, k, eps, tol, max_iter, matrix)
     cost, its, conv, row, col = (np.asarray(t) for t in jax.block_until_ready(solve(X, Y, a, b)))
     viol, merr = _violation(row, col, n, k, float(row.sum()))
-    return dict(cost=float(cost), iterations=int(its), converged=bool(conv), mass_error=merr,
-                violation=viol)
+    return dict(cost=float(cost), iterations=int(its), converged=bool(conv), mass_error=merr, violation=viol)
 
 
 SOLVERS = {
@@ -219,18 +210,19 @@ def worker(spec: dict) -> dict:
     import ot  # noqa: F401
 
     import puaudit_jax.ot  # noqa: F401
+
     if spec["solver"].startswith("ott"):
         import ott.solvers.linear.sinkhorn  # noqa: F401
     x, y = make_problem(spec["n"], spec["k"])
     fn = SOLVERS[spec["solver"].removesuffix(MESH_SUFFIX)]
-    if spec.get("mesh"):     # the "@mesh" variants: ours split over --devices / --mesh
+    if spec.get("mesh"):  # the "@mesh" variants: ours split over --devices / --mesh
         from probes.mesh import make_mesh
 
         fn = functools.partial(fn, mesh=make_mesh(spec["mesh"]["devices"], spec["mesh"]["shape"]))
     kw = dict(eps=spec["eps"], tol=spec["tol"], max_iter=spec["max_iter"])
     warm = spec["solver"] not in EXACT
     first = None
-    if not warm:   # imports and eager-op compilation on a tiny problem, untimed
+    if not warm:  # imports and eager-op compilation on a tiny problem, untimed
         fn(x[:20], y[:20], **kw)
     else:
         t = time.perf_counter()
@@ -246,8 +238,9 @@ def worker(spec: dict) -> dict:
     peak = _status_mb("VmHWM") - base
     res = dict(spec, **out)
     med = statistics.median(times)
-    res.update(time=med, first=first if warm else times[0],
-               compile=max(first - med, 0.0) if warm else 0.0, peak_mb=peak)
+    res.update(
+        time=med, first=first if warm else times[0], compile=max(first - med, 0.0) if warm else 0.0, peak_mb=peak
+    )
     if spec.get("short_iter") and spec["solver"].startswith("ours") and res["iterations"] > spec["short_iter"]:
         # Time per iteration net of fixed costs (cost matrix, final passes): difference
         # with a run capped at a few iterations.
@@ -283,32 +276,39 @@ def xla_memory(n: int, k: int, block_size: int | None, matrix_ott: bool = False)
     solver = PartialSinkhorn(epsilon=0.01, tol=1e-4)
     out = {}
     for name, bs in (("ours", None), ("ours-blocked", block_size)):
-        c = _run_points.lower(x, y, a, b, m, solver=solver, cost="cosine", block_size=bs,
-                              with_plan=False).compile()
+        c = _run_points.lower(x, y, a, b, m, solver=solver, cost="cosine", block_size=bs, with_plan=False).compile()
         ma = c.memory_analysis()
-        out[name] = dict(argument=ma.argument_size_in_bytes, output=ma.output_size_in_bytes,
-                         temp=ma.temp_size_in_bytes)
+        out[name] = dict(argument=ma.argument_size_in_bytes, output=ma.output_size_in_bytes, temp=ma.temp_size_in_bytes)
     X = jax.ShapeDtypeStruct((n + 1, D + 2), jnp.float32)
     Y = jax.ShapeDtypeStruct((k + 1, D + 2), jnp.float32)
     for name, mat in (("ott", False), ("ott-matrix", True)):
-        c = _ott_solver(n, k, 0.01, 1e-4, 10_000, mat).lower(
-            X, Y, jax.ShapeDtypeStruct((n + 1,), jnp.float32),
-            jax.ShapeDtypeStruct((k + 1,), jnp.float32)).compile()
+        c = (
+            _ott_solver(n, k, 0.01, 1e-4, 10_000, mat)
+            .lower(X, Y, jax.ShapeDtypeStruct((n + 1,), jnp.float32), jax.ShapeDtypeStruct((k + 1,), jnp.float32))
+            .compile()
+        )
         ma = c.memory_analysis()
-        out[name] = dict(argument=ma.argument_size_in_bytes, output=ma.output_size_in_bytes,
-                         temp=ma.temp_size_in_bytes)
+        out[name] = dict(argument=ma.argument_size_in_bytes, output=ma.output_size_in_bytes, temp=ma.temp_size_in_bytes)
     return out
 
 
 def memory_table(sizes) -> tuple[str, list]:
-    rows, lines = [], ["| n_P x n_U | solver | arguments (MB) | temporaries (MB) | n_P x n_U x 4 B (MB) "
-                       "| (n_P + n_U) d x 4 B (MB) |", "|---|---|---|---|---|---|"]
+    rows, lines = (
+        [],
+        [
+            "| n_P x n_U | solver | arguments (MB) | temporaries (MB) | n_P x n_U x 4 B (MB) "
+            "| (n_P + n_U) d x 4 B (MB) |",
+            "|---|---|---|---|---|---|",
+        ],
+    )
     for n, k in sizes:
         mem = xla_memory(n, k, 256)
         for name, v in mem.items():
             rows.append(dict(n=n, k=k, solver=name, **v))
-            lines.append(f"| {n}x{k} | {name} | {v['argument'] / 2**20:.0f} | {v['temp'] / 2**20:.0f} "
-                         f"| {n * k * 4 / 2**20:.0f} | {(n + k) * D * 4 / 2**20:.0f} |")
+            lines.append(
+                f"| {n}x{k} | {name} | {v['argument'] / 2**20:.0f} | {v['temp'] / 2**20:.0f} "
+                f"| {n * k * 4 / 2**20:.0f} | {(n + k) * D * 4 / 2**20:.0f} |"
+            )
     return "\n".join(lines), rows
 
 
@@ -372,8 +372,7 @@ def pot_entropic_estimate(n: int, k: int) -> float:
     x, y = make_problem(n, k)
     C = _cosine64(x, y)
     t = time.perf_counter()
-    ot.partial.entropic_partial_wasserstein(np.full(n, 1 / n), np.full(k, 1 / k), C, reg=0.01,
-                                            m=M, numItermax=2)
+    ot.partial.entropic_partial_wasserstein(np.full(n, 1 / n), np.full(k, 1 / k), C, reg=0.01, m=M, numItermax=2)
     return (time.perf_counter() - t) / 2
 
 
@@ -394,12 +393,17 @@ def main(argv=None):
     ap.add_argument("--max-iter", type=int, default=10_000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--solvers", default=",".join(SOLVERS))
-    ap.add_argument("--pot-entropic-budget", type=float, default=300.0,
-                    help="skip POT's entropic solvers when the estimated run exceeds this (s)")
+    ap.add_argument(
+        "--pot-entropic-budget",
+        type=float,
+        default=300.0,
+        help="skip POT's entropic solvers when the estimated run exceeds this (s)",
+    )
     ap.add_argument("--timeout", type=float, default=1800.0, help="per configuration (s)")
     ap.add_argument("--out", default="results/bench_ot.json")
-    ap.add_argument("--memory", action="store_true",
-                    help="only the compiled-memory table (XLA buffer assignment, no solve)")
+    ap.add_argument(
+        "--memory", action="store_true", help="only the compiled-memory table (XLA buffer assignment, no solve)"
+    )
     add_device_arguments(ap, cluster=False, what="ours@mesh")
     args = ap.parse_args(argv)
     if args.worker:
@@ -424,7 +428,7 @@ def main(argv=None):
     epsilons = [float(e) for e in args.eps.split(",")]
     solvers = args.solvers.split(",")
     mesh, forced = _mesh_spec(args)
-    if mesh:   # ours beside ours split over the devices, in the same run
+    if mesh:  # ours beside ours split over the devices, in the same run
         solvers += [s + MESH_SUFFIX for s in ("ours", "ours-blocked") if s in solvers]
         print(f"ours{MESH_SUFFIX}: {mesh['devices']} devices, mesh {mesh['shape'] or 'one axis'}", flush=True)
     bw = bandwidth_gbs()
@@ -434,10 +438,17 @@ def main(argv=None):
     for n, k in sizes:
         ref = None
         for solver in [s for s in solvers if s in EXACT] + [s for s in solvers if s not in EXACT]:
-            for eps in (epsilons if solver not in EXACT else [None]):
-                spec = dict(solver=solver, n=n, k=k, eps=eps, tol=args.tol, max_iter=args.max_iter,
-                            repeats=1 if solver in EXACT or solver.startswith("pot") else args.repeats,
-                            short_iter=10)
+            for eps in epsilons if solver not in EXACT else [None]:
+                spec = dict(
+                    solver=solver,
+                    n=n,
+                    k=k,
+                    eps=eps,
+                    tol=args.tol,
+                    max_iter=args.max_iter,
+                    repeats=1 if solver in EXACT or solver.startswith("pot") else args.repeats,
+                    short_iter=10,
+                )
                 if solver.startswith("ours-blocked"):
                     spec.update(max_iter=30, short_iter=5, repeats=1)
                 if solver.endswith(MESH_SUFFIX):
@@ -445,8 +456,13 @@ def main(argv=None):
                 if solver.startswith("pot-entropic"):
                     est = pot_entropic_estimate(n, k) * min(args.max_iter, 1000)
                     if est > args.pot_entropic_budget:
-                        rows.append(dict(spec, skipped=f"estimated {est:.0f} s > budget "
-                                         f"{args.pot_entropic_budget:.0f} s (O(n m (n + m)) per iteration)"))
+                        rows.append(
+                            dict(
+                                spec,
+                                skipped=f"estimated {est:.0f} s > budget "
+                                f"{args.pot_entropic_budget:.0f} s (O(n m (n + m)) per iteration)",
+                            )
+                        )
                         print(f"{solver:18s} {n}x{k}: skipped ({rows[-1]['skipped']})", flush=True)
                         continue
                     spec["max_iter"] = min(args.max_iter, 1000)
@@ -456,18 +472,31 @@ def main(argv=None):
                 if ref is not None and "cost" in r:
                     r["gap"] = (r["cost"] - ref) / ref
                 if r.get("per_iter"):
-                    r["bound"] = 2 * n * k * 4 / (bw * 1e9)      # two float32 passes over C
+                    r["bound"] = 2 * n * k * 4 / (bw * 1e9)  # two float32 passes over C
                 rows.append(r)
-                print(f"{solver:18s} {n}x{k} eps={eps}: "
-                      + (r.get("skipped") or f"time {r['time']:.3f}s (first {r['first']:.2f}s) "
-                         f"it {r['iterations']} gap {fmt(r.get('gap'))} peak {r['peak_mb']:.0f} MB"),
-                      flush=True)
+                print(
+                    f"{solver:18s} {n}x{k} eps={eps}: "
+                    + (
+                        r.get("skipped")
+                        or f"time {r['time']:.3f}s (first {r['first']:.2f}s) "
+                        f"it {r['iterations']} gap {fmt(r.get('gap'))} peak {r['peak_mb']:.0f} MB"
+                    ),
+                    flush=True,
+                )
 
     table = render(rows)
     print("\n" + table)
     out = ROOT / args.out
-    payload = dict(seed=SEED, d=D, m=M, alpha=ALPHA, tol=args.tol, bandwidth_gbs=bw, rows=rows,
-                   machine=dict(cpus=os.cpu_count(), omp=os.environ.get("OMP_NUM_THREADS")))
+    payload = dict(
+        seed=SEED,
+        d=D,
+        m=M,
+        alpha=ALPHA,
+        tol=args.tol,
+        bandwidth_gbs=bw,
+        rows=rows,
+        machine=dict(cpus=os.cpu_count(), omp=os.environ.get("OMP_NUM_THREADS")),
+    )
     with atomic_path(out) as tmp, open(tmp, "w") as fh:
         json.dump(payload, fh, indent=1)
     (out.with_suffix(".md")).write_text(table + "\n")
@@ -483,21 +512,23 @@ def gap_cell(r) -> str:
 def render(rows) -> str:
     """Markdown table with ratios against ott-jax and POT's exact solver."""
     by = {(r["solver"], r["n"], r["k"], r["eps"]): r for r in rows}
-    head = ("| n_P x n_U | eps | solver | time (s) | compile (s) | iters | ms/iter | x bound "
-            "| |mass-m| | violation | gap to exact | peak MB | best ott / ours | POT exact / this |")
+    head = (
+        "| n_P x n_U | eps | solver | time (s) | compile (s) | iters | ms/iter | x bound "
+        "| |mass-m| | violation | gap to exact | peak MB | best ott / ours | POT exact / this |"
+    )
     lines = [head, "|" + "---|" * 14]
     for r in rows:
         key = (r["n"], r["k"])
         if "skipped" in r:
-            lines.append(f"| {key[0]}x{key[1]} | {fmt(r['eps'])} | {r['solver']} | skipped: {r['skipped']} |"
-                         + " |" * 10)
+            lines.append(
+                f"| {key[0]}x{key[1]} | {fmt(r['eps'])} | {r['solver']} | skipped: {r['skipped']} |" + " |" * 10
+            )
             continue
         otts = [by.get((o, *key, r["eps"])) for o in ("ott", "ott-matrix")]
         otts = [o for o in otts if o and "time" in o]
         ott = min(otts, key=lambda o: o["time"]) if otts else None
         pot = by.get(("pot-exact", *key, None))
-        vs_ott = (fmt(ott["time"] / r["time"], ".1f") if r["solver"] == "ours" and ott and "time" in ott
-                  else "")
+        vs_ott = fmt(ott["time"] / r["time"], ".1f") if r["solver"] == "ours" and ott and "time" in ott else ""
         vs_pot = fmt(pot["time"] / r["time"], ".1f") if pot and "time" in pot else ""
         per = r.get("per_iter")
         lines.append(
@@ -506,7 +537,8 @@ def render(rows) -> str:
             f"{fmt(per / r['bound'] if per and r.get('bound') else None, '.1f')} | "
             f"{fmt(r['mass_error'], '.1e')} | {fmt(r['violation'], '.1e')} | "
             f"{gap_cell(r)} | {r['peak_mb']:.0f} | "
-            f"{vs_ott} | {vs_pot} |")
+            f"{vs_ott} | {vs_pot} |"
+        )
     return "\n".join(lines)
 
 

@@ -85,8 +85,10 @@ def run_case(n: int, d: int, k: int, repeats: int, seed: int, mesh=None) -> dict
 def _mesh_note(row: dict, dtype: str) -> str:
     if f"jax_{dtype}_mesh_s" not in row:
         return ""
-    return (f" | mesh {row[f'jax_{dtype}_mesh_s']:6.2f}s (single/mesh x{row[f'mesh_speedup_{dtype}']:.2f}, "
-            f"diff {row[f'mesh_pred_diff_{dtype}']:.1e})")
+    return (
+        f" | mesh {row[f'jax_{dtype}_mesh_s']:6.2f}s (single/mesh x{row[f'mesh_speedup_{dtype}']:.2f}, "
+        f"diff {row[f'mesh_pred_diff_{dtype}']:.1e})"
+    )
 
 
 def main(argv=None):
@@ -106,28 +108,57 @@ def main(argv=None):
         n, d = map(int, spec.lower().split("x"))
         row = run_case(n, d, args.components, args.repeats, args.seed, mesh)
         rows.append(row)
-        print(f"n={n:>6} d={d:>5}: sklearn {row['sklearn_s']:7.2f}s | jax f64 {row['jax_float64_s']:6.2f}s "
-              f"(x{row['speedup_float64']:.1f}, first {row['jax_float64_first_s']:.1f}s, pred diff "
-              f"{row['max_pred_diff_float64']:.1e}){_mesh_note(row, 'float64')} | jax f32 "
-              f"{row['jax_float32_s']:6.2f}s (x{row['speedup_float32']:.1f}, pred diff "
-              f"{row['max_pred_diff_float32']:.1e}){_mesh_note(row, 'float32')}", flush=True)
+        print(
+            f"n={n:>6} d={d:>5}: sklearn {row['sklearn_s']:7.2f}s | jax f64 {row['jax_float64_s']:6.2f}s "
+            f"(x{row['speedup_float64']:.1f}, first {row['jax_float64_first_s']:.1f}s, pred diff "
+            f"{row['max_pred_diff_float64']:.1e}){_mesh_note(row, 'float64')} | jax f32 "
+            f"{row['jax_float32_s']:6.2f}s (x{row['speedup_float32']:.1f}, pred diff "
+            f"{row['max_pred_diff_float32']:.1e}){_mesh_note(row, 'float32')}",
+            flush=True,
+        )
     table = pd.DataFrame(rows)
-    meta = dict(seed=args.seed, components=args.components, repeats=args.repeats, jax=jax.__version__,
-                devices=[str(x) for x in jax.devices()], machine=platform.machine(),
-                mesh=None if mesh is None else dict(mesh.shape), xla_flags=os.environ.get("XLA_FLAGS"),
-                omp_num_threads=os.environ.get("OMP_NUM_THREADS"), cpu_affinity=sorted(os.sched_getaffinity(0)),
-                note="pred diff = max |ours - sklearn| / std(y) on 500 held-out rows; *_s = wall seconds per fit "
-                     "(median of repeats after the first, compiling, fit); *_mesh_s the same row-sharded on "
-                     "the mesh, mesh_speedup = single-device / mesh time, mesh_pred_diff = max |mesh - single| "
-                     "/ std(y)")
+    meta = dict(
+        seed=args.seed,
+        components=args.components,
+        repeats=args.repeats,
+        jax=jax.__version__,
+        devices=[str(x) for x in jax.devices()],
+        machine=platform.machine(),
+        mesh=None if mesh is None else dict(mesh.shape),
+        xla_flags=os.environ.get("XLA_FLAGS"),
+        omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
+        cpu_affinity=sorted(os.sched_getaffinity(0)),
+        note="pred diff = max |ours - sklearn| / std(y) on 500 held-out rows; *_s = wall seconds per fit "
+        "(median of repeats after the first, compiling, fit); *_mesh_s the same row-sharded on "
+        "the mesh, mesh_speedup = single-device / mesh time, mesh_pred_diff = max |mesh - single| "
+        "/ std(y)",
+    )
     out = Path(args.out or RESULTS / ("bench_pls.json" if mesh is None else "bench_pls_mesh.json"))
     write_text(json.dumps(dict(meta=meta, rows=rows), indent=2), out)
     write_text(table.to_csv(index=False), out.with_suffix(".csv"))
-    cols = ["n", "d", "sklearn_s", "jax_float64_s", "speedup_float64", "jax_float32_s", "speedup_float32",
-            "max_pred_diff_float64"]
+    cols = [
+        "n",
+        "d",
+        "sklearn_s",
+        "jax_float64_s",
+        "speedup_float64",
+        "jax_float32_s",
+        "speedup_float32",
+        "max_pred_diff_float64",
+    ]
     if mesh is not None:
-        cols = ["n", "d", "jax_float64_s", "jax_float64_mesh_s", "mesh_speedup_float64", "jax_float32_s",
-                "jax_float32_mesh_s", "mesh_speedup_float32", "mesh_pred_diff_float64", "mesh_pred_diff_float32"]
+        cols = [
+            "n",
+            "d",
+            "jax_float64_s",
+            "jax_float64_mesh_s",
+            "mesh_speedup_float64",
+            "jax_float32_s",
+            "jax_float32_mesh_s",
+            "mesh_speedup_float32",
+            "mesh_pred_diff_float64",
+            "mesh_pred_diff_float32",
+        ]
     print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     print(f"wrote {out} and {out.with_suffix('.csv')}")
 

@@ -63,9 +63,9 @@ from probes.mesh import forced_devices_env
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULT = "@@RESULT@@"
-M = 0.7          # transported mass (as experiments.bench_ot)
-EPS = 0.01       # entropic regularisation (cost units; cosine costs lie in [0, 2])
-MiB = 2 ** 20
+M = 0.7  # transported mass (as experiments.bench_ot)
+EPS = 0.01  # entropic regularisation (cost units; cosine costs lie in [0, 2])
+MiB = 2**20
 
 
 # ============================================================================ the machine
@@ -101,12 +101,14 @@ def load() -> tuple:
 
 def header(info: dict) -> str:
     usable = info["usable_cpus"]
-    lines = [f"# bench_scale on {info['cpu']} (family {info.get('lscpu CPU family', '?')} model "
-             f"{info.get('lscpu Model', '?')}, L3 {info.get('lscpu L3 cache', '?')}, "
-             f"hypervisor {info.get('lscpu Hypervisor vendor', 'none')}): {info['logical_cpus']} logical cores, "
-             f"usable {usable}, memory {info.get('MemTotal', 0) / 2**30:.1f} GiB "
-             f"({info.get('MemAvailable', 0) / 2**30:.1f} GiB available)",
-             f"# load average (1, 5, 15 min) at start: {load()}"]
+    lines = [
+        f"# bench_scale on {info['cpu']} (family {info.get('lscpu CPU family', '?')} model "
+        f"{info.get('lscpu Model', '?')}, L3 {info.get('lscpu L3 cache', '?')}, "
+        f"hypervisor {info.get('lscpu Hypervisor vendor', 'none')}): {info['logical_cpus']} logical cores, "
+        f"usable {usable}, memory {info.get('MemTotal', 0) / 2**30:.1f} GiB "
+        f"({info.get('MemAvailable', 0) / 2**30:.1f} GiB available)",
+        f"# load average (1, 5, 15 min) at start: {load()}",
+    ]
     return "\n".join(lines)
 
 
@@ -126,7 +128,7 @@ def _pin(cores):
 def _parse(out: str):
     for line in reversed(out.splitlines()):
         if line.startswith(RESULT):
-            return json.loads(line[len(RESULT):])
+            return json.loads(line[len(RESULT) :])
     return None
 
 
@@ -135,9 +137,16 @@ def spawn(spec: dict, n_devices: int, cores=None, timeout: float = 600) -> dict:
     pinned to ``cores``; its JSON result, or a dict with ``failed``."""
     cmd = [sys.executable, "-m", "experiments.bench_scale", "--worker", json.dumps(spec)]
     try:
-        p = subprocess.run(cmd, cwd=ROOT, env=_child_env(n_devices), capture_output=True, text=True,
-                           timeout=timeout, preexec_fn=_pin(cores))
-    except subprocess.TimeoutExpired:       # subprocess.run kills the child
+        p = subprocess.run(
+            cmd,
+            cwd=ROOT,
+            env=_child_env(n_devices),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            preexec_fn=_pin(cores),
+        )
+    except subprocess.TimeoutExpired:  # subprocess.run kills the child
         return dict(spec, failed=f"timeout after {timeout:.0f} s")
     res = _parse(p.stdout)
     if p.returncode != 0 or res is None:
@@ -163,12 +172,25 @@ def spawn_cluster(spec: dict, n_processes: int, cores_of, timeout: float) -> lis
     with tempfile.TemporaryDirectory() as tmp:
         procs, logs = [], []
         for rank in range(n_processes):
-            extra = dict(PUAUDIT_COORDINATOR=f"127.0.0.1:{port}", PUAUDIT_NUM_PROCESSES=str(n_processes),
-                         PUAUDIT_PROCESS_ID=str(rank), PUAUDIT_CLUSTER_TIMEOUT=str(int(min(timeout, 120))))
+            extra = dict(
+                PUAUDIT_COORDINATOR=f"127.0.0.1:{port}",
+                PUAUDIT_NUM_PROCESSES=str(n_processes),
+                PUAUDIT_PROCESS_ID=str(rank),
+                PUAUDIT_CLUSTER_TIMEOUT=str(int(min(timeout, 120))),
+            )
             logs.append(Path(tmp) / f"process-{rank}.log")
             with open(logs[-1], "w") as log:
-                procs.append(subprocess.Popen(cmd, cwd=ROOT, env=_child_env(1, extra), stdout=log,
-                                              stderr=subprocess.STDOUT, text=True, preexec_fn=_pin(cores_of(rank))))
+                procs.append(
+                    subprocess.Popen(
+                        cmd,
+                        cwd=ROOT,
+                        env=_child_env(1, extra),
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        text=True,
+                        preexec_fn=_pin(cores_of(rank)),
+                    )
+                )
         t0, why = time.monotonic(), None
         while why is None and any(p.poll() is None for p in procs):
             bad = [i for i, p in enumerate(procs) if p.poll() not in (None, 0)]
@@ -177,7 +199,7 @@ def spawn_cluster(spec: dict, n_processes: int, cores_of, timeout: float) -> lis
             elif time.monotonic() - t0 > timeout:
                 why = f"timeout after {timeout:.0f} s"
             time.sleep(0.1)
-        for p in procs:                      # only the processes started here, by handle
+        for p in procs:  # only the processes started here, by handle
             if p.poll() is None:
                 p.kill()
                 p.wait()
@@ -204,6 +226,7 @@ def _mesh(devices, shape=None):
     from jax.sharding import Mesh
 
     from probes.mesh import COLS, ROWS
+
     shape = shape or (len(devices),)
     names = (COLS,) if len(shape) == 1 else (ROWS, COLS)
     return Mesh(np.asarray(devices, dtype=object).reshape(shape), names)
@@ -211,6 +234,7 @@ def _mesh(devices, shape=None):
 
 def _solver(mode: str, max_iter: int, tol: float = 0.0):
     from puaudit_jax.ot import PartialSinkhorn
+
     return PartialSinkhorn(epsilon=EPS, tol=tol, max_iter=max_iter, mode=mode)
 
 
@@ -220,18 +244,19 @@ def _abstract_args(layout, n, k, d, dtype="float32"):
     from jax.sharding import NamedSharding
 
     from probes.mesh import pad_to_multiple
+
     N, K = pad_to_multiple(n, layout.count("rows")), pad_to_multiple(k, layout.count("cols"))
     sp = layout.specs
 
     def spec(shape, s):
         return jax.ShapeDtypeStruct(shape, jnp.dtype(dtype), sharding=NamedSharding(layout.mesh, s))
 
-    return (spec((N, d), sp["x"]), spec((K, d), sp["y"]), spec((N,), sp["a"]), spec((K,), sp["b"]),
-            spec((), sp["m"]))
+    return (spec((N, d), sp["x"]), spec((K, d), sp["y"]), spec((N,), sp["a"]), spec((K,), sp["b"]), spec((), sp["m"]))
 
 
 def _compile(mode, max_iter, layout, block_size, args):
     from puaudit_jax.ot.sharded import _program
+
     return _program(_solver(mode, max_iter), layout, "cosine", block_size, False, True).lower(*args).compile()
 
 
@@ -240,6 +265,7 @@ def memory_worker(spec: dict) -> dict:
     import jax
 
     from puaudit_jax.ot.sharded import Layout, memory_per_device
+
     devs = jax.devices()
     n, k, d, bs = spec["n"], spec["k"], spec["d"], spec["block_size"]
     rows = []
@@ -288,14 +314,25 @@ def memory_worker(spec: dict) -> dict:
             while hi - lo > step:
                 mid = (lo + hi) // 2 // step * step
                 lo, hi = (mid, hi) if peak(mid) <= budget else (lo, mid)
-            fits_rows.append(dict(mode=mode, D=D, n=n_p, k=lo, peak=peak(lo), next_peak=peak(hi),
-                                  compiles=len(probes), predicted=guess))
+            fits_rows.append(
+                dict(
+                    mode=mode,
+                    D=D,
+                    n=n_p,
+                    k=lo,
+                    peak=peak(lo),
+                    next_peak=peak(hi),
+                    compiles=len(probes),
+                    predicted=guess,
+                )
+            )
     return dict(rows=rows, budget_rows=fits_rows, budget=budget)
 
 
 # ----------------------------------------------------------------------------- timing
 def _problem(n, k, d):
     from experiments.bench_ot import make_problem
+
     return make_problem(n, k, d)
 
 
@@ -306,19 +343,25 @@ def _placed_args(layout, x, y):
     from probes.mesh import pad_to_multiple
     from puaudit_jax.ot.problem import pad_points
     from puaudit_jax.ot.sharded import _place
+
     n, k = len(x), len(y)
     a, b = np.full(n, 1 / n), np.full(k, 1 / k)
     N, K = pad_to_multiple(n, layout.count("rows")), pad_to_multiple(k, layout.count("cols"))
     (x, a), (y, b) = pad_points(x, a, N), pad_points(y, b, K)
     sp = layout.specs
     f32 = np.float32
-    return (_place(x.astype(f32), layout, sp["x"]), _place(y.astype(f32), layout, sp["y"]),
-            _place(a.astype(f32), layout, sp["a"]), _place(b.astype(f32), layout, sp["b"]),
-            jnp.asarray(M, jnp.float32))
+    return (
+        _place(x.astype(f32), layout, sp["x"]),
+        _place(y.astype(f32), layout, sp["y"]),
+        _place(a.astype(f32), layout, sp["a"]),
+        _place(b.astype(f32), layout, sp["b"]),
+        jnp.asarray(M, jnp.float32),
+    )
 
 
 def _scalar(arr):
     import numpy as np
+
     return np.asarray(arr.addressable_data(0)).item()
 
 
@@ -328,11 +371,13 @@ def solve_worker(spec: dict) -> dict:
     clustered = False
     if spec.get("cluster"):
         from probes.mesh import initialize_cluster
+
         clustered = initialize_cluster()
     import jax
     from jax.experimental import multihost_utils
 
     from puaudit_jax.ot.sharded import Layout
+
     affinity = sorted(os.sched_getaffinity(0))
     layout = Layout.of(_mesh(jax.devices()))
     n, k, d = spec["n"], spec["k"], spec["d"]
@@ -356,8 +401,10 @@ def solve_worker(spec: dict) -> dict:
         avail = next(int(ln.split()[1]) * 1024 for ln in fh if ln.startswith("MemAvailable"))
     local = len(jax.local_devices())
     if peak * local + 4 * (n + k) * d * 3 > spec.get("mem_fraction", 0.6) * avail:
-        res["skipped"] = (f"needs {peak * local / 2**30:.1f} GiB of XLA buffers (+ host data) on this process, "
-                          f"{avail / 2**30:.1f} GiB available")
+        res["skipped"] = (
+            f"needs {peak * local / 2**30:.1f} GiB of XLA buffers (+ host data) on this process, "
+            f"{avail / 2**30:.1f} GiB available"
+        )
         return res
 
     x, y = _problem(n, k, d)
@@ -393,9 +440,9 @@ def solve_worker(spec: dict) -> dict:
     times = {name: min(v) for name, v in times.items()}
     out = outs["long"]
     res["marginal_error"] = float(_scalar(out.marginal_error))
-    res["cores_busy"] = cpu.get("long0")     # process CPU time / wall time of a long run
+    res["cores_busy"] = cpu.get("long0")  # process CPU time / wall time of a long run
     res["per_iter"] = (times["long"] - times["short"]) / max(res["it_long"] - res["it_short"], 1)
-    res["per_iter_naive"] = times["long"] / res["it_long"]     # fixed costs included
+    res["per_iter_naive"] = times["long"] / res["it_long"]  # fixed costs included
     if spec.get("latency"):
         res["allreduce_s"] = {str(size): _allreduce_latency(layout.mesh, size, sync) for size in (1, n)}
     res["process_id"] = jax.process_index()
@@ -481,10 +528,20 @@ def bandwidth_worker(spec: dict) -> dict:
 
 
 # ----------------------------------------------------------------------------- communication
-_COLLECTIVES = ("all-reduce", "all-reduce-start", "all-gather", "all-gather-start", "reduce-scatter",
-                "collective-permute", "collective-permute-start", "all-to-all", "collective-broadcast")
-_DTYPE_BYTES = dict(pred=1, s8=1, u8=1, s16=2, u16=2, f16=2, bf16=2, s32=4, u32=4, f32=4, s64=8, u64=8,
-                    f64=8, c64=8, c128=16)
+_COLLECTIVES = (
+    "all-reduce",
+    "all-reduce-start",
+    "all-gather",
+    "all-gather-start",
+    "reduce-scatter",
+    "collective-permute",
+    "collective-permute-start",
+    "all-to-all",
+    "collective-broadcast",
+)
+_DTYPE_BYTES = dict(
+    pred=1, s8=1, u8=1, s16=2, u16=2, f16=2, bf16=2, s32=4, u32=4, f32=4, s64=8, u64=8, f64=8, c64=8, c128=16
+)
 _SHAPE = re.compile(r"\b(" + "|".join(_DTYPE_BYTES) + r")\[([\d,]*)\]")
 _HEADER = re.compile(r"^(ENTRY\s+)?%?([^\s(]+)\s*\(.*\{\s*$")
 _INSTR = re.compile(r"^\s*(?:ROOT\s+)?%?([^\s=]+)\s*=\s*(.*)$")
@@ -521,12 +578,12 @@ def _split_instr(rhs: str):
     rhs = rhs.strip()
     if rhs.startswith("("):
         depth = 0
-        for i, ch in enumerate(rhs):
+        for i, ch in enumerate(rhs):  # noqa: B007 (i is read after the loop)
             depth += ch == "("
             depth -= ch == ")"
             if depth == 0:
                 break
-        shape, rest = rhs[:i + 1], rhs[i + 1:].lstrip()
+        shape, rest = rhs[: i + 1], rhs[i + 1 :].lstrip()
     else:
         shape, _, rest = rhs.partition(" ")
     opcode, _, rest = rest.partition("(")
@@ -559,8 +616,19 @@ def hlo_collectives(text: str) -> dict:
         m = _INSTR.match(line)
         if m:
             comps[cur].append(_split_instr(m.group(2)))
-    loops = {0: dict(parent=None, depth=0, direct_bytes=0, direct_ops=0, direct_multi=0, branch_bytes=0,
-                     branch_ops=0, branch_multi=0, groups=set())}
+    loops = {
+        0: dict(
+            parent=None,
+            depth=0,
+            direct_bytes=0,
+            direct_ops=0,
+            direct_multi=0,
+            branch_bytes=0,
+            branch_ops=0,
+            branch_multi=0,
+            groups=set(),
+        )
+    }
 
     def walk(comp, loop, in_branch, stack=()):
         if comp not in comps or comp in stack:
@@ -579,14 +647,26 @@ def hlo_collectives(text: str) -> dict:
                 called.setdefault(kind, []).append(name)
             if opcode == "while":
                 lid = len(loops)
-                loops[lid] = dict(parent=loop, depth=loops[loop]["depth"] + 1, direct_bytes=0, direct_ops=0,
-                                  direct_multi=0, branch_bytes=0, branch_ops=0, branch_multi=0, groups=set())
+                loops[lid] = dict(
+                    parent=loop,
+                    depth=loops[loop]["depth"] + 1,
+                    direct_bytes=0,
+                    direct_ops=0,
+                    direct_multi=0,
+                    branch_bytes=0,
+                    branch_ops=0,
+                    branch_multi=0,
+                    groups=set(),
+                )
                 for name in called.get("body", []) + called.get("condition", []):
                     walk(name, lid, False, stack + (comp,))
             elif opcode == "conditional":
                 b = _BRANCHES.search(rest)
-                names = ([s.strip().lstrip("%") for s in b.group(1).split(",")] if b else
-                         called.get("true_computation", []) + called.get("false_computation", []))
+                names = (
+                    [s.strip().lstrip("%") for s in b.group(1).split(",")]
+                    if b
+                    else called.get("true_computation", []) + called.get("false_computation", [])
+                )
                 for name in names:
                     walk(name, loop, True, stack + (comp,))
             else:
@@ -606,8 +686,15 @@ def comm_summary(text: str) -> dict:
     loops = hlo_collectives(text)["loops"]
     with_coll = [i for i, v in loops.items() if i and v["direct_ops"]]
     if not with_coll:
-        return dict(per_iter=0, per_iter_ops=0, per_iter_multi=0, per_iter_fallback=0, per_epoch=0,
-                    once=loops[0]["direct_bytes"] + loops[0]["branch_bytes"], loops=len(loops) - 1)
+        return dict(
+            per_iter=0,
+            per_iter_ops=0,
+            per_iter_multi=0,
+            per_iter_fallback=0,
+            per_epoch=0,
+            once=loops[0]["direct_bytes"] + loops[0]["branch_bytes"],
+            loops=len(loops) - 1,
+        )
     it = max(with_coll, key=lambda i: loops[i]["depth"])
 
     def descendants(i):
@@ -620,35 +707,52 @@ def comm_summary(text: str) -> dict:
         ancestors.append(p)
         p = loops[p]["parent"]
     tot = lambda ids: sum(loops[i]["direct_bytes"] + loops[i]["branch_bytes"] for i in ids)  # noqa: E731
-    return dict(per_iter=loops[it]["direct_bytes"], per_iter_ops=loops[it]["direct_ops"],
-                per_iter_multi=loops[it]["direct_multi"],
-                per_iter_fallback=loops[it]["branch_bytes"] + tot(inner),
-                per_epoch=tot(ancestors), once=tot([0]), depth=loops[it]["depth"], loops=len(loops) - 1,
-                groups=loops[it]["groups"])
+    return dict(
+        per_iter=loops[it]["direct_bytes"],
+        per_iter_ops=loops[it]["direct_ops"],
+        per_iter_multi=loops[it]["direct_multi"],
+        per_iter_fallback=loops[it]["branch_bytes"] + tot(inner),
+        per_epoch=tot(ancestors),
+        once=tot([0]),
+        depth=loops[it]["depth"],
+        loops=len(loops) - 1,
+        groups=loops[it]["groups"],
+    )
 
 
 def comm_worker(spec: dict) -> dict:
     import jax
 
     from puaudit_jax.ot.sharded import Layout
+
     devs = jax.devices()
     rows = []
     for shape in spec["meshes"]:
-        layout = Layout.of(_mesh(devs[:math.prod(shape)], tuple(shape)))
+        layout = Layout.of(_mesh(devs[: math.prod(shape)], tuple(shape)))
         for mode in spec["modes"]:
             for n, k in spec["sizes"]:
                 block = None if mode == "dense" else spec["block_size"]
                 args = _abstract_args(layout, n, k, spec["d"])
                 text = _compile("scaling" if mode == "dense" else "log", 100, layout, block, args).as_text()
                 s = comm_summary(text)
-                rows.append(dict(mesh="x".join(map(str, shape)), rows_split=layout.count("rows"),
-                                 cols_split=layout.count("cols"), mode=mode, n=n, k=k, **s))
+                rows.append(
+                    dict(
+                        mesh="x".join(map(str, shape)),
+                        rows_split=layout.count("rows"),
+                        cols_split=layout.count("cols"),
+                        mode=mode,
+                        n=n,
+                        k=k,
+                        **s,
+                    )
+                )
     return dict(rows=rows)
 
 
 def worker(spec: dict) -> dict:
-    return dict(memory=memory_worker, solve=solve_worker, bandwidth=bandwidth_worker,
-                comm=comm_worker)[spec["kind"]](spec)
+    return dict(memory=memory_worker, solve=solve_worker, bandwidth=bandwidth_worker, comm=comm_worker)[spec["kind"]](
+        spec
+    )
 
 
 # ============================================================================ parent: sections
@@ -657,36 +761,56 @@ def fmt(v, f=".3g"):
 
 
 def section_memory(cfg) -> tuple[str, dict]:
-    spec = dict(kind="memory", n=cfg.mem_n, k=cfg.mem_k, d=cfg.d, block_size=cfg.block_size, modes=["dense", "blocked"],
-                devices=cfg.mem_devices, budget=int(cfg.budget_mib * MiB), budget_n=cfg.budget_n,
-                budget_modes=cfg.budget_modes, unit=64)
+    spec = dict(
+        kind="memory",
+        n=cfg.mem_n,
+        k=cfg.mem_k,
+        d=cfg.d,
+        block_size=cfg.block_size,
+        modes=["dense", "blocked"],
+        devices=cfg.mem_devices,
+        budget=int(cfg.budget_mib * MiB),
+        budget_n=cfg.budget_n,
+        budget_modes=cfg.budget_modes,
+        unit=64,
+    )
     r = spawn(spec, max(cfg.mem_devices), None, timeout=cfg.timeout)
     if "failed" in r:
         return f"memory: failed ({r['failed']})", r
-    lines = [f"## Memory per device (XLA buffer assignment of the compiled solve; nothing runs): "
-             f"n_P x n_U = {cfg.mem_n} x {cfg.mem_k}, d = {cfg.d}, float32, U split over D devices",
-             "", "| mode | D | arguments MiB | outputs MiB | temporaries MiB | peak MiB | peak / peak(D=1) | 1/D |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"## Memory per device (XLA buffer assignment of the compiled solve; nothing runs): "
+        f"n_P x n_U = {cfg.mem_n} x {cfg.mem_k}, d = {cfg.d}, float32, U split over D devices",
+        "",
+        "| mode | D | arguments MiB | outputs MiB | temporaries MiB | peak MiB | peak / peak(D=1) | 1/D |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     base = {row["mode"]: row["peak"] for row in r["rows"] if row["D"] == 1}
     for row in r["rows"]:
         ratio = row["peak"] / base[row["mode"]] if row["mode"] in base else None
         row["ratio"] = ratio
         name = "dense (scaling)" if row["mode"] == "dense" else f"blocked (log, block {row['block_size']})"
-        lines.append(f"| {name} | {row['D']} | {row['arguments'] / MiB:.1f} | {row['outputs'] / MiB:.2f} | "
-                     f"{row['temporaries'] / MiB:.1f} | {row['peak'] / MiB:.1f} | {fmt(ratio, '.3f')} | "
-                     f"{1 / row['D']:.3f} |")
-    lines += ["", f"## Largest n_U at fixed n_P = {cfg.budget_n} whose per-device peak fits {cfg.budget_mib:g} MiB "
-              f"(d = {cfg.d}; search on memory_per_device only, n_U a multiple of 64 D)", "",
-              "| mode | D | max n_U | peak MiB | peak at next step MiB | n_U / n_U(D=1) | D | cells n_P n_U (M) "
-              "| compiles |",
-              "|---|---|---|---|---|---|---|---|---|"]
+        lines.append(
+            f"| {name} | {row['D']} | {row['arguments'] / MiB:.1f} | {row['outputs'] / MiB:.2f} | "
+            f"{row['temporaries'] / MiB:.1f} | {row['peak'] / MiB:.1f} | {fmt(ratio, '.3f')} | "
+            f"{1 / row['D']:.3f} |"
+        )
+    lines += [
+        "",
+        f"## Largest n_U at fixed n_P = {cfg.budget_n} whose per-device peak fits {cfg.budget_mib:g} MiB "
+        f"(d = {cfg.d}; search on memory_per_device only, n_U a multiple of 64 D)",
+        "",
+        "| mode | D | max n_U | peak MiB | peak at next step MiB | n_U / n_U(D=1) | D | cells n_P n_U (M) | compiles |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     kbase = {row["mode"]: row["k"] for row in r["budget_rows"] if row["D"] == 1}
     for row in r["budget_rows"]:
         ratio = row["k"] / kbase[row["mode"]] if kbase.get(row["mode"]) else None
         row["ratio"] = ratio
-        lines.append(f"| {row['mode']} | {row['D']} | {row['k']} | {row['peak'] / MiB:.1f} | "
-                     f"{fmt(row.get('next_peak', math.nan) / MiB, '.1f')} | {fmt(ratio, '.2f')} | {row['D']} | "
-                     f"{row['n'] * row['k'] / 1e6:.1f} | {row['compiles']} |")
+        lines.append(
+            f"| {row['mode']} | {row['D']} | {row['k']} | {row['peak'] / MiB:.1f} | "
+            f"{fmt(row.get('next_peak', math.nan) / MiB, '.1f')} | {fmt(ratio, '.2f')} | {row['D']} | "
+            f"{row['n'] * row['k'] / 1e6:.1f} | {row['compiles']} |"
+        )
     return "\n".join(lines), r
 
 
@@ -696,11 +820,20 @@ def section_time(cfg) -> tuple[str, dict]:
         for mode in cfg.modes:
             iters = cfg.dense_iters if mode == "dense" else cfg.blocked_iters
             repeats = cfg.repeats
-            if mode == "blocked" and n * k > cfg.blocked_cells_small:    # seconds per iteration: keep it short
+            if mode == "blocked" and n * k > cfg.blocked_cells_small:  # seconds per iteration: keep it short
                 iters, repeats = cfg.blocked_iters_large, 1
             for D, cores in ((1, [0]), (2, [0, 1])):
-                spec = dict(kind="solve", n=n, k=k, d=cfg.d, mode=mode, block_size=cfg.block_size,
-                            short=cfg.short_iters, iters=iters, repeats=repeats)
+                spec = dict(
+                    kind="solve",
+                    n=n,
+                    k=k,
+                    d=cfg.d,
+                    mode=mode,
+                    block_size=cfg.block_size,
+                    short=cfg.short_iters,
+                    iters=iters,
+                    repeats=repeats,
+                )
                 t0 = time.perf_counter()
                 r = spawn(spec, D, cores, timeout=cfg.timeout)
                 r["wall_s"] = time.perf_counter() - t0
@@ -708,18 +841,27 @@ def section_time(cfg) -> tuple[str, dict]:
                 r["D"] = D
                 r["cores"] = cores
                 out["solve"].append(r)
-                print(f"  solve {n}x{k} {mode:7s} D={D} cores={cores}: "
-                      + (r.get("failed") or r.get("skipped") or
-                         f"{r['per_iter'] * 1e3:.1f} ms/iter ({r['it_long'] - r['it_short']} its, "
-                         f"short {r['t_short']:.2f}s long {r['t_long']:.2f}s, compile {r['compile_s']:.1f}s, "
-                         f"{fmt(r.get('cores_busy'), '.2f')} cores busy)")
-                      + f" [{r['wall_s']:.0f}s wall]", flush=True)
+                print(
+                    f"  solve {n}x{k} {mode:7s} D={D} cores={cores}: "
+                    + (
+                        r.get("failed")
+                        or r.get("skipped")
+                        or f"{r['per_iter'] * 1e3:.1f} ms/iter ({r['it_long'] - r['it_short']} its, "
+                        f"short {r['t_short']:.2f}s long {r['t_long']:.2f}s, compile {r['compile_s']:.1f}s, "
+                        f"{fmt(r.get('cores_busy'), '.2f')} cores busy)"
+                    )
+                    + f" [{r['wall_s']:.0f}s wall]",
+                    flush=True,
+                )
         for D, cores in ((1, [0]), (2, [0, 1])):
             r = spawn(dict(kind="bandwidth", n=n, k=k, repeats=max(5, cfg.repeats)), D, cores, timeout=cfg.timeout)
             r["D"], r["cores"] = D, cores
             out["bandwidth"].append(r)
-            print(f"  bandwidth {n}x{k} D={D}: " + (r.get("failed") or
-                  f"XLA {r['xla_gbs']:.1f} GB/s, numpy {r['numpy_gbs']:.1f} GB/s"), flush=True)
+            print(
+                f"  bandwidth {n}x{k} D={D}: "
+                + (r.get("failed") or f"XLA {r['xla_gbs']:.1f} GB/s, numpy {r['numpy_gbs']:.1f} GB/s"),
+                flush=True,
+            )
 
     def get(rows, **kw):
         for r in rows:
@@ -727,65 +869,103 @@ def section_time(cfg) -> tuple[str, dict]:
                 return r
         return None
 
-    lines = [f"## Time per iteration, 1 device on 1 core vs 2 forced devices on 2 cores (d = {cfg.d}, float32, "
-             f"eps = {EPS}, tol = 0: fixed iterations; (t_long - t_short) / (it_long - it_short))", "",
-             "| n_P x n_U | mode | D=1 s/iter | D=2 s/iter | speed-up | bandwidth-bound speed-up (XLA / numpy) "
-             "| s/iter incl. fixed costs D=1 / D=2 | iterations timed | peak MiB/device D=1 / D=2 |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"## Time per iteration, 1 device on 1 core vs 2 forced devices on 2 cores (d = {cfg.d}, float32, "
+        f"eps = {EPS}, tol = 0: fixed iterations; (t_long - t_short) / (it_long - it_short))",
+        "",
+        "| n_P x n_U | mode | D=1 s/iter | D=2 s/iter | speed-up | bandwidth-bound speed-up (XLA / numpy) "
+        "| s/iter incl. fixed costs D=1 / D=2 | iterations timed | peak MiB/device D=1 / D=2 |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for n, k in cfg.time_sizes:
         b1, b2 = get(out["bandwidth"], n=n, k=k, D=1), get(out["bandwidth"], n=n, k=k, D=2)
-        bw = (f"{b2['xla_gbs'] / b1['xla_gbs']:.2f} / {b2['numpy_gbs'] / b1['numpy_gbs']:.2f}"
-              if b1 and b2 and "xla_gbs" in b1 and "xla_gbs" in b2 else "-")
+        bw = (
+            f"{b2['xla_gbs'] / b1['xla_gbs']:.2f} / {b2['numpy_gbs'] / b1['numpy_gbs']:.2f}"
+            if b1 and b2 and "xla_gbs" in b1 and "xla_gbs" in b2
+            else "-"
+        )
         for mode in cfg.modes:
             r1, r2 = get(out["solve"], n=n, k=k, mode=mode, D=1), get(out["solve"], n=n, k=k, mode=mode, D=2)
             ok = [r for r in (r1, r2) if r and "per_iter" in r]
             if len(ok) < 2:
-                why = "; ".join(r.get("skipped") or r.get("failed") or "?"
-                                for r in (r1, r2) if r and "per_iter" not in r)
+                why = "; ".join(
+                    r.get("skipped") or r.get("failed") or "?" for r in (r1, r2) if r and "per_iter" not in r
+                )
                 lines.append(f"| {n}x{k} | {mode} | skipped: {why} | | | | | | |")
                 continue
             sp = r1["per_iter"] / r2["per_iter"]
             r2["speedup"] = sp
-            lines.append(f"| {n}x{k} | {mode} | {r1['per_iter']:.4g} | {r2['per_iter']:.4g} | {sp:.2f} | "
-                         f"{bw if mode == 'dense' else '(compute-bound)'} | "
-                         f"{r1['per_iter_naive']:.4g} / {r2['per_iter_naive']:.4g} | "
-                         f"{r1['it_long'] - r1['it_short']} | {r1['peak_per_device'] / MiB:.0f} / "
-                         f"{r2['peak_per_device'] / MiB:.0f} |")
-    lines += ["", "## Streaming bound: K v + u K over an n_P x n_U float32 matrix (two passes), split by columns", "",
-              "| matrix | MiB | XLA 1 core GB/s | XLA 2 cores GB/s | ratio | numpy 1 thread GB/s "
-              "| numpy 2 threads GB/s | ratio |",
-              "|---|---|---|---|---|---|---|---|"]
+            lines.append(
+                f"| {n}x{k} | {mode} | {r1['per_iter']:.4g} | {r2['per_iter']:.4g} | {sp:.2f} | "
+                f"{bw if mode == 'dense' else '(compute-bound)'} | "
+                f"{r1['per_iter_naive']:.4g} / {r2['per_iter_naive']:.4g} | "
+                f"{r1['it_long'] - r1['it_short']} | {r1['peak_per_device'] / MiB:.0f} / "
+                f"{r2['peak_per_device'] / MiB:.0f} |"
+            )
+    lines += [
+        "",
+        "## Streaming bound: K v + u K over an n_P x n_U float32 matrix (two passes), split by columns",
+        "",
+        "| matrix | MiB | XLA 1 core GB/s | XLA 2 cores GB/s | ratio | numpy 1 thread GB/s "
+        "| numpy 2 threads GB/s | ratio |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for n, k in cfg.time_sizes:
         b1, b2 = get(out["bandwidth"], n=n, k=k, D=1), get(out["bandwidth"], n=n, k=k, D=2)
         if not (b1 and b2 and "xla_gbs" in b1 and "xla_gbs" in b2):
             lines.append(f"| {n}x{k} | failed | | | | | | |")
             continue
-        lines.append(f"| {n}x{k} | {n * k * 4 / MiB:.0f} | {b1['xla_gbs']:.1f} | {b2['xla_gbs']:.1f} | "
-                     f"{b2['xla_gbs'] / b1['xla_gbs']:.2f} | {b1['numpy_gbs']:.1f} | {b2['numpy_gbs']:.1f} | "
-                     f"{b2['numpy_gbs'] / b1['numpy_gbs']:.2f} |")
+        lines.append(
+            f"| {n}x{k} | {n * k * 4 / MiB:.0f} | {b1['xla_gbs']:.1f} | {b2['xla_gbs']:.1f} | "
+            f"{b2['xla_gbs'] / b1['xla_gbs']:.2f} | {b1['numpy_gbs']:.1f} | {b2['numpy_gbs']:.1f} | "
+            f"{b2['numpy_gbs'] / b1['numpy_gbs']:.2f} |"
+        )
     return "\n".join(lines), out
 
 
 def section_cluster(cfg) -> tuple[str, dict]:
     n, k = cfg.cluster_size
-    spec = dict(kind="solve", n=n, k=k, d=cfg.d, mode="dense", block_size=cfg.block_size, short=cfg.short_iters,
-                iters=cfg.cluster_iters, repeats=cfg.repeats, latency=True)
+    spec = dict(
+        kind="solve",
+        n=n,
+        k=k,
+        d=cfg.d,
+        mode="dense",
+        block_size=cfg.block_size,
+        short=cfg.short_iters,
+        iters=cfg.cluster_iters,
+        repeats=cfg.repeats,
+        latency=True,
+    )
     runs = {}
-    for name, go in (("cluster, process i on core i", lambda: spawn_cluster(dict(spec, cluster=True), 2,
-                                                                              lambda rank: [rank], cfg.timeout)),
-                     ("one process, 2 devices", lambda: [spawn(spec, 2, [0, 1], timeout=cfg.timeout)]),
-                     ("cluster, both processes on cores [0, 1]", lambda: spawn_cluster(
-                         dict(spec, cluster=True), 2, lambda rank: [0, 1], cfg.timeout))):
+    for name, go in (
+        (
+            "cluster, process i on core i",
+            lambda: spawn_cluster(dict(spec, cluster=True), 2, lambda rank: [rank], cfg.timeout),
+        ),
+        ("one process, 2 devices", lambda: [spawn(spec, 2, [0, 1], timeout=cfg.timeout)]),
+        (
+            "cluster, both processes on cores [0, 1]",
+            lambda: spawn_cluster(dict(spec, cluster=True), 2, lambda rank: [0, 1], cfg.timeout),
+        ),
+    ):
         if name.startswith("cluster, both") and not cfg.cluster_unpinned:
             continue
         t0 = time.perf_counter()
         runs[name] = dict(results=go(), wall_s=time.perf_counter() - t0)
-        print(f"  {name}: " + ", ".join(r.get("failed") or f"{r['per_iter'] * 1e3:.1f} ms/iter"
-                                        for r in runs[name]["results"]), flush=True)
-    lines = [f"## Two-process jax.distributed cluster (gloo over 127.0.0.1, 1 forced device per process) vs "
-             f"one process with 2 forced devices on cores [0, 1]: dense {n} x {k}, d = {cfg.d}, U split in 2", "",
-             "| run | s/iter | s/iter incl. fixed costs | iterations timed | cores busy | all-reduce latency 1 float / "
-             f"{n} floats (us) | compile s | wall s |", "|---|---|---|---|---|---|---|---|"]
+        print(
+            f"  {name}: "
+            + ", ".join(r.get("failed") or f"{r['per_iter'] * 1e3:.1f} ms/iter" for r in runs[name]["results"]),
+            flush=True,
+        )
+    lines = [
+        f"## Two-process jax.distributed cluster (gloo over 127.0.0.1, 1 forced device per process) vs "
+        f"one process with 2 forced devices on cores [0, 1]: dense {n} x {k}, d = {cfg.d}, U split in 2",
+        "",
+        "| run | s/iter | s/iter incl. fixed costs | iterations timed | cores busy | all-reduce latency 1 float / "
+        f"{n} floats (us) | compile s | wall s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     per = {}
     for name, run in runs.items():
         for i, r in enumerate(run["results"]):
@@ -794,13 +974,18 @@ def section_cluster(cfg) -> tuple[str, dict]:
                 continue
             per.setdefault(name, []).append(r["per_iter"])
             lat = r.get("allreduce_s", {})
-            who = f"{name}: process {r.get('process_id', i)} (cores {r['affinity']})" if r.get("cluster") else \
-                f"{name} (cores {r['affinity']})"
-            lines.append(f"| {who} | {r['per_iter']:.4g} | {r['per_iter_naive']:.4g} | "
-                         f"{r['it_long'] - r['it_short']} | "
-                         f"{fmt(r.get('cores_busy'), '.2f')} | {fmt(lat.get('1', math.nan) * 1e6, '.0f')} / "
-                         f"{fmt(lat.get(str(n), math.nan) * 1e6, '.0f')} | {r['compile_s']:.1f} | "
-                         f"{run['wall_s']:.0f} |")
+            who = (
+                f"{name}: process {r.get('process_id', i)} (cores {r['affinity']})"
+                if r.get("cluster")
+                else f"{name} (cores {r['affinity']})"
+            )
+            lines.append(
+                f"| {who} | {r['per_iter']:.4g} | {r['per_iter_naive']:.4g} | "
+                f"{r['it_long'] - r['it_short']} | "
+                f"{fmt(r.get('cores_busy'), '.2f')} | {fmt(lat.get('1', math.nan) * 1e6, '.0f')} / "
+                f"{fmt(lat.get(str(n), math.nan) * 1e6, '.0f')} | {r['compile_s']:.1f} | "
+                f"{run['wall_s']:.0f} |"
+            )
     out = dict(runs=runs)
     single = per.get("one process, 2 devices")
     if single:
@@ -808,33 +993,46 @@ def section_cluster(cfg) -> tuple[str, dict]:
         for name, v in per.items():
             if name.startswith("cluster"):
                 out.setdefault("ratio", {})[name] = max(v) / single[0]
-                lines.append(f"{name} / one process, time per iteration (slowest process): "
-                             f"{max(v) / single[0]:.2f} (target within 1.5)")
+                lines.append(
+                    f"{name} / one process, time per iteration (slowest process): "
+                    f"{max(v) / single[0]:.2f} (target within 1.5)"
+                )
     return "\n".join(lines), out
 
 
 def section_comm(cfg) -> tuple[str, dict]:
-    spec = dict(kind="comm", meshes=[[4], [2, 2]], modes=["dense", "blocked"], sizes=cfg.comm_sizes, d=cfg.d,
-                block_size=cfg.block_size)
+    spec = dict(
+        kind="comm",
+        meshes=[[4], [2, 2]],
+        modes=["dense", "blocked"],
+        sizes=cfg.comm_sizes,
+        d=cfg.d,
+        block_size=cfg.block_size,
+    )
     r = spawn(spec, 4, None, timeout=cfg.timeout)
     if "failed" in r:
         return f"comm: failed ({r['failed']})", r
-    lines = ["## Bytes per device exchanged by collectives, from the compiled per-device HLO (result shape of each "
-             "all-reduce; per solver iteration = body + condition of the iteration loop)", "",
-             "| mesh (rows x cols) | mode | n_P | n_U | per iteration B | ops/iter (non-scalar) "
-             "| 4(n_P/Dr [Dc>1] + n_U/Dc [Dr>1]) B "
-             "| per iter / that | fallback branches B | per epoch B | once B | cost block 4 n_P n_U / D B |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "## Bytes per device exchanged by collectives, from the compiled per-device HLO (result shape of each "
+        "all-reduce; per solver iteration = body + condition of the iteration loop)",
+        "",
+        "| mesh (rows x cols) | mode | n_P | n_U | per iteration B | ops/iter (non-scalar) "
+        "| 4(n_P/Dr [Dc>1] + n_U/Dc [Dr>1]) B "
+        "| per iter / that | fallback branches B | per epoch B | once B | cost block 4 n_P n_U / D B |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for row in r["rows"]:
         dr, dc = row["rows_split"], row["cols_split"]
         vec = 4 * ((row["n"] / dr if dc > 1 else 0) + (row["k"] / dc if dr > 1 else 0))
         row["vector_bytes"] = vec
         row["cost_block_bytes"] = 4 * row["n"] * row["k"] / (dr * dc)
-        lines.append(f"| {row['mesh']} ({dr}x{dc}) | {row['mode']} | {row['n']} | {row['k']} | {row['per_iter']} | "
-                     f"{row['per_iter_ops']} ({row['per_iter_multi']}) | {vec:.0f} | "
-                     f"{fmt(row['per_iter'] / vec if vec else None, '.4f')} | "
-                     f"{row['per_iter_fallback']} | {row['per_epoch']} | {row['once']} | "
-                     f"{row['cost_block_bytes']:.3g} |")
+        lines.append(
+            f"| {row['mesh']} ({dr}x{dc}) | {row['mode']} | {row['n']} | {row['k']} | {row['per_iter']} | "
+            f"{row['per_iter_ops']} ({row['per_iter_multi']}) | {vec:.0f} | "
+            f"{fmt(row['per_iter'] / vec if vec else None, '.4f')} | "
+            f"{row['per_iter_fallback']} | {row['per_epoch']} | {row['once']} | "
+            f"{row['cost_block_bytes']:.3g} |"
+        )
     return "\n".join(lines), r
 
 
@@ -846,20 +1044,30 @@ def _sizes(text: str) -> list:
 def config(args) -> argparse.Namespace:
     q = args.quick
     cfg = argparse.Namespace(
-        d=args.d, block_size=args.block_size, repeats=args.repeats or (1 if q else 3),
+        d=args.d,
+        block_size=args.block_size,
+        repeats=args.repeats or (1 if q else 3),
         timeout=args.timeout or (300 if q else 900),
-        mem_n=1000 if q else 4000, mem_k=5000 if q else 20000,
+        mem_n=1000 if q else 4000,
+        mem_k=5000 if q else 20000,
         mem_devices=[1, 2, 4] if q else [1, 2, 4, 8],
-        budget_mib=args.budget_mib or (32 if q else 256), budget_n=500 if q else 2000,
+        budget_mib=args.budget_mib or (32 if q else 256),
+        budget_n=500 if q else 2000,
         budget_modes=["dense"] if q else ["dense", "blocked"],
         time_sizes=_sizes(args.time_sizes or ("1000x8000" if q else "5000x5000,2000x100000")),
         modes=args.modes.split(","),
-        short_iters=3, dense_iters=10 if q else 200, blocked_iters=3 if q else 10,
-        blocked_iters_large=3 if q else 4, blocked_cells_small=30_000_000,
+        short_iters=3,
+        dense_iters=10 if q else 200,
+        blocked_iters=3 if q else 10,
+        blocked_iters_large=3 if q else 4,
+        blocked_cells_small=30_000_000,
         cluster_size=_sizes(args.cluster_size or ("1000x8000" if q else "2000x40000"))[0],
-        cluster_iters=10 if q else 200, cluster_unpinned=not args.no_cluster_unpinned,
-        comm_sizes=_sizes(args.comm_sizes or ("1000x8000,2000x16000" if q else
-                                              "1000x20000,2000x20000,4000x20000,2000x40000,2000x80000")),
+        cluster_iters=10 if q else 200,
+        cluster_unpinned=not args.no_cluster_unpinned,
+        comm_sizes=_sizes(
+            args.comm_sizes
+            or ("1000x8000,2000x16000" if q else "1000x20000,2000x20000,4000x20000,2000x40000,2000x80000")
+        ),
     )
     return cfg
 
@@ -878,8 +1086,11 @@ def main(argv=None):
     ap.add_argument("--time-sizes", default=None, help="n_PxN_U,... (default 5000x5000,2000x100000)")
     ap.add_argument("--modes", default="dense,blocked", help="--time: solver modes (dense = scaling, blocked = log)")
     ap.add_argument("--cluster-size", default=None, help="n_Pxn_U (default 2000x40000)")
-    ap.add_argument("--no-cluster-unpinned", action="store_true",
-                    help="--cluster: skip the extra run with both processes allowed on both cores")
+    ap.add_argument(
+        "--no-cluster-unpinned",
+        action="store_true",
+        help="--cluster: skip the extra run with both processes allowed on both cores",
+    )
     ap.add_argument("--comm-sizes", default=None, help="n_Pxn_U,...")
     ap.add_argument("--repeats", type=int, default=None, help="timed calls per program (min taken)")
     ap.add_argument("--timeout", type=float, default=None, help="per subprocess / cluster (s)")
@@ -888,8 +1099,12 @@ def main(argv=None):
     if args.worker:
         _emit(worker(json.loads(args.worker)))
         return
-    chosen = [s for s in ("memory", "time", "cluster", "comm") if getattr(args, s)] or \
-        ["memory", "time", "cluster", "comm"]
+    chosen = [s for s in ("memory", "time", "cluster", "comm") if getattr(args, s)] or [
+        "memory",
+        "time",
+        "cluster",
+        "comm",
+    ]
     cfg = config(args)
     info = machine()
     print(header(info), flush=True)
@@ -900,12 +1115,15 @@ def main(argv=None):
         before = load()
         t0 = time.perf_counter()
         print(f"\n# section {name} (load {before})", flush=True)
-        table, data = dict(memory=section_memory, time=section_time, cluster=section_cluster,
-                           comm=section_comm)[name](cfg)
+        table, data = dict(memory=section_memory, time=section_time, cluster=section_cluster, comm=section_comm)[name](
+            cfg
+        )
         after = load()
         wall = time.perf_counter() - t0
-        print("\n" + table + f"\n\n(section {name}: {wall:.0f} s wall; load average before {before}, after {after})",
-              flush=True)
+        print(
+            "\n" + table + f"\n\n(section {name}: {wall:.0f} s wall; load average before {before}, after {after})",
+            flush=True,
+        )
         payload["sections"][name] = dict(data=data, table=table, load_before=before, load_after=after, wall_s=wall)
     if args.out:
         out = Path(args.out)

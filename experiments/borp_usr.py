@@ -34,24 +34,47 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
 
 TARGETS = {  # name: (scale, criterion, rubric) -- USR's annotation questions, as rubrics
-    "overall": ((1, 5), "overall quality", {
-        5: "an excellent response: natural, on topic, interesting and using the knowledge well",
-        3: "an acceptable response with clear flaws", 1: "a very poor response"}),
-    "naturalness": ((1, 3), "naturalness", {
-        3: "sounds like something a person would naturally say", 2: "somewhat unnatural",
-        1: "not something a person would say"}),
-    "coherence": ((1, 3), "maintaining context", {
-        3: "a valid continuation that follows from the conversation", 2: "partly follows the conversation",
-        1: "does not follow from the conversation"}),
-    "engagingness": ((1, 3), "engagingness", {
-        3: "interesting, invites further conversation", 2: "somewhat interesting", 1: "dull"}),
-    "understandability": ((0, 1), "understandability", {
-        1: "understandable in the context of the conversation", 0: "not understandable"}),
-    "groundedness": ((0, 1), "use of knowledge", {
-        1: "uses the given fact", 0: "does not use the given fact"}),
+    "overall": (
+        (1, 5),
+        "overall quality",
+        {
+            5: "an excellent response: natural, on topic, interesting and using the knowledge well",
+            3: "an acceptable response with clear flaws",
+            1: "a very poor response",
+        },
+    ),
+    "naturalness": (
+        (1, 3),
+        "naturalness",
+        {
+            3: "sounds like something a person would naturally say",
+            2: "somewhat unnatural",
+            1: "not something a person would say",
+        },
+    ),
+    "coherence": (
+        (1, 3),
+        "maintaining context",
+        {
+            3: "a valid continuation that follows from the conversation",
+            2: "partly follows the conversation",
+            1: "does not follow from the conversation",
+        },
+    ),
+    "engagingness": (
+        (1, 3),
+        "engagingness",
+        {3: "interesting, invites further conversation", 2: "somewhat interesting", 1: "dull"},
+    ),
+    "understandability": (
+        (0, 1),
+        "understandability",
+        {1: "understandable in the context of the conversation", 0: "not understandable"},
+    ),
+    "groundedness": ((0, 1), "use of knowledge", {1: "uses the given fact", 0: "does not use the given fact"}),
 }
-LAYERS = [5, 10, 15, 20, 25, -1]          # SmolLM2 has 30 layers: -1 = 30 (final, normed)
-MID = 2                                   # index of layer 15 in LAYERS (the intermediate head)
+LAYERS = [5, 10, 15, 20, 25, -1]  # SmolLM2 has 30 layers: -1 = 30 (final, normed)
+MID = 2  # index of layer 15 in LAYERS (the intermediate head)
 
 
 def build_dialogues(table: pd.DataFrame, knowledge_words: int, history_words: int):
@@ -79,15 +102,23 @@ def probes_for_targets(with_rubric):
 
 
 def extract_cached(pre, dialogues, probes, layers, cache: Path, tag: str):
-    key = hashlib.sha256(json.dumps([pre.fingerprint, dialogues, [p.__dict__ for p in probes], layers],
-                                    sort_keys=True, default=str).encode()).hexdigest()[:20]
+    key = hashlib.sha256(
+        json.dumps(
+            [pre.fingerprint, dialogues, [p.__dict__ for p in probes], layers], sort_keys=True, default=str
+        ).encode()
+    ).hexdigest()[:20]
     path = cache / f"{tag}_{key}.npz"
     if path.exists():
         with np.load(path) as z:
             return z["V"], json.loads(str(z["stats"]))
     V, st = borp.contrastive_vectors(pre, dialogues, probes, layers=layers, progress=True, return_stats=True)
-    stats = dict(seconds=st.seconds, prefix_tokens=st.prefix_tokens, suffix_tokens=st.suffix_tokens,
-                 computed_tokens=st.computed_tokens, n_items=st.n_items)
+    stats = dict(
+        seconds=st.seconds,
+        prefix_tokens=st.prefix_tokens,
+        suffix_tokens=st.suffix_tokens,
+        computed_tokens=st.computed_tokens,
+        n_items=st.n_items,
+    )
     with atomic_path(path) as tmp:
         np.savez(tmp, V=V, stats=json.dumps(stats))
     return V, stats
@@ -104,8 +135,12 @@ def cv_eval(make_head, V, y, groups, seeds, n_splits=5):
         rows.append(borp.agreement(y, p1))
     df = pd.DataFrame(rows)
     out = {k: float(df[k].mean()) for k in ("k_alpha", "k_alpha_ordinal", "pearson", "rmse")}
-    out.update(k_alpha_sd=float(df["k_alpha"].std(ddof=0)), pearson_sd=float(df["pearson"].std(ddof=0)),
-               pearson_low=float(df["pearson_low"].mean()), pearson_high=float(df["pearson_high"].mean()))
+    out.update(
+        k_alpha_sd=float(df["k_alpha"].std(ddof=0)),
+        pearson_sd=float(df["pearson"].std(ddof=0)),
+        pearson_low=float(df["pearson_low"].mean()),
+        pearson_high=float(df["pearson_high"].mean()),
+    )
     return out, preds
 
 
@@ -115,10 +150,14 @@ def throughput(pre, dialogues, probes, layers, n_items: int):
     out = {}
     sub = dialogues[:n_items]
     for reuse in (True, False):
-        borp.contrastive_vectors(pre, sub[:2], probes, layers=layers, reuse_prefix=reuse)   # warm-up
+        borp.contrastive_vectors(pre, sub[:2], probes, layers=layers, reuse_prefix=reuse)  # warm-up
         _, st = borp.contrastive_vectors(pre, sub, probes, layers=layers, reuse_prefix=reuse, return_stats=True)
-        out["reuse" if reuse else "recompute"] = dict(sessions_per_hour=st.sessions_per_hour, seconds=st.seconds,
-                                                     computed_tokens=st.computed_tokens, n_items=st.n_items)
+        out["reuse" if reuse else "recompute"] = dict(
+            sessions_per_hour=st.sessions_per_hour,
+            seconds=st.seconds,
+            computed_tokens=st.computed_tokens,
+            n_items=st.n_items,
+        )
     out["speedup"] = out["reuse"]["sessions_per_hour"] / out["recompute"]["sessions_per_hour"]
     return out
 
@@ -131,13 +170,17 @@ def main(argv=None):
     ap.add_argument("--components", type=int, default=8)
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--throughput-items", type=int, default=12)
-    ap.add_argument("--rubric-targets", default="overall",
-                    help="targets that get their own rubric probe (comma list or 'all'); the others use the blind "
-                         "probe (each rubric probe adds 2 suffixes per session: CPU time)")
+    ap.add_argument(
+        "--rubric-targets",
+        default="overall",
+        help="targets that get their own rubric probe (comma list or 'all'); the others use the blind "
+        "probe (each rubric probe adds 2 suffixes per session: CPU time)",
+    )
     ap.add_argument("--cache", default="/tmp/borp/cache")
     ap.add_argument("--out", default=str(RESULTS / "borp_usr.json"))
     args = ap.parse_args(argv)
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -149,7 +192,7 @@ def main(argv=None):
     seeds = [int(s) for s in args.seeds.split(",")]
     table = load_usr_topicalchat()
     if args.limit:
-        table = table.iloc[:args.limit].reset_index(drop=True)
+        table = table.iloc[: args.limit].reset_index(drop=True)
     groups = table["dialogue"].to_numpy()
     dialogues, dropped = build_dialogues(table, args.knowledge_words, args.history_words)
     with_rubric = list(TARGETS) if args.rubric_targets == "all" else args.rubric_targets.split(",")
@@ -157,10 +200,12 @@ def main(argv=None):
     names = [p.name for p in probes]
     pre = load_pretrained("smollm2")
     cache = Path(args.cache)
-    V, ext_stats = extract_cached(pre, dialogues, probes, LAYERS, cache, "usr_smollm2")   # (n, T, L, d)
-    print(f"SmolLM2 contrastive states {V.shape}; extraction {ext_stats['seconds']:.0f}s "
-          f"({3600 * ext_stats['n_items'] / ext_stats['seconds']:.0f} sessions/h with reuse, {len(probes)} probes)",
-          flush=True)
+    V, ext_stats = extract_cached(pre, dialogues, probes, LAYERS, cache, "usr_smollm2")  # (n, T, L, d)
+    print(
+        f"SmolLM2 contrastive states {V.shape}; extraction {ext_stats['seconds']:.0f}s "
+        f"({3600 * ext_stats['n_items'] / ext_stats['seconds']:.0f} sessions/h with reuse, {len(probes)} probes)",
+        flush=True,
+    )
 
     # MiniLM contrast: mean-pooled embedding of the last turns + response (no contrastive prompt)
     minilm = load_pretrained("minilm")
@@ -173,21 +218,31 @@ def main(argv=None):
         return lambda: borp.BorpHead(cfg)
 
     rows = []
+
     def record(setting, target, res, **extra):  # noqa: E306
         rows.append(dict(setting=setting, target=target, **res, **extra))
-        print(f"  {setting:<42} {target:<17} K-alpha {res['k_alpha']:.3f} (+-{res['k_alpha_sd']:.3f})  "
-              f"Pearson {res['pearson']:.3f} [{res['pearson_low']:.2f}, {res['pearson_high']:.2f}]", flush=True)
+        print(
+            f"  {setting:<42} {target:<17} K-alpha {res['k_alpha']:.3f} (+-{res['k_alpha_sd']:.3f})  "
+            f"Pearson {res['pearson']:.3f} [{res['pearson_low']:.2f}, {res['pearson_high']:.2f}]",
+            flush=True,
+        )
 
-    final = V[:, :, -1]                                    # (n, T, d) final layer
+    final = V[:, :, -1]  # (n, T, d) final layer
     print("Per target (BoRP full: final layer, PLS, [v, |v|, D], geometric resampling; rubric probe where extracted)")
     for target in TARGETS:
         y = table[target].to_numpy(float)
         if target in names:
-            record("BoRP full (SmolLM2, rubric)", target, cv_eval(head(target), final[:, names.index(target)], y,
-                                                                     groups, seeds)[0])
+            record(
+                "BoRP full (SmolLM2, rubric)",
+                target,
+                cv_eval(head(target), final[:, names.index(target)], y, groups, seeds)[0],
+            )
         record("BoRP blind prompt (SmolLM2)", target, cv_eval(head(target), final[:, 0], y, groups, seeds)[0])
-        record("MiniLM embedding + PLS (no prompt)", target,
-               cv_eval(head(target, geometric=False, resample=None), E, y, groups, seeds)[0])
+        record(
+            "MiniLM embedding + PLS (no prompt)",
+            target,
+            cv_eval(head(target, geometric=False, resample=None), E, y, groups, seeds)[0],
+        )
 
     print("Ablations on overall (the seed's Table 4 shape)")
     y = table["overall"].to_numpy(float)
@@ -206,23 +261,33 @@ def main(argv=None):
     for k in (2, 4, 16):
         record(f"n_components={k}", "overall", cv_eval(head("overall", n_components=k), Vo, y, groups, seeds)[0])
     for li, layer in enumerate(LAYERS):
-        record(f"layer {layer if layer > 0 else 30}", "overall",
-               cv_eval(head("overall"), V[:, names.index("overall"), li], y, groups, seeds)[0])
+        record(
+            f"layer {layer if layer > 0 else 30}",
+            "overall",
+            cv_eval(head("overall"), V[:, names.index("overall"), li], y, groups, seeds)[0],
+        )
 
     # layer-wise uncertainty: heads on layer 15 and the final layer
     cfg = borp.HeadConfig(n_components=args.components, scale=(1.0, 5.0))
-    lw, preds = cv_eval(lambda: borp.LayerwiseHeads(cfg, mid=MID, final=-1), V[:, names.index("overall")], y,
-                        groups, seeds)
+    lw, preds = cv_eval(
+        lambda: borp.LayerwiseHeads(cfg, mid=MID, final=-1), V[:, names.index("overall")], y, groups, seeds
+    )
     P = preds[0]
     err = np.abs(P[:, 0] - y)
     U = P[:, 2]
     q = np.quantile(U, [0.2, 0.4, 0.6, 0.8])
     bins = np.digitize(U, q)
-    unc = dict(spearman_u_abs_error=float(spearmanr(U, err).statistic),
-               rmse_by_u_quintile=[float(np.sqrt(np.mean((P[bins == b, 0] - y[bins == b]) ** 2))) for b in range(5)],
-               u_quintile_edges=q.tolist(), mid_layer=LAYERS[MID], final_layer=30)
-    print(f"Uncertainty |y_30 - y_15|: Spearman with |error| {unc['spearman_u_abs_error']:.3f}; RMSE by U quintile "
-          + " ".join(f"{r:.3f}" for r in unc["rmse_by_u_quintile"]))
+    unc = dict(
+        spearman_u_abs_error=float(spearmanr(U, err).statistic),
+        rmse_by_u_quintile=[float(np.sqrt(np.mean((P[bins == b, 0] - y[bins == b]) ** 2))) for b in range(5)],
+        u_quintile_edges=q.tolist(),
+        mid_layer=LAYERS[MID],
+        final_layer=30,
+    )
+    print(
+        f"Uncertainty |y_30 - y_15|: Spearman with |error| {unc['spearman_u_abs_error']:.3f}; RMSE by U quintile "
+        + " ".join(f"{r:.3f}" for r in unc["rmse_by_u_quintile"])
+    )
 
     # polarization geometry on the blind probe (unsupervised, all items)
     Vb = final[:, 0].astype(np.float64)
@@ -232,36 +297,49 @@ def main(argv=None):
     tails = (pi <= np.quantile(pi, 0.1)) | (pi >= np.quantile(pi, 0.9))
     top, bottom = borp.mine_polarized(pi, 20)
     score_bins = np.clip(np.round(y), 1, 5)
-    geo = dict(spearman_norm_overall=float(spearmanr(norm, y).statistic),
-               spearman_pi_overall=float(spearmanr(pi, y).statistic),
-               mean_D_by_rounded_score={int(s): float(D[score_bins == s].mean()) for s in np.unique(score_bins)},
-               extreme_share_base=float(ext.mean()), extreme_share_in_pi_tails=float(ext[tails].mean()),
-               mined_top20_mean_overall=float(y[top].mean()), mined_bottom20_mean_overall=float(y[bottom].mean()),
-               mean_overall=float(y.mean()))
+    geo = dict(
+        spearman_norm_overall=float(spearmanr(norm, y).statistic),
+        spearman_pi_overall=float(spearmanr(pi, y).statistic),
+        mean_D_by_rounded_score={int(s): float(D[score_bins == s].mean()) for s in np.unique(score_bins)},
+        extreme_share_base=float(ext.mean()),
+        extreme_share_in_pi_tails=float(ext[tails].mean()),
+        mined_top20_mean_overall=float(y[top].mean()),
+        mined_bottom20_mean_overall=float(y[bottom].mean()),
+        mean_overall=float(y.mean()),
+    )
     print("Geometry (blind probe, final layer): " + json.dumps(geo))
 
     # throughput with / without suffix-only reuse
     tp = throughput(pre, dialogues, probes, LAYERS, min(args.throughput_items, len(dialogues)))
-    print(f"Throughput ({tp['reuse']['n_items']} sessions, {len(probes)} probes = {2 * len(probes)} suffixes each, "
-          f"CPU 1 core): reuse "
-          f"{tp['reuse']['sessions_per_hour']:.0f}/h, recompute {tp['recompute']['sessions_per_hour']:.0f}/h, "
-          f"x{tp['speedup']:.2f}")
+    print(
+        f"Throughput ({tp['reuse']['n_items']} sessions, {len(probes)} probes = {2 * len(probes)} suffixes each, "
+        f"CPU 1 core): reuse "
+        f"{tp['reuse']['sessions_per_hour']:.0f}/h, recompute {tp['recompute']['sessions_per_hour']:.0f}/h, "
+        f"x{tp['speedup']:.2f}"
+    )
 
     # seed numbers beside ours
     ref = pd.read_csv(ROOT / "puaudit_jax" / "reference" / "borp_tables.csv")
     ours = pd.DataFrame(rows)
     print("\nSeed Table 4a (industrial set, Qwen3-14B) vs ours (USR overall, SmolLM2-135M):")
-    pairs = [("BoRP (Full)", "BoRP (Full)"), ("w/o Geometric Resampling", "w/o Geometric Resampling"),
-             ("w/o PLS (use PCA)", "w/o PLS (use PCA)")]
+    pairs = [
+        ("BoRP (Full)", "BoRP (Full)"),
+        ("w/o Geometric Resampling", "w/o Geometric Resampling"),
+        ("w/o PLS (use PCA)", "w/o PLS (use PCA)"),
+    ]
     for seed_name, our_name in pairs:
         r = ref[(ref.table == "4a_ablation_industrial") & (ref.setting == seed_name)].iloc[0]
         o = ours[(ours.setting == our_name) & (ours.target == "overall")].iloc[0]
-        print(f"  {seed_name:<28} seed K-alpha {r.k_alpha:.3f} Pearson {r.pearson:.3f} | ours K-alpha "
-              f"{o.k_alpha:.3f} Pearson {o.pearson:.3f}")
+        print(
+            f"  {seed_name:<28} seed K-alpha {r.k_alpha:.3f} Pearson {r.pearson:.3f} | ours K-alpha "
+            f"{o.k_alpha:.3f} Pearson {o.pearson:.3f}"
+        )
     eff = pd.read_csv(ROOT / "puaudit_jax" / "reference" / "borp_table3_efficiency.csv")
     seed_tp = float(eff[eff.method == "BoRP (8B)"].throughput_sessions_per_hour_a100.iloc[0])
-    print(f"  throughput: seed BoRP (8B, A100, SGLang) {seed_tp:.0f} sessions/h | ours SmolLM2-135M, 1 CPU core "
-          f"{tp['reuse']['sessions_per_hour']:.0f} sessions/h (not comparable hardware)")
+    print(
+        f"  throughput: seed BoRP (8B, A100, SGLang) {seed_tp:.0f} sessions/h | ours SmolLM2-135M, 1 CPU core "
+        f"{tp['reuse']['sessions_per_hour']:.0f} sessions/h (not comparable hardware)"
+    )
 
     # figures
     fig, ax = plt.subplots(1, 3, figsize=(13, 3.6))
@@ -272,7 +350,9 @@ def main(argv=None):
     ax[2].scatter(y, pi, s=8, alpha=0.6)
     for v in np.quantile(pi, [0.1, 0.9]):
         ax[2].axhline(v, color="gray", ls="--", lw=0.8)
-    ax[2].set(xlabel="human overall", ylabel="PI", title=f"(c) polarization index (rho={geo['spearman_pi_overall']:.2f})")
+    ax[2].set(
+        xlabel="human overall", ylabel="PI", title=f"(c) polarization index (rho={geo['spearman_pi_overall']:.2f})"
+    )
     fig.suptitle("USR Topical-Chat, SmolLM2-135M blind probe, final layer")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -284,20 +364,36 @@ def main(argv=None):
     ax[0].set(xlabel="layer", title="(a) overall, by layer")
     ax[0].legend()
     ax[1].bar(range(5), unc["rmse_by_u_quintile"])
-    ax[1].set(xlabel="quintile of U = |y_30 - y_15|", ylabel="RMSE",
-              title=f"(b) error by uncertainty (Spearman {unc['spearman_u_abs_error']:.2f})")
+    ax[1].set(
+        xlabel="quintile of U = |y_30 - y_15|",
+        ylabel="RMSE",
+        title=f"(b) error by uncertainty (Spearman {unc['spearman_u_abs_error']:.2f})",
+    )
     save_figure(fig, out.with_name("borp_usr_uncertainty.png"), dpi=110, bbox_inches="tight")
 
-    meta = dict(seeds=seeds, n_splits=5, components=args.components, layers=LAYERS, mid_layer=15,
-                knowledge_words=args.knowledge_words, history_words=args.history_words,
-                turns_dropped_by_middle_out=int(dropped.sum()), items_compressed=int((dropped > 0).sum()),
-                n_items=len(table), model="SmolLM2-135M-Instruct (bundled GGUF Q4_1, dequantised)",
-                contrast="all-MiniLM-L6-v2 mean pooling of the last 2 history turns + response",
-                probes={p.name: dict(instruction=p.instruction, positive=p.positive, negative=p.negative,
-                                     scale=p.scale) for p in probes},
-                extraction=ext_stats, wall_seconds=time.time() - t_start)
-    write_text(json.dumps(dict(meta=meta, rows=rows, layerwise=dict(**lw, **unc), geometry=geo, throughput=tp),
-                          indent=2), out)
+    meta = dict(
+        seeds=seeds,
+        n_splits=5,
+        components=args.components,
+        layers=LAYERS,
+        mid_layer=15,
+        knowledge_words=args.knowledge_words,
+        history_words=args.history_words,
+        turns_dropped_by_middle_out=int(dropped.sum()),
+        items_compressed=int((dropped > 0).sum()),
+        n_items=len(table),
+        model="SmolLM2-135M-Instruct (bundled GGUF Q4_1, dequantised)",
+        contrast="all-MiniLM-L6-v2 mean pooling of the last 2 history turns + response",
+        probes={
+            p.name: dict(instruction=p.instruction, positive=p.positive, negative=p.negative, scale=p.scale)
+            for p in probes
+        },
+        extraction=ext_stats,
+        wall_seconds=time.time() - t_start,
+    )
+    write_text(
+        json.dumps(dict(meta=meta, rows=rows, layerwise=dict(**lw, **unc), geometry=geo, throughput=tp), indent=2), out
+    )
     write_text(ours.to_csv(index=False), out.with_suffix(".csv"))
     print(f"wrote {out}, {out.with_suffix('.csv')}, borp_usr_geometry.png, borp_usr_uncertainty.png")
 

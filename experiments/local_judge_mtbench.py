@@ -11,6 +11,7 @@ overall and per type, GPT-4's agreement on the same rows, position consistency, 
 Resumable: the judge's log-probabilities are cached on disk (``--cache-dir``), and the CSV is
 rewritten (atomically) after every chunk with the rows done so far.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from puaudit_jax.datasets import load_bundled, save_comparisons
-from puaudit_jax.datasets.verdicts import A, B, TIE
+from puaudit_jax.datasets.verdicts import TIE, A, B
 from puaudit_jax.judges.local import LocalJudge
 from puaudit_jax.judges.run import judge_table
 from puaudit_jax.outputs import write_json
@@ -31,8 +32,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def stratified(table: pd.DataFrame, per_type: int, seed: int) -> pd.DataFrame:
     """``per_type`` rows of each question_type (all of a type if fewer), sampled with ``seed``."""
-    parts = [g.sort_values("id").sample(min(per_type, len(g)), random_state=seed)
-             for _, g in table.groupby("question_type", sort=True)]
+    parts = [
+        g.sort_values("id").sample(min(per_type, len(g)), random_state=seed)
+        for _, g in table.groupby("question_type", sort=True)
+    ]
     return pd.concat(parts).sort_values(["question_type", "id"]).reset_index(drop=True)
 
 
@@ -43,16 +46,21 @@ def expert_rows(per_type: int, seed: int) -> pd.DataFrame:
 
 def summarize(out: pd.DataFrame) -> dict:
     """Agreement with experts (share of rows where judge == human), overall and per type."""
+
     def block(g):
         ok = g[g.judge_status == "ok"]
-        return {"n": int(len(g)), "n_ok": int(len(ok)),
-                "agreement_local": float((ok.judge == ok.human).mean()) if len(ok) else None,
-                "agreement_local_order_ab": float((ok.verdict_ab == ok.human).mean()) if len(ok) else None,
-                "agreement_gpt4": float((g.judge_original == g.human).mean()),
-                "position_consistency": float(ok.consistent.astype(bool).mean()) if len(ok) else None,
-                "local_says_A": float((ok.judge == A).mean()) if len(ok) else None,
-                "human_says_A": float((g.human == A).mean()),
-                "local_ties": int((ok.judge == TIE).sum())}
+        return {
+            "n": int(len(g)),
+            "n_ok": int(len(ok)),
+            "agreement_local": float((ok.judge == ok.human).mean()) if len(ok) else None,
+            "agreement_local_order_ab": float((ok.verdict_ab == ok.human).mean()) if len(ok) else None,
+            "agreement_gpt4": float((g.judge_original == g.human).mean()),
+            "position_consistency": float(ok.consistent.astype(bool).mean()) if len(ok) else None,
+            "local_says_A": float((ok.judge == A).mean()) if len(ok) else None,
+            "human_says_A": float((g.human == A).mean()),
+            "local_ties": int((ok.judge == TIE).sum()),
+        }
+
     res = {"all": block(out)}
     for t, g in out.groupby("question_type"):
         res[str(t)] = block(g)
@@ -85,25 +93,41 @@ def main(argv=None) -> int:
     save_comparisons(result, csv)
     summary = {
         "data": "mtbench (bundled), expert verdict A or B, stratified by question_type",
-        "rows": len(result), "per_type": args.per_type, "seed": args.seed,
-        "judge": {"name": judge.name, "model": judge.pre.source, "prompt": "seed Figure 10 (system + user), "
-                  "assistant turn starts with '[['", "verdict": "sign of logp('A') - logp('B') averaged over "
-                  "orders (A,B) and (B,A) swapped back", "max_length": judge.max_length,
-                  "long_inputs": judge.long_inputs, "tie_margin": judge.tie_margin},
-        "middle_out": {"rows_shortened": int((result.omitted_tokens > 0).sum()),
-                       "tokens_omitted_total": int(result.omitted_tokens.sum())},
+        "rows": len(result),
+        "per_type": args.per_type,
+        "seed": args.seed,
+        "judge": {
+            "name": judge.name,
+            "model": judge.pre.source,
+            "prompt": "seed Figure 10 (system + user), assistant turn starts with '[['",
+            "verdict": "sign of logp('A') - logp('B') averaged over orders (A,B) and (B,A) swapped back",
+            "max_length": judge.max_length,
+            "long_inputs": judge.long_inputs,
+            "tie_margin": judge.tie_margin,
+        },
+        "middle_out": {
+            "rows_shortened": int((result.omitted_tokens > 0).sum()),
+            "tokens_omitted_total": int(result.omitted_tokens.sum()),
+        },
         "agreement": summarize(result),
-        "timing": {"load_s": t_load, "wall_s": wall, "forward_passes": judge.stats["forward_passes"],
-                   "cache_hits": judge.stats["cache_hits"], "forward_s": judge.stats["forward_seconds"],
-                   "s_per_pair_wall": wall / max(1, len(result)),
-                   "s_per_forward": judge.stats["forward_seconds"] / max(1, judge.stats["forward_passes"]),
-                   "cpu": "1 core (taskset -c 1, OMP_NUM_THREADS=1), shared machine"},
+        "timing": {
+            "load_s": t_load,
+            "wall_s": wall,
+            "forward_passes": judge.stats["forward_passes"],
+            "cache_hits": judge.stats["cache_hits"],
+            "forward_s": judge.stats["forward_seconds"],
+            "s_per_pair_wall": wall / max(1, len(result)),
+            "s_per_forward": judge.stats["forward_seconds"] / max(1, judge.stats["forward_passes"]),
+            "cpu": "1 core (taskset -c 1, OMP_NUM_THREADS=1), shared machine",
+        },
     }
     write_json(summary, out_dir / "mtbench_local.json")
     a = summary["agreement"]["all"]
-    print(f"LocalJudge agreement with experts {a['agreement_local']:.3f} (GPT-4 on the same rows "
-          f"{a['agreement_gpt4']:.3f}); position consistency {a['position_consistency']:.3f}; "
-          f"{summary['timing']['s_per_pair_wall']:.1f} s/pair; wrote {csv}")
+    print(
+        f"LocalJudge agreement with experts {a['agreement_local']:.3f} (GPT-4 on the same rows "
+        f"{a['agreement_gpt4']:.3f}); position consistency {a['position_consistency']:.3f}; "
+        f"{summary['timing']['s_per_pair_wall']:.1f} s/pair; wrote {csv}"
+    )
     return 0
 
 

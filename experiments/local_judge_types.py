@@ -15,6 +15,7 @@ Baselines on the same rows: the most frequent expected letter, and always the ju
 frequent letter. Writes ``results/local_judge/mtbench_types.csv`` (one row per question: id,
 question_id, category, expected, predicted, logp_type A..F) and ``mtbench_types.json``.
 """
+
 from __future__ import annotations
 
 import sys
@@ -50,9 +51,15 @@ def main(argv=None) -> int:
     verdicts = judge.judge_many([row_inputs(r) for r in rows.to_dict("records")], progress=True)
     wall = time.perf_counter() - t0
     logp = np.asarray([v.details["logp_type"] for v in verdicts])
-    out = pd.DataFrame({"id": rows.id, "question_id": rows.question_id, "category": rows.question_type,
-                        "expected": rows.question_type.map(EXPECTED),
-                        "predicted": [v.question_type for v in verdicts]})
+    out = pd.DataFrame(
+        {
+            "id": rows.id,
+            "question_id": rows.question_id,
+            "category": rows.question_type,
+            "expected": rows.question_type.map(EXPECTED),
+            "predicted": [v.question_type for v in verdicts],
+        }
+    )
     for j, letter in enumerate(QUESTION_TYPES):
         out[f"logp_{letter}"] = logp[:, j]
     write_csv(out, Path(args.out) / "mtbench_types.csv")
@@ -63,23 +70,38 @@ def main(argv=None) -> int:
     majority_predicted = out.predicted.value_counts().idxmax()
     summary = {
         "data": "mtbench (bundled): one expert-labelled pair per question among local_judge_mtbench's rows",
-        "questions": len(out), "mapped_questions": len(mapped), "per_type": args.per_type, "seed": args.seed,
-        "mapping": EXPECTED, "judge": judge.name, "max_length": judge.max_length,
+        "questions": len(out),
+        "mapped_questions": len(mapped),
+        "per_type": args.per_type,
+        "seed": args.seed,
+        "mapping": EXPECTED,
+        "judge": judge.name,
+        "max_length": judge.max_length,
         "accuracy": float((mapped.predicted == mapped.expected).mean()),
-        "baseline_majority_expected": {"letter": majority_expected,
-                                       "accuracy": float((mapped.expected == majority_expected).mean())},
-        "baseline_judges_majority_letter": {"letter": majority_predicted,
-                                            "accuracy": float((mapped.expected == majority_predicted).mean())},
+        "baseline_majority_expected": {
+            "letter": majority_expected,
+            "accuracy": float((mapped.expected == majority_expected).mean()),
+        },
+        "baseline_judges_majority_letter": {
+            "letter": majority_predicted,
+            "accuracy": float((mapped.expected == majority_predicted).mean()),
+        },
         "predicted_share": {k: float(v) for k, v in out.predicted.value_counts(normalize=True).items()},
         "confusion": {c: {k: int(v) for k, v in r.items()} for c, r in confusion.iterrows()},
-        "timing": {"wall_s": wall, "forward_passes": judge.stats["forward_passes"],
-                   "cache_hits": judge.stats["cache_hits"], "forward_s": judge.stats["forward_seconds"]},
+        "timing": {
+            "wall_s": wall,
+            "forward_passes": judge.stats["forward_passes"],
+            "cache_hits": judge.stats["cache_hits"],
+            "forward_s": judge.stats["forward_seconds"],
+        },
     }
     write_json(summary, Path(args.out) / "mtbench_types.json")
     print(confusion.to_string())
-    print(f"type accuracy on the {len(mapped)} mapped questions: {summary['accuracy']:.3f} (most frequent "
-          f"expected letter {majority_expected}: {summary['baseline_majority_expected']['accuracy']:.3f}; the "
-          f"judge says {majority_predicted} for {summary['predicted_share'][majority_predicted]:.0%} of questions)")
+    print(
+        f"type accuracy on the {len(mapped)} mapped questions: {summary['accuracy']:.3f} (most frequent "
+        f"expected letter {majority_expected}: {summary['baseline_majority_expected']['accuracy']:.3f}; the "
+        f"judge says {majority_predicted} for {summary['predicted_share'][majority_predicted]:.0%} of questions)"
+    )
     return 0
 
 

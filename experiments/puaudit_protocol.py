@@ -11,6 +11,7 @@ timings), ``results/puaudit_protocol_radar.png`` (seed Figure 3: entropic POT wi
 one radar per set) and, with ``--sweeps``, ``results/puaudit_sweeps.csv`` (p_ratio and m on
 MT-Bench, the seed's Tables 6 and 7, beside the published numbers). Prints paper-vs-ours tables.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -66,27 +67,55 @@ def main(argv=None):
         panels[name] = res.summary[(res.summary.scorer == scorers[0]) & (res.summary.rule == rules[0])]
         part = res.summary[res.summary.question_type == "all"]
         print(f"\n== {name}: overall Cons on the hidden-label pool, mean (std) over {args.seeds} seeds")
-        print(part[["scorer", "rule", "n", "cons_orig_mean", "cons_orig_std", "cons_adj_mean", "cons_adj_std",
-                    "flip_rate", "m_mean", "time_s", "peak_rss_mb"]].to_string(index=False, float_format="%.4f"))
+        print(
+            part[
+                [
+                    "scorer",
+                    "rule",
+                    "n",
+                    "cons_orig_mean",
+                    "cons_orig_std",
+                    "cons_adj_mean",
+                    "cons_adj_std",
+                    "flip_rate",
+                    "m_mean",
+                    "time_s",
+                    "peak_rss_mb",
+                ]
+            ].to_string(index=False, float_format="%.4f")
+        )
     summary = pd.concat(frames, ignore_index=True)
     write_csv(summary, out / "puaudit_protocol.csv")
-    write_json({"settings": vars(args), "runs": meta, "results": summary.to_dict(orient="records")},
-               out / "puaudit_protocol.json")
-    figure3(panels, out / "puaudit_protocol_radar.png",
-            title=f"Cons_orig vs Cons_adj per question type ({scorers[0]}, rule {rules[0]}, MiniLM)")
+    write_json(
+        {"settings": vars(args), "runs": meta, "results": summary.to_dict(orient="records")},
+        out / "puaudit_protocol.json",
+    )
+    figure3(
+        panels,
+        out / "puaudit_protocol_radar.png",
+        title=f"Cons_orig vs Cons_adj per question type ({scorers[0]}, rule {rules[0]}, MiniLM)",
+    )
     if args.sweeps:
         table = load_bundled("mtbench")
         emb, _ = embeddings_for("mtbench", table, args.embeddings_dir, args.cache_dir)
         rows = []
-        for param, values, ref in (("p_ratio", [0.01, 0.02, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 0.99],
-                                    "puaudit_table6_p_ratio.csv"),
-                                   ("m", [0.01, 0.05, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99], "puaudit_table7_mass_m.csv")):
+        for param, values, ref in (
+            ("p_ratio", [0.01, 0.02, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 0.99], "puaudit_table6_p_ratio.csv"),
+            ("m", [0.01, 0.05, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99], "puaudit_table7_mass_m.csv"),
+        ):
             res = sweep(table, emb, param=param, values=values, scorers=["pot"], rules=["seed"], seeds=args.seeds)
             ours = res.summary[res.summary.question_type == "all"].set_index(param)
             paper = pd.read_csv(reference_path(ref)).set_index(param)
-            both = pd.DataFrame({"ours_orig": ours.cons_orig_mean, "ours_adj": ours.cons_adj_mean,
-                                 "ours_flip": ours.flip_rate, "paper_orig": paper["orig"], "paper_adj": paper["adj"],
-                                 "paper_flip": paper["flip_rate"]})
+            both = pd.DataFrame(
+                {
+                    "ours_orig": ours.cons_orig_mean,
+                    "ours_adj": ours.cons_adj_mean,
+                    "ours_flip": ours.flip_rate,
+                    "paper_orig": paper["orig"],
+                    "paper_adj": paper["adj"],
+                    "paper_flip": paper["flip_rate"],
+                }
+            )
             print(f"\n== MT-Bench sweep over {param} (ours: all categories; paper: its QTA)")
             print(both.to_string(float_format="%.3f"))
             rows.append(both.reset_index().rename(columns={param: "value"}).assign(param=param))

@@ -18,6 +18,7 @@ Writes ``results/puaudit_rules.csv`` (one row per set, split, scorer, rule, ques
 and prints the grids. ``--data-file NAME=PATH`` adds a comparison file (e.g. the local judge's
 verdicts) as a set; its embeddings are computed with MiniLM like the bundled sets.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,9 +45,13 @@ def grid_markdown(summary: pd.DataFrame, name: str, split: str) -> str:
     part = summary[summary.question_type == "all"]
     orig = part.cons_orig_mean.iloc[0]
     rules = [r for r in list(RULES) + ["hindsight"] if r in set(part.rule)]
-    lines = [f"**{name}, {split} split** (Cons_orig {100 * orig:.1f}; cells: Cons_adj mean (std) over seeds / "
-             "flip rate % / flip precision % / share of seeds abstained)", "",
-             "| scorer | " + " | ".join(rules) + " |", "|---|" + "---|" * len(rules)]
+    lines = [
+        f"**{name}, {split} split** (Cons_orig {100 * orig:.1f}; cells: Cons_adj mean (std) over seeds / "
+        "flip rate % / flip precision % / share of seeds abstained)",
+        "",
+        "| scorer | " + " | ".join(rules) + " |",
+        "|---|" + "---|" * len(rules),
+    ]
     for scorer, rows in part.groupby("scorer", sort=False):
         cells = []
         for rule in rules:
@@ -72,10 +77,16 @@ def selection_markdown(summary: pd.DataFrame) -> str:
     gain = 100 * (part.cons_adj_mean - part.cons_orig_mean)
     table = part.assign(gain=gain).groupby(["scorer", "rule"]).gain.agg(["min", "mean", "max", "count"])
     table = table.sort_values(["min", "mean"], ascending=False)
-    lines = ["**Selection** (gain = Cons_adj - Cons_orig in points, over every set x split above; sorted by "
-             "the worst case)", "", "| scorer | rule | worst | mean | best | runs |", "|---|---|---|---|---|---|"]
+    lines = [
+        "**Selection** (gain = Cons_adj - Cons_orig in points, over every set x split above; sorted by the worst case)",
+        "",
+        "| scorer | rule | worst | mean | best | runs |",
+        "|---|---|---|---|---|---|",
+    ]
     for (scorer, rule), r in table.iterrows():
-        lines.append(f"| {scorer} | {rule} | {r['min']:+.2f} | {r['mean']:+.2f} | {r['max']:+.2f} | {int(r['count'])} |")
+        lines.append(
+            f"| {scorer} | {rule} | {r['min']:+.2f} | {r['mean']:+.2f} | {r['max']:+.2f} | {int(r['count'])} |"
+        )
     return "\n".join(lines)
 
 
@@ -97,7 +108,7 @@ def main(argv=None):
     for spec in args.data_file:
         name, _, path = spec.partition("=")
         sets[name] = load_comparisons(path)
-    frames, meta, md = [], {}, [f"# Decision rules on real sets (measured by `experiments/puaudit_rules.py`)\n"]
+    frames, meta, md = [], {}, ["# Decision rules on real sets (measured by `experiments/puaudit_rules.py`)\n"]
     for name, table in sets.items():
         emb, t_embed = embeddings_for(name, table, args.embeddings_dir, args.cache_dir)
         cluster = CLUSTER.get(name, "question_id" if "question_id" in table else None)
@@ -107,9 +118,17 @@ def main(argv=None):
                 print(f"skip {name} grouped: no prompt column", file=sys.stderr)
                 continue
             t = time.perf_counter()
-            res = evaluate(table, emb, scorers=args.scorers.split(","), rules=args.rules.split(","),
-                           seeds=args.seeds, p_ratio=args.p_ratio, ceiling=True,
-                           split_by=cluster if grouped else None, cluster_by=cluster if grouped else None)
+            res = evaluate(
+                table,
+                emb,
+                scorers=args.scorers.split(","),
+                rules=args.rules.split(","),
+                seeds=args.seeds,
+                p_ratio=args.p_ratio,
+                ceiling=True,
+                split_by=cluster if grouped else None,
+                cluster_by=cluster if grouped else None,
+            )
             summary = res.summary.assign(data=name, split=split)
             frames.append(summary)
             meta[f"{name}/{split}"] = {**res.meta, "embed_time_s": t_embed, "wall_s": time.perf_counter() - t}
@@ -120,8 +139,9 @@ def main(argv=None):
     print("\n" + md[-1])
     out = Path(args.out)
     write_csv(summary, out / f"{args.name}.csv")
-    write_json({"settings": vars(args), "runs": meta, "results": summary.to_dict(orient="records")},
-               out / f"{args.name}.json")
+    write_json(
+        {"settings": vars(args), "runs": meta, "results": summary.to_dict(orient="records")}, out / f"{args.name}.json"
+    )
     write_text("\n".join(md), out / f"{args.name}.md")
     return 0
 

@@ -59,8 +59,25 @@ def make_data(out: Path, n_labelled: int, n_unlabelled: int, d: int, seed: int) 
 def run_audit(table: Path, emb: Path, devices: int, out: Path, rule: str, dtype: str, timeout: int) -> dict:
     """`puaudit audit` in a fresh process with ``devices`` forced host devices; wall time and peak RSS."""
     env = forced_devices_env(devices)
-    cmd = [sys.executable, "-m", "puaudit_jax.cli", "audit", str(table), "--embeddings", str(emb), "--scorer", "pot",
-           "--rule", rule, "--solver-dtype", dtype, "--out", str(out), "--no-figures", "--quiet"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "puaudit_jax.cli",
+        "audit",
+        str(table),
+        "--embeddings",
+        str(emb),
+        "--scorer",
+        "pot",
+        "--rule",
+        rule,
+        "--solver-dtype",
+        dtype,
+        "--out",
+        str(out),
+        "--no-figures",
+        "--quiet",
+    ]
     if devices > 1:
         cmd += ["--devices", str(devices)]
     log_path = out.parent / f"{out.name}.log"
@@ -84,12 +101,21 @@ def run_audit(table: Path, emb: Path, devices: int, out: Path, rule: str, dtype:
         raise SystemExit(f"audit on {devices} devices failed; see {log_path}:\n{log_path.read_text()[-3000:]}")
     report = json.loads((out / "report.json").read_text())
     crossfit = report.get("crossfit") or {}
-    return dict(devices=devices, out=str(out), wall_s=wall, peak_rss_mb=usage.ru_maxrss / 1024,
-                report_timings=report["timings_s"], two_sided="two-sided" in crossfit.get("features", []),
-                decision=_decision(report),
-                groups=[dict(n_U=g["n_U"], n_reference=g["n_reference"], iterations=g["solver"]["iterations"])
-                        for g in report["groups"] if g.get("solver")],
-                n_flipped=int(report["counts"].get("flipped", sum(g.get("n_flipped", 0) for g in report["groups"]))))
+    return dict(
+        devices=devices,
+        out=str(out),
+        wall_s=wall,
+        peak_rss_mb=usage.ru_maxrss / 1024,
+        report_timings=report["timings_s"],
+        two_sided="two-sided" in crossfit.get("features", []),
+        decision=_decision(report),
+        groups=[
+            dict(n_U=g["n_U"], n_reference=g["n_reference"], iterations=g["solver"]["iterations"])
+            for g in report["groups"]
+            if g.get("solver")
+        ],
+        n_flipped=int(report["counts"].get("flipped", sum(g.get("n_flipped", 0) for g in report["groups"]))),
+    )
 
 
 def _decision(report: dict) -> dict | None:
@@ -122,10 +148,12 @@ def compare(reference: Path, other: Path) -> dict:
 
 def solver_memory(n: int, k: int, d: int, devices: int, dtype: str) -> dict:
     """Per-device XLA buffer assignment of the (n, k) dense solve on ``devices`` forced devices."""
-    code = (f"from probes.mesh import make_mesh\nfrom puaudit_jax.ot import PartialSinkhorn, sharded\n"
-            f"import json\nmesh = make_mesh({devices}, axis_names=('u',))\n"
-            f"print(json.dumps(sharded.memory_per_device(PartialSinkhorn(), sharded.Layout.of(mesh), {n}, {k}, {d}, "
-            f"dtype={dtype!r})))")
+    code = (
+        f"from probes.mesh import make_mesh\nfrom puaudit_jax.ot import PartialSinkhorn, sharded\n"
+        f"import json\nmesh = make_mesh({devices}, axis_names=('u',))\n"
+        f"print(json.dumps(sharded.memory_per_device(PartialSinkhorn(), sharded.Layout.of(mesh), {n}, {k}, {d}, "
+        f"dtype={dtype!r})))"
+    )
     env = forced_devices_env(devices)
     res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     if res.returncode != 0:
@@ -153,15 +181,22 @@ def main(argv=None) -> int:
     p.add_argument("--d", type=int, default=384)
     p.add_argument("--devices", default="1,2,8", help="comma list of device counts; the first is the reference")
     p.add_argument("--rule", default="two-sided", help="the audit's rule (default: the CLI's default)")
-    p.add_argument("--solver-dtype", default="float64", choices=["float32", "float64"],
-                   help="float64 (default): the solves do not depend on the order of additions across devices; "
-                        "float32: Sinkhorn stops a few iterations apart, see the README")
+    p.add_argument(
+        "--solver-dtype",
+        default="float64",
+        choices=["float32", "float64"],
+        help="float64 (default): the solves do not depend on the order of additions across devices; "
+        "float32: Sinkhorn stops a few iterations apart, see the README",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=int, default=3600, help="seconds per audit")
     p.add_argument("--out", default="results/scale_audit")
-    p.add_argument("--recompare", action="store_true",
-                   help="recompute the comparisons and decisions of an earlier run's results file from its "
-                        "output folders (times and memory kept as measured)")
+    p.add_argument(
+        "--recompare",
+        action="store_true",
+        help="recompute the comparisons and decisions of an earlier run's results file from its "
+        "output folders (times and memory kept as measured)",
+    )
     args = p.parse_args(argv)
     if args.recompare:
         return recompare(Path(args.out) / f"results-{args.rule}-{args.solver_dtype}.json")
@@ -172,8 +207,17 @@ def main(argv=None) -> int:
     runs = []
     for D in counts:
         print(f"audit on {D} device(s) ...", flush=True)
-        runs.append(run_audit(table, emb, D, out / f"{args.rule}-{args.solver_dtype}-devices-{D}", args.rule,
-                              args.solver_dtype, args.timeout))
+        runs.append(
+            run_audit(
+                table,
+                emb,
+                D,
+                out / f"{args.rule}-{args.solver_dtype}-devices-{D}",
+                args.rule,
+                args.solver_dtype,
+                args.timeout,
+            )
+        )
     ref = Path(runs[0]["out"]) / "items.csv"
     largest = max(runs[0]["groups"], key=lambda g: g["n_reference"] * g["n_U"])
     # the two-sided cross-fitting problems score both orientations of the pool: twice the columns
@@ -182,19 +226,25 @@ def main(argv=None) -> int:
         r["items_vs_reference"] = compare(ref, Path(r["out"]) / "items.csv")
         r["solver_memory_per_device"] = solver_memory(*shape, args.d, r["devices"], args.solver_dtype)
     n = args.n_labelled + args.n_unlabelled
-    print(f"\n{n} items (cone model, d = {args.d}), rule {args.rule}, {args.solver_dtype} solves; largest solve "
-          f"{shape[0]} x {shape[1]}; "
-          f"{os.cpu_count()} CPU cores")
-    print(f"{'D':>3} {'wall s':>8} {'vs D=1':>7} {'peak RSS MB':>12} {'solver MB/device':>17} {'vs D=1':>7} "
-          f"{'flips':>6} {'discrete equal':>15} {'max |d score|':>14}")
+    print(
+        f"\n{n} items (cone model, d = {args.d}), rule {args.rule}, {args.solver_dtype} solves; largest solve "
+        f"{shape[0]} x {shape[1]}; "
+        f"{os.cpu_count()} CPU cores"
+    )
+    print(
+        f"{'D':>3} {'wall s':>8} {'vs D=1':>7} {'peak RSS MB':>12} {'solver MB/device':>17} {'vs D=1':>7} "
+        f"{'flips':>6} {'discrete equal':>15} {'max |d score|':>14}"
+    )
     base = runs[0]
     for r in runs:
         c = r["items_vs_reference"]
         equal = all(v for k, v in c.items() if k.endswith("_equal") or k == "same_rows")
         mem = r["solver_memory_per_device"]["peak"] / 2**20
-        print(f"{r['devices']:>3} {r['wall_s']:>8.1f} {base['wall_s'] / r['wall_s']:>7.2f} {r['peak_rss_mb']:>12.0f} "
-              f"{mem:>17.1f} {base['solver_memory_per_device']['peak'] / 2**20 / mem:>7.2f} {r['n_flipped']:>6} "
-              f"{str(equal):>15} {c.get('score_max_abs_diff', float('nan')):>14.2e}")
+        print(
+            f"{r['devices']:>3} {r['wall_s']:>8.1f} {base['wall_s'] / r['wall_s']:>7.2f} {r['peak_rss_mb']:>12.0f} "
+            f"{mem:>17.1f} {base['solver_memory_per_device']['peak'] / 2**20 / mem:>7.2f} {r['n_flipped']:>6} "
+            f"{str(equal):>15} {c.get('score_max_abs_diff', float('nan')):>14.2e}"
+        )
     name = f"results-{args.rule}-{args.solver_dtype}.json"
     write_json(dict(settings=vars(args), items=n, largest_solve=shape, runs=runs), out / name)
     print(f"wrote {out}/{name}")

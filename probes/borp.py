@@ -44,18 +44,40 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import numpy as np
 
 from probes.pls import PLSRegression
 
-__all__ = ["ProbePrompt", "blind_probe", "rubric_probe", "render_prefix", "render_suffix", "compress_middle_out",
-           "contrastive_vectors", "ExtractionStats", "intensity", "outlierness", "polarization_index",
-           "mine_polarized", "density_resample", "geometric_features", "HeadConfig", "BorpHead",
-           "LayerwiseHeads", "grouped_kfold", "cross_val_predict", "agreement", "REVERSE_PROMPT",
-           "FUSION_PROMPT", "bootstrap_rubric", "BootstrappedRubric", "parse_rubric"]
+__all__ = [
+    "ProbePrompt",
+    "blind_probe",
+    "rubric_probe",
+    "render_prefix",
+    "render_suffix",
+    "compress_middle_out",
+    "contrastive_vectors",
+    "ExtractionStats",
+    "intensity",
+    "outlierness",
+    "polarization_index",
+    "mine_polarized",
+    "density_resample",
+    "geometric_features",
+    "HeadConfig",
+    "BorpHead",
+    "LayerwiseHeads",
+    "grouped_kfold",
+    "cross_val_predict",
+    "agreement",
+    "REVERSE_PROMPT",
+    "FUSION_PROMPT",
+    "bootstrap_rubric",
+    "BootstrappedRubric",
+    "parse_rubric",
+]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -65,8 +87,10 @@ __all__ = ["ProbePrompt", "blind_probe", "rubric_probe", "render_prefix", "rende
 POSITIVE_VERDICT = "Performance is Excellent"
 NEGATIVE_VERDICT = "Performance is Terrible"
 BLIND_INSTRUCTION = "Evaluate the assistant's performance in the conversation above."
-RUBRIC_INSTRUCTION = ("Evaluate the assistant's last response in the conversation above on {criterion}, "
-                      "using this rubric (score: behaviour):\n{rubric}\nThen give your verdict.")
+RUBRIC_INSTRUCTION = (
+    "Evaluate the assistant's last response in the conversation above on {criterion}, "
+    "using this rubric (score: behaviour):\n{rubric}\nThen give your verdict."
+)
 
 
 @dataclass(frozen=True)
@@ -91,8 +115,11 @@ def rubric_probe(criterion: str, rubric: str | dict, scale=(1.0, 5.0), name: str
     """A rubric prompt: `rubric` is text or {score: description} (written highest score first)."""
     if isinstance(rubric, dict):
         rubric = "\n".join(f"{k}: {v}" for k, v in sorted(rubric.items(), key=lambda kv: -float(kv[0])))
-    return ProbePrompt(name or f"rubric:{criterion}", RUBRIC_INSTRUCTION.format(criterion=criterion, rubric=rubric),
-                       scale=tuple(map(float, scale)))
+    return ProbePrompt(
+        name or f"rubric:{criterion}",
+        RUBRIC_INSTRUCTION.format(criterion=criterion, rubric=rubric),
+        scale=tuple(map(float, scale)),
+    )
 
 
 def _has_template(tokenizer) -> bool:
@@ -113,16 +140,18 @@ def render_suffix(tokenizer, messages: Sequence[dict], instruction: str, verdict
     the probed position)."""
     if _has_template(tokenizer):
         prefix = tokenizer.apply_chat_template(list(messages), add_generation_prompt=False)
-        full = tokenizer.apply_chat_template(list(messages) + [{"role": "user", "content": instruction}],
-                                             add_generation_prompt=True)
+        full = tokenizer.apply_chat_template(
+            list(messages) + [{"role": "user", "content": instruction}], add_generation_prompt=True
+        )
         if not full.startswith(prefix):
             raise ValueError("the chat template does not render the dialogue as a prefix of dialogue + instruction")
-        return full[len(prefix):] + verdict
+        return full[len(prefix) :] + verdict
     return f"<|user|>{instruction}<|assistant|>{verdict}"
 
 
-def compress_middle_out(messages: Sequence[dict], max_tokens: int, count: Callable[[str], int] | None = None,
-                        keep_head: int = 1) -> tuple[list[dict], int]:
+def compress_middle_out(
+    messages: Sequence[dict], max_tokens: int, count: Callable[[str], int] | None = None, keep_head: int = 1
+) -> tuple[list[dict], int]:
     """Middle-out context compression (seed §3.4): drop whole turns from the middle of the history
     until the dialogue fits `max_tokens` (counted by `count`, default whitespace words). System
     messages, the first `keep_head` other turns and the last turn (the rated response) are kept;
@@ -153,9 +182,9 @@ class ExtractionStats:
 
     n_items: int = 0
     n_suffixes: int = 0
-    prefix_tokens: int = 0          # tokens of all prefixes (each once)
-    suffix_tokens: int = 0          # tokens of all suffixes
-    computed_tokens: int = 0        # tokens actually run through the model
+    prefix_tokens: int = 0  # tokens of all prefixes (each once)
+    suffix_tokens: int = 0  # tokens of all suffixes
+    computed_tokens: int = 0  # tokens actually run through the model
     seconds: float = 0.0
     reuse_prefix: bool = True
 
@@ -164,9 +193,18 @@ class ExtractionStats:
         return 3600.0 * self.n_items / self.seconds if self.seconds > 0 else float("nan")
 
 
-def contrastive_vectors(pre, dialogues: Sequence[Sequence[dict]], probes: Sequence[ProbePrompt], *, layers=-1,
-                        reuse_prefix: bool = True, batch_size: int = 8, progress: bool = False,
-                        return_stats: bool = False, mesh=None):
+def contrastive_vectors(
+    pre,
+    dialogues: Sequence[Sequence[dict]],
+    probes: Sequence[ProbePrompt],
+    *,
+    layers=-1,
+    reuse_prefix: bool = True,
+    batch_size: int = 8,
+    progress: bool = False,
+    return_stats: bool = False,
+    mesh=None,
+):
     """Contrastive hidden states v = h(prefix + positive) - h(prefix + negative).
 
     pre: a decoder `Pretrained`; dialogues: n lists of chat messages (rated response last);
@@ -178,35 +216,55 @@ def contrastive_vectors(pre, dialogues: Sequence[Sequence[dict]], probes: Sequen
     """
     from tqdm.auto import tqdm
 
-    from probes.extract import encode_ids, encode_with_shared_prefix
-    from probes.models.batching import tokenize_inputs
-
     if not pre.config.is_decoder:
         raise ValueError("contrastive probing needs a decoder (final-token states of a causal model)")
     squeeze = isinstance(layers, (int, np.integer))
     lay = [int(layers)] if squeeze else [int(x) for x in layers]
-    tok = pre.tokenizer
     stats = ExtractionStats(n_items=len(dialogues), n_suffixes=2 * len(probes), reuse_prefix=reuse_prefix)
     out = np.zeros((len(dialogues), len(probes), len(lay), pre.config.hidden_size), np.float32)
     t0 = time.perf_counter()
     for i, msgs in enumerate(tqdm(dialogues, desc="contrastive", disable=not progress, unit="dialogue")):
-        p_ids = tokenize_inputs(tok, [render_prefix(tok, msgs)])[0]
-        s_texts = [render_suffix(tok, msgs, p.instruction, verdict) for p in probes for verdict in (p.positive, p.negative)]
-        s_ids = tokenize_inputs(tok, s_texts, special=False)
+        p_ids, s_ids = _dialogue_ids(pre.tokenizer, msgs, probes)
         stats.prefix_tokens += len(p_ids)
         stats.suffix_tokens += sum(map(len, s_ids))
-        if reuse_prefix:
-            h = encode_with_shared_prefix(pre, p_ids, s_ids, layers=lay, batch_size=batch_size, mesh=mesh)
-            stats.computed_tokens += len(p_ids) + sum(map(len, s_ids))
-        else:
-            h = encode_ids(pre, [p_ids + s for s in s_ids], layers=lay, pooling="last", batch_size=batch_size,
-                           long_inputs="error", mesh=mesh)
-            stats.computed_tokens += sum(len(p_ids) + len(s) for s in s_ids)
+        h, computed = _suffix_states(pre, p_ids, s_ids, lay, reuse_prefix, batch_size, mesh)
+        stats.computed_tokens += computed
         h = h.reshape(len(probes), 2, len(lay), -1)
         out[i] = h[:, 0] - h[:, 1]
     stats.seconds = time.perf_counter() - t0
     out = out[:, :, 0] if squeeze else out
     return (out, stats) if return_stats else out
+
+
+def _dialogue_ids(tok, msgs: Sequence[dict], probes: Sequence[ProbePrompt]) -> tuple[list[int], list[list[int]]]:
+    """Token ids of one dialogue: the prefix (`render_prefix`, special tokens included) and its 2T
+    suffixes (`render_suffix`, no special tokens), ordered probe by probe, positive then negative."""
+    from probes.models.batching import tokenize_inputs
+
+    p_ids = tokenize_inputs(tok, [render_prefix(tok, msgs)])[0]
+    s_texts = [render_suffix(tok, msgs, p.instruction, verdict) for p in probes for verdict in (p.positive, p.negative)]
+    return p_ids, tokenize_inputs(tok, s_texts, special=False)
+
+
+def _suffix_states(pre, p_ids: list[int], s_ids: list[list[int]], lay: list[int], reuse_prefix: bool, batch_size, mesh):
+    """Final-token states of prefix + every suffix: (2T, L, d) float32 for the 2T `s_ids` and the L
+    layers `lay`, and the number of tokens run through the model (the prefix once with
+    `reuse_prefix`, else once per suffix)."""
+    from probes.extract import encode_ids, encode_with_shared_prefix
+
+    if reuse_prefix:
+        h = encode_with_shared_prefix(pre, p_ids, s_ids, layers=lay, batch_size=batch_size, mesh=mesh)
+        return h, len(p_ids) + sum(map(len, s_ids))
+    h = encode_ids(
+        pre,
+        [p_ids + s for s in s_ids],
+        layers=lay,
+        pooling="last",
+        batch_size=batch_size,
+        long_inputs="error",
+        mesh=mesh,
+    )
+    return h, sum(len(p_ids) + len(s) for s in s_ids)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -256,12 +314,20 @@ def mine_polarized(pi, k: int) -> tuple[np.ndarray, np.ndarray]:
 def geometric_features(V, centroid) -> np.ndarray:
     """[v, ||v||_2, ||v - c||_1] for V (n, d) -> (n, d + 2) (seed Appendix E)."""
     V = np.asarray(V)
-    return np.concatenate([V, intensity(V)[:, None].astype(V.dtype), outlierness(V, centroid)[:, None].astype(V.dtype)],
-                          axis=1)
+    return np.concatenate(
+        [V, intensity(V)[:, None].astype(V.dtype), outlierness(V, centroid)[:, None].astype(V.dtype)], axis=1
+    )
 
 
-def density_resample(values, rng: np.random.Generator, *, power: float = 1.0, bins: int = 10,
-                     max_ratio: float = 5.0, size: int | None = None) -> np.ndarray:
+def density_resample(
+    values,
+    rng: np.random.Generator,
+    *,
+    power: float = 1.0,
+    bins: int = 10,
+    max_ratio: float = 5.0,
+    size: int | None = None,
+) -> np.ndarray:
     """Indices (size,) drawn with replacement with probability proportional to
     1 / density(values)^power: density is the histogram count of each value's bin (`bins` equal
     width bins), weight ratios clipped to `max_ratio`. power = 0 is the plain bootstrap; power = 1
@@ -360,15 +426,18 @@ class BorpHead:
         k = min(cfg.n_components, len(y) - 1, F.shape[1])
         self.models_ = []
         for _ in range(cfg.n_resamples if cfg.resample else 1):
-            idx = (density_resample(driver, rng, power=cfg.power, bins=cfg.bins, max_ratio=cfg.max_ratio)
-                   if cfg.resample else np.arange(len(y)))
+            idx = (
+                density_resample(driver, rng, power=cfg.power, bins=cfg.bins, max_ratio=cfg.max_ratio)
+                if cfg.resample
+                else np.arange(len(y))
+            )
             kk = min(k, len(np.unique(idx)) - 1)
             model = PLSRegression(kk, mesh=self.mesh) if cfg.reducer == "pls" else _PCR(kk)
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=".*(exhausted|y residual is constant).*")
                 self.models_.append(model.fit(F[idx], y[idx]))
             if cfg.reducer == "pls":
-                model.set_params(mesh=None)   # a fitted model keeps no mesh: it must pickle
+                model.set_params(mesh=None)  # a fitted model keeps no mesh: it must pickle
         return self
 
     def predict(self, V) -> np.ndarray:
@@ -435,9 +504,15 @@ def agreement(y_true, y_pred) -> dict:
     y_true, y_pred = np.asarray(y_true, float), np.asarray(y_pred, float)
     r = pearson(y_true, y_pred)
     pair = np.vstack([y_true, y_pred])
-    return dict(k_alpha=krippendorff_alpha(pair, "interval"), k_alpha_ordinal=krippendorff_alpha(pair, "ordinal"),
-                pearson=r.r, pearson_low=r.low, pearson_high=r.high,
-                rmse=float(np.sqrt(np.mean((y_true - y_pred) ** 2))), n=int(len(y_true)))
+    return dict(
+        k_alpha=krippendorff_alpha(pair, "interval"),
+        k_alpha_ordinal=krippendorff_alpha(pair, "ordinal"),
+        pearson=r.r,
+        pearson_low=r.low,
+        pearson_high=r.high,
+        rmse=float(np.sqrt(np.mean((y_true - y_pred) ** 2))),
+        n=int(len(y_true)),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -495,9 +570,17 @@ def parse_rubric(text: str, scores: Sequence[int]) -> dict:
     return {s: out.get(s, "") for s in scores}
 
 
-def bootstrap_rubric(generate: Callable[[str], str], high_cases: Sequence[str], low_cases: Sequence[str], *,
-                     criterion: str, scale=(1, 5), n_drafts: int = 3, cases_per_draft: int = 5,
-                     seed: int = 0) -> BootstrappedRubric:
+def bootstrap_rubric(
+    generate: Callable[[str], str],
+    high_cases: Sequence[str],
+    low_cases: Sequence[str],
+    *,
+    criterion: str,
+    scale=(1, 5),
+    n_drafts: int = 3,
+    cases_per_draft: int = 5,
+    seed: int = 0,
+) -> BootstrappedRubric:
     """Probe-guided rubric bootstrapping: `n_drafts` reverse-engineering prompts, each on a disjoint
     random subset of the mined high / low cases (ensemble), then one fusion prompt.
 
@@ -509,8 +592,8 @@ def bootstrap_rubric(generate: Callable[[str], str], high_cases: Sequence[str], 
     fmt = lambda cases: "\n\n".join(f"[{j + 1}] {c}" for j, c in enumerate(cases))  # noqa: E731
     prompts, drafts = [], []
     for k in range(n_drafts):
-        hi = [high_cases[i] for i in hi_order[k * cases_per_draft:(k + 1) * cases_per_draft]] or list(high_cases[:1])
-        lo = [low_cases[i] for i in lo_order[k * cases_per_draft:(k + 1) * cases_per_draft]] or list(low_cases[:1])
+        hi = [high_cases[i] for i in hi_order[k * cases_per_draft : (k + 1) * cases_per_draft]] or list(high_cases[:1])
+        lo = [low_cases[i] for i in lo_order[k * cases_per_draft : (k + 1) * cases_per_draft]] or list(low_cases[:1])
         prompt = REVERSE_PROMPT.format(criterion=criterion, low=low, high=high, high_cases=fmt(hi), low_cases=fmt(lo))
         prompts.append(prompt)
         drafts.append(generate(prompt))
@@ -518,5 +601,10 @@ def bootstrap_rubric(generate: Callable[[str], str], high_cases: Sequence[str], 
     fusion = FUSION_PROMPT.format(n=n_drafts, criterion=criterion, low=low, high=high, drafts=joined)
     prompts.append(fusion)
     text = generate(fusion)
-    return BootstrappedRubric(criterion=criterion, rubric=parse_rubric(text, list(range(high, low - 1, -1))),
-                              text=text, drafts=tuple(drafts), prompts=tuple(prompts))
+    return BootstrappedRubric(
+        criterion=criterion,
+        rubric=parse_rubric(text, list(range(high, low - 1, -1))),
+        text=text,
+        drafts=tuple(drafts),
+        prompts=tuple(prompts),
+    )

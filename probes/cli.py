@@ -88,8 +88,10 @@ def _read(path: str):
     if "messages" in table:
         msgs = [json.loads(m) if isinstance(m, str) else list(m) for m in table["messages"]]
     elif {"prompt", "response"} <= set(table.columns):
-        msgs = [[{"role": "user", "content": str(q)}, {"role": "assistant", "content": str(r)}]
-                for q, r in zip(table["prompt"], table["response"])]
+        msgs = [
+            [{"role": "user", "content": str(q)}, {"role": "assistant", "content": str(r)}]
+            for q, r in zip(table["prompt"], table["response"])
+        ]
     else:
         raise SystemExit(f"{path}: needs a 'messages' column or 'prompt' and 'response' columns")
     for i, m in enumerate(msgs):
@@ -105,9 +107,11 @@ def _features(spec: dict, msgs, mesh=None):
     pre = load_pretrained(spec["encoder"])
     if pre.config.is_decoder:
         from probes.borp import ProbePrompt, contrastive_vectors
+
         probe = ProbePrompt(**{**spec["probe"], "scale": tuple(spec["probe"]["scale"])})
         return contrastive_vectors(pre, msgs, [probe], layers=spec["layer"], progress=True, mesh=mesh)[:, 0]
     from probes.extract import encode
+
     return encode(pre, [" ".join(t["content"] for t in m) for m in msgs], progress=True, mesh=mesh)
 
 
@@ -129,19 +133,28 @@ def run_probe(args) -> int:
         if np.isnan(y).any():
             raise SystemExit(f"{args.data}: {int(np.isnan(y).sum())} rows without a {args.target!r} score")
         scale = tuple(float(v) for v in args.scale.split(","))
-        probe = (borp.rubric_probe(args.criterion, Path(args.rubric).read_text(), scale=scale) if args.rubric
-                 else borp.blind_probe(scale))
+        probe = (
+            borp.rubric_probe(args.criterion, Path(args.rubric).read_text(), scale=scale)
+            if args.rubric
+            else borp.blind_probe(scale)
+        )
         spec = dict(encoder=args.encoder, layer=args.layer, probe=dict(probe.__dict__))
         V = _features(spec, msgs, mesh)
-        cfg = borp.HeadConfig(n_components=args.components, scale=scale, seed=args.seed,
-                              resample=None if args.resample == "none" else args.resample)
+        cfg = borp.HeadConfig(
+            n_components=args.components,
+            scale=scale,
+            seed=args.seed,
+            resample=None if args.resample == "none" else args.resample,
+        )
         head = borp.BorpHead(cfg, mesh=mesh).fit(V, y)
         fitted = head.predict(V)
         r = borp.agreement(y, fitted) if np.ptp(y) > 0 else {}
         _dump_atomic(Path(args.out), lambda f: pickle.dump(dict(spec=spec, head=head, n_train=len(y)), f))
-        print(f"fitted on {len(y)} rows ({V.shape[1]} features) on {_describe(mesh)}; "
-              f"in-sample K-alpha {r.get('k_alpha', float('nan')):.3f} "
-              f"Pearson {r.get('pearson', float('nan')):.3f}; wrote {args.out}")
+        print(
+            f"fitted on {len(y)} rows ({V.shape[1]} features) on {_describe(mesh)}; "
+            f"in-sample K-alpha {r.get('k_alpha', float('nan')):.3f} "
+            f"Pearson {r.get('pearson', float('nan')):.3f}; wrote {args.out}"
+        )
         return 0
     if args.probe_command == "predict":
         with open(args.model, "rb") as f:
@@ -149,6 +162,7 @@ def run_probe(args) -> int:
         table, msgs = _read(args.data)
         pred = model["head"].predict(_features(model["spec"], msgs, mesh))
         import pandas as pd
+
         out = pd.DataFrame({"id": table["id"] if "id" in table else np.arange(len(pred)), "prediction": pred})
         _dump_atomic(Path(args.out), lambda f: f.write(out.to_csv(index=False).encode()))
         print(f"wrote {len(pred)} predictions to {args.out} (features on {_describe(mesh)})")

@@ -58,16 +58,35 @@ from jax.sharding import PartitionSpec as P
 from tqdm.auto import tqdm
 
 from probes.files import atomic_path
-from probes.models.batching import (batch_bucket, bucket_length, format_chat, format_puaudit, pad_batch,
-                                    pool_weights, positions_from_valid, resolve_layers, tokenize_inputs)
+from probes.mesh import data_axes, make_mesh, pad_to_multiple, process_rows
+from probes.models.batching import (
+    batch_bucket,
+    bucket_length,
+    format_chat,
+    format_puaudit,
+    pad_batch,
+    pool_weights,
+    positions_from_valid,
+    resolve_layers,
+    tokenize_inputs,
+)
 from probes.models.generate import greedy_generate, next_token_logprobs
 from probes.models.layers import divisor_at_most
 from probes.models.pretrained import Pretrained, build_model
-from probes.mesh import data_axes, make_mesh, pad_to_multiple, process_rows
 
-__all__ = ["EncodeReport", "EmbeddingCache", "encode", "encode_distributed", "encode_ids", "encode_pairs",
-           "encode_with_shared_prefix", "format_chat", "format_puaudit", "greedy_generate",
-           "next_token_logprobs"]
+__all__ = [
+    "EncodeReport",
+    "EmbeddingCache",
+    "encode",
+    "encode_distributed",
+    "encode_ids",
+    "encode_pairs",
+    "encode_with_shared_prefix",
+    "format_chat",
+    "format_puaudit",
+    "greedy_generate",
+    "next_token_logprobs",
+]
 
 DECODER_MAX_LENGTH = 4096  # default cap for decoders with very long windows (CPU memory)
 
@@ -79,17 +98,19 @@ class EncodeReport:
     n_inputs: int = 0
     max_length: int = 0
     policy: str = ""
-    n_over_window: int = 0              # inputs longer than max_length
-    n_tokens_cut: int = 0               # tokens dropped (middle_out / truncate)
+    n_over_window: int = 0  # inputs longer than max_length
+    n_tokens_cut: int = 0  # tokens dropped (middle_out / truncate)
     over_window: list = field(default_factory=list)  # their indices
-    n_chunks: int = 0                   # windows encoded (chunk policy), incl. single-window inputs
-    n_cached: int = 0                   # served from the disk cache
-    longest: int = 0                    # longest input in tokens
+    n_chunks: int = 0  # windows encoded (chunk policy), incl. single-window inputs
+    n_cached: int = 0  # served from the disk cache
+    longest: int = 0  # longest input in tokens
 
     def summary(self) -> str:
-        return (f"{self.n_over_window}/{self.n_inputs} inputs exceed {self.max_length} tokens "
-                f"(longest {self.longest}); policy {self.policy!r}: {self.n_tokens_cut} tokens cut, "
-                f"{self.n_chunks} windows encoded")
+        return (
+            f"{self.n_over_window}/{self.n_inputs} inputs exceed {self.max_length} tokens "
+            f"(longest {self.longest}); policy {self.policy!r}: {self.n_tokens_cut} tokens cut, "
+            f"{self.n_chunks} windows encoded"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -104,7 +125,7 @@ MICRO_BATCH_TOKENS = 1024
 
 
 def resolve_micro_batch_tokens(value="auto") -> int | None:
-    """"auto" -> MICRO_BATCH_TOKENS on CPU, None (the whole batch in one pass) on GPU/TPU, whose
+    """ "auto" -> MICRO_BATCH_TOKENS on CPU, None (the whole batch in one pass) on GPU/TPU, whose
     throughput comes from wide batches; an int >= 1 or None is returned as is."""
     if value == "auto":
         return MICRO_BATCH_TOKENS if jax.default_backend() == "cpu" else None
@@ -130,9 +151,11 @@ def _params_on(pre: Pretrained, mesh: Mesh | None):
     if mesh is None:
         return pre.params
     if mesh.is_multi_process:
-        raise ValueError("mesh spans the devices of several processes; extraction takes a mesh of this "
-                         "process's devices (jax.local_devices()): use encode_distributed, where each "
-                         "process encodes its share of the inputs")
+        raise ValueError(
+            "mesh spans the devices of several processes; extraction takes a mesh of this "
+            "process's devices (jax.local_devices()): use encode_distributed, where each "
+            "process encodes its share of the inputs"
+        )
     per_mesh = _REPLICATED.setdefault(pre, {})
     if mesh not in per_mesh:
         per_mesh[mesh] = jax.device_put(pre.params, NamedSharding(mesh, P()))
@@ -161,9 +184,15 @@ def _padded_rows(n: int, batch_size: int, mesh: Mesh | None) -> int:
     return pad_to_multiple(batch_bucket(n, batch_size), 1 if mesh is None else mesh.size)
 
 
-@functools.lru_cache(maxsize=None)
-def _pooled_forward(config, dtype, layers: tuple[int, ...], pooling: str,
-                    micro_batch_tokens: int | None = MICRO_BATCH_TOKENS, mesh: Mesh | None = None):
+@functools.cache
+def _pooled_forward(
+    config,
+    dtype,
+    layers: tuple[int, ...],
+    pooling: str,
+    micro_batch_tokens: int | None = MICRO_BATCH_TOKENS,
+    mesh: Mesh | None = None,
+):
     """jit: (params, ids (B, T), valid (B, T)) -> (B, len(layers), D) float32.
 
     Rows are independent, so the batch runs as micro-batches of `micro_batch_rows` rows
@@ -192,7 +221,7 @@ def _pooled_forward(config, dtype, layers: tuple[int, ...], pooling: str,
     return _data_parallel(fn, mesh, 1)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _prefix_forward(config, dtype):
     """jit: (params, ids (1, P), valid (1, P)) -> KV cache of the prefix."""
     model = build_model(config, dtype, return_cache=True)
@@ -217,7 +246,7 @@ def broadcast_prefix_cache(prefix_cache: dict, b: int, s: int) -> dict:
     }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _suffix_forward(config, dtype, layers: tuple[int, ...], mesh: Mesh | None = None):
     """jit: (params, prefix cache (batch 1, P slots), prefix length, ids (B, S), valid (B, S))
     -> last-token states (B, len(layers), D). The prefix cache is broadcast to the B suffixes and
@@ -231,8 +260,9 @@ def _suffix_forward(config, dtype, layers: tuple[int, ...], mesh: Mesh | None = 
         p = prefix_cache["k"].shape[2]
         cache = broadcast_prefix_cache(prefix_cache, b, s)
         positions = positions_from_valid(valid, offset=prefix_len)
-        out = model.apply(params, ids, positions, valid, cache=cache, write_index=p,
-                          pool_weights=pool_weights(valid, "last"))
+        out = model.apply(
+            params, ids, positions, valid, cache=cache, write_index=p, pool_weights=pool_weights(valid, "last")
+        )
         return jnp.transpose(out["hidden"][sel, :, 0, :], (1, 0, 2))
 
     return _data_parallel(fn, mesh, 3)
@@ -245,7 +275,7 @@ def _suffix_forward(config, dtype, layers: tuple[int, ...], mesh: Mesh | None = 
 def _middle_out(ids: list[int], max_length: int, head_fraction: float) -> list[int]:
     head = int(max_length * head_fraction)
     tail = max_length - head
-    return ids[:head] + ids[len(ids) - tail:]
+    return ids[:head] + ids[len(ids) - tail :]
 
 
 def _chunks(body: list[int], width: int, overlap: int) -> list[list[int]]:
@@ -254,7 +284,7 @@ def _chunks(body: list[int], width: int, overlap: int) -> list[list[int]]:
         return [body]
     step = max(1, width - overlap)
     starts = list(range(0, len(body) - width, step)) + [len(body) - width]
-    return [body[s:s + width] for s in starts]
+    return [body[s : s + width] for s in starts]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -294,9 +324,19 @@ class EmbeddingCache:
 # encode
 
 
-def _run_batches(pre: Pretrained, seqs: list[list[int]], layers, pooling, batch_size, cap, padding_side,
-                 progress, micro_batch_tokens="auto", mesh: Mesh | None = None,
-                 desc="encoding") -> np.ndarray:
+def _run_batches(
+    pre: Pretrained,
+    seqs: list[list[int]],
+    layers,
+    pooling,
+    batch_size,
+    cap,
+    padding_side,
+    progress,
+    micro_batch_tokens="auto",
+    mesh: Mesh | None = None,
+    desc="encoding",
+) -> np.ndarray:
     """Pooled states (n, len(layers), D) of token sequences, bucketed by length (each batch's rows
     split over `mesh`)."""
     n = len(seqs)
@@ -307,17 +347,17 @@ def _run_batches(pre: Pretrained, seqs: list[list[int]], layers, pooling, batch_
     micro = resolve_micro_batch_tokens(micro_batch_tokens)
     fwd = _pooled_forward(pre.config, pre.dtype, layers, pooling, micro, mesh)
     params = _params_on(pre, mesh)
-    pad_id = (pre.tokenizer.pad_token_id if pre.tokenizer is not None else None)
+    pad_id = pre.tokenizer.pad_token_id if pre.tokenizer is not None else None
     pad_id = pad_id if pad_id is not None else 0
     order = sorted(range(n), key=lambda i: (-len(seqs[i]), i))  # long first: fewer, larger shapes
-    batches = [order[i:i + batch_size] for i in range(0, n, batch_size)]
+    batches = [order[i : i + batch_size] for i in range(0, n, batch_size)]
     for idx in tqdm(batches, desc=desc, disable=not progress, unit="batch"):
         group = [seqs[i] for i in idx]
         length = bucket_length(max(len(s) for s in group), cap)
         rows = _padded_rows(len(group), batch_size, mesh)
         ids, valid = pad_batch(group, length, rows, pad_id, padding_side)
         res = np.asarray(fwd(params, *_rows_on(mesh, ids, valid)))
-        out[idx] = res[:len(idx)]
+        out[idx] = res[: len(idx)]
     return out
 
 
@@ -337,8 +377,7 @@ def _long_input_policy(cfg, max_length: int | None, long_inputs: str | None) -> 
     return cap, policy
 
 
-def _chunk_pieces(tok, seqs: list[list[int]], cap: int,
-                  chunk_overlap: int | None) -> tuple[list[list[int]], list[int]]:
+def _chunk_pieces(tok, seqs: list[list[int]], cap: int, chunk_overlap: int | None) -> tuple[list[list[int]], list[int]]:
     """Split every input longer than `cap` into overlapping windows of at most `cap` tokens.
 
     Each long input's body (special tokens removed) is cut by `_chunks` and every window re-wrapped
@@ -355,7 +394,7 @@ def _chunk_pieces(tok, seqs: list[list[int]], cap: int,
             pieces.append(s)
             owner.append(i)
             continue
-        body = s[len(lead):len(s) - len(trail)] if (lead or trail) else s
+        body = s[len(lead) : len(s) - len(trail)] if (lead or trail) else s
         for c in _chunks(body, width, overlap):
             pieces.append(lead + c + trail)
             owner.append(i)
@@ -373,8 +412,9 @@ def _pool_chunks(states: np.ndarray, pieces: list[list[int]], owner: list[int], 
     return out
 
 
-def _cut_long(seqs: list[list[int]], cap: int, policy: str, head_fraction: float,
-              report: EncodeReport) -> list[list[int]]:
+def _cut_long(
+    seqs: list[list[int]], cap: int, policy: str, head_fraction: float, report: EncodeReport
+) -> list[list[int]]:
     """Cut every input longer than `cap` tokens to `cap` ("middle_out": keep the first
     `head_fraction` and the end; otherwise keep the beginning), counting the cut tokens in `report`."""
     cut = []
@@ -386,28 +426,45 @@ def _cut_long(seqs: list[list[int]], cap: int, policy: str, head_fraction: float
     return cut
 
 
-def encode_ids(pre: Pretrained, seqs, *, layers=-1, pooling: str | None = None, batch_size: int = 16,
-               max_length: int | None = None, long_inputs: str | None = None, head_fraction: float = 0.25,
-               chunk_overlap: int | None = None, padding_side: str = "right", normalize: bool = False,
-               progress: bool = False, return_report: bool = False, micro_batch_tokens="auto",
-               mesh: Mesh | None = None):
+def encode_ids(
+    pre: Pretrained,
+    seqs,
+    *,
+    layers=-1,
+    pooling: str | None = None,
+    batch_size: int = 16,
+    max_length: int | None = None,
+    long_inputs: str | None = None,
+    head_fraction: float = 0.25,
+    chunk_overlap: int | None = None,
+    padding_side: str = "right",
+    normalize: bool = False,
+    progress: bool = False,
+    return_report: bool = False,
+    micro_batch_tokens="auto",
+    mesh: Mesh | None = None,
+):
     """`encode` on token ids (lists of ints, special tokens included). See `encode`."""
     cfg = pre.config
     layer_idx, squeeze = resolve_layers(layers, cfg.num_layers + 1)
     pooling = pooling or ("last" if cfg.is_decoder else cfg.pooling)
     cap, policy = _long_input_policy(cfg, max_length, long_inputs)
     seqs = [list(map(int, s)) for s in seqs]
-    report = EncodeReport(n_inputs=len(seqs), max_length=cap, policy=policy,
-                          longest=max((len(s) for s in seqs), default=0))
+    report = EncodeReport(
+        n_inputs=len(seqs), max_length=cap, policy=policy, longest=max((len(s) for s in seqs), default=0)
+    )
     over = [i for i, s in enumerate(seqs) if len(s) > cap]
     report.n_over_window, report.over_window = len(over), over
     if over and policy == "error":
-        raise ValueError(f"{len(over)} inputs exceed {cap} tokens (first indices {over[:10]}); "
-                         "choose long_inputs='chunk'/'middle_out'/'truncate'")
+        raise ValueError(
+            f"{len(over)} inputs exceed {cap} tokens (first indices {over[:10]}); "
+            "choose long_inputs='chunk'/'middle_out'/'truncate'"
+        )
 
     def run(pieces):
-        return _run_batches(pre, pieces, layer_idx, pooling, batch_size, cap, padding_side, progress,
-                            micro_batch_tokens, mesh)
+        return _run_batches(
+            pre, pieces, layer_idx, pooling, batch_size, cap, padding_side, progress, micro_batch_tokens, mesh
+        )
 
     if policy == "chunk":
         pieces, owner = _chunk_pieces(pre.tokenizer, seqs, cap, chunk_overlap)
@@ -426,11 +483,25 @@ def encode_ids(pre: Pretrained, seqs, *, layers=-1, pooling: str | None = None, 
     return (out, report) if return_report else out
 
 
-def encode(pre: Pretrained, inputs, *, layers=-1, pooling: str | None = None, batch_size: int = 16,
-           max_length: int | None = None, long_inputs: str | None = None, head_fraction: float = 0.25,
-           chunk_overlap: int | None = None, padding_side: str = "right", normalize: bool = False,
-           progress: bool = True, cache_dir: str | Path | None = None, return_report: bool = False,
-           micro_batch_tokens="auto", mesh: Mesh | None = None):
+def encode(
+    pre: Pretrained,
+    inputs,
+    *,
+    layers=-1,
+    pooling: str | None = None,
+    batch_size: int = 16,
+    max_length: int | None = None,
+    long_inputs: str | None = None,
+    head_fraction: float = 0.25,
+    chunk_overlap: int | None = None,
+    padding_side: str = "right",
+    normalize: bool = False,
+    progress: bool = True,
+    cache_dir: str | Path | None = None,
+    return_report: bool = False,
+    micro_batch_tokens="auto",
+    mesh: Mesh | None = None,
+):
     """Pooled hidden states of texts or chat conversations.
 
     inputs: list of strings (tokenised with the model's special tokens), or of chat message lists
@@ -443,29 +514,58 @@ def encode(pre: Pretrained, inputs, *, layers=-1, pooling: str | None = None, ba
     parallel, same results up to float rounding); None: one device.
     """
     inputs = list(inputs)
-    settings = dict(layers=layers if isinstance(layers, int) else list(layers), pooling=pooling,
-                    max_length=max_length, long_inputs=long_inputs, head_fraction=head_fraction,
-                    chunk_overlap=chunk_overlap, normalize=normalize)
-    kwargs = dict(settings, batch_size=batch_size, padding_side=padding_side, progress=progress,
-                  return_report=True, micro_batch_tokens=micro_batch_tokens, mesh=mesh)
+    settings = dict(
+        layers=layers if isinstance(layers, int) else list(layers),
+        pooling=pooling,
+        max_length=max_length,
+        long_inputs=long_inputs,
+        head_fraction=head_fraction,
+        chunk_overlap=chunk_overlap,
+        normalize=normalize,
+    )
+    kwargs = dict(
+        settings,
+        batch_size=batch_size,
+        padding_side=padding_side,
+        progress=progress,
+        return_report=True,
+        micro_batch_tokens=micro_batch_tokens,
+        mesh=mesh,
+    )
     kwargs["layers"] = layers
     if cache_dir is None:
         out, report = encode_ids(pre, tokenize_inputs(pre.tokenizer, inputs), **kwargs)
-        return (out, report) if return_report else out
+    else:
+        # encode_ids is called from this frame so that its warnings point at encode's caller
+        cache, keys, n_cached, todo = _open_cache(pre, settings, cache_dir, inputs)
+        new, report = encode_ids(pre, tokenize_inputs(pre.tokenizer, [inputs[i] for i in todo]), **kwargs)
+        report.over_window = [todo[j] for j in report.over_window]
+        out = _store_and_gather(cache, keys, todo, new)
+        report.n_inputs, report.n_cached = len(inputs), n_cached
+    return (out, report) if return_report else out
 
+
+def _open_cache(pre: Pretrained, settings: dict, cache_dir, inputs: list):
+    """The embedding cache of `pre` + `settings` under `cache_dir`, and what it lacks.
+
+    Returns (cache, keys, n_cached, todo): keys, one per input (n,); n_cached, how many of them
+    are stored; todo, the sorted first index of every distinct key not stored (each encoded once).
+    """
     namespace = EmbeddingCache.key([pre.fingerprint, settings])[:24]
     cache = EmbeddingCache(cache_dir, namespace)
     keys = [EmbeddingCache.key(x) for x in inputs]
     stored = cache.load()
     n_cached = sum(k in stored for k in keys)
     todo = sorted({k: i for i, k in reversed(list(enumerate(keys))) if k not in stored}.values())
-    new, report = encode_ids(pre, tokenize_inputs(pre.tokenizer, [inputs[i] for i in todo]), **kwargs)
-    report.over_window = [todo[j] for j in report.over_window]
+    return cache, keys, n_cached, todo
+
+
+def _store_and_gather(cache: EmbeddingCache, keys: list, todo: list, new: np.ndarray) -> np.ndarray:
+    """Store the rows `new` (len(todo), ...) of inputs `todo` and return the rows of all n `keys`,
+    in input order, read back from the cache ((n, ...); `new` itself when there are no inputs)."""
     cache.put([keys[i] for i in todo], new)
     stored = cache.load()
-    out = np.stack([stored[k] for k in keys]) if keys else new
-    report.n_inputs, report.n_cached = len(inputs), n_cached
-    return (out, report) if return_report else out
+    return np.stack([stored[k] for k in keys]) if keys else new
 
 
 def encode_pairs(pre: Pretrained, questions, answers, *, style: str = "puaudit", **kwargs):
@@ -513,18 +613,26 @@ def _gather_rows(local: np.ndarray, n: int) -> np.ndarray:
     k = jax.process_count()
     width = process_rows(n, 0, k)[1]  # process 0 has the largest share
     padded = np.zeros((width,) + local.shape[1:], local.dtype)
-    padded[:len(local)] = local
+    padded[: len(local)] = local
     every = np.asarray(multihost_utils.process_allgather(padded))  # (k, width, ...)
     shares = [process_rows(n, i, k) for i in range(k)]
-    return np.concatenate([every[i, :stop - start] for i, (start, stop) in enumerate(shares)])
+    return np.concatenate([every[i, : stop - start] for i, (start, stop) in enumerate(shares)])
 
 
 # ---------------------------------------------------------------------------------------------
 # Shared prefix (suffix-only probing)
 
 
-def encode_with_shared_prefix(pre: Pretrained, prefix, suffixes, *, layers=-1, batch_size: int = 8,
-                              progress: bool = False, mesh: Mesh | None = None) -> np.ndarray:
+def encode_with_shared_prefix(
+    pre: Pretrained,
+    prefix,
+    suffixes,
+    *,
+    layers=-1,
+    batch_size: int = 8,
+    progress: bool = False,
+    mesh: Mesh | None = None,
+) -> np.ndarray:
     """Last-token states of prefix + suffix_i for every suffix, the prefix encoded once.
 
     prefix: a string (tokenised with the model's special tokens, e.g. BOS) or token ids;
@@ -540,14 +648,18 @@ def encode_with_shared_prefix(pre: Pretrained, prefix, suffixes, *, layers=-1, b
         raise ValueError("encode_with_shared_prefix needs a decoder (causal attention)")
     layer_idx, squeeze = resolve_layers(layers, cfg.num_layers + 1)
     p_ids = tokenize_inputs(pre.tokenizer, [prefix])[0] if isinstance(prefix, str) else list(map(int, prefix))
-    s_ids = [tokenize_inputs(pre.tokenizer, [s], special=False)[0] if isinstance(s, str) else list(map(int, s))
-             for s in suffixes]
+    s_ids = [
+        tokenize_inputs(pre.tokenizer, [s], special=False)[0] if isinstance(s, str) else list(map(int, s))
+        for s in suffixes
+    ]
     if not p_ids or any(len(s) == 0 for s in s_ids):
         raise ValueError("prefix and every suffix need at least one token")
     longest = len(p_ids) + max(len(s) for s in s_ids)
     if longest > cfg.window:
-        raise ValueError(f"prefix ({len(p_ids)} tokens) + longest suffix exceed the window {cfg.window}; "
-                         "shorten the prefix (e.g. middle-out) first")
+        raise ValueError(
+            f"prefix ({len(p_ids)} tokens) + longest suffix exceed the window {cfg.window}; "
+            "shorten the prefix (e.g. middle-out) first"
+        )
     p_len = bucket_length(len(p_ids), cfg.window)
     ids, valid = pad_batch([p_ids], p_len, 1)
     prefix_cache = _prefix_forward(cfg, pre.dtype)(pre.params, jnp.asarray(ids), jnp.asarray(valid))
@@ -564,5 +676,5 @@ def encode_with_shared_prefix(pre: Pretrained, prefix, suffixes, *, layers=-1, b
         rows = _padded_rows(len(group), batch_size, mesh)
         sids, svalid = pad_batch(group, s_len, rows, pad_id or 0, "right")
         res = fwd(params, prefix_cache, jnp.int32(len(p_ids)), *_rows_on(mesh, sids, svalid))
-        out[idx] = np.asarray(res)[:len(idx)]
+        out[idx] = np.asarray(res)[: len(idx)]
     return out[:, 0] if squeeze else out

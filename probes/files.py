@@ -4,6 +4,7 @@ A writer gets a temporary path in the target's own folder (same file system, so 
 ``os.replace`` is atomic) and the file appears under its name only when the writer finished: a
 crash or an interrupt leaves the previous file (or none), never a half-written one.
 """
+
 from __future__ import annotations
 
 import os

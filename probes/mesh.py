@@ -29,15 +29,26 @@ import functools
 import os
 import socket
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 import numpy as np
 from jax.sharding import Mesh
 
-__all__ = ["ClusterConfig", "add_device_arguments", "data_axes", "describe_mesh", "forced_devices_env",
-           "initialize_cluster", "make_mesh", "mesh_from_args", "pad_to_multiple", "parse_devices", "parse_mesh_shape",
-           "process_rows"]
+__all__ = [
+    "ClusterConfig",
+    "add_device_arguments",
+    "data_axes",
+    "describe_mesh",
+    "forced_devices_env",
+    "initialize_cluster",
+    "make_mesh",
+    "mesh_from_args",
+    "pad_to_multiple",
+    "parse_devices",
+    "parse_mesh_shape",
+    "process_rows",
+]
 
 #: Default axis names: rows of a problem (PUAudit's P) and columns (the unlabelled pool U).
 ROWS, COLS = "p", "u"
@@ -102,12 +113,14 @@ def make_mesh(devices="all", shape=None, axis_names: Sequence[str] | None = None
             raise ValueError(
                 f"devices={count} asks for more devices than JAX sees: {len(available)} "
                 f"({available[0].platform}; on CPU, XLA_FLAGS=--xla_force_host_platform_device_count=N "
-                "set before JAX starts makes N host devices)")
+                "set before JAX starts makes N host devices)"
+            )
         chosen = available[:count]
     shape = shape or (len(chosen),)
     if int(np.prod(shape)) != len(chosen):
-        raise ValueError(f"mesh shape {'x'.join(map(str, shape))} has {int(np.prod(shape))} devices "
-                         f"but devices gives {len(chosen)}")
+        raise ValueError(
+            f"mesh shape {'x'.join(map(str, shape))} has {int(np.prod(shape))} devices but devices gives {len(chosen)}"
+        )
     names = tuple(axis_names) if axis_names is not None else ((COLS,) if len(shape) == 1 else (ROWS, COLS))
     if len(names) != len(shape) or len(set(names)) != len(names):
         raise ValueError(f"axis_names {names} must be {len(shape)} distinct names for mesh shape {shape}")
@@ -140,8 +153,12 @@ def process_rows(n: int, process_index: int | None = None, process_count: int | 
 # ---------------------------------------------------------------------------------------------
 # Multi-process clusters
 
-_ENV = dict(coordinator="PUAUDIT_COORDINATOR", num_processes="PUAUDIT_NUM_PROCESSES",
-            process_id="PUAUDIT_PROCESS_ID", timeout_s="PUAUDIT_CLUSTER_TIMEOUT")
+_ENV = dict(
+    coordinator="PUAUDIT_COORDINATOR",
+    num_processes="PUAUDIT_NUM_PROCESSES",
+    process_id="PUAUDIT_PROCESS_ID",
+    timeout_s="PUAUDIT_CLUSTER_TIMEOUT",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,7 +183,7 @@ class ClusterConfig:
     local_device_ids: tuple[int, ...] | None = None
 
     @classmethod
-    def from_env(cls, **overrides) -> "ClusterConfig":
+    def from_env(cls, **overrides) -> ClusterConfig:
         """Fields from PUAUDIT_COORDINATOR / PUAUDIT_NUM_PROCESSES / PUAUDIT_PROCESS_ID /
         PUAUDIT_CLUSTER_TIMEOUT, then the non-None ``overrides`` (command-line flags win over the
         environment)."""
@@ -192,14 +209,15 @@ class ClusterConfig:
                 raise ValueError(f"coordinator must be 'host:port'; got {self.coordinator!r}")
         given = [self.coordinator is not None, self.num_processes is not None, self.process_id is not None]
         if any(given) and not all(given):
-            raise ValueError("a cluster needs all three of coordinator, num_processes and process_id "
-                             f"(got coordinator={self.coordinator!r}, num_processes={self.num_processes!r}, "
-                             f"process_id={self.process_id!r}); give none to let JAX detect SLURM / TPU")
+            raise ValueError(
+                "a cluster needs all three of coordinator, num_processes and process_id "
+                f"(got coordinator={self.coordinator!r}, num_processes={self.num_processes!r}, "
+                f"process_id={self.process_id!r}); give none to let JAX detect SLURM / TPU"
+            )
         if self.num_processes is not None and self.num_processes < 1:
             raise ValueError(f"num_processes must be >= 1; got {self.num_processes}")
         if self.process_id is not None and not 0 <= self.process_id < self.num_processes:
-            raise ValueError(f"process_id must lie in [0, num_processes={self.num_processes}); "
-                             f"got {self.process_id}")
+            raise ValueError(f"process_id must lie in [0, num_processes={self.num_processes}); got {self.process_id}")
         if not self.timeout_s > 0:
             raise ValueError(f"timeout_s must be positive; got {self.timeout_s!r}")
 
@@ -225,17 +243,22 @@ def initialize_cluster(config: ClusterConfig | None = None, *, auto_detect: bool
     if config.num_processes == 1:
         return False
     jax.config.update("jax_cpu_collectives_implementation", config.cpu_collectives)
-    kwargs = dict(initialization_timeout=int(config.timeout_s),
-                  heartbeat_timeout_seconds=max(10, int(config.timeout_s)),
-                  shutdown_timeout_seconds=max(10, int(config.timeout_s)))
+    kwargs = dict(
+        initialization_timeout=int(config.timeout_s),
+        heartbeat_timeout_seconds=max(10, int(config.timeout_s)),
+        shutdown_timeout_seconds=max(10, int(config.timeout_s)),
+    )
     if config.local_device_ids is not None:
         kwargs["local_device_ids"] = list(config.local_device_ids)
     if config.coordinator is not None and config.process_id != 0:
         _wait_for_coordinator(config)
     # Past this point JAX itself enforces the timeout; when it expires (the coordinator lost, a
     # process missing) XLA aborts the process with DEADLINE_EXCEEDED rather than raising.
-    print(f"[puaudit] joining the cluster at {config.coordinator or '(auto-detected)'} as process "
-          f"{config.process_id} of {config.num_processes} (timeout {config.timeout_s} s)", flush=True)
+    print(
+        f"[puaudit] joining the cluster at {config.coordinator or '(auto-detected)'} as process "
+        f"{config.process_id} of {config.num_processes} (timeout {config.timeout_s} s)",
+        flush=True,
+    )
     try:
         if config.coordinator is not None:
             jax.distributed.initialize(config.coordinator, config.num_processes, config.process_id, **kwargs)
@@ -245,7 +268,8 @@ def initialize_cluster(config: ClusterConfig | None = None, *, auto_detect: bool
         where = config.coordinator or "auto-detected coordinator"
         raise RuntimeError(
             f"could not join the cluster at {where} as process {config.process_id} of "
-            f"{config.num_processes} within {config.timeout_s} s: {err}") from err
+            f"{config.num_processes} within {config.timeout_s} s: {err}"
+        ) from err
     return jax.process_count() > 1
 
 
@@ -263,7 +287,8 @@ def _wait_for_coordinator(config: ClusterConfig) -> None:
                 raise RuntimeError(
                     f"coordinator {config.coordinator} did not answer within {config.timeout_s} s "
                     f"(process {config.process_id} of {config.num_processes}): {err}. Is process 0 "
-                    "running, and is the address reachable from this host?") from None
+                    "running, and is the address reachable from this host?"
+                ) from None
             time.sleep(0.2)
 
 
@@ -274,26 +299,44 @@ def _wait_for_coordinator(config: ClusterConfig) -> None:
 def add_device_arguments(parser, *, cluster: bool = True, what: str = "the work") -> None:
     """``--devices``, ``--mesh`` and (``cluster``) the cluster flags on an argparse parser;
     ``what`` names what the devices share in the group's help."""
-    g = parser.add_argument_group("devices", f"spread {what} over several devices"
-                                  + (" or processes" if cluster else "") + " (jax.sharding)")
-    g.add_argument("--devices", default=None,
-                   help="'all' or N: run on all / the first N devices JAX sees (default: one device). "
-                        "On CPU, XLA_FLAGS=--xla_force_host_platform_device_count=N makes N host devices")
-    g.add_argument("--mesh", default=None,
-                   help="mesh shape: N, or RxC (the partial-OT solver splits its P side over the R rows and "
-                        "its U side over the C columns; data-parallel work uses all R x C); default: one axis "
-                        "over --devices")
+    g = parser.add_argument_group(
+        "devices", f"spread {what} over several devices" + (" or processes" if cluster else "") + " (jax.sharding)"
+    )
+    g.add_argument(
+        "--devices",
+        default=None,
+        help="'all' or N: run on all / the first N devices JAX sees (default: one device). "
+        "On CPU, XLA_FLAGS=--xla_force_host_platform_device_count=N makes N host devices",
+    )
+    g.add_argument(
+        "--mesh",
+        default=None,
+        help="mesh shape: N, or RxC (the partial-OT solver splits its P side over the R rows and "
+        "its U side over the C columns; data-parallel work uses all R x C); default: one axis "
+        "over --devices",
+    )
     if not cluster:
         return
-    g.add_argument("--coordinator", default=None,
-                   help="host:port of process 0 of a jax.distributed cluster (env PUAUDIT_COORDINATOR)")
-    g.add_argument("--num-processes", type=int, default=None, help="processes in the cluster "
-                   "(env PUAUDIT_NUM_PROCESSES)")
+    g.add_argument(
+        "--coordinator",
+        default=None,
+        help="host:port of process 0 of a jax.distributed cluster (env PUAUDIT_COORDINATOR)",
+    )
+    g.add_argument(
+        "--num-processes", type=int, default=None, help="processes in the cluster (env PUAUDIT_NUM_PROCESSES)"
+    )
     g.add_argument("--process-id", type=int, default=None, help="this process's rank (env PUAUDIT_PROCESS_ID)")
-    g.add_argument("--cluster-auto", action="store_true",
-                   help="let JAX detect the cluster (SLURM, TPU pods, Open MPI) instead of the three flags above")
-    g.add_argument("--cluster-timeout", type=int, default=None,
-                   help="seconds to wait for the coordinator and the other processes (default 120)")
+    g.add_argument(
+        "--cluster-auto",
+        action="store_true",
+        help="let JAX detect the cluster (SLURM, TPU pods, Open MPI) instead of the three flags above",
+    )
+    g.add_argument(
+        "--cluster-timeout",
+        type=int,
+        default=None,
+        help="seconds to wait for the coordinator and the other processes (default 120)",
+    )
 
 
 def mesh_from_args(args, *, join_cluster: bool = True, fail=None) -> Mesh | None:
@@ -310,19 +353,25 @@ def mesh_from_args(args, *, join_cluster: bool = True, fail=None) -> Mesh | None
     if not join_cluster:
         return make_mesh(parse_devices(args.devices), args.mesh)
     flag = functools.partial(getattr, args)
-    config = ClusterConfig.from_env(coordinator=flag("coordinator", None), num_processes=flag("num_processes", None),
-                                    process_id=flag("process_id", None), timeout_s=flag("cluster_timeout", None))
+    config = ClusterConfig.from_env(
+        coordinator=flag("coordinator", None),
+        num_processes=flag("num_processes", None),
+        process_id=flag("process_id", None),
+        timeout_s=flag("cluster_timeout", None),
+    )
     clustered = initialize_cluster(config, auto_detect=flag("cluster_auto", False))
     devices = parse_devices(args.devices)
     if clustered and devices is None:
-        devices = "all"          # a cluster is joined to use its devices
+        devices = "all"  # a cluster is joined to use its devices
     mesh = make_mesh(devices, args.mesh)
     if clustered and mesh is not None:
         missing = set(range(jax.process_count())) - {d.process_index for d in mesh.devices.flat}
         if missing:
-            raise ValueError(f"--devices {args.devices} / --mesh {args.mesh} leave processes {sorted(missing)} of "
-                             f"the cluster without a device (the first N of {len(jax.devices())} devices belong "
-                             "to the first processes): use --devices all, or N covering every process")
+            raise ValueError(
+                f"--devices {args.devices} / --mesh {args.mesh} leave processes {sorted(missing)} of "
+                f"the cluster without a device (the first N of {len(jax.devices())} devices belong "
+                "to the first processes): use --devices all, or N covering every process"
+            )
     return mesh
 
 

@@ -66,8 +66,21 @@ __all__ = ["PLSRegression", "pls_fit"]
 # ---------------------------------------------------------------------------------------------
 # The jitted fit
 
-_OUTPUTS = ("x_mean", "x_std", "y_mean", "y_std", "x_weights", "y_weights", "x_loadings", "y_loadings",
-            "x_scores", "y_scores", "n_iter", "stop", "stop_reason")
+_OUTPUTS = (
+    "x_mean",
+    "x_std",
+    "y_mean",
+    "y_std",
+    "x_weights",
+    "y_weights",
+    "x_loadings",
+    "y_loadings",
+    "x_scores",
+    "y_scores",
+    "n_iter",
+    "stop",
+    "stop_reason",
+)
 _ROW_OUTPUTS = ("x_scores", "y_scores")
 
 
@@ -107,7 +120,7 @@ def _standardize(A, scale: bool, pad: int = 0, mask=None, axes=None):
         std = jnp.ones_like(mean)
     if pad:
         Ac = jnp.pad(Ac, ((0, pad), (0, 0)))
-    return Ac, mean, std, jnp.sum(ss / std ** 2)
+    return Ac, mean, std, jnp.sum(ss / std**2)
 
 
 def _capacity(n_components: int) -> int:
@@ -132,6 +145,7 @@ def _fused_pass(Xb, w, Pw, T):
         xb, tb = blk
         t = xb @ w - tb @ Pw
         return acc + t @ xb, t
+
     acc, t = lax.scan(body, jnp.zeros(d, Xb.dtype), (Xb, T.reshape(nb, B, T.shape[1])))
     return t.reshape(nb * B), acc
 
@@ -140,6 +154,7 @@ def _power_method(M, j0, *, tol, max_iter: int, eps):
     """sklearn's NIPALS power method on the residual cross-covariance M (d, q), started from
     the y column j0. Iterate w <- normalise(M M^T w) until the squared change is below `tol` or
     `max_iter` iterations (PLS1, q == 1: one step, exact). Returns (w (d,), n_iter int32)."""
+
     def normalise(v):
         return v / (jnp.sqrt(v @ v) + eps)
 
@@ -162,8 +177,9 @@ def _power_method(M, j0, *, tol, max_iter: int, eps):
 
 
 # long: jitted fit whose fori_loop body `component` shares the 11-array carry and the norms/blocks
-def _nipals(X, Y, n_components, tol, mask=None, *, capacity: int, scale: bool, max_iter: int,
-            block: int | None, axes=None):
+def _nipals(
+    X, Y, n_components, tol, mask=None, *, capacity: int, scale: bool, max_iter: int, block: int | None, axes=None
+):
     """The fit of `pls_fit` on X (m, d), Y (m, q). Single device: mask and axes None, all rows here.
     Row-sharded (inside shard_map): X, Y are this device's m rows, mask (m,) bool marks the real
     ones, and every sum over rows is a psum over the mesh axes `axes`; the rest (power method,
@@ -183,7 +199,7 @@ def _nipals(X, Y, n_components, tol, mask=None, *, capacity: int, scale: bool, m
     Xs, x_mean, x_std, x_ss = _standardize(X, scale, pad, mask, axes)
     Ys, y_mean, y_std, _ = _standardize(Y, scale, pad, mask, axes)
     Xb = Xs.reshape(nb, B, d)
-    M0 = psum((Ys.T @ Xs).T)                                  # (d, q) cross-covariance X^T Y
+    M0 = psum((Ys.T @ Xs).T)  # (d, q) cross-covariance X^T Y
     x_norm = jnp.sqrt(x_ss)
     m0_norm = jnp.sqrt(jnp.sum(M0 * M0))
 
@@ -197,25 +213,25 @@ def _nipals(X, Y, n_components, tol, mask=None, *, capacity: int, scale: bool, m
         j0 = jnp.argmax(~zero_cols)
 
         w, it = _power_method(Mk, j0, tol=tol, max_iter=max_iter, eps=eps)
-        t, xt = _fused_pass(Xb, w, P.T @ w, T)                # X_k w (implicit deflation) and X^T of it
+        t, xt = _fused_pass(Xb, w, P.T @ w, T)  # X_k w (implicit deflation) and X^T of it
         # with the max over Y's columns above, the component's communication: X^T t, T^T t, Y_k^T t, t't
         xt, tT, tY, tt = psum((xt, t @ T, t @ Yk, t @ t))
         rank_out = (jnp.sqrt(tt) <= 100 * eps * x_norm) | (jnp.sqrt(jnp.sum(Mk * Mk)) <= 100 * eps * m0_norm)
-        active = (stop == k_tot)
+        active = stop == k_tot
         halt = active & (y_constant | rank_out)
         reason = jnp.where(halt, jnp.where(y_constant, 1, 2), reason)
         stop = jnp.where(halt, k, stop)
         live = active & ~halt
         tt_safe = jnp.where(live, tt, 1.0)
 
-        c = (Mk.T @ w) / tt_safe                               # y weights = Y_k^T t / t't
+        c = (Mk.T @ w) / tt_safe  # y weights = Y_k^T t / t't
         # sign convention: the largest |x weight| is positive
         sign = jnp.sign(w[jnp.argmax(jnp.abs(w))])
         w, c, t = w * sign, c * sign, t * sign
-        u = (Yk @ c) / jnp.where(live, c @ c, 1.0)             # y scores
-        a = sign * (xt - P @ tT)                              # X_k^T t
-        p = a / tt_safe                                       # x loadings
-        yl = sign * tY / tt_safe                              # y loadings (regression deflation)
+        u = (Yk @ c) / jnp.where(live, c @ c, 1.0)  # y scores
+        a = sign * (xt - P @ tT)  # X_k^T t
+        p = a / tt_safe  # x loadings
+        yl = sign * tY / tt_safe  # y loadings (regression deflation)
 
         z = jnp.where(live, 1.0, 0.0).astype(dt)
         w, c, t, u, p, yl = w * z, c * z, t * z, u * z, p * z, yl * z
@@ -228,8 +244,19 @@ def _nipals(X, Y, n_components, tol, mask=None, *, capacity: int, scale: bool, m
         return Yk, Mk, W, C, T, U, P, Q, n_iter, stop, reason
 
     zeros = lambda r: jnp.zeros((r, capacity), dt)  # noqa: E731
-    init = (Ys, M0, zeros(d), zeros(q), zeros(nb * B), zeros(nb * B), zeros(d), zeros(q),
-            jnp.zeros(capacity, jnp.int32), k_tot, jnp.int32(0))
+    init = (
+        Ys,
+        M0,
+        zeros(d),
+        zeros(q),
+        zeros(nb * B),
+        zeros(nb * B),
+        zeros(d),
+        zeros(q),
+        jnp.zeros(capacity, jnp.int32),
+        k_tot,
+        jnp.int32(0),
+    )
     _, _, W, C, T, U, P, Q, n_iter, stop, reason = lax.fori_loop(0, k_tot, component, init)
     return dict(zip(_OUTPUTS, (x_mean, x_std, y_mean, y_std, W, C, P, Q, T[:m], U[:m], n_iter, stop, reason)))
 
@@ -237,8 +264,9 @@ def _nipals(X, Y, n_components, tol, mask=None, *, capacity: int, scale: bool, m
 def _check_mesh(mesh):
     """mesh: None or a jax.sharding.Mesh (returned as is); anything else is a ValueError."""
     if mesh is not None and not isinstance(mesh, Mesh):
-        raise ValueError(f"mesh must be a jax.sharding.Mesh (probes.mesh.make_mesh) or None, "
-                         f"got {type(mesh).__name__}: {mesh!r}")
+        raise ValueError(
+            f"mesh must be a jax.sharding.Mesh (probes.mesh.make_mesh) or None, got {type(mesh).__name__}: {mesh!r}"
+        )
     return mesh
 
 
@@ -251,15 +279,31 @@ def _fit_sharded(fit, X, Y, n_components, tol, mesh: Mesh, n_rows: int):
     X, Y = (jnp.pad(A, ((0, N - A.shape[0]), (0, 0))) for A in (X, Y))
     rows, rep = PartitionSpec(axes), PartitionSpec()
     out_specs = {k: rows if k in _ROW_OUTPUTS else rep for k in _OUTPUTS}
-    sharded = jax.shard_map(functools.partial(fit, axes=axes), mesh=mesh, in_specs=(rows, rows, rep, rep, rows),
-                            out_specs=out_specs, check_vma=False)
+    sharded = jax.shard_map(
+        functools.partial(fit, axes=axes),
+        mesh=mesh,
+        in_specs=(rows, rows, rep, rep, rows),
+        out_specs=out_specs,
+        check_vma=False,
+    )
     r = sharded(X, Y, n_components, tol, jnp.arange(N) < n_rows)
     return {k: v[:n_rows] if k in _ROW_OUTPUTS else v for k, v in r.items()}
 
 
 @functools.partial(jax.jit, static_argnames=("capacity", "scale", "max_iter", "block", "mesh", "n_rows"))
-def pls_fit(X, Y, n_components, *, capacity: int, scale: bool = True, max_iter: int = 500, tol: float = 1e-6,
-            block: int | None = None, mesh: Mesh | None = None, n_rows: int | None = None):
+def pls_fit(
+    X,
+    Y,
+    n_components,
+    *,
+    capacity: int,
+    scale: bool = True,
+    max_iter: int = 500,
+    tol: float = 1e-6,
+    block: int | None = None,
+    mesh: Mesh | None = None,
+    n_rows: int | None = None,
+):
     """NIPALS PLS2 regression fit. X (N, d), Y (N, q) float arrays of one dtype; n_components (a
     traced int <= capacity) components are computed, the arrays have `capacity` columns (the rest 0).
     block: rows per block of the fused pass (default: ~512 KiB of a device's rows of X).
@@ -284,6 +328,7 @@ def pls_fit(X, Y, n_components, *, capacity: int, scale: bool = True, max_iter: 
 def _rotations(W, P, C, Q, x_std, y_std):
     """x_rotations = W pinv(P^T W), y_rotations = C pinv(Q^T C), coef (q, d) on the raw scale.
     Small (k x k) problems: numpy, with scipy.linalg.pinv's cutoff max(shape) * eps * s_max."""
+
     def pinv(a):
         return np.linalg.pinv(a, rcond=max(a.shape) * np.finfo(a.dtype).eps)
 
@@ -312,8 +357,10 @@ def _local_mesh(mesh):
     """The estimator's mesh: None or a Mesh of this process's devices (the scores come back as
     numpy arrays), else ValueError."""
     if _check_mesh(mesh) is not None and mesh.is_multi_process:
-        raise ValueError("mesh spans the devices of several processes; PLSRegression(mesh=...) needs a mesh of "
-                         "this process's devices (jax.local_devices())")
+        raise ValueError(
+            "mesh spans the devices of several processes; PLSRegression(mesh=...) needs a mesh of "
+            "this process's devices (jax.local_devices())"
+        )
     return mesh
 
 
@@ -337,8 +384,10 @@ def _check_array(A, name: str, dtype, ndim=(2,)) -> np.ndarray:
     if bad.any():
         idx = np.argwhere(bad)[0]
         what = "NaN" if np.isnan(A[tuple(idx)]) else "infinity"
-        raise ValueError(f"{name} contains {what} (first at index {tuple(int(i) for i in idx)}); "
-                         f"{int(bad.sum())} non-finite entries in total")
+        raise ValueError(
+            f"{name} contains {what} (first at index {tuple(int(i) for i in idx)}); "
+            f"{int(bad.sum())} non-finite entries in total"
+        )
     return A
 
 
@@ -358,8 +407,16 @@ class PLSRegression:
 
     _param_names = ("n_components", "scale", "max_iter", "tol", "dtype", "mesh")
 
-    def __init__(self, n_components: int = 2, *, scale: bool = True, max_iter: int = 500, tol: float = 1e-6,
-                 dtype=None, mesh: Mesh | None = None):
+    def __init__(
+        self,
+        n_components: int = 2,
+        *,
+        scale: bool = True,
+        max_iter: int = 500,
+        tol: float = 1e-6,
+        dtype=None,
+        mesh: Mesh | None = None,
+    ):
         self.n_components = n_components
         self.scale = scale
         self.max_iter = max_iter
@@ -383,10 +440,11 @@ class PLSRegression:
         return f"PLSRegression({args})"
 
     def __sklearn_tags__(self):  # lets sklearn's model selection treat it as a regressor
-        from sklearn.base import RegressorMixin, BaseEstimator
+        from sklearn.base import BaseEstimator, RegressorMixin
 
         class _Tmp(RegressorMixin, BaseEstimator):
             pass
+
         return _Tmp().__sklearn_tags__()
 
     # fit / predict ----------------------------------------------------------------------------
@@ -408,16 +466,29 @@ class PLSRegression:
         self._predict_1d = y.ndim == 1
         Y = y.reshape(n, -1)
         mesh = _local_mesh(self.mesh)
-        r = pls_fit(_on_devices(X, mesh), _on_devices(Y, mesh), k, capacity=_capacity(k), scale=bool(self.scale),
-                    max_iter=int(self.max_iter), tol=float(self.tol), mesh=mesh, n_rows=n)
+        r = pls_fit(
+            _on_devices(X, mesh),
+            _on_devices(Y, mesh),
+            k,
+            capacity=_capacity(k),
+            scale=bool(self.scale),
+            max_iter=int(self.max_iter),
+            tol=float(self.tol),
+            mesh=mesh,
+            n_rows=n,
+        )
         r = {name: np.asarray(v) for name, v in r.items()}
         stop, reason = int(r["stop"]), int(r["stop_reason"])
         if reason == 1:
             warnings.warn(f"y residual is constant at iteration {stop}", UserWarning, stacklevel=2)
         elif reason == 2:
-            warnings.warn(f"PLSRegression: the residual of X (or its covariance with y) is exhausted at component "
-                          f"{stop}: n_components={k} exceeds the numerical rank; components {stop}..{k - 1} are "
-                          "zero", UserWarning, stacklevel=2)
+            warnings.warn(
+                f"PLSRegression: the residual of X (or its covariance with y) is exhausted at component "
+                f"{stop}: n_components={k} exceeds the numerical rank; components {stop}..{k - 1} are "
+                "zero",
+                UserWarning,
+                stacklevel=2,
+            )
         n_iter = r["n_iter"][:stop]
         if Y.shape[1] > 1 and np.any(n_iter >= self.max_iter):
             warnings.warn("Maximum number of iterations reached", UserWarning, stacklevel=2)
@@ -426,7 +497,8 @@ class PLSRegression:
         for name in ("x_weights", "y_weights", "x_loadings", "y_loadings", "x_scores", "y_scores"):
             setattr(self, name + "_", r[name][:, :k])
         self.x_rotations_, self.y_rotations_, self.coef_ = _rotations(
-            self.x_weights_, self.x_loadings_, self.y_weights_, self.y_loadings_, self._x_std, self._y_std)
+            self.x_weights_, self.x_loadings_, self.y_weights_, self.y_loadings_, self._x_std, self._y_std
+        )
         self.intercept_ = self._y_mean
         self.n_features_in_ = d
         self.n_components_fitted_ = stop

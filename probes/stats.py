@@ -21,8 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
-__all__ = ["krippendorff_alpha", "pearson", "Pearson", "cuped", "Cuped", "required_sample_size",
-           "cuped_sample_size"]
+__all__ = ["krippendorff_alpha", "pearson", "Pearson", "cuped", "Cuped", "required_sample_size", "cuped_sample_size"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -52,11 +51,11 @@ def krippendorff_alpha(ratings, level: str = "interval") -> float:
     if len(np.unique(x)) < 2:
         raise ValueError("krippendorff_alpha: fewer than two distinct values among units with >= 2 ratings")
     n = len(x)
-    m = np.bincount(unit).astype(float)                    # ratings per unit (all >= 2)
+    m = np.bincount(unit).astype(float)  # ratings per unit (all >= 2)
     if level == "interval":
         s1 = np.bincount(unit, weights=x)
         s2 = np.bincount(unit, weights=x * x)
-        d_o = np.sum((2 * m * s2 - 2 * s1 ** 2) / (m - 1)) / n
+        d_o = np.sum((2 * m * s2 - 2 * s1**2) / (m - 1)) / n
         d_e = (2 * n * np.sum(x * x) - 2 * np.sum(x) ** 2) / (n * (n - 1))
         return float(1 - d_o / d_e)
     if level not in ("ordinal", "nominal"):
@@ -158,10 +157,12 @@ def required_sample_size(std: float, delta: float, alpha: float = 0.05, power: f
     if std <= 0 or delta == 0:
         raise ValueError("std must be > 0 and delta != 0")
     z = sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power)
-    return int(np.ceil(2 * z ** 2 * std ** 2 / delta ** 2))
+    return int(np.ceil(2 * z**2 * std**2 / delta**2))
 
 
 def cuped_sample_size(std: float, delta: float, rho: float, alpha: float = 0.05, power: float = 0.8) -> tuple[int, int]:
     """(units per arm without, with CUPED): CUPED shrinks the variance by the factor 1 - rho^2."""
-    return (required_sample_size(std, delta, alpha, power),
-            required_sample_size(std * np.sqrt(1 - rho ** 2), delta, alpha, power))
+    return (
+        required_sample_size(std, delta, alpha, power),
+        required_sample_size(std * np.sqrt(1 - rho**2), delta, alpha, power),
+    )

@@ -22,6 +22,7 @@ DATA is a comparison file or a bundled set name (``mtbench``, ``llmfao-gpt4``, `
 key is read from ``$OPENAI_API_KEY`` (``--api-key-env`` names another variable). Every file is
 written atomically.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,7 +33,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import datasets
-from .datasets import BUNDLED, load_comparisons, save_comparisons
+from .datasets import BUNDLED, save_comparisons
 from .datasets.verdicts import JUDGE_VERDICTS
 from .outputs import write_csv, write_json
 
@@ -48,30 +49,53 @@ def load_data(data: str, include_unlabelled: bool | None = None, limit: int | No
 def make_judge(args):
     if args.judge == "local":
         from .judges.local import LocalJudge
-        return LocalJudge(args.model or "smollm2", max_length=args.max_length, cache_dir=args.cache_dir,
-                          predict_type=args.predict_type)
+
+        return LocalJudge(
+            args.model or "smollm2",
+            max_length=args.max_length,
+            cache_dir=args.cache_dir,
+            predict_type=args.predict_type,
+        )
     if not args.base_url or not args.model:
         raise SystemExit("error: --judge openai needs --base-url and --model")
     from .judges import OpenAIChatJudge
-    return OpenAIChatJudge(args.base_url, args.model, api_key_env=args.api_key_env, timeout=args.timeout,
-                           concurrency=args.concurrency, max_retries=args.max_retries, cache_dir=args.cache_dir)
+
+    return OpenAIChatJudge(
+        args.base_url,
+        args.model,
+        api_key_env=args.api_key_env,
+        timeout=args.timeout,
+        concurrency=args.concurrency,
+        max_retries=args.max_retries,
+        cache_dir=args.cache_dir,
+    )
 
 
 def make_generator(args, judge):
     kind = args.generator or args.judge
     if kind == "local":
         from .judges.local import LocalGenerator
+
         name = args.gen_model or (args.model if args.judge == "local" else None) or "smollm2"
         same = getattr(judge, "name", None) == f"local:{name}"
-        return LocalGenerator(name, pre=judge.pre if same else None, max_new_tokens=args.max_new_tokens,
-                              cache_dir=args.cache_dir)
+        return LocalGenerator(
+            name, pre=judge.pre if same else None, max_new_tokens=args.max_new_tokens, cache_dir=args.cache_dir
+        )
     base, model = args.gen_base_url or args.base_url, args.gen_model or args.model
     if not base or not model:
         raise SystemExit("error: --generator openai needs --gen-base-url/--gen-model (or --base-url/--model)")
     from .judges import OpenAIChatGenerator
-    return OpenAIChatGenerator(base, model, max_tokens=args.max_new_tokens, api_key_env=args.api_key_env,
-                               timeout=args.timeout, concurrency=args.concurrency, max_retries=args.max_retries,
-                               cache_dir=args.cache_dir)
+
+    return OpenAIChatGenerator(
+        base,
+        model,
+        max_tokens=args.max_new_tokens,
+        api_key_env=args.api_key_env,
+        timeout=args.timeout,
+        concurrency=args.concurrency,
+        max_retries=args.max_retries,
+        cache_dir=args.cache_dir,
+    )
 
 
 def _judge_arguments(p: argparse.ArgumentParser) -> None:
@@ -84,9 +108,15 @@ def _judge_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--concurrency", type=int, default=4, help="parallel HTTP requests")
     p.add_argument("--max-retries", type=int, default=4)
     p.add_argument("--max-length", type=int, help="local judge prompt cap in tokens (middle-out above; default window)")
-    p.add_argument("--predict-type", action="store_true", help="local judge: also score the seed's [[TYPE:X]] "
-                   "question type (one more forward pass per pair; served judges write it in their answer)")
-    p.add_argument("--cache-dir", help="response cache folder (default $PUAUDIT_CACHE/judges or ~/.cache/puaudit/judges)")
+    p.add_argument(
+        "--predict-type",
+        action="store_true",
+        help="local judge: also score the seed's [[TYPE:X]] "
+        "question type (one more forward pass per pair; served judges write it in their answer)",
+    )
+    p.add_argument(
+        "--cache-dir", help="response cache folder (default $PUAUDIT_CACHE/judges or ~/.cache/puaudit/judges)"
+    )
     p.add_argument("--limit", type=int, help="only the first N comparisons")
     p.add_argument("--include-unlabelled", action="store_true", default=None)
     p.add_argument("--out", required=True)
@@ -98,13 +128,20 @@ def add_attack_arguments(p: argparse.ArgumentParser) -> None:
     _judge_arguments(p)
     p.add_argument("--attack", choices=["distraction", "length", "sentiment"], required=True)
     p.add_argument("--emotion", default="cheerful", help="sentiment attack tone (seed Figure 9's {emotion})")
-    p.add_argument("--generator", choices=["local", "openai"], help="rewrite model for length/sentiment "
-                   "(default: same kind as --judge)")
+    p.add_argument(
+        "--generator",
+        choices=["local", "openai"],
+        help="rewrite model for length/sentiment (default: same kind as --judge)",
+    )
     p.add_argument("--gen-base-url")
     p.add_argument("--gen-model")
     p.add_argument("--max-new-tokens", type=int, default=512, help="rewrite length cap in tokens")
-    p.add_argument("--original", choices=["rejudge", "column"], default="rejudge",
-                   help="verdicts before the attack: the same judge on the clean pairs, or the table's judge column")
+    p.add_argument(
+        "--original",
+        choices=["rejudge", "column"],
+        default="rejudge",
+        help="verdicts before the attack: the same judge on the clean pairs, or the table's judge column",
+    )
 
 
 def add_judge_arguments(p: argparse.ArgumentParser) -> None:
@@ -128,15 +165,28 @@ def cmd_attack(args) -> int:
     write_csv(res.table, out / "attacked.csv")
     save_comparisons(res.comparisons(table), out / "comparisons.csv")
     by_type = flip_rates_by(res) if "question_type" in res.table else pd.DataFrame()
-    write_json({"data": args.data, "attack": res.attack, "params": dict(res.params), "judge": res.judge,
-                "generator": getattr(generator, "name", None), "original": args.original, "counts": dict(res.counts),
-                "flip_rate": res.flip_rate, "to_loser_rate": res.to_loser_rate,
-                "by_question_type": by_type.to_dict(orient="records"), "seconds": time.perf_counter() - t0},
-               out / "attack.json")
+    write_json(
+        {
+            "data": args.data,
+            "attack": res.attack,
+            "params": dict(res.params),
+            "judge": res.judge,
+            "generator": getattr(generator, "name", None),
+            "original": args.original,
+            "counts": dict(res.counts),
+            "flip_rate": res.flip_rate,
+            "to_loser_rate": res.to_loser_rate,
+            "by_question_type": by_type.to_dict(orient="records"),
+            "seconds": time.perf_counter() - t0,
+        },
+        out / "attack.json",
+    )
     c = res.counts
-    print(f"{res.attack} attack on {res.judge}: {c['input']} rows, {c['attacked']} attacked, {c['judged']} re-judged, "
-          f"{c['flipped']} flipped -> flip-under-attack rate {res.flip_rate:.3f} "
-          f"(attacked loser now wins: {res.to_loser_rate:.3f}); skipped {c['skipped']}")
+    print(
+        f"{res.attack} attack on {res.judge}: {c['input']} rows, {c['attacked']} attacked, {c['judged']} re-judged, "
+        f"{c['flipped']} flipped -> flip-under-attack rate {res.flip_rate:.3f} "
+        f"(attacked loser now wins: {res.to_loser_rate:.3f}); skipped {c['skipped']}"
+    )
     print(f"wrote {out}/attacked.csv, comparisons.csv, attack.json")
     return 0
 
@@ -151,19 +201,28 @@ def cmd_judge(args) -> int:
     out = Path(args.out)
     save_comparisons(result, out / "comparisons.csv")
     labelled = result[result.human.isin(JUDGE_VERDICTS) & (result.judge_status == "ok")]
-    summary = {"data": args.data, "judge": judge.name, "rows": len(result),
-               "status": result.judge_status.str.split(":").str[0].value_counts().to_dict(),
-               "agreement_with_human": float((labelled.judge == labelled.human).mean()) if len(labelled) else None,
-               "agreement_original_with_human": float((labelled.judge_original == labelled.human).mean())
-               if len(labelled) else None, "n_labelled": len(labelled), "seconds": time.perf_counter() - t0}
+    summary = {
+        "data": args.data,
+        "judge": judge.name,
+        "rows": len(result),
+        "status": result.judge_status.str.split(":").str[0].value_counts().to_dict(),
+        "agreement_with_human": float((labelled.judge == labelled.human).mean()) if len(labelled) else None,
+        "agreement_original_with_human": float((labelled.judge_original == labelled.human).mean())
+        if len(labelled)
+        else None,
+        "n_labelled": len(labelled),
+        "seconds": time.perf_counter() - t0,
+    }
     if result.consistent.notna().any():
         summary["position_consistency"] = float(result.consistent.dropna().astype(bool).mean())
-    if result.judge_type.notna().any():   # the judge's [[TYPE:X]] letters; "none" where it gave none
+    if result.judge_type.notna().any():  # the judge's [[TYPE:X]] letters; "none" where it gave none
         summary["judge_types"] = result.judge_type.fillna("none").value_counts().sort_index().to_dict()
     write_json(summary, out / "judge.json")
-    print(f"{judge.name} judged {len(result)} comparisons: status {summary['status']}; agreement with human "
-          f"{summary['agreement_with_human']} (previous judge {summary['agreement_original_with_human']}) "
-          f"on {len(labelled)} labelled rows")
+    print(
+        f"{judge.name} judged {len(result)} comparisons: status {summary['status']}; agreement with human "
+        f"{summary['agreement_with_human']} (previous judge {summary['agreement_original_with_human']}) "
+        f"on {len(labelled)} labelled rows"
+    )
     print(f"wrote {out}/comparisons.csv, judge.json")
     return 0
 

@@ -16,15 +16,17 @@ and a ``reason`` (original tie / unparsed / error, missing text, generation erro
 generation); rows whose attacked verdict is unparsed or an error are attacked rows with that
 reason and are left out of the flip rate's denominator, with a count.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar, Mapping
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
-from .datasets.verdicts import A, TIE, flip_verdict
+from .datasets.verdicts import TIE, A, flip_verdict
 from .judges.base import OK, Verdict, fill, row_inputs, template
 from .judges.run import has_text, verdict_status
 
@@ -52,8 +54,10 @@ class LengthExpansion:
     needs_generator: ClassVar[bool] = True
 
     def messages(self, response: str, side: str) -> list[dict]:
-        return [{"role": "system", "content": template("length_system")},
-                {"role": "user", "content": fill(template("length_user"), original_answer=response)}]
+        return [
+            {"role": "system", "content": template("length_system")},
+            {"role": "user", "content": fill(template("length_user"), original_answer=response)},
+        ]
 
 
 @dataclass(frozen=True)
@@ -65,13 +69,30 @@ class SentimentRestyle:
     needs_generator: ClassVar[bool] = True
 
     def messages(self, response: str, side: str) -> list[dict]:
-        return [{"role": "system", "content": fill(template("sentiment_system"), emotion=self.emotion)},
-                {"role": "user", "content": fill(template("sentiment_user"), original_answer=response,
-                                                 emotion=self.emotion)}]
+        return [
+            {"role": "system", "content": fill(template("sentiment_system"), emotion=self.emotion)},
+            {
+                "role": "user",
+                "content": fill(template("sentiment_user"), original_answer=response, emotion=self.emotion),
+            },
+        ]
 
 
-RESULT_COLUMNS = ("id", "question_type", "human", "original", "original_status", "loser", "attacked",
-                  "attacked_status", "attacked_text", "flipped", "to_loser", "status", "reason")
+RESULT_COLUMNS = (
+    "id",
+    "question_type",
+    "human",
+    "original",
+    "original_status",
+    "loser",
+    "attacked",
+    "attacked_status",
+    "attacked_text",
+    "flipped",
+    "to_loser",
+    "status",
+    "reason",
+)
 
 ATTACKS = {"distraction": Distraction, "length": LengthExpansion, "sentiment": SentimentRestyle}
 
@@ -140,19 +161,28 @@ def _replace_response(row: dict, side: str, text: str) -> dict:
     return new
 
 
-def _clean_rows(records: list[dict], ids: list[str], usable: set[int],
-                original: Mapping[str, Verdict]) -> list[dict]:
+def _clean_rows(records: list[dict], ids: list[str], usable: set[int], original: Mapping[str, Verdict]) -> list[dict]:
     """One result row (RESULT_COLUMNS) per comparison, from its clean verdict: the side to attack
     (``loser``, the clean verdict's loser) where the pair can be attacked, otherwise status
     "skipped" with the reason (missing text, no / failed original verdict, original tie)."""
     rows = []
     for i, r in enumerate(records):
         v = original.get(ids[i])
-        row = {"id": ids[i], "question_type": r.get("question_type"), "human": r.get("human"),
-               "original": v.winner if v is not None else None,
-               "original_status": (verdict_status(v) if v is not None else None), "loser": None,
-               "attacked": None, "attacked_status": None, "attacked_text": None, "flipped": None,
-               "to_loser": None, "status": "skipped", "reason": None}
+        row = {
+            "id": ids[i],
+            "question_type": r.get("question_type"),
+            "human": r.get("human"),
+            "original": v.winner if v is not None else None,
+            "original_status": (verdict_status(v) if v is not None else None),
+            "loser": None,
+            "attacked": None,
+            "attacked_status": None,
+            "attacked_text": None,
+            "flipped": None,
+            "to_loser": None,
+            "status": "skipped",
+            "reason": None,
+        }
         if i not in usable:
             row["reason"] = "missing text"
         elif v is None:
@@ -167,15 +197,15 @@ def _clean_rows(records: list[dict], ids: list[str], usable: set[int],
     return rows
 
 
-def _attacked_texts(attack, generator, records: list[dict], rows: list[dict], targets: list[int],
-                    progress: bool) -> dict[int, str]:
+def _attacked_texts(
+    attack, generator, records: list[dict], rows: list[dict], targets: list[int], progress: bool
+) -> dict[int, str]:
     """The attacked loser response of every target row: index -> text. Generated attacks that fail
     or come back empty are left out, their row's reason set."""
     losers = {i: records[i][response_column(rows[i]["loser"])] for i in targets}
     if not attack.needs_generator:
         return {i: attack.apply(losers[i], rows[i]["loser"]) for i in targets}
-    outs = generator.generate_many([attack.messages(losers[i], rows[i]["loser"]) for i in targets],
-                                   progress=progress)
+    outs = generator.generate_many([attack.messages(losers[i], rows[i]["loser"]) for i in targets], progress=progress)
     texts = {}
     for i, o in zip(targets, outs):
         if isinstance(o, Exception):
@@ -206,16 +236,30 @@ def _attack_counts(table: pd.DataFrame) -> dict:
     skipped and attacked_unjudged (reason -> count)."""
     ok = table[(table.status == "attacked") & (table.attacked_status == OK)] if len(table) else table
     skipped = table[table.status == "skipped"] if len(table) else table
-    return {"input": len(table), "attacked": int((table.status == "attacked").sum()) if len(table) else 0,
-            "judged": len(ok), "flipped": int(ok.flipped.astype(bool).sum()) if len(ok) else 0,
-            "to_loser": int(ok.to_loser.astype(bool).sum()) if len(ok) else 0,
-            "skipped": skipped.reason.value_counts().to_dict() if len(skipped) else {},
-            "attacked_unjudged": (table[(table.status == "attacked") & (table.attacked_status != OK)]
-                                  .reason.value_counts().to_dict() if len(table) else {})}
+    return {
+        "input": len(table),
+        "attacked": int((table.status == "attacked").sum()) if len(table) else 0,
+        "judged": len(ok),
+        "flipped": int(ok.flipped.astype(bool).sum()) if len(ok) else 0,
+        "to_loser": int(ok.to_loser.astype(bool).sum()) if len(ok) else 0,
+        "skipped": skipped.reason.value_counts().to_dict() if len(skipped) else {},
+        "attacked_unjudged": (
+            table[(table.status == "attacked") & (table.attacked_status != OK)].reason.value_counts().to_dict()
+            if len(table)
+            else {}
+        ),
+    }
 
 
-def run_attack(comparisons: pd.DataFrame, judge, attack, generator=None, *, original: Mapping[str, Verdict] | None = None,
-               progress: bool = False) -> AttackResult:
+def run_attack(
+    comparisons: pd.DataFrame,
+    judge,
+    attack,
+    generator=None,
+    *,
+    original: Mapping[str, Verdict] | None = None,
+    progress: bool = False,
+) -> AttackResult:
     """Seed Algorithm 2, Phase 2 on ``comparisons`` (a comparison table).
 
     ``original``: id -> the judge's verdict on the clean pair; None -> judged here with ``judge``
@@ -238,16 +282,23 @@ def run_attack(comparisons: pd.DataFrame, judge, attack, generator=None, *, orig
     targets = [i for i, row in enumerate(rows) if row["loser"] is not None]
     texts = _attacked_texts(attack, generator, records, rows, targets, progress)
     judged = sorted(texts)
-    attacked = judge.judge_many([row_inputs(_replace_response(records[i], rows[i]["loser"], texts[i]))
-                                 for i in judged], progress=progress)
+    attacked = judge.judge_many(
+        [row_inputs(_replace_response(records[i], rows[i]["loser"], texts[i])) for i in judged], progress=progress
+    )
     _record_attacked(rows, judged, attacked, texts)
     table = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
     counts = _attack_counts(table)
     n = counts["judged"]
     params = {k: getattr(attack, k) for k in getattr(attack, "__dataclass_fields__", {})}
-    return AttackResult(attack=attack.name, judge=getattr(judge, "name", type(judge).__name__), table=table,
-                        counts=counts, flip_rate=counts["flipped"] / n if n else float("nan"),
-                        to_loser_rate=counts["to_loser"] / n if n else float("nan"), params=params)
+    return AttackResult(
+        attack=attack.name,
+        judge=getattr(judge, "name", type(judge).__name__),
+        table=table,
+        counts=counts,
+        flip_rate=counts["flipped"] / n if n else float("nan"),
+        to_loser_rate=counts["to_loser"] / n if n else float("nan"),
+        params=params,
+    )
 
 
 def flip_rates_by(result: AttackResult, column: str = "question_type") -> pd.DataFrame:
@@ -256,7 +307,14 @@ def flip_rates_by(result: AttackResult, column: str = "question_type") -> pd.Dat
     out = []
     for key, g in t.groupby(column, dropna=False):
         ok = g[(g.status == "attacked") & (g.attacked_status == OK)]
-        out.append({column: key, "n": len(g), "n_attacked": int((g.status == "attacked").sum()), "n_judged": len(ok),
-                    "flip_rate": float(ok.flipped.astype(bool).mean()) if len(ok) else np.nan,
-                    "to_loser_rate": float(ok.to_loser.astype(bool).mean()) if len(ok) else np.nan})
+        out.append(
+            {
+                column: key,
+                "n": len(g),
+                "n_attacked": int((g.status == "attacked").sum()),
+                "n_judged": len(ok),
+                "flip_rate": float(ok.flipped.astype(bool).mean()) if len(ok) else np.nan,
+                "to_loser_rate": float(ok.to_loser.astype(bool).mean()) if len(ok) else np.nan,
+            }
+        )
     return pd.DataFrame(out)

@@ -20,6 +20,7 @@ Everything here is small (numpy, and the jit-compiled float64 Newton solver of
 Units: features are whatever the scorer's normalised output is (larger = judge more likely
 correct); probabilities are in [0, 1]; gains are in agreement points per pool item (fraction).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -106,8 +107,11 @@ def fit_platt(x: np.ndarray, c: np.ndarray, groups=None, group_ridge: float = 5.
     score that ranks correct verdicts lower says nothing usable: refit with the offsets only)."""
     x, c = np.asarray(x, np.float64), np.asarray(c, np.float64)
     names = [] if groups is None else sorted(pd.unique(np.asarray(groups, dtype=object)), key=str)
-    onehot = (np.asarray(groups, dtype=object)[:, None] == np.array(names, dtype=object)[None, :]).astype(float) \
-        if names else np.zeros((len(x), 0))
+    onehot = (
+        (np.asarray(groups, dtype=object)[:, None] == np.array(names, dtype=object)[None, :]).astype(float)
+        if names
+        else np.zeros((len(x), 0))
+    )
     penalty = np.concatenate([[1e-6, 1e-6], np.full(len(names), group_ridge)])
     X = np.column_stack([np.ones_like(x), x, onehot])
     w = penalised_logistic(X, c, penalty)

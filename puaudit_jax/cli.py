@@ -1,4 +1,4 @@
-"""The ``puaudit`` command line: ``audit``, ``evaluate`` and ``demo`` (plus ``attack``, ``judge``, ``consensus``, ``probe``).
+"""The ``puaudit`` command line: ``audit``, ``evaluate``, ``demo`` (and attack, judge, consensus, probe).
 
     puaudit audit DATA [--embeddings FILE | --encoder minilm|smollm2|PATH] [--scorer knn] [--rule two-sided]
                   [--flip-threshold 0.5] [--confidence 0.9] [--cluster-by COLUMN] [--m M] [--out DIR]
@@ -22,12 +22,12 @@ evaluate: ``DIR/results.csv`` (one row per scorer, rule and question type), ``DI
 (the same plus the settings), ``DIR/per_seed.csv``, ``DIR/figure3.png``, ``DIR/figure2.png`` and,
 when the first scorer's rule is calibrated, ``DIR/calibration.png``.
 """
+
 from __future__ import annotations
 
 import argparse
 import sys
 import time
-from pathlib import Path
 
 from probes.cli import add_probe_parser
 from probes.mesh import add_device_arguments, mesh_from_args
@@ -42,8 +42,7 @@ from .options import add_options, options_from_args
 from .rules import RULES, CalibratedRule, get_rule, needs_crossfit
 from .scorers import SCORERS, get_scorer
 
-AUDIT_FIELDS = ("m", "eta", "alpha1", "alpha2", "holdout", "group_by", "min_group_size", "folds", "cluster_by",
-                "seed")
+AUDIT_FIELDS = ("m", "eta", "alpha1", "alpha2", "holdout", "group_by", "min_group_size", "folds", "cluster_by", "seed")
 RULE_FIELDS, RULE_RENAME = ("threshold", "confidence"), {"threshold": "flip_threshold"}
 EMBED_FIELDS = ("cache_dir", "no_cache", "batch_size", "max_length", "long_inputs")
 
@@ -57,8 +56,11 @@ def _mesh(args):
     if mesh is not None:
         import jax
 
-        print(f"[puaudit] {mesh.size} devices ({mesh.devices.flat[0].platform}), mesh {dict(mesh.shape)}, "
-              f"process {jax.process_index()} of {jax.process_count()}", file=sys.stderr)
+        print(
+            f"[puaudit] {mesh.size} devices ({mesh.devices.flat[0].platform}), mesh {dict(mesh.shape)}, "
+            f"process {jax.process_index()} of {jax.process_count()}",
+            file=sys.stderr,
+        )
     return mesh
 
 
@@ -97,8 +99,10 @@ def _pairs(value: str) -> list[tuple[str, str]]:
     pairs = [tuple(p.strip().split(":", 1)) for p in value.split(",") if p.strip()]
     bad = [":".join(p) for p in pairs if len(p) != 2 or p[0] not in SCORERS or p[1] not in RULES]
     if bad or not pairs:
-        raise SystemExit(f"error: --pairs needs scorer:rule items with scorers {sorted(SCORERS)} and rules "
-                         f"{sorted(RULES)}; got {bad or value!r}")
+        raise SystemExit(
+            f"error: --pairs needs scorer:rule items with scorers {sorted(SCORERS)} and rules "
+            f"{sorted(RULES)}; got {bad or value!r}"
+        )
     return pairs
 
 
@@ -114,8 +118,11 @@ def _features(args, table):
     config = EmbedConfig(encoder=args.encoder, **options_from_args(args, EmbedConfig, include=EMBED_FIELDS))
     t = time.perf_counter()
     emb = table_embeddings(table, config, mesh=args.mesh_obj, progress=not args.quiet)
-    print(f"embedded {len(emb.ids)} comparisons with {config.resolved().encoder} (d={emb.dim}) in "
-          f"{time.perf_counter() - t:.1f}s", file=sys.stderr)
+    print(
+        f"embedded {len(emb.ids)} comparisons with {config.resolved().encoder} (d={emb.dim}) in "
+        f"{time.perf_counter() - t:.1f}s",
+        file=sys.stderr,
+    )
     if args.save_embeddings:
         save_embeddings(emb, args.save_embeddings)
     return emb
@@ -137,9 +144,12 @@ def cmd_audit(args) -> int:
     try:
         result = run_audit(table, emb, config)
     except ValueError as err:
-        hint = ("" if "U is empty" not in str(err) else
-                " (use --hide-labels F to audit a share of the labelled items, or --include-unlabelled)")
-        raise SystemExit(f"error: {err}{hint}")
+        hint = (
+            ""
+            if "U is empty" not in str(err)
+            else " (use --hide-labels F to audit a share of the labelled items, or --include-unlabelled)"
+        )
+        raise SystemExit(f"error: {err}{hint}") from None
     if truth is not None:
         result = with_hidden_labels(result, truth, args.hide_labels)
     if not _writes():
@@ -147,6 +157,7 @@ def cmd_audit(args) -> int:
     files = write_result(result, args.out)
     if not args.no_figures:
         from .plots import audit_figures
+
         files += audit_figures(result, truth, args.out, title=args.data)
     print(result.report.summary())
     if truth is not None:
@@ -162,8 +173,10 @@ def cmd_evaluate(args) -> int:
     table = load_data(args.data, args.include_unlabelled)
     emb = _features(args, table)
     if args.scorers or args.rules:
-        grid = {"scorers": [_scorer(s, args) for s in _names(args.scorers or DEFAULT_SCORER, SCORERS, "scorers")],
-                "rules": [_rule(r, args) for r in _names(args.rules or f"{DEFAULT_RULE},seed", RULES, "rules")]}
+        grid = {
+            "scorers": [_scorer(s, args) for s in _names(args.scorers or DEFAULT_SCORER, SCORERS, "scorers")],
+            "rules": [_rule(r, args) for r in _names(args.rules or f"{DEFAULT_RULE},seed", RULES, "rules")],
+        }
     else:
         grid = {"pairs": [(_scorer(s, args), _rule(r, args)) for s, r in _pairs(args.pairs)]}
     proto = options_from_args(args, Protocol, include=("seeds", "p_ratio", "split_by", "ceiling"))
@@ -179,9 +192,13 @@ def cmd_evaluate(args) -> int:
     files = write_evaluation(res, args.out, data=args.data)
     if not args.no_figures:
         from .plots import evaluation_figures
+
         files += evaluation_figures(res, args.out, data=args.data)
-    print(summary_table(res.summary) if not args.sweep else
-          res.summary[res.summary.question_type == "all"].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    print(
+        summary_table(res.summary)
+        if not args.sweep
+        else res.summary[res.summary.question_type == "all"].to_string(index=False, float_format=lambda v: f"{v:.4f}")
+    )
     print(f"wrote {args.out}/" + ", ".join(files))
     return 0
 
@@ -197,17 +214,28 @@ def cmd_demo(args) -> int:
     emb = _features(args, table)
     t_embed = time.perf_counter() - t0
     names = _names(args.scorers, SCORERS, "scorers")
-    res = run_demo(table, emb, scorers=[_scorer(s, args) for s in names], default_rule=_rule(DEFAULT_RULE, args),
-                   seed_scorer=_scorer("pot", args), config=_audit_config(args), seeds=args.seeds,
-                   p_ratio=args.p_ratio, progress=not args.quiet)
+    res = run_demo(
+        table,
+        emb,
+        scorers=[_scorer(s, args) for s in names],
+        default_rule=_rule(DEFAULT_RULE, args),
+        seed_scorer=_scorer("pot", args),
+        config=_audit_config(args),
+        seeds=args.seeds,
+        p_ratio=args.p_ratio,
+        progress=not args.quiet,
+    )
     if not _writes():
         return 0
     files = write_evaluation(res, args.out, data="mtbench")
     if not args.no_figures:
         from .plots import evaluation_figures
+
         files += evaluation_figures(res, args.out, data="mtbench")
     print(demo_text(res, first_scorer=names[0], eta=args.eta, p_ratio=args.p_ratio, source=emb.source))
-    print(f"wrote {args.out}/" + ", ".join(files) + f" (embeddings {t_embed:.0f}s, total {time.perf_counter() - t0:.0f}s)")
+    print(
+        f"wrote {args.out}/" + ", ".join(files) + f" (embeddings {t_embed:.0f}s, total {time.perf_counter() - t0:.0f}s)"
+    )
     return 0
 
 
@@ -215,8 +243,12 @@ def _data_options(p: argparse.ArgumentParser, data: bool = True) -> None:
     """DATA, where its embeddings come from, and the device flags."""
     if data:
         p.add_argument("data", help=f"comparison file or bundled set ({', '.join(BUNDLED)})")
-        p.add_argument("--include-unlabelled", action="store_true", default=None,
-                       help="bundled sets: add the judge-only comparisons (LLMFAO: 1,097 pairs)")
+        p.add_argument(
+            "--include-unlabelled",
+            action="store_true",
+            default=None,
+            help="bundled sets: add the judge-only comparisons (LLMFAO: 1,097 pairs)",
+        )
     src = p.add_mutually_exclusive_group()
     src.add_argument("--embeddings", help=".npz with arrays id, a, b (F(x, o_A), F(x, o_B))")
     add_options(src, EmbedConfig, include=("encoder",))
@@ -231,19 +263,31 @@ def _audit_options(p: argparse.ArgumentParser) -> None:
     """The audit's settings, generated from AuditConfig and the calibrated rule's fields."""
     add_options(p, AuditConfig, include=AUDIT_FIELDS)
     add_options(p, CalibratedRule, include=RULE_FIELDS, rename=RULE_RENAME)
-    p.add_argument("--solver-dtype", choices=["float32", "float64"], default="float32",
-                   help="float type of the pot scorer's Sinkhorn solve (float64: results that do not depend on "
-                        "the order of float additions, e.g. the same items on any number of devices; ~2x slower)")
+    p.add_argument(
+        "--solver-dtype",
+        choices=["float32", "float64"],
+        default="float32",
+        help="float type of the pot scorer's Sinkhorn solve (float64: results that do not depend on "
+        "the order of float additions, e.g. the same items on any number of devices; ~2x slower)",
+    )
 
 
 def _add_audit_parser(sub) -> None:
     p = sub.add_parser("audit", help="audit the unlabelled judge verdicts of DATA")
     _data_options(p)
     _audit_options(p)
-    p.add_argument("--scorer", default=AuditConfig.scorer, choices=sorted(SCORERS),
-                   help=f"default {AuditConfig.scorer} (picked by the data; the seed's is pot)")
-    p.add_argument("--rule", default=AuditConfig.rule, choices=sorted(RULES),
-                   help=f"default {AuditConfig.rule} (calibrated, abstaining; the seed's is seed)")
+    p.add_argument(
+        "--scorer",
+        default=AuditConfig.scorer,
+        choices=sorted(SCORERS),
+        help=f"default {AuditConfig.scorer} (picked by the data; the seed's is pot)",
+    )
+    p.add_argument(
+        "--rule",
+        default=AuditConfig.rule,
+        choices=sorted(RULES),
+        help=f"default {AuditConfig.rule} (calibrated, abstaining; the seed's is seed)",
+    )
     p.add_argument("--hide-labels", type=float, help="hide the human labels of this share of labelled rows")
     p.add_argument("--out", default="puaudit-out")
     p.set_defaults(func=cmd_audit)
@@ -254,12 +298,21 @@ def _add_evaluate_parser(sub) -> None:
     _data_options(p)
     _audit_options(p)
     add_options(p, Protocol)
-    p.add_argument("--pairs", default=",".join(f"{s}:{r}" for s, r in DEFAULT_PAIRS),
-                   help="scorer:rule pairs to compare (default: the default audit and the seed's configuration)")
-    p.add_argument("--scorers", help=f"instead of --pairs, the grid of these scorers (comma list of {sorted(SCORERS)} "
-                   f"or 'all'; default {DEFAULT_SCORER}) ...")
-    p.add_argument("--rules", help=f"... and these rules (comma list of {sorted(RULES)} or 'all'; default "
-                   f"{DEFAULT_RULE},seed; each scorer's audit runs with the first)")
+    p.add_argument(
+        "--pairs",
+        default=",".join(f"{s}:{r}" for s, r in DEFAULT_PAIRS),
+        help="scorer:rule pairs to compare (default: the default audit and the seed's configuration)",
+    )
+    p.add_argument(
+        "--scorers",
+        help=f"instead of --pairs, the grid of these scorers (comma list of {sorted(SCORERS)} "
+        f"or 'all'; default {DEFAULT_SCORER}) ...",
+    )
+    p.add_argument(
+        "--rules",
+        help=f"... and these rules (comma list of {sorted(RULES)} or 'all'; default "
+        f"{DEFAULT_RULE},seed; each scorer's audit runs with the first)",
+    )
     p.add_argument("--sweep", help="p_ratio=V1,V2,... or m=V1,V2,... (the seed's Tables 6 and 7)")
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_evaluate)
@@ -278,8 +331,11 @@ def _add_demo_parser(sub) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="puaudit", description="Audit LLM-judge verdicts with partial OT "
-                                     "(PUAudit) and evaluate the audit against hidden human labels.")
+    parser = argparse.ArgumentParser(
+        prog="puaudit",
+        description="Audit LLM-judge verdicts with partial OT "
+        "(PUAudit) and evaluate the audit against hidden human labels.",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     _add_audit_parser(sub)
     _add_evaluate_parser(sub)

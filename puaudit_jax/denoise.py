@@ -10,6 +10,7 @@ Within one question type, from the human-verified positives P (n items):
 Sizes use floor, as in the seed, but never drop below one item (a type with 1 positive keeps it).
 Ties in similarity keep the earlier item (stable sort), so the result is deterministic.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

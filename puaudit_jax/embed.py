@@ -15,12 +15,13 @@ MT-Bench turn-2 item, x is the side's own conversation so far (user turn 1, that
 user turn 2), so each side is embedded in its own context, as GPT-4 judged it. Identical inputs
 are encoded once (many comparisons share a response).
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -48,8 +49,9 @@ class PairEmbeddings:
         ids = np.asarray(self.ids).astype(str)
         a, b = np.asarray(self.a, np.float32), np.asarray(self.b, np.float32)
         if a.ndim != 2 or a.shape != b.shape or a.shape[0] != ids.shape[0]:
-            raise ValueError(f"embeddings: ids {ids.shape}, a {a.shape}, b {b.shape} do not match "
-                             "(need ids (n,), a and b (n, d))")
+            raise ValueError(
+                f"embeddings: ids {ids.shape}, a {a.shape}, b {b.shape} do not match (need ids (n,), a and b (n, d))"
+            )
         dup = pd.Index(ids)[pd.Index(ids).duplicated()]
         if len(dup):
             raise ValueError(f"embeddings: {len(dup)} repeated ids, e.g. {dup[0]!r}")
@@ -147,9 +149,18 @@ def default_cache_dir() -> Path:
     return Path(root) if root else Path.home() / ".cache" / "puaudit" / "embeddings"
 
 
-def probes_encoder(name: str = "minilm", *, cache_dir: str | Path | None = "default", batch_size: int = 16,
-                   max_length: int | None = None, long_inputs: str | None = None, layers: int = -1,
-                   pooling: str | None = None, progress: bool = True, mesh=None) -> Encoder:
+def probes_encoder(
+    name: str = "minilm",
+    *,
+    cache_dir: str | Path | None = "default",
+    batch_size: int = 16,
+    max_length: int | None = None,
+    long_inputs: str | None = None,
+    layers: int = -1,
+    pooling: str | None = None,
+    progress: bool = True,
+    mesh=None,
+) -> Encoder:
     """An :data:`Encoder` backed by the Flax ports (``probes.models.load_pretrained(name)``).
 
     Pooling is the model's own (mean for MiniLM, last token for decoders) unless given. Inputs longer
@@ -168,15 +179,21 @@ def probes_encoder(name: str = "minilm", *, cache_dir: str | Path | None = "defa
     cache = default_cache_dir() if cache_dir == "default" else cache_dir
 
     def encoder(inputs: list) -> np.ndarray:
-        kwargs = dict(layers=layers, pooling=pooling, batch_size=batch_size, max_length=max_length,
-                      long_inputs=long_inputs, progress=progress, cache_dir=cache)
+        kwargs = dict(
+            layers=layers,
+            pooling=pooling,
+            batch_size=batch_size,
+            max_length=max_length,
+            long_inputs=long_inputs,
+            progress=progress,
+            cache_dir=cache,
+        )
         if mesh is not None and mesh.is_multi_process:
             return np.asarray(encode_distributed(pre, list(inputs), **kwargs), np.float32)
         return np.asarray(encode(pre, list(inputs), mesh=mesh, **kwargs), np.float32)
 
     encoder.__name__ = f"probes:{name}"
     return encoder
-
 
 
 @dataclass(frozen=True)
@@ -199,10 +216,9 @@ class EmbedConfig:
     no_cache: bool = False
     batch_size: int = 16
     max_length: int | None = None
-    long_inputs: str | None = field(default=None, metadata={"choices": ("chunk", "middle_out", "truncate",
-                                                                         "error")})
+    long_inputs: str | None = field(default=None, metadata={"choices": ("chunk", "middle_out", "truncate", "error")})
 
-    def resolved(self) -> "EmbedConfig":
+    def resolved(self) -> EmbedConfig:
         """The settings actually used: MiniLM gets its own input length (sentence-transformers'
         max_seq_length = 256) with probes' middle-out cut -- the prompt's head and the end of the
         judged answer -- instead of chunked 512-token windows: ~4x less compute, the same audit
@@ -217,7 +233,14 @@ def table_embeddings(table: pd.DataFrame, config: EmbedConfig, *, mesh=None, pro
     """F(x, o_A), F(x, o_B) of every usable row of ``table`` with the probes encoder ``config`` names."""
     cfg = config.resolved()
     cache = None if cfg.no_cache else (cfg.cache_dir or "default")
-    encoder = probes_encoder(cfg.encoder, cache_dir=cache, batch_size=cfg.batch_size, progress=progress,
-                             max_length=cfg.max_length, long_inputs=cfg.long_inputs, mesh=mesh)
+    encoder = probes_encoder(
+        cfg.encoder,
+        cache_dir=cache,
+        batch_size=cfg.batch_size,
+        progress=progress,
+        max_length=cfg.max_length,
+        long_inputs=cfg.long_inputs,
+        mesh=mesh,
+    )
     settings = f"max_length={cfg.max_length or 'window'}, long_inputs={cfg.long_inputs or 'default'}"
     return embed_comparisons(table, encoder, source=f"probes:{cfg.encoder} ({settings})")

@@ -20,6 +20,7 @@ Newton on an autodiff objective (Davidson ties are not a logistic likelihood; th
 is a non-diagonal penalty; steps are accepted only when the objective falls; it is vmapped over
 bootstrap count matrices).
 """
+
 from __future__ import annotations
 
 import jax
@@ -49,8 +50,9 @@ def _newton(X, y, weight, penalty, jitter, tol, max_iter):
     return jax.lax.while_loop(going, step, init)[1]
 
 
-def penalised_logistic(X, y, penalty, *, weight=None, jitter: float = 1e-9, tol: float = 1e-10,
-                       max_iter: int = 50) -> np.ndarray:
+def penalised_logistic(
+    X, y, penalty, *, weight=None, jitter: float = 1e-9, tol: float = 1e-10, max_iter: int = 50
+) -> np.ndarray:
     """Coefficients w (p,) float64 minimising the module's L(w).
 
     X (n, p) (include a column of ones for an intercept), y (n,) targets in [0, 1], penalty (p,)

@@ -13,6 +13,7 @@ default in the dataclass changes the CLI with it and the two cannot drift. Types
 field annotations: ``int``, ``float``, ``str`` and their ``| None`` forms; a field whose choices
 are fixed names them in :data:`CHOICES` metadata (``field(metadata={"choices": (...)})``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,8 +60,7 @@ def option_name(name: str, rename: dict | None = None) -> str:
     return "--" + (rename or {}).get(name, name).replace("_", "-")
 
 
-def add_options(parser: argparse.ArgumentParser, cls, *, include=None, exclude=(), rename=None,
-                overrides=None) -> None:
+def add_options(parser: argparse.ArgumentParser, cls, *, include=None, exclude=(), rename=None, overrides=None) -> None:
     """Add one option per field of dataclass ``cls`` (``include``: these fields only, in this order).
 
     ``rename``: field -> option stem (``{"threshold": "flip_threshold"}``); ``overrides``: field ->

@@ -1,4 +1,5 @@
 """Atomic result files: write to a temporary file in the target folder, then rename."""
+
 from __future__ import annotations
 
 import json

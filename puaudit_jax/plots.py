@@ -16,6 +16,7 @@
 The seed's panel (c) sorts a "diagnostic score" 0.6 (1 - r) + 0.4 (1 - d) whose terms it does not
 define; we sort the normalised transport score s̄ itself.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -101,8 +102,7 @@ def _panel_pca(fig, ax, z, score, flipped):
         _, _, vt = np.linalg.svd(zc, full_matrices=False)
         xy = zc @ vt[:2].T if vt.shape[0] >= 2 else np.c_[zc @ vt[0], np.zeros(len(zc))]
         sc = ax.scatter(xy[:, 0], xy[:, 1], c=score, cmap="viridis", s=10, vmin=0, vmax=1)
-        ax.scatter(xy[flipped, 0], xy[flipped, 1], facecolors="none", edgecolors=C_FLIP, s=22, lw=0.6,
-                   label="flipped")
+        ax.scatter(xy[flipped, 0], xy[flipped, 1], facecolors="none", edgecolors=C_FLIP, s=22, lw=0.6, label="flipped")
         fig.colorbar(sc, ax=ax, label="normalised score s̄")
         ax.legend(fontsize=8)
     ax.set(title="(d) PCA of pool difference embeddings z", xlabel="PC 1", ylabel="PC 2")
@@ -120,14 +120,23 @@ def figure2(result, truth: pd.Series | None = None, path: str | Path | None = No
     _panel_by_group(ax_b, score, flipped, eta)
     _panel_sorted(ax_c, score, flipped, seen, eta, m)
     _panel_pca(fig, ax_d, np.asarray(result.u_z, float), score, flipped)
-    lines = [f"scorer {result.report.scorer}, rule {result.report.rule}, m = {m:.3f}",
-             f"flipped {int(flipped.sum())} / {len(pool)}"]
+    lines = [
+        f"scorer {result.report.scorer}, rule {result.report.rule}, m = {m:.3f}",
+        f"flipped {int(flipped.sum())} / {len(pool)}",
+    ]
     if seen is not None:
         known, y, t = seen
         adj = pool["adjusted"].to_numpy() == t
         lines.insert(0, f"Cons_orig {y[known].mean():.3f}   Cons_adj {adj[known].mean():.3f}")
-    ax_d.text(0.02, 0.02, "\n".join(lines), transform=ax_d.transAxes, fontsize=8, va="bottom",
-              bbox=dict(boxstyle="round", fc="white", alpha=0.85))
+    ax_d.text(
+        0.02,
+        0.02,
+        "\n".join(lines),
+        transform=ax_d.transAxes,
+        fontsize=8,
+        va="bottom",
+        bbox=dict(boxstyle="round", fc="white", alpha=0.85),
+    )
     fig.suptitle(title or "PUAudit diagnostics (seed Figure 2)")
     fig.tight_layout()
     if path is not None:
@@ -144,8 +153,9 @@ def figure3(panels: dict[str, pd.DataFrame], path: str | Path | None = None, *, 
     polar = all((f["question_type"] != "all").sum() >= 3 for f in panels.values())  # a radar needs 3 axes
     ncols = min(k, ncols)
     nrows = -(-k // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 4.8 * nrows),
-                             subplot_kw={"polar": True} if polar else {}, squeeze=False)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(4.6 * ncols, 4.8 * nrows), subplot_kw={"polar": True} if polar else {}, squeeze=False
+    )
     for ax in axes.flat[k:]:
         ax.set_visible(False)
     for ax, (name, frame) in zip(axes.flat, panels.items()):
@@ -200,17 +210,33 @@ def _reliability(ax, p, wrong, color, label, bins: int):
 def _panel_reliability(ax, items, pool, truth, threshold, bins):
     lab = items[(items["status"] == "labelled") & items["p_wrong"].notna()]
     if len(lab):
-        _reliability(ax, lab["p_wrong"].to_numpy(float), (lab["judge"] != lab["human"]).to_numpy(), C_OK,
-                     "labelled, out of fold", bins)
+        _reliability(
+            ax,
+            lab["p_wrong"].to_numpy(float),
+            (lab["judge"] != lab["human"]).to_numpy(),
+            C_OK,
+            "labelled, out of fold",
+            bins,
+        )
     if truth is not None and pool["id"].isin(truth.index).any():
         known = pool[pool["id"].isin(truth.index)]
-        _reliability(ax, known["p_wrong"].to_numpy(float),
-                     (known["judge"].to_numpy() != truth.loc[known["id"]].to_numpy()), C_BAD, "pool, hidden labels",
-                     bins)
+        _reliability(
+            ax,
+            known["p_wrong"].to_numpy(float),
+            (known["judge"].to_numpy() != truth.loc[known["id"]].to_numpy()),
+            C_BAD,
+            "pool, hidden labels",
+            bins,
+        )
     ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls=":")
     ax.axvline(threshold, color="black", lw=0.8, ls="--", label="flip threshold")
-    ax.set(xlabel="predicted P(judge wrong) (bin mean)", ylabel="observed share judge wrong",
-           title="(a) reliability", xlim=(0, 1), ylim=(0, 1))
+    ax.set(
+        xlabel="predicted P(judge wrong) (bin mean)",
+        ylabel="observed share judge wrong",
+        title="(a) reliability",
+        xlim=(0, 1),
+        ylim=(0, 1),
+    )
     ax.legend(fontsize=8)
 
 
@@ -218,9 +244,15 @@ def _panel_pool(ax, pool, truth, decision):
     order = np.argsort(pool["p_wrong"].to_numpy(float))
     p, x = pool["p_wrong"].to_numpy(float)[order], np.arange(len(pool))
     evidence = decision.evidence
-    ax.fill_between(x, pool["p_wrong_lo"].to_numpy(float)[order], pool["p_wrong_hi"].to_numpy(float)[order],
-                    color="grey", alpha=0.3, lw=0,
-                    label=f"{int(100 * (evidence.interval if evidence else 0.9))}% bootstrap")
+    ax.fill_between(
+        x,
+        pool["p_wrong_lo"].to_numpy(float)[order],
+        pool["p_wrong_hi"].to_numpy(float)[order],
+        color="grey",
+        alpha=0.3,
+        lw=0,
+        label=f"{int(100 * (evidence.interval if evidence else 0.9))}% bootstrap",
+    )
     seen = _truth_of(pool, truth)
     if seen is not None:
         known, right, _ = (a[order] for a in seen)
@@ -232,13 +264,18 @@ def _panel_pool(ax, pool, truth, decision):
     ax.axhline(decision.threshold, color="black", lw=0.8, ls="--")
     state = "abstained" if decision.abstained else f"{decision.n_flipped} flipped"
     gain = None if evidence is None else evidence.expected_gain
-    ax.set(xlabel="pool items, sorted", ylabel="P(judge wrong)", ylim=(0, 1),
-           title=f"(b) pool: {state}" + ("" if gain is None else f", expected gain {100 * gain:+.1f} pts"))
+    ax.set(
+        xlabel="pool items, sorted",
+        ylabel="P(judge wrong)",
+        ylim=(0, 1),
+        title=f"(b) pool: {state}" + ("" if gain is None else f", expected gain {100 * gain:+.1f} pts"),
+    )
     ax.legend(fontsize=8, loc="upper left")
 
 
-def calibration_figure(result, truth: pd.Series | None = None, path: str | Path | None = None, *,
-                       title: str = "", bins: int = 8):
+def calibration_figure(
+    result, truth: pd.Series | None = None, path: str | Path | None = None, *, title: str = "", bins: int = 8
+):
     """Reliability and pool view of a calibrated rule's audit (see the module docstring)."""
     decision = result.report.decision
     pool = result.pool.reset_index(drop=True)
@@ -258,8 +295,14 @@ def audit_figures(result, truth: pd.Series | None, out: str | Path, *, title: st
     plt.close(figure2(result, truth, out / "figure2.png", title=f"{title}: audit diagnostics"))
     names = ["figure2.png"]
     if result.report.decision is not None:
-        plt.close(calibration_figure(result, truth, out / "calibration.png",
-                                     title=f"{title}: {result.report.rule} rule, {result.report.scorer}"))
+        plt.close(
+            calibration_figure(
+                result,
+                truth,
+                out / "calibration.png",
+                title=f"{title}: {result.report.rule} rule, {result.report.scorer}",
+            )
+        )
         names.append("calibration.png")
     return names
 
@@ -277,12 +320,23 @@ def evaluation_figures(res, out: str | Path, *, data: str) -> list[str]:
         panels[f"{s} (rule {rule})"] = summ[(summ.scorer == s) & (summ.rule == rule)]
     plt.close(figure3(panels, out / "figure3.png", title=f"{data}: Cons_orig vs Cons_adj, mean over seeds"))
     first, seed = res.first_audit, res.meta["seeds"][0]
-    plt.close(figure2(first, res.first_truth, out / "figure2.png",
-                      title=f"{data}: {first.report.scorer} audit, seed {seed} (seed Figure 2)"))
+    plt.close(
+        figure2(
+            first,
+            res.first_truth,
+            out / "figure2.png",
+            title=f"{data}: {first.report.scorer} audit, seed {seed} (seed Figure 2)",
+        )
+    )
     names = ["figure3.png", "figure2.png"]
     if first.report.decision is not None:
-        plt.close(calibration_figure(first, res.first_truth, out / "calibration.png",
-                                     title=f"{data}: {first.report.scorer} scores, {first.report.rule} rule, "
-                                           f"seed {seed}"))
+        plt.close(
+            calibration_figure(
+                first,
+                res.first_truth,
+                out / "calibration.png",
+                title=f"{data}: {first.report.scorer} scores, {first.report.rule} rule, seed {seed}",
+            )
+        )
         names.append("calibration.png")
     return names

@@ -35,10 +35,11 @@ wrong) with a bootstrap interval; for the run, the expected gain with its interv
 ``two-sided-platt``    the same feature, logistic map with type offsets
 =====================  ======================================================================
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
-from typing import Callable
 
 import numpy as np
 
@@ -156,7 +157,7 @@ class DecisionSummary:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict) -> "DecisionSummary":
+    def from_dict(cls, data: dict) -> DecisionSummary:
         names = {f.name for f in fields(Evidence)}
         evidence = None
         if names <= set(data):
@@ -234,18 +235,32 @@ class CalibratedRule:
             raise ValueError("n_boot must be >= 1 and min_labelled >= 2")
 
     def _calibration(self, cf: CrossFit) -> _Calibration:
-        x_lab = np.asarray(cf.labelled[self.feature], np.float64)        # (n_L,)
+        x_lab = np.asarray(cf.labelled[self.feature], np.float64)  # (n_L,)
         ok = np.isfinite(x_lab)
         clusters = None if cf.cluster is None else np.asarray(cf.cluster, dtype=object)[ok]
-        return _Calibration(x_lab[ok], np.asarray(cf.correct, float)[ok],
-                            np.asarray(cf.labelled_group, dtype=object)[ok], np.asarray(cf.fold)[ok], clusters, ok)
+        return _Calibration(
+            x_lab[ok],
+            np.asarray(cf.correct, float)[ok],
+            np.asarray(cf.labelled_group, dtype=object)[ok],
+            np.asarray(cf.fold)[ok],
+            clusters,
+            ok,
+        )
 
     def _summary(self, cf: CrossFit, cal: _Calibration, **decision) -> DecisionSummary:
-        return DecisionSummary(rule=self.name, method=self.method, feature=self.feature, threshold=self.threshold,
-                               confidence=self.confidence, n_labelled=int(len(cal.ok)),
-                               n_calibration=int(cal.ok.sum()), n_unscored_labelled=int((~cal.ok).sum()),
-                               folds=cf.n_folds,
-                               judge_agreement_labelled=float(cal.c.mean()) if len(cal.c) else None, **decision)
+        return DecisionSummary(
+            rule=self.name,
+            method=self.method,
+            feature=self.feature,
+            threshold=self.threshold,
+            confidence=self.confidence,
+            n_labelled=int(len(cal.ok)),
+            n_calibration=int(cal.ok.sum()),
+            n_unscored_labelled=int((~cal.ok).sum()),
+            folds=cf.n_folds,
+            judge_agreement_labelled=float(cal.c.mean()) if len(cal.c) else None,
+            **decision,
+        )
 
     def _out_of_fold(self, cal: _Calibration) -> np.ndarray:
         """(k,) P(judge wrong) of each scored labelled item from a map fitted on the other folds."""
@@ -272,14 +287,22 @@ class CalibratedRule:
         nan, labelled_p = np.full(n_u, np.nan), np.full(len(cal.ok), np.nan)
         n_folds = len(np.unique(cal.fold))
         if len(cal.x) < self.min_labelled or n_folds < 2:
-            reason = (f"too few labelled items to calibrate ({len(cal.x)} scored, {n_folds} folds; "
-                      f"need {self.min_labelled} and 2)")
-            return Decision(np.zeros(n_u, bool), nan, nan, nan, labelled_p,
-                            self._summary(cf, cal, abstained=True, reason=reason, n_flipped=0))
+            reason = (
+                f"too few labelled items to calibrate ({len(cal.x)} scored, {n_folds} folds; "
+                f"need {self.min_labelled} and 2)"
+            )
+            return Decision(
+                np.zeros(n_u, bool),
+                nan,
+                nan,
+                nan,
+                labelled_p,
+                self._summary(cf, cal, abstained=True, reason=reason, n_flipped=0),
+            )
         p_oof = self._out_of_fold(cal)
         labelled_p[cal.ok] = p_oof
         flip_lab = p_oof > self.threshold
-        gain_lab = flip_lab * (1.0 - 2.0 * cal.c)                       # +1 a wrong verdict fixed, -1 a right one broken
+        gain_lab = flip_lab * (1.0 - 2.0 * cal.c)  # +1 a wrong verdict fixed, -1 a right one broken
         boots = bootstrap_indices(len(cal.x), cal.clusters, self.n_boot, rng)
         gain_boot = np.array([gain_lab[b].sum() / len(b) for b in boots])
         lcb = float(np.quantile(gain_boot, 1 - self.confidence))
@@ -290,8 +313,9 @@ class CalibratedRule:
         flips = (p > self.threshold) & (not abstained)
         reason = self._reason(abstained, flip_lab, gain_lab, lcb)
         evidence = self._evidence(p, p_boot, flips, flip_lab, gain_lab, gain_boot, lcb, cal)
-        summary = self._summary(cf, cal, abstained=abstained, reason=reason, n_flipped=int(flips.sum()),
-                                evidence=evidence)
+        summary = self._summary(
+            cf, cal, abstained=abstained, reason=reason, n_flipped=int(flips.sum()), evidence=evidence
+        )
         return Decision(flips, p, p_lo, p_hi, labelled_p, summary)
 
     def _reason(self, abstained: bool, flip_lab, gain_lab, lcb: float) -> str:
@@ -299,8 +323,10 @@ class CalibratedRule:
             return "out-of-fold gain above 0"
         if not flip_lab.any():
             return "no labelled item would be flipped"
-        return (f"out-of-fold gain {gain_lab.mean():+.4f} not above 0 with confidence {self.confidence} "
-                f"(lower bound {lcb:+.4f})")
+        return (
+            f"out-of-fold gain {gain_lab.mean():+.4f} not above 0 with confidence {self.confidence} "
+            f"(lower bound {lcb:+.4f})"
+        )
 
     def _evidence(self, p, p_boot, flips, flip_lab, gain_lab, gain_boot, lcb, cal: _Calibration) -> Evidence:
         """The measured gains with intervals (module docstring of :class:`Evidence`)."""
@@ -308,18 +334,23 @@ class CalibratedRule:
         expected_boot = (flips[None, :] * (2 * p_boot - 1)).mean(1)
         return Evidence(
             n_flipped_if_not_abstaining=int((p > self.threshold).sum()),
-            crossfit_gain=float(gain_lab.mean()), crossfit_gain_lower_bound=lcb,
+            crossfit_gain=float(gain_lab.mean()),
+            crossfit_gain_lower_bound=lcb,
             crossfit_gain_interval=tuple(float(v) for v in np.quantile(gain_boot, quantiles)),
             crossfit_flip_rate=float(flip_lab.mean()),
             crossfit_flip_precision=float((1 - cal.c[flip_lab]).mean()) if flip_lab.any() else None,
             expected_gain=float((flips * (2 * p - 1)).mean()),
             expected_gain_interval=tuple(float(v) for v in np.quantile(expected_boot, quantiles)),
-            interval=self.interval, n_boot=self.n_boot,
-            bootstrap_unit="cluster" if cal.clusters is not None else "item")
+            interval=self.interval,
+            n_boot=self.n_boot,
+            bootstrap_unit="cluster" if cal.clusters is not None else "item",
+        )
 
 
 RULES: dict[str, Rule | CalibratedRule] = {
-    "seed": seed_rule, "budget": budget_rule, "none": no_flip_rule,
+    "seed": seed_rule,
+    "budget": budget_rule,
+    "none": no_flip_rule,
     "calibrated": CalibratedRule(),
     "calibrated-platt": CalibratedRule(method="platt", name="calibrated-platt"),
     "two-sided": CalibratedRule(feature="two-sided", name="two-sided"),

@@ -31,11 +31,13 @@ Scorers (registry :data:`SCORERS`; build with :func:`get_scorer`):
                    s_j = min(1, g(z_j)/c)
 =================  ==========================================================================
 """
+
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Protocol
 
 import jax
 import jax.numpy as jnp
@@ -59,7 +61,8 @@ class Scorer(Protocol):
     def __call__(self, zp: np.ndarray, zu: np.ndarray, m: float) -> ScoreResult: ...
 
 
-def _unit(z: np.ndarray) -> np.ndarray:
+def unit_rows(z: np.ndarray) -> np.ndarray:
+    """(k, d) float64 rows scaled to unit Euclidean norm."""
     z = np.asarray(z, np.float64)
     return z / np.linalg.norm(z, axis=1, keepdims=True)
 
@@ -108,13 +111,34 @@ class POTScorer:
         a = b = None
         if self.bucket and self.method != "exact" and max(n, k) <= self.bucket_max:
             (zp, a), (zu, b) = _padded(np.asarray(zp), _bucket(n, 16)), _padded(np.asarray(zu), _bucket(k, 16))
-        res = solve_partial(zp, zu, float(m), a=a, b=b, cost="cosine", method=self.method, epsilon=self.epsilon,
-                            tol=self.tol, max_iter=self.max_iter, eps_decay=self.eps_decay, dtype=self.dtype,
-                            return_plan=False, mesh=self.mesh)
+        res = solve_partial(
+            zp,
+            zu,
+            float(m),
+            a=a,
+            b=b,
+            cost="cosine",
+            method=self.method,
+            epsilon=self.epsilon,
+            tol=self.tol,
+            max_iter=self.max_iter,
+            eps_decay=self.eps_decay,
+            dtype=self.dtype,
+            return_plan=False,
+            mesh=self.mesh,
+        )
         scores = np.clip(np.asarray(res.col_mass, np.float64)[:k], 0.0, None)
-        info = {"method": res.method, "iterations": int(res.iterations), "converged": bool(res.converged),
-                "fallback_reason": res.fallback_reason, "epsilon": res.epsilon, "cost": float(res.cost),
-                "mass": float(res.mass), "marginal_error": float(res.marginal_error), "blocked": bool(res.blocked)}
+        info = {
+            "method": res.method,
+            "iterations": int(res.iterations),
+            "converged": bool(res.converged),
+            "fallback_reason": res.fallback_reason,
+            "epsilon": res.epsilon,
+            "cost": float(res.cost),
+            "mass": float(res.mass),
+            "marginal_error": float(res.marginal_error),
+            "blocked": bool(res.blocked),
+        }
         return ScoreResult(scores, f"pot:{res.method}", info)
 
 
@@ -132,9 +156,14 @@ def _ott_jit(x, y, *, epsilon, tau_b, max_iterations, threshold):
 
 
 def _ott_solve(zp, zu, epsilon, tau_b, max_iterations, threshold):
-    plan, cost, iters, converged = _ott_jit(jnp.asarray(zp, jnp.float32), jnp.asarray(zu, jnp.float32),
-                                            epsilon=float(epsilon), tau_b=float(tau_b),
-                                            max_iterations=int(max_iterations), threshold=float(threshold))
+    plan, cost, iters, converged = _ott_jit(
+        jnp.asarray(zp, jnp.float32),
+        jnp.asarray(zu, jnp.float32),
+        epsilon=float(epsilon),
+        tau_b=float(tau_b),
+        max_iterations=int(max_iterations),
+        threshold=float(threshold),
+    )
     return np.asarray(plan, np.float64), np.asarray(cost, np.float64), int(iters), bool(converged)
 
 
@@ -152,8 +181,7 @@ class BalancedOTScorer:
         col = plan.sum(0)
         mean_cost = (plan * cost).sum(0) / np.maximum(col, 1e-300)
         scores = np.clip(1.0 - mean_cost, 0.0, None)
-        info = {"method": "ott-sinkhorn-balanced", "iterations": iters, "converged": converged,
-                "epsilon": self.epsilon}
+        info = {"method": "ott-sinkhorn-balanced", "iterations": iters, "converged": converged, "epsilon": self.epsilon}
         return ScoreResult(scores, "ot-balanced", info)
 
 
@@ -175,8 +203,14 @@ class UnbalancedOTScorer:
         plan, _, iters, converged = _ott_solve(zp, zu, self.epsilon, tau_b, self.max_iterations, self.threshold)
         col = plan.sum(0)
         scores = np.clip(col * zu.shape[0], 0.0, None)
-        info = {"method": "ott-sinkhorn-unbalanced", "iterations": iters, "converged": converged,
-                "epsilon": self.epsilon, "rho": self.rho, "tau_b": tau_b}
+        info = {
+            "method": "ott-sinkhorn-unbalanced",
+            "iterations": iters,
+            "converged": converged,
+            "epsilon": self.epsilon,
+            "rho": self.rho,
+            "tau_b": tau_b,
+        }
         return ScoreResult(scores, "ot-unbalanced", info)
 
 
@@ -191,7 +225,7 @@ class CentroidScorer:
         norm = np.linalg.norm(centre)
         if norm == 0:
             raise ValueError("centroid scorer: the mean of P' is the zero vector")
-        scores = np.clip(_unit(zu) @ (centre / norm), 0.0, None)
+        scores = np.clip(unit_rows(zu) @ (centre / norm), 0.0, None)
         return ScoreResult(scores, "centroid", {})
 
 
@@ -205,7 +239,7 @@ class KNNScorer:
     def __call__(self, zp, zu, m):
         if self.k < 1:
             raise ValueError(f"knn scorer: k must be >= 1, got {self.k}")
-        sim = _unit(zu) @ _unit(zp).T  # (n_U, n_P')
+        sim = unit_rows(zu) @ unit_rows(zp).T  # (n_U, n_P')
         k = min(self.k, sim.shape[1])
         top = -np.sort(-sim, axis=1)[:, :k]
         return ScoreResult(np.clip(top.mean(1), 0.0, None), "knn", {"k": k})
@@ -228,21 +262,22 @@ class PULogisticScorer:
         X = np.concatenate([X, np.ones((len(X), 1))], axis=1)
         s = np.concatenate([np.ones(len(xp)), np.zeros(len(xu))])
         penalty = np.r_[np.full(X.shape[1] - 1, self.lam), 0.0]  # mean log-loss + lam/2 |w|^2, bias free
-        return penalised_logistic(X, s, penalty, weight=np.full(len(X), 1.0 / len(X)), jitter=1e-8, tol=1e-8,
-                                  max_iter=self.iters)
+        return penalised_logistic(
+            X, s, penalty, weight=np.full(len(X), 1.0 / len(X)), jitter=1e-8, tol=1e-8, max_iter=self.iters
+        )
 
     @staticmethod
     def _g(w, x):
         return 1.0 / (1.0 + np.exp(-(np.asarray(x, np.float64) @ w[:-1] + w[-1])))
 
     def __call__(self, zp, zu, m):
-        zp, zu = _unit(zp), _unit(zu)
+        zp, zu = unit_rows(zp), unit_rows(zu)
         w = self._fit(zp, zu)
         if len(zp) >= 2 * self.folds:
             order = np.random.default_rng(self.seed).permutation(len(zp))
             held = []
             for f in range(self.folds):
-                test = order[f::self.folds]
+                test = order[f :: self.folds]
                 train = np.setdiff1d(order, test)
                 held.append(self._g(self._fit(zp[train], zu), zp[test]))
             c, how = float(np.concatenate(held).mean()), f"{self.folds}-fold"

@@ -13,6 +13,7 @@ Embeddings: F(x, o_w) = c + r z_h / 2, F(x, o_l) = c - r z_h / 2 with c a random
 so e_w - e_l = r z_h exactly. Labelled rows carry the human verdict, unlabelled rows "missing";
 the hidden truth of every row is returned separately.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .datasets.comparisons import validate_comparisons
-from .datasets.verdicts import A, B, MISSING, flip_verdict
+from .datasets.verdicts import MISSING, A, B, flip_verdict
 from .embed import PairEmbeddings
 
 
@@ -45,9 +46,19 @@ def _cone_vectors(rng, centre: np.ndarray, proj: np.ndarray) -> np.ndarray:
     return proj[:, None] * centre[None, :] + np.sqrt(1 - proj**2)[:, None] * u
 
 
-def cone_comparisons(n_labelled: int = 200, n_unlabelled: int = 300, *, d: int = 64, alpha: float = 0.7,
-                     tau: float = 0.7, neg_range: tuple[float, float] = (-0.3, 0.3), types: tuple[str, ...] = ("t1", "t2"),
-                     type_spread: float = 0.3, radius: float = 1.0, seed: int = 0) -> ConeData:
+def cone_comparisons(
+    n_labelled: int = 200,
+    n_unlabelled: int = 300,
+    *,
+    d: int = 64,
+    alpha: float = 0.7,
+    tau: float = 0.7,
+    neg_range: tuple[float, float] = (-0.3, 0.3),
+    types: tuple[str, ...] = ("t1", "t2"),
+    type_spread: float = 0.3,
+    radius: float = 1.0,
+    seed: int = 0,
+) -> ConeData:
     """Draw a cone-model comparison set (see the module docstring). Types are assigned round robin."""
     lo, hi = neg_range
     if not -1 < lo <= hi < tau < 1:
@@ -76,9 +87,18 @@ def cone_comparisons(n_labelled: int = 200, n_unlabelled: int = 300, *, d: int =
     b = np.where((human == A)[:, None], e_l, e_w)
     ids = np.array([f"syn:{i}" for i in range(n)])
     visible = np.where(np.arange(n) < n_labelled, human, MISSING)
-    table = validate_comparisons(pd.DataFrame({
-        "id": ids, "question": [f"question {i}" for i in range(n)],
-        "response_a": [f"answer a {i}" for i in range(n)], "response_b": [f"answer b {i}" for i in range(n)],
-        "judge": judge, "human": visible, "question_type": qtype,
-    }), source="cone model")
+    table = validate_comparisons(
+        pd.DataFrame(
+            {
+                "id": ids,
+                "question": [f"question {i}" for i in range(n)],
+                "response_a": [f"answer a {i}" for i in range(n)],
+                "response_b": [f"answer b {i}" for i in range(n)],
+                "judge": judge,
+                "human": visible,
+                "question_type": qtype,
+            }
+        ),
+        source="cone model",
+    )
     return ConeData(table, PairEmbeddings(ids, a, b, source=f"cone model seed {seed}"), human.astype(object), correct)

@@ -22,6 +22,7 @@ Models (module scope)
 
 Library modules are imported inside the fixtures, so collecting one folder does not import the others.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -9,6 +9,7 @@
 The model builders import JAX and probes lazily, so importing this module (subprocesses do:
 ``from tests.helpers import make_tiny_decoder``) costs nothing until a model is built.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,9 +52,20 @@ def make_tiny_decoder():
 
     from probes.models import DecoderConfig, Pretrained, RopeConfig, build_model
 
-    cfg = DecoderConfig(vocab_size=101, hidden_size=48, num_layers=3, num_heads=6, num_kv_heads=2, head_dim=8,
-                        intermediate_size=96, rope=RopeConfig(theta=1e4), max_position_embeddings=256,
-                        tie_word_embeddings=True, qk_norm=True, eos_token_ids=(1,))
+    cfg = DecoderConfig(
+        vocab_size=101,
+        hidden_size=48,
+        num_layers=3,
+        num_heads=6,
+        num_kv_heads=2,
+        head_dim=8,
+        intermediate_size=96,
+        rope=RopeConfig(theta=1e4),
+        max_position_embeddings=256,
+        tie_word_embeddings=True,
+        qk_norm=True,
+        eos_token_ids=(1,),
+    )
     model = build_model(cfg)
     ids = jnp.zeros((1, 4), jnp.int32)
     params = model.init(jax.random.PRNGKey(0), ids, ids, jnp.ones((1, 4), bool))
@@ -68,16 +80,33 @@ def make_tiny_char_decoder():
 
     from probes.models import DecoderConfig, Pretrained, RopeConfig, build_model
 
-    cfg = DecoderConfig(vocab_size=101, hidden_size=32, num_layers=3, num_heads=4, num_kv_heads=2, head_dim=8,
-                        intermediate_size=64, rope=RopeConfig(theta=1e4), max_position_embeddings=512,
-                        tie_word_embeddings=True, eos_token_ids=(1,))
+    cfg = DecoderConfig(
+        vocab_size=101,
+        hidden_size=32,
+        num_layers=3,
+        num_heads=4,
+        num_kv_heads=2,
+        head_dim=8,
+        intermediate_size=64,
+        rope=RopeConfig(theta=1e4),
+        max_position_embeddings=512,
+        tie_word_embeddings=True,
+        eos_token_ids=(1,),
+    )
     model = build_model(cfg)
     ids = jnp.zeros((1, 4), jnp.int32)
     # random parameters from the shapes alone (tracing is much faster than an eager `init`)
     shapes = jax.eval_shape(model.init, jax.random.PRNGKey(0), ids, ids, jnp.ones((1, 4), bool))
     rng = np.random.default_rng(0)
     params = jax.tree_util.tree_map_with_path(
-        lambda path, x: jnp.asarray(1 + 0.1 * rng.normal(size=x.shape) if "norm" in jax.tree_util.keystr(path).lower()
-                                    else 0.2 * rng.normal(size=x.shape), x.dtype), shapes)
-    return Pretrained(model=model, params=params, tokenizer=CharTokenizer(), config=cfg, source="tiny",
-                      fingerprint="tiny")
+        lambda path, x: jnp.asarray(
+            1 + 0.1 * rng.normal(size=x.shape)
+            if "norm" in jax.tree_util.keystr(path).lower()
+            else 0.2 * rng.normal(size=x.shape),
+            x.dtype,
+        ),
+        shapes,
+    )
+    return Pretrained(
+        model=model, params=params, tokenizer=CharTokenizer(), config=cfg, source="tiny", fingerprint="tiny"
+    )

@@ -51,15 +51,16 @@ def _env(n_devices: int, extra: dict | None = None) -> dict:
 def _result(out: str, what: str):
     for line in reversed(out.splitlines()):
         if line.startswith("@@RESULT@@"):
-            return json.loads(line[len("@@RESULT@@"):])
+            return json.loads(line[len("@@RESULT@@") :])
     raise AssertionError(f"{what} printed no result:\n{out[-4000:]}")
 
 
 def run_devices(code: str, n_devices: int, *, timeout: float = 300, env: dict | None = None):
     """Run ``code`` in a fresh interpreter with ``n_devices`` forced host devices."""
     src = _PRELUDE + textwrap.dedent(code)
-    proc = subprocess.run([sys.executable, "-c", src], env=_env(n_devices, env), cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-c", src], env=_env(n_devices, env), cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
     out = proc.stdout + proc.stderr
     if proc.returncode != 0:
         raise AssertionError(f"subprocess with {n_devices} devices failed (rc {proc.returncode}):\n{out[-4000:]}")
@@ -72,8 +73,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_cluster(code: str, n_processes: int, devices_per_process: int, log_dir: Path, *,
-                  env: dict | None = None) -> list[subprocess.Popen]:
+def start_cluster(
+    code: str, n_processes: int, devices_per_process: int, log_dir: Path, *, env: dict | None = None
+) -> list[subprocess.Popen]:
     """Start ``n_processes`` interpreters that form a jax.distributed cluster on 127.0.0.1.
 
     Each gets PUAUDIT_COORDINATOR / PUAUDIT_NUM_PROCESSES / PUAUDIT_PROCESS_ID in its environment
@@ -86,13 +88,25 @@ def start_cluster(code: str, n_processes: int, devices_per_process: int, log_dir
     procs = []
     try:
         for rank in range(n_processes):
-            extra = dict(env or {}, PUAUDIT_COORDINATOR=f"127.0.0.1:{port}",
-                         PUAUDIT_NUM_PROCESSES=str(n_processes), PUAUDIT_PROCESS_ID=str(rank))
+            extra = dict(
+                env or {},
+                PUAUDIT_COORDINATOR=f"127.0.0.1:{port}",
+                PUAUDIT_NUM_PROCESSES=str(n_processes),
+                PUAUDIT_PROCESS_ID=str(rank),
+            )
             with open(log_dir / f"process-{rank}.log", "w") as log:
-                procs.append(subprocess.Popen([sys.executable, "-c", src], env=_env(devices_per_process, extra),
-                                              cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True))
+                procs.append(
+                    subprocess.Popen(
+                        [sys.executable, "-c", src],
+                        env=_env(devices_per_process, extra),
+                        cwd=ROOT,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        text=True,
+                    )
+                )
     except BaseException:
-        _kill(procs)     # the ranks already started would wait for the missing one
+        _kill(procs)  # the ranks already started would wait for the missing one
         raise
     return procs
 
@@ -120,13 +134,20 @@ def wait_cluster(procs: list[subprocess.Popen], timeout: float, *, kill_on_failu
             if time.monotonic() - t0 > timeout:
                 why = f"timeout after {timeout} s"
             time.sleep(0.05)
-    finally:     # also on KeyboardInterrupt or a pytest timeout: nothing outlives the test
+    finally:  # also on KeyboardInterrupt or a pytest timeout: nothing outlives the test
         _kill(procs)
     return why, ended
 
 
-def run_cluster(code: str, n_processes: int, devices_per_process: int, *, timeout: float = 300,
-                env: dict | None = None, log_dir: Path | None = None) -> list:
+def run_cluster(
+    code: str,
+    n_processes: int,
+    devices_per_process: int,
+    *,
+    timeout: float = 300,
+    env: dict | None = None,
+    log_dir: Path | None = None,
+) -> list:
     """Run a cluster (``start_cluster``) and return each process's JSON result. All processes are
     killed when one fails or at the timeout, so the test ends by itself in bounded time."""
     import tempfile

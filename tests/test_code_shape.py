@@ -1,4 +1,5 @@
 """The shape of the code the issues ask for: short functions, one direction of imports."""
+
 from __future__ import annotations
 
 import ast
@@ -33,8 +34,13 @@ def test_probes_never_imports_puaudit_jax():
     offenders = []
     for path in sorted((ROOT / "probes").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
-                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             if any(n.split(".")[0] == "puaudit_jax" for n in names):
                 offenders.append(str(path.relative_to(ROOT)))
     assert offenders == []
@@ -44,6 +50,10 @@ def test_one_atomic_write_helper():
     """``os.replace`` (the atomic step) appears only in probes/files.py and in the one directory
     writer that needs it for whole folders (probes/models/gguf_convert.py)."""
     allowed = {"probes/files.py", "probes/models/gguf_convert.py"}
-    users = {str(p.relative_to(ROOT)) for folder in ("puaudit_jax", "probes", "experiments", "theory")
-             for p in (ROOT / folder).rglob("*.py") if "os.replace(" in p.read_text()}
+    users = {
+        str(p.relative_to(ROOT))
+        for folder in ("puaudit_jax", "probes", "experiments", "theory")
+        for p in (ROOT / folder).rglob("*.py")
+        if "os.replace(" in p.read_text()
+    }
     assert users <= allowed, sorted(users - allowed)

@@ -1,4 +1,5 @@
 """Atomic result writing and the common CLI of the theory modules."""
+
 from __future__ import annotations
 
 import argparse
@@ -86,6 +87,5 @@ def new_figure(nrows: int, ncols: int, size=(4.6, 3.6)):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(nrows, ncols, figsize=(size[0] * ncols, size[1] * nrows),
-                             squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size[0] * ncols, size[1] * nrows), squeeze=False)
     return fig, axes

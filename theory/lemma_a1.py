@@ -20,6 +20,7 @@ What is measured (t, probabilities dimensionless):
   exact / bound over a dense (n, t) grid (the statement without the factor 2 is true iff it is
   <= 1).
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -93,7 +94,7 @@ def worst_ratio_single(n_max: int = 4000) -> dict:
     for n in np.unique(np.geomspace(2, n_max, 200).astype(int)):
         d = n + 1
         t = np.linspace(0.0, 1.0, 2001)[1:-1]
-        bound = np.exp(-n * t ** 2 / 2.0)
+        bound = np.exp(-n * t**2 / 2.0)
         ok = bound > 1e-250
         ratio = single_tail_exact(t[ok], d) / bound[ok]
         t = t[ok]
@@ -119,24 +120,34 @@ def run(cfg: Config) -> dict:
             t05_exact = quantile_exact(0.05, d, n_u)
             t05_bound = float(np.sqrt(2.0 * np.log(n_u / 0.05) / (d - 1)))
             t05_bound_proof = float(np.sqrt(2.0 * np.log(2 * n_u / 0.05) / (d - 1)))
-            rows.append({
-                "d": d, "n_u": n_u, "reps": cfg.reps,
-                "mean_max_corr": float(m.mean()),
-                "emp_quantile_95": float(np.quantile(m, 0.95)),
-                "exact_t05": t05_exact,
-                "bound_t05_statement": t05_bound,
-                "bound_t05_proof": t05_bound_proof,
-                "t_quantile_ratio_statement": t05_bound / t05_exact,
-                "bound_over_exact_at_exact_t05": float(bound_statement(t05_exact, d, n_u) / 0.05),
-                "vacuous_below_t_statement": float(np.sqrt(2.0 * np.log(n_u) / (d - 1))),
-                # > 0 would be a counterexample; MC noise allowed for by 3 standard errors
-                "max_emp_minus_statement_minus_3se": float(np.max(emp - b_stmt - 3 * se)),
-                "max_exact_over_statement": float(np.max((exact / b_stmt)[b_stmt <= 1.0])),
-                "max_abs_emp_minus_exact_in_se": float(np.max(np.abs(emp - exact) / se)),
-            })
+            rows.append(
+                {
+                    "d": d,
+                    "n_u": n_u,
+                    "reps": cfg.reps,
+                    "mean_max_corr": float(m.mean()),
+                    "emp_quantile_95": float(np.quantile(m, 0.95)),
+                    "exact_t05": t05_exact,
+                    "bound_t05_statement": t05_bound,
+                    "bound_t05_proof": t05_bound_proof,
+                    "t_quantile_ratio_statement": t05_bound / t05_exact,
+                    "bound_over_exact_at_exact_t05": float(bound_statement(t05_exact, d, n_u) / 0.05),
+                    "vacuous_below_t_statement": float(np.sqrt(2.0 * np.log(n_u) / (d - 1))),
+                    # > 0 would be a counterexample; MC noise allowed for by 3 standard errors
+                    "max_emp_minus_statement_minus_3se": float(np.max(emp - b_stmt - 3 * se)),
+                    "max_exact_over_statement": float(np.max((exact / b_stmt)[b_stmt <= 1.0])),
+                    "max_abs_emp_minus_exact_in_se": float(np.max(np.abs(emp - exact) / se)),
+                }
+            )
             curves[f"{d}_{n_u}"] = {"emp": emp, "exact": exact}
-    return {"config": asdict(cfg), "seeds": {"numpy_master": cfg.seed}, "t": t, "rows": rows,
-            "one_vector_worst_ratio": worst_ratio_single(), "curves": curves}
+    return {
+        "config": asdict(cfg),
+        "seeds": {"numpy_master": cfg.seed},
+        "t": t,
+        "rows": rows,
+        "one_vector_worst_ratio": worst_ratio_single(),
+        "curves": curves,
+    }
 
 
 def plot(res: dict):
@@ -149,10 +160,10 @@ def plot(res: dict):
         for d in dims:
             c = res["curves"][f"{d}_{n_u}"]
             emp = np.asarray(c["emp"])
-            ax.semilogy(t[emp > 0], emp[emp > 0], "o", ms=2.5, color=colors[d], alpha=.6)
+            ax.semilogy(t[emp > 0], emp[emp > 0], "o", ms=2.5, color=colors[d], alpha=0.6)
             ax.semilogy(t, np.maximum(c["exact"], 1e-30), "-", color=colors[d], label=f"d={d}")
             ax.semilogy(t, bound_statement(t, d, n_u), "--", color=colors[d], lw=1)
-        ax.axhline(1.0, color="k", lw=.6)
+        ax.axhline(1.0, color="k", lw=0.6)
         ax.set_ylim(1e-6, 1e3)
         ax.set_xlabel("t")
         ax.set_ylabel("P(max_j |<u, x_j>| > t)")
@@ -163,10 +174,15 @@ def plot(res: dict):
     for n_u, mk in zip(n_us, ["o", "s"]):
         rr = [r for r in rows if r["n_u"] == n_u]
         col = "C0" if n_u == n_us[0] else "C3"
-        ax.loglog([r["d"] for r in rr], [r["exact_t05"] for r in rr], mk + "-", color=col,
-                  label=f"exact, N_U={n_u}")
-        ax.loglog([r["d"] for r in rr], [r["bound_t05_statement"] for r in rr], mk + "--",
-                  color=col, mfc="none", label=f"bound, N_U={n_u}")
+        ax.loglog([r["d"] for r in rr], [r["exact_t05"] for r in rr], mk + "-", color=col, label=f"exact, N_U={n_u}")
+        ax.loglog(
+            [r["d"] for r in rr],
+            [r["bound_t05_statement"] for r in rr],
+            mk + "--",
+            color=col,
+            mfc="none",
+            label=f"bound, N_U={n_u}",
+        )
     ax.set_xlabel("d")
     ax.set_ylabel("t at which P(max > t) = 0.05")
     ax.set_title("5% quantile of the max correlation", fontsize=9)
@@ -175,14 +191,15 @@ def plot(res: dict):
 
 
 def main(argv=None):
-    args, stem, res = run_statement(NAME, __doc__.splitlines()[0], Config(), QUICK, run, plot,
-                                    argv)
+    args, stem, res = run_statement(NAME, __doc__.splitlines()[0], Config(), QUICK, run, plot, argv)
     for r in res["rows"]:
-        print(f"d={r['d']:5d} N_U={r['n_u']:5d}  t05 exact={r['exact_t05']:.3f} "
-              f"bound={r['bound_t05_statement']:.3f} (x{r['t_quantile_ratio_statement']:.2f})  "
-              f"bound/exact at t05={r['bound_over_exact_at_exact_t05']:.3g}  "
-              f"max exact/bound={r['max_exact_over_statement']:.3g}  "
-              f"|emp-exact|/se<={r['max_abs_emp_minus_exact_in_se']:.2f}")
+        print(
+            f"d={r['d']:5d} N_U={r['n_u']:5d}  t05 exact={r['exact_t05']:.3f} "
+            f"bound={r['bound_t05_statement']:.3f} (x{r['t_quantile_ratio_statement']:.2f})  "
+            f"bound/exact at t05={r['bound_over_exact_at_exact_t05']:.3g}  "
+            f"max exact/bound={r['max_exact_over_statement']:.3g}  "
+            f"|emp-exact|/se<={r['max_abs_emp_minus_exact_in_se']:.2f}"
+        )
     print("one-vector worst ratio exact/exp(-n t^2/2):", res["one_vector_worst_ratio"])
     print(f"wrote {args.out}/{stem}.json (+ .png) in {res['wall_s']:.1f}s")
     return res

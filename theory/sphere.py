@@ -18,6 +18,7 @@ Appendix A.1 argument.
 Everything is a pure function of an explicit ``numpy.random.Generator``; all vectors are float64
 rows of unit norm.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -60,12 +61,14 @@ class ConeModel:
         if not self.delta > 0.0:
             raise ValueError(f"delta must be positive; got {self.delta!r}")
         if not self.tau - self.delta > -1.0:
-            raise ValueError(f"tau - delta must exceed -1 (negatives must exist); got "
-                             f"tau={self.tau}, delta={self.delta}")
-        if self.require_gap and not self.tau ** 2 > self.tau - self.delta:
+            raise ValueError(
+                f"tau - delta must exceed -1 (negatives must exist); got tau={self.tau}, delta={self.delta}"
+            )
+        if self.require_gap and not self.tau**2 > self.tau - self.delta:
             raise ValueError(
                 f"Assumption 4.2 requires tau^2 > tau - delta (Delta_base = tau^2 - tau + delta "
-                f"> 0); got tau={self.tau}, delta={self.delta}, Delta_base={self.gap_base:.4g}")
+                f"> 0); got tau={self.tau}, delta={self.delta}, Delta_base={self.gap_base:.4g}"
+            )
         if not 0.0 < self.alpha < 1.0:
             raise ValueError(f"alpha must lie in (0, 1); got {self.alpha!r}")
         if not self.tau < self.pos_high <= 1.0:
@@ -78,7 +81,7 @@ class ConeModel:
     @property
     def gap_base(self) -> float:
         """The seed's Delta_base = tau^2 - tau + delta (Appendix A.1)."""
-        return self.tau ** 2 - self.tau + self.delta
+        return self.tau**2 - self.tau + self.delta
 
 
 def random_direction(rng: np.random.Generator, d: int) -> np.ndarray:
@@ -106,7 +109,7 @@ def with_projection(rng: np.random.Generator, proj: np.ndarray, z_bar: np.ndarra
     if np.any(np.abs(proj) > 1.0):
         raise ValueError("projections must lie in [-1, 1]")
     u = uniform_orthogonal(rng, proj.shape[0], z_bar)
-    return proj[:, None] * z_bar[None, :] + np.sqrt(1.0 - proj ** 2)[:, None] * u
+    return proj[:, None] * z_bar[None, :] + np.sqrt(1.0 - proj**2)[:, None] * u
 
 
 def decompose(z: np.ndarray, z_bar: np.ndarray):
@@ -162,8 +165,15 @@ class PUSample:
         return float(self.u_pos.mean())
 
 
-def sample_pu(rng: np.random.Generator, model: ConeModel, n_p: int, n_u: int, *,
-              exact_alpha: bool = True, z_bar: np.ndarray | None = None) -> PUSample:
+def sample_pu(
+    rng: np.random.Generator,
+    model: ConeModel,
+    n_p: int,
+    n_u: int,
+    *,
+    exact_alpha: bool = True,
+    z_bar: np.ndarray | None = None,
+) -> PUSample:
     """P: n_p positives; U: n_u mixture items in random order.
 
     exact_alpha=True puts exactly round(alpha * n_u) positives in U (so "m <= alpha" is the
@@ -198,7 +208,7 @@ def perturb(z: np.ndarray, b: np.ndarray, lam: float) -> np.ndarray:
     This is a unit vector only when b is orthogonal to z (the seed applies it to z = z_bar);
     use :func:`perturb_normalised` for general targets.
     """
-    return (z + lam * b) / np.sqrt(1.0 + lam ** 2)
+    return (z + lam * b) / np.sqrt(1.0 + lam**2)
 
 
 def perturb_normalised(z: np.ndarray, b: np.ndarray, lam: float) -> np.ndarray:

@@ -27,6 +27,7 @@ What is measured (all quantities dimensionless; lambda is the bias size relative
    dC_ij/dlambda, split into an anchor part and a target part) and eps_p before and after
    denoising. P contains a fraction of label noise (negatives) as real human labels would.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -48,15 +49,15 @@ class Config:
     delta: float = 0.4
     alpha: float = 0.5
     anchor_taus: tuple = (0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
-    lam_fit: float = 0.1          # pointwise fits on [-lam_fit, lam_fit]
-    lam_max: float = 0.5          # transport-cost curves on [0, lam_max]
+    lam_fit: float = 0.1  # pointwise fits on [-lam_fit, lam_fit]
+    lam_max: float = 0.5  # transport-cost curves on [0, lam_max]
     n_lam: int = 21
     n_p: int = 200
     n_u: int = 400
-    label_noise: float = 0.1      # fraction of P drawn from mu_- (noisy human labels)
+    label_noise: float = 0.1  # fraction of P drawn from mu_- (noisy human labels)
     alpha1: float = 0.7
     alpha2: float = 0.7
-    reps: int = 20                # draws for the transport-cost part
+    reps: int = 20  # draws for the transport-cost part
     seed: int = 0
 
 
@@ -70,7 +71,7 @@ def anchor_with(rng, tau_i: float, z_bar: np.ndarray) -> np.ndarray:
 
 def cosine_change(z_i: np.ndarray, z_bar: np.ndarray, b: np.ndarray, lams: np.ndarray) -> np.ndarray:
     """f(lambda) = <z_i, (z_bar + lambda b)/sqrt(1 + lambda^2)> - <z_i, z_bar> (exact)."""
-    return np.array([z_i @ sphere.perturb(z_bar, b, l) for l in lams]) - z_i @ z_bar
+    return np.array([z_i @ sphere.perturb(z_bar, b, lam) for lam in lams]) - z_i @ z_bar
 
 
 def taylor_coefficients(lams: np.ndarray, f: np.ndarray, deg: int = 4) -> tuple[float, float]:
@@ -93,22 +94,32 @@ def pointwise(rng, cfg: Config) -> dict:
             # residual of the seed's second-order expansion at lambda = lam_max
             lm = cfg.lam_max
             exact = cosine_change(z_i, z_bar, b, np.array([lm]))[0]
-            second = lm * np.sqrt(1 - tau_i ** 2) * proj - tau_i * lm ** 2 / 2
-            rows.append({
-                "tau_i": tau_i, "b": kind, "perp_dot_b": proj, "c1_fit": c1, "c2_fit": c2,
-                "c1_eps_sqrt_1_minus_tau2": float(np.sqrt(1 - tau_i ** 2) * proj),
-                "c1_eps_sqrt_1_minus_tau": float(np.sqrt(1 - tau_i) * proj),
-                "c2_paper": -tau_i / 2,
-                "eps_measured": float(e[0]),
-                "residual_at_lam_max": float(exact - second),
-            })
+            second = lm * np.sqrt(1 - tau_i**2) * proj - tau_i * lm**2 / 2
+            rows.append(
+                {
+                    "tau_i": tau_i,
+                    "b": kind,
+                    "perp_dot_b": proj,
+                    "c1_fit": c1,
+                    "c2_fit": c2,
+                    "c1_eps_sqrt_1_minus_tau2": float(np.sqrt(1 - tau_i**2) * proj),
+                    "c1_eps_sqrt_1_minus_tau": float(np.sqrt(1 - tau_i) * proj),
+                    "c2_paper": -tau_i / 2,
+                    "eps_measured": float(e[0]),
+                    "residual_at_lam_max": float(exact - second),
+                }
+            )
     err = lambda k: float(max(abs(r["c1_fit"] - r[k]) for r in rows))
-    return {"lam_fit": cfg.lam_fit, "rows": rows,
-            "max_abs_err_c1_sqrt_1_minus_tau2": err("c1_eps_sqrt_1_minus_tau2"),
-            "max_abs_err_c1_sqrt_1_minus_tau": err("c1_eps_sqrt_1_minus_tau"),
-            "max_abs_err_c2": float(max(abs(r["c2_fit"] - r["c2_paper"]) for r in rows)),
-            "max_abs_err_eps_def_sqrt_1_minus_tau2": float(max(
-                abs(r["eps_measured"] - np.sqrt(1 - r["tau_i"] ** 2)) for r in rows))}
+    return {
+        "lam_fit": cfg.lam_fit,
+        "rows": rows,
+        "max_abs_err_c1_sqrt_1_minus_tau2": err("c1_eps_sqrt_1_minus_tau2"),
+        "max_abs_err_c1_sqrt_1_minus_tau": err("c1_eps_sqrt_1_minus_tau"),
+        "max_abs_err_c2": float(max(abs(r["c2_fit"] - r["c2_paper"]) for r in rows)),
+        "max_abs_err_eps_def_sqrt_1_minus_tau2": float(
+            max(abs(r["eps_measured"] - np.sqrt(1 - r["tau_i"] ** 2)) for r in rows)
+        ),
+    }
 
 
 # --------------------------------------------------------------------------- parts 2 and 3
@@ -146,15 +157,21 @@ def target_first_order(rng, cfg: Config, P, U, u_pos, z_bar, b) -> dict:
     G = P @ Z.T
     full = (P @ b)[:, None] - G * (Z @ b)[None, :]
     anchor_only = np.broadcast_to((P @ b)[:, None], full.shape)
-    return {"mean_abs_full": float(np.abs(full).mean()),
-            "mean_abs_anchor_term": float(np.abs(anchor_only).mean()),
-            "mean_abs_target_term": float(np.abs(full - anchor_only).mean())}
+    return {
+        "mean_abs_full": float(np.abs(full).mean()),
+        "mean_abs_anchor_term": float(np.abs(anchor_only).mean()),
+        "mean_abs_target_term": float(np.abs(full - anchor_only).mean()),
+    }
 
 
 def eps_stats(P: np.ndarray, z_bar: np.ndarray) -> dict:
     _, eps, _ = sphere.decompose(P, z_bar)
-    return {"eps_p_max": float(eps.max()), "eps_mean": float(eps.mean()),
-            "eps_q90": float(np.quantile(eps, 0.9)), "eps": eps}
+    return {
+        "eps_p_max": float(eps.max()),
+        "eps_mean": float(eps.mean()),
+        "eps_q90": float(np.quantile(eps, 0.9)),
+        "eps": eps,
+    }
 
 
 def transport(rng, cfg: Config) -> dict:
@@ -178,33 +195,52 @@ def transport(rng, cfg: Config) -> dict:
             _, plan0 = exact_pot(anchors, U, cfg.alpha)
             r = plan0.sum(axis=1)
             perp_sum = r @ anchors - (r @ anchors @ z_bar) * z_bar
-            out[key].append({
-                "n": anchors.shape[0], "dW": W, "fit_c1": float(c[1]), "fit_c2": float(c[2]),
-                "slope": slope, "anchor_part_worst_b": float(np.linalg.norm(perp_sum)),
-                "m_times_eps_p": cfg.alpha * st["eps_p_max"],
-                "noise_kept": int(np.sum(dn.keep < int(round(cfg.label_noise * cfg.n_p))))
-                if key == "P_denoised" else int(round(cfg.label_noise * cfg.n_p)),
-                "small_lam_points": int(small.sum()),
-                # per-anchor first-order coefficient of the cosine to a target at z_bar: <z_i, b>
-                "anchor_c1_mean_abs": float(np.abs(anchors @ b).mean()),
-                "anchor_c1_max_abs": float(np.abs(anchors @ b).max()),
-                **{k: v for k, v in st.items() if k != "eps"}})
+            out[key].append(
+                {
+                    "n": anchors.shape[0],
+                    "dW": W,
+                    "fit_c1": float(c[1]),
+                    "fit_c2": float(c[2]),
+                    "slope": slope,
+                    "anchor_part_worst_b": float(np.linalg.norm(perp_sum)),
+                    "m_times_eps_p": cfg.alpha * st["eps_p_max"],
+                    "noise_kept": int(np.sum(dn.keep < int(round(cfg.label_noise * cfg.n_p))))
+                    if key == "P_denoised"
+                    else int(round(cfg.label_noise * cfg.n_p)),
+                    "small_lam_points": int(small.sum()),
+                    # per-anchor first-order coefficient of the cosine to a target at z_bar: <z_i, b>
+                    "anchor_c1_mean_abs": float(np.abs(anchors @ b).mean()),
+                    "anchor_c1_max_abs": float(np.abs(anchors @ b).max()),
+                    **{k: v for k, v in st.items() if k != "eps"},
+                }
+            )
             out[key][-1]["eps_values"] = st["eps"]
         out["target_part2"].append(target_first_order(rng, cfg, P[dn.keep], U, u_pos, z_bar, b))
     summ = {}
     for key in ("P", "P_denoised"):
         rows = out[key]
-        summ[key] = {k: float(np.mean([r[k] for r in rows])) for k in
-                     ("n", "eps_p_max", "eps_mean", "eps_q90", "fit_c1", "fit_c2",
-                      "anchor_part_worst_b", "m_times_eps_p", "noise_kept",
-                      "anchor_c1_mean_abs", "anchor_c1_max_abs")}
+        summ[key] = {
+            k: float(np.mean([r[k] for r in rows]))
+            for k in (
+                "n",
+                "eps_p_max",
+                "eps_mean",
+                "eps_q90",
+                "fit_c1",
+                "fit_c2",
+                "anchor_part_worst_b",
+                "m_times_eps_p",
+                "noise_kept",
+                "anchor_c1_mean_abs",
+                "anchor_c1_max_abs",
+            )
+        }
         summ[key]["abs_slope_total"] = float(np.mean([abs(r["slope"]["total"]) for r in rows]))
         summ[key]["abs_slope_anchor"] = float(np.mean([abs(r["slope"]["anchor"]) for r in rows]))
         summ[key]["abs_slope_target"] = float(np.mean([abs(r["slope"]["target"]) for r in rows]))
         summ[key]["abs_fit_c1"] = float(np.mean([abs(r["fit_c1"]) for r in rows]))
         summ[key]["dW_at_lam_max"] = float(np.mean([r["dW"][-1] for r in rows]))
-    summ["target_part2"] = {k: float(np.mean([r[k] for r in out["target_part2"]]))
-                            for k in out["target_part2"][0]}
+    summ["target_part2"] = {k: float(np.mean([r[k] for r in out["target_part2"]])) for k in out["target_part2"][0]}
     out["summary"] = summ
     return out
 
@@ -212,10 +248,12 @@ def transport(rng, cfg: Config) -> dict:
 def run(cfg: Config) -> dict:
     ss = np.random.SeedSequence(cfg.seed)
     s1, s2 = ss.spawn(2)
-    return {"config": asdict(cfg),
-            "seeds": {"numpy_master": cfg.seed, "pointwise": s1.spawn_key, "transport": s2.spawn_key},
-            "pointwise": pointwise(np.random.default_rng(s1), cfg),
-            "transport": transport(np.random.default_rng(s2), cfg)}
+    return {
+        "config": asdict(cfg),
+        "seeds": {"numpy_master": cfg.seed, "pointwise": s1.spawn_key, "transport": s2.spawn_key},
+        "pointwise": pointwise(np.random.default_rng(s1), cfg),
+        "transport": transport(np.random.default_rng(s2), cfg),
+    }
 
 
 # --------------------------------------------------------------------------- figure
@@ -231,10 +269,22 @@ def plot(res: dict):
         _, _, perp = sphere.decompose(z_i[None], z_bar)
         f = cosine_change(z_i, z_bar, perp[0], lams)
         ax.plot(lams, f, "-", c=f"C{k}", label=f"exact, τ_i={tau_i}")
-        ax.plot(lams, lams * np.sqrt(1 - tau_i ** 2) - tau_i * lams ** 2 / 2, "--", c=f"C{k}", lw=1,
-                label="λ√(1-τ²) - τλ²/2" if k == 0 else None)
-        ax.plot(lams, lams * np.sqrt(1 - tau_i) - tau_i * lams ** 2 / 2, ":", c=f"C{k}", lw=1,
-                label="λ√(1-τ) - τλ²/2" if k == 0 else None)
+        ax.plot(
+            lams,
+            lams * np.sqrt(1 - tau_i**2) - tau_i * lams**2 / 2,
+            "--",
+            c=f"C{k}",
+            lw=1,
+            label="λ√(1-τ²) - τλ²/2" if k == 0 else None,
+        )
+        ax.plot(
+            lams,
+            lams * np.sqrt(1 - tau_i) - tau_i * lams**2 / 2,
+            ":",
+            c=f"C{k}",
+            lw=1,
+            label="λ√(1-τ) - τλ²/2" if k == 0 else None,
+        )
     ax.set_xlabel("λ")
     ax.set_ylabel("<z_i, z~> - τ_i")
     ax.set_title("cosine change, target z̄, b = z_i⊥ (worst case)", fontsize=9)
@@ -245,7 +295,7 @@ def plot(res: dict):
     t = np.array([r["tau_i"] for r in rows])
     ax.plot(t, [r["c1_fit"] for r in rows], "o", label="fitted λ coefficient")
     tt = np.linspace(0.25, 1, 100)
-    ax.plot(tt, np.sqrt(1 - tt ** 2), "k-", label="√(1-τ²) (A.1's ε)")
+    ax.plot(tt, np.sqrt(1 - tt**2), "k-", label="√(1-τ²) (A.1's ε)")
     ax.plot(tt, np.sqrt(1 - tt), "k:", label="√(1-τ) (A.2's ε)")
     ax.plot(t, [r["c2_fit"] for r in rows], "s", label="fitted λ² coefficient")
     ax.plot(tt, -tt / 2, "k--", lw=1, label="-τ/2")
@@ -258,10 +308,15 @@ def plot(res: dict):
     lam = np.asarray(tr["lams"])
     for key, c in (("P", "C3"), ("P_denoised", "C0")):
         dW = np.array([r["dW"] for r in tr[key]])
-        ax.plot(lam, dW.T, c=c, alpha=.25, lw=.8)
+        ax.plot(lam, dW.T, c=c, alpha=0.25, lw=0.8)
         sm = tr["summary"][key]
-        ax.plot(lam, dW.mean(0), c=c, lw=2,
-                label=f"{key}: |dW/dλ(0)|={sm['abs_slope_total']:.4f}, ε_p={sm['eps_p_max']:.2f}")
+        ax.plot(
+            lam,
+            dW.mean(0),
+            c=c,
+            lw=2,
+            label=f"{key}: |dW/dλ(0)|={sm['abs_slope_total']:.4f}, ε_p={sm['eps_p_max']:.2f}",
+        )
     ax.set_xlabel("λ")
     ax.set_ylabel("W(λ) - W(0)")
     ax.set_title(f"exact POT cost, U attacked along b ⊥ z̄ (d={cfg['d']}, m=α)", fontsize=9)
@@ -271,25 +326,33 @@ def plot(res: dict):
     bins = np.linspace(0, 1, 41)
     for key, c in (("P", "C3"), ("P_denoised", "C0")):
         eps = np.concatenate([r["eps_values"] for r in tr[key]])
-        ax.hist(eps, bins=bins, alpha=.5, color=c, density=True,
-                label=f"{key}: ε_p (max) = {tr['summary'][key]['eps_p_max']:.2f}")
+        ax.hist(
+            eps,
+            bins=bins,
+            alpha=0.5,
+            color=c,
+            density=True,
+            label=f"{key}: ε_p (max) = {tr['summary'][key]['eps_p_max']:.2f}",
+        )
     ax.set_xlabel("ε_i = √(1 - τ_i²)")
-    ax.set_title(f"anchors' orthogonal size ({cfg['label_noise']:.0%} label noise in P;"
-                 f" α1=α2={cfg['alpha1']})", fontsize=9)
+    ax.set_title(
+        f"anchors' orthogonal size ({cfg['label_noise']:.0%} label noise in P; α1=α2={cfg['alpha1']})", fontsize=9
+    )
     ax.legend(fontsize=6)
     fig.tight_layout()
     return fig
 
 
 def main(argv=None):
-    args, stem, res = run_statement(NAME, __doc__.splitlines()[0], Config(), QUICK, run, plot,
-                                    argv)
+    args, stem, res = run_statement(NAME, __doc__.splitlines()[0], Config(), QUICK, run, plot, argv)
     pw = res["pointwise"]
     for r in pw["rows"]:
-        print(f"tau_i={r['tau_i']:.2f} b={r['b']:11s} c1 fit {r['c1_fit']:+.5f}  "
-              f"eps=sqrt(1-tau^2): {r['c1_eps_sqrt_1_minus_tau2']:+.5f}  "
-              f"eps=sqrt(1-tau): {r['c1_eps_sqrt_1_minus_tau']:+.5f}  c2 fit {r['c2_fit']:+.5f} "
-              f"(-tau/2 {r['c2_paper']:+.3f})  residual@{res['config']['lam_max']} {r['residual_at_lam_max']:+.4f}")
+        print(
+            f"tau_i={r['tau_i']:.2f} b={r['b']:11s} c1 fit {r['c1_fit']:+.5f}  "
+            f"eps=sqrt(1-tau^2): {r['c1_eps_sqrt_1_minus_tau2']:+.5f}  "
+            f"eps=sqrt(1-tau): {r['c1_eps_sqrt_1_minus_tau']:+.5f}  c2 fit {r['c2_fit']:+.5f} "
+            f"(-tau/2 {r['c2_paper']:+.3f})  residual@{res['config']['lam_max']} {r['residual_at_lam_max']:+.4f}"
+        )
     print({k: v for k, v in pw.items() if k.startswith("max")})
     for key, sm in res["transport"]["summary"].items():
         print(key, {k: round(v, 5) for k, v in sm.items()})

@@ -22,6 +22,7 @@ What is measured:
   human Elo): per model, S_base vs S_UDA of the learned adapter (not an idealised shrinkage) and the
   least-squares effective alpha.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -65,12 +66,12 @@ def random_biases(rng, max_judges: int) -> np.ndarray:
     kind = rng.integers(4)
     scale = 10 ** rng.uniform(-2, 3)
     if kind == 0:
-        return rng.normal(0, scale, m)                     # mixed signs
+        return rng.normal(0, scale, m)  # mixed signs
     if kind == 1:
-        return np.abs(rng.normal(0, scale, m))             # all over-rating
+        return np.abs(rng.normal(0, scale, m))  # all over-rating
     if kind == 2:
-        return np.full(m, rng.normal(0, scale))            # identical
-    e = rng.normal(0, scale, m)                            # sparse: one outlier
+        return np.full(m, rng.normal(0, scale))  # identical
+    e = rng.normal(0, scale, m)  # sparse: one outlier
     e[rng.random(m) < 0.5] = 0.0
     return e
 
@@ -92,15 +93,18 @@ def property_check(rng, cfg: Config) -> dict:
             ratios.append(r)
             eq = abs(su - s) <= 1e-9 * s
             mismatches += eq != equality_predicted(eps, a)
-    return {"n_checked": n_checked, "max_ratio": max_ratio, "equality_mismatches": int(mismatches),
-            "ratio_quantiles": np.quantile(ratios, [0, 0.05, 0.5, 0.95, 1]).tolist()}
+    return {
+        "n_checked": n_checked,
+        "max_ratio": max_ratio,
+        "equality_mismatches": int(mismatches),
+        "ratio_quantiles": np.quantile(ratios, [0, 0.05, 0.5, 0.95, 1]).tolist(),
+    }
 
 
 def per_judge_counterexample() -> dict:
     eps = np.array([0.0, 0.0, 3.0])
     alpha = np.array([0.0, 0.0, 1.0])
-    return {"eps": eps, "alpha": alpha, "S_base": total_bias(eps),
-            "S_uda": total_bias(shrink(eps, alpha))}
+    return {"eps": eps, "alpha": alpha, "S_base": total_bias(eps), "S_uda": total_bias(shrink(eps, alpha))}
 
 
 def monotone_search(rng, cfg: Config) -> dict:
@@ -111,7 +115,7 @@ def monotone_search(rng, cfg: Config) -> dict:
         m = int(rng.integers(3, 8))
         eps = rng.normal(0, 1, m) * (rng.random(m) < 0.7) + rng.normal(0, 1) * (rng.random() < 0.5)
         dist = np.abs(eps - eps.mean())
-        if np.min(np.diff(np.sort(dist))) < 1e-6:   # "closer" must be strict
+        if np.min(np.diff(np.sort(dist))) < 1e-6:  # "closer" must be strict
             continue
         alpha = np.sort(rng.random(m))[::-1][np.argsort(np.argsort(dist))]  # closer -> larger
         s = total_bias(eps)
@@ -139,11 +143,18 @@ def real_matrices() -> dict:
         x = eb - eb.mean()
         y = eu - eb.mean()
         a_eff = float(x @ y / (x @ x))
-        rows.append({"model": model, "S_base": total_bias(eb), "S_uda": total_bias(eu),
-                     "S_uda_ideal_at_alpha_eff": total_bias(shrink(eb, np.clip(a_eff, 0, 1))),
-                     "alpha_eff": a_eff, "mean_bias_base": float(eb.mean()),
-                     "mean_bias_uda": float(eu.mean()),
-                     "same_sign_base": bool(np.all(eb >= 0) or np.all(eb <= 0))})
+        rows.append(
+            {
+                "model": model,
+                "S_base": total_bias(eb),
+                "S_uda": total_bias(eu),
+                "S_uda_ideal_at_alpha_eff": total_bias(shrink(eb, np.clip(a_eff, 0, 1))),
+                "alpha_eff": a_eff,
+                "mean_bias_base": float(eb.mean()),
+                "mean_bias_uda": float(eu.mean()),
+                "same_sign_base": bool(np.all(eb >= 0) or np.all(eb <= 0)),
+            }
+        )
     return {"rows": rows, "n_models_increased": int(sum(r["S_uda"] > r["S_base"] for r in rows))}
 
 
@@ -151,18 +162,24 @@ def run(cfg: Config) -> dict:
     ss = np.random.SeedSequence(cfg.seed)
     s1, s2 = ss.spawn(2)
     alphas = np.linspace(0, 1, cfg.n_alpha)
-    examples = {"mixed signs": np.array([-40.0, -10.0, 5.0, 20.0, 60.0]),
-                "same sign": np.array([5.0, 10.0, 20.0, 40.0, 60.0]),
-                "identical": np.full(5, 25.0),
-                "one outlier": np.array([0.0, 0.0, 0.0, 0.0, 100.0])}
+    examples = {
+        "mixed signs": np.array([-40.0, -10.0, 5.0, 20.0, 60.0]),
+        "same sign": np.array([5.0, 10.0, 20.0, 40.0, 60.0]),
+        "identical": np.full(5, 25.0),
+        "one outlier": np.array([0.0, 0.0, 0.0, 0.0, 100.0]),
+    }
     curves = {k: [total_bias(shrink(e, a)) / total_bias(e) for a in alphas] for k, e in examples.items()}
-    return {"config": asdict(cfg),
-            "seeds": {"numpy_master": cfg.seed, "property": s1.spawn_key, "search": s2.spawn_key},
-            "alphas": alphas, "examples": examples, "curves": curves,
-            "property": property_check(np.random.default_rng(s1), cfg),
-            "per_judge_counterexample": per_judge_counterexample(),
-            "monotone_search": monotone_search(np.random.default_rng(s2), cfg),
-            "real": real_matrices()}
+    return {
+        "config": asdict(cfg),
+        "seeds": {"numpy_master": cfg.seed, "property": s1.spawn_key, "search": s2.spawn_key},
+        "alphas": alphas,
+        "examples": examples,
+        "curves": curves,
+        "property": property_check(np.random.default_rng(s1), cfg),
+        "per_judge_counterexample": per_judge_counterexample(),
+        "monotone_search": monotone_search(np.random.default_rng(s2), cfg),
+        "real": real_matrices(),
+    }
 
 
 def plot(res: dict):
@@ -180,14 +197,18 @@ def plot(res: dict):
     p = res["property"]
     ce = res["per_judge_counterexample"]
     ms = res["monotone_search"]
-    txt = [f"random checks: {p['n_checked']}",
-           f"max S_UDA/S_base = {p['max_ratio']:.6f}",
-           f"equality-set mismatches = {p['equality_mismatches']}",
-           "", "per-judge α_k (proof needs common α):",
-           f"  ε={ce['eps'].tolist()}, α={ce['alpha'].tolist()}",
-           f"  S_base={ce['S_base']:.1f} -> S_UDA={ce['S_uda']:.1f}",
-           "", "closer judge -> larger α_k, random search:",
-           f"  worst S_UDA/S_base = {ms['ratio']:.3f}"]
+    txt = [
+        f"random checks: {p['n_checked']}",
+        f"max S_UDA/S_base = {p['max_ratio']:.6f}",
+        f"equality-set mismatches = {p['equality_mismatches']}",
+        "",
+        "per-judge α_k (proof needs common α):",
+        f"  ε={ce['eps'].tolist()}, α={ce['alpha'].tolist()}",
+        f"  S_base={ce['S_base']:.1f} -> S_UDA={ce['S_uda']:.1f}",
+        "",
+        "closer judge -> larger α_k, random search:",
+        f"  worst S_UDA/S_base = {ms['ratio']:.3f}",
+    ]
     ax.axis("off")
     ax.text(0, 1, "\n".join(txt), va="top", family="monospace", fontsize=8)
     ax = axes[0][2]
@@ -204,15 +225,16 @@ def plot(res: dict):
 
 
 def main(argv=None):
-    args, stem, res = run_statement(NAME, __doc__.splitlines()[0], Config(), QUICK, run, plot,
-                                    argv)
+    args, stem, res = run_statement(NAME, __doc__.splitlines()[0], Config(), QUICK, run, plot, argv)
     print("property:", res["property"])
     print("per-judge counterexample:", res["per_judge_counterexample"])
     print("monotone search worst:", res["monotone_search"])
     for r in res["real"]["rows"]:
-        print(f"{r['model']:18s} S_base {r['S_base']:8.1f}  S_UDA {r['S_uda']:8.1f}  "
-              f"alpha_eff {r['alpha_eff']:+.3f}  mean bias {r['mean_bias_base']:+8.1f} -> "
-              f"{r['mean_bias_uda']:+8.1f}  same-sign {r['same_sign_base']}")
+        print(
+            f"{r['model']:18s} S_base {r['S_base']:8.1f}  S_UDA {r['S_uda']:8.1f}  "
+            f"alpha_eff {r['alpha_eff']:+.3f}  mean bias {r['mean_bias_base']:+8.1f} -> "
+            f"{r['mean_bias_uda']:+8.1f}  same-sign {r['same_sign_base']}"
+        )
     print(f"wrote {args.out}/{stem}.json (+ .png) in {res['wall_s']:.1f}s")
     return res
 

@@ -8,7 +8,7 @@ same states for their real tokens.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax.numpy as jnp
 import numpy as np
@@ -44,7 +44,7 @@ def pad_batch(seqs: Sequence[Sequence[int]], length: int, rows: int, pad_id: int
         if side == "right":
             ids[i, :n], valid[i, :n] = s, True
         elif side == "left":
-            ids[i, length - n:], valid[i, length - n:] = s, True
+            ids[i, length - n :], valid[i, length - n :] = s, True
         else:
             raise ValueError(f"padding side must be 'left' or 'right', not {side!r}")
     return ids, valid
@@ -61,9 +61,9 @@ def pool_weights(valid, pooling: str):
     t = valid.shape[1]
     idx = jnp.arange(t)
     if pooling == "last":
-        w = (idx[None, :] == jnp.argmax(jnp.where(valid, idx[None, :], -1), axis=1)[:, None])
+        w = idx[None, :] == jnp.argmax(jnp.where(valid, idx[None, :], -1), axis=1)[:, None]
     elif pooling == "cls":
-        w = (idx[None, :] == jnp.argmax(valid, axis=1)[:, None])
+        w = idx[None, :] == jnp.argmax(valid, axis=1)[:, None]
     elif pooling == "mean":
         return (v / jnp.maximum(v.sum(1, keepdims=True), 1.0))[:, None, :]
     else:
@@ -104,8 +104,9 @@ def tokenize_inputs(tokenizer, inputs, add_generation_prompt: bool = False, spec
     the chat template rendered, then ids without extra special tokens (as transformers does)."""
     out = []
     for x in inputs:
-        if tokenizer is None and not (isinstance(x, (list, tuple, np.ndarray)) and all(
-                isinstance(t, (int, np.integer)) for t in x)):
+        if tokenizer is None and not (
+            isinstance(x, (list, tuple, np.ndarray)) and all(isinstance(t, (int, np.integer)) for t in x)
+        ):
             raise ValueError("this model has no tokenizer files; pass token ids instead")
         if isinstance(x, str):
             out.append(tokenizer.encode(x, add_special_tokens=special))
@@ -115,6 +116,7 @@ def tokenize_inputs(tokenizer, inputs, add_generation_prompt: bool = False, spec
         elif isinstance(x, (list, tuple, np.ndarray)) and all(isinstance(t, (int, np.integer)) for t in x):
             out.append([int(t) for t in x])
         else:
-            raise TypeError(f"input {len(out)}: expected a string, a list of chat messages or token ids, "
-                            f"got {type(x).__name__}")
+            raise TypeError(
+                f"input {len(out)}: expected a string, a list of chat messages or token ids, got {type(x).__name__}"
+            )
     return out

@@ -129,6 +129,7 @@ class Bert(nn.Module):
         b, t = ids.shape
         mask = jnp.broadcast_to(valid[:, None, :].astype(bool), (b, t, t))
         last, per_layer = BertEncoder(self.cfg, self.dtype, name="encoder")(h, mask, pool_weights)
-        hidden = jnp.concatenate([pool(h, pool_weights)[None].astype(jnp.float32),
-                                  per_layer.astype(jnp.float32)], axis=0)
+        hidden = jnp.concatenate(
+            [pool(h, pool_weights)[None].astype(jnp.float32), per_layer.astype(jnp.float32)], axis=0
+        )
         return {"hidden": hidden, "last": last}

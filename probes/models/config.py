@@ -110,8 +110,7 @@ class DecoderConfig:
     def __post_init__(self):
         if self.num_heads % self.num_kv_heads:
             raise ValueError(
-                f"num_attention_heads={self.num_heads} is not a multiple of "
-                f"num_key_value_heads={self.num_kv_heads}"
+                f"num_attention_heads={self.num_heads} is not a multiple of num_key_value_heads={self.num_kv_heads}"
             )
 
 
@@ -222,9 +221,7 @@ def config_from_hf(d: dict, source: str = "config.json", pooling: str | None = N
         return _encoder_config_from_hf(d, source, pooling)
     if model_type in DECODER_TYPES:
         return _decoder_config_from_hf(d, source)
-    raise ValueError(
-        f"{source}: unknown model_type {model_type!r}; supported: {ENCODER_TYPES + DECODER_TYPES}"
-    )
+    raise ValueError(f"{source}: unknown model_type {model_type!r}; supported: {ENCODER_TYPES + DECODER_TYPES}")
 
 
 def read_config(folder: str | Path) -> ModelConfig:

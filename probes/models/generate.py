@@ -26,7 +26,7 @@ def _prompt_ids(pre: Pretrained, prompts, chat: bool) -> list[list[int]]:
     return tokenize_inputs(pre.tokenizer, prompts, add_generation_prompt=True)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _generate_fn(config, dtype, steps: int):
     """jit: (params, ids (B, P) left-padded, valid (B, P)) -> greedy tokens (B, steps) (cut at stop ids later)."""
     model = build_model(config, dtype, return_cache=True)
@@ -48,8 +48,7 @@ def _generate_fn(config, dtype, steps: int):
 
         def step(carry, t):
             cache, tok, pos = carry
-            o = model.apply(params, tok[:, None], pos[:, None], jnp.ones((b, 1), bool), cache=cache,
-                            write_index=p + t)
+            o = model.apply(params, tok[:, None], pos[:, None], jnp.ones((b, 1), bool), cache=cache, write_index=p + t)
             lg = model.apply(params, o["last"][:, 0], method=Llama.lm_logits)
             nxt = jnp.argmax(lg, axis=-1).astype(jnp.int32)
             return (o["cache"], nxt, pos + 1), tok
@@ -61,8 +60,16 @@ def _generate_fn(config, dtype, steps: int):
     return jax.jit(fn)
 
 
-def greedy_generate(pre: Pretrained, prompts, max_new_tokens: int = 32, *, chat: bool = False,
-                    stop_ids=None, batch_size: int = 8, return_ids: bool = False):
+def greedy_generate(
+    pre: Pretrained,
+    prompts,
+    max_new_tokens: int = 32,
+    *,
+    chat: bool = False,
+    stop_ids=None,
+    batch_size: int = 8,
+    return_ids: bool = False,
+):
     """Greedy continuations of `prompts`: list of strings (decoded, without the stop token), or
     lists of token ids when `return_ids`. Stops at the tokenizer's eos (or `stop_ids`)."""
     cfg = pre.config
@@ -78,10 +85,10 @@ def greedy_generate(pre: Pretrained, prompts, max_new_tokens: int = 32, *, chat:
     pad_id = pre.tokenizer.pad_token_id if pre.tokenizer is not None else 0
     results = []
     for i in range(0, len(seqs), batch_size):
-        group = seqs[i:i + batch_size]
+        group = seqs[i : i + batch_size]
         p = bucket_length(max(map(len, group)), cfg.window - steps)
         ids, valid = pad_batch(group, p, batch_bucket(len(group), batch_size), pad_id or 0, "left")
-        toks = np.asarray(fn(pre.params, jnp.asarray(ids), jnp.asarray(valid)))[:len(group)]
+        toks = np.asarray(fn(pre.params, jnp.asarray(ids), jnp.asarray(valid)))[: len(group)]
         for row in toks.tolist():
             cut = next((j for j, t in enumerate(row) if t in stop_ids), len(row))
             results.append(row[:cut])
@@ -90,13 +97,13 @@ def greedy_generate(pre: Pretrained, prompts, max_new_tokens: int = 32, *, chat:
     return [pre.tokenizer.decode(r) for r in results]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _last_logprobs_fn(config, dtype):
     model = build_model(config, dtype)
 
     def fn(params, ids, valid, cand):
         out = model.apply(params, ids, positions_from_valid(valid), valid)
-        w = pool_weights(valid, "last")[:, 0, :]                      # (B, T)
+        w = pool_weights(valid, "last")[:, 0, :]  # (B, T)
         h = jnp.einsum("bt,btd->bd", w, out["last"].astype(jnp.float32)).astype(out["last"].dtype)
         logp = jax.nn.log_softmax(model.apply(params, h, method=Llama.lm_logits), axis=-1)
         return logp[:, cand]
@@ -118,8 +125,9 @@ def candidate_ids(pre: Pretrained, candidates) -> list[int]:
     return out
 
 
-def next_token_logprobs(pre: Pretrained, prompts, candidates, *, chat: bool = False, batch_size: int = 8,
-                        max_length: int | None = None) -> np.ndarray:
+def next_token_logprobs(
+    pre: Pretrained, prompts, candidates, *, chat: bool = False, batch_size: int = 8, max_length: int | None = None
+) -> np.ndarray:
     """log p(candidate | prompt) for the next token: (n_prompts, n_candidates) float32.
 
     Used by the local judge (e.g. candidates ["A", "B"]). Prompts longer than `max_length`
@@ -138,8 +146,9 @@ def next_token_logprobs(pre: Pretrained, prompts, candidates, *, chat: bool = Fa
     pad_id = pre.tokenizer.pad_token_id if pre.tokenizer is not None else 0
     out = np.zeros((len(seqs), len(cand)), np.float32)
     for i in range(0, len(seqs), batch_size):
-        group = seqs[i:i + batch_size]
-        ids, valid = pad_batch(group, bucket_length(max(map(len, group)), cap),
-                               batch_bucket(len(group), batch_size), pad_id or 0, "right")
-        out[i:i + len(group)] = np.asarray(fn(pre.params, jnp.asarray(ids), jnp.asarray(valid), cand))[:len(group)]
+        group = seqs[i : i + batch_size]
+        ids, valid = pad_batch(
+            group, bucket_length(max(map(len, group)), cap), batch_bucket(len(group), batch_size), pad_id or 0, "right"
+        )
+        out[i : i + len(group)] = np.asarray(fn(pre.params, jnp.asarray(ids), jnp.asarray(valid), cand))[: len(group)]
     return out

@@ -38,8 +38,11 @@ _LAYER_NAMES = {
     "ffn_down": "mlp.down_proj",
 }
 _TOP_NAMES = {"token_embd": "model.embed_tokens", "output_norm": "model.norm", "output": "lm_head"}
-_ARCHS = {"llama": ("llama", "LlamaForCausalLM"), "qwen2": ("qwen2", "Qwen2ForCausalLM"),
-          "qwen3": ("qwen3", "Qwen3ForCausalLM")}
+_ARCHS = {
+    "llama": ("llama", "LlamaForCausalLM"),
+    "qwen2": ("qwen2", "Qwen2ForCausalLM"),
+    "qwen3": ("qwen3", "Qwen3ForCausalLM"),
+}
 
 
 def cache_root() -> Path:
@@ -92,8 +95,10 @@ def gguf_config(reader, path: Path) -> dict:
     if arch not in _ARCHS:
         raise ValueError(f"{path}: GGUF architecture {arch!r} is not supported ({sorted(_ARCHS)})")
     if any(t.name == "rope_freqs.weight" for t in reader.tensors):
-        raise ValueError(f"{path}: tensor 'rope_freqs.weight' (llama3 rope scaling in GGUF) is not supported; "
-                         "use the original safetensors folder")
+        raise ValueError(
+            f"{path}: tensor 'rope_freqs.weight' (llama3 rope scaling in GGUF) is not supported; "
+            "use the original safetensors folder"
+        )
     model_type, cls = _ARCHS[arch]
 
     def a(key, default=None):
@@ -155,24 +160,35 @@ def _byte_level_tokenizer(reader, path: Path):
     if pre == "smollm":  # llama.cpp: digits split one by one, then the GPT-2 regex
         tk.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level])
     elif pre in ("llama3", "llama-v3", "llama-bpe", "smaug-bpe", "qwen2", "deepseek-r1-qwen"):
-        split = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
-                 r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+        split = (
+            r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+            r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+        )
         if pre.startswith("qwen2") or pre == "deepseek-r1-qwen":
             split = split.replace(r"\p{N}{1,3}", r"\p{N}")
-        tk.pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(split), behavior="isolated"),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+        tk.pre_tokenizer = pre_tokenizers.Sequence(
+            [
+                pre_tokenizers.Split(Regex(split), behavior="isolated"),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+            ]
+        )
     else:
         tk.pre_tokenizer = byte_level
     tk.decoder = decoders.ByteLevel()
-    tk.add_special_tokens([AddedToken(t, normalized=False, special=True)
-                           for t, ty in zip(tokens, types) if ty == 3 and set(t) <= alphabet])
+    tk.add_special_tokens(
+        [
+            AddedToken(t, normalized=False, special=True)
+            for t, ty in zip(tokens, types)
+            if ty == 3 and set(t) <= alphabet
+        ]
+    )
     tk.add_tokens([AddedToken(t, normalized=False, special=False) for t, ty in zip(tokens, types) if ty == 4])
     bos_id = _field(reader, "tokenizer.ggml.bos_token_id")
     if _field(reader, "tokenizer.ggml.add_bos_token", False) and bos_id is not None:
         bos = tokens[int(bos_id)]
         tk.post_processor = processors.TemplateProcessing(
-            single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, int(bos_id))])
+            single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, int(bos_id))]
+        )
     else:
         tk.post_processor = processors.ByteLevel(trim_offsets=False)
     return tk, tokens
@@ -183,8 +199,12 @@ def _special_tokens(reader, tokens: list[str], template: str | None) -> dict:
         i = _field(reader, f"tokenizer.ggml.{key}")
         return tokens[int(i)] if i is not None and 0 <= int(i) < len(tokens) else None
 
-    special = {"bos_token": tok("bos_token_id"), "eos_token": tok("eos_token_id"),
-               "pad_token": tok("padding_token_id"), "unk_token": tok("unknown_token_id")}
+    special = {
+        "bos_token": tok("bos_token_id"),
+        "eos_token": tok("eos_token_id"),
+        "pad_token": tok("padding_token_id"),
+        "unk_token": tok("unknown_token_id"),
+    }
     if template and "<|im_start|>" in template and "<|im_end|>" in tokens:
         # ChatML (SmolLM2, Qwen): a turn ends with <|im_end|>; GGUF files often mislabel eos/bos.
         special["eos_token"] = "<|im_end|>"
@@ -242,8 +262,10 @@ def convert_gguf(path: str | Path, out_dir: Path | None = None, progress: bool =
                     w = reverse_permute(w, kv_heads)
             tensors[name] = np.ascontiguousarray(w)
         if _field(reader, "tokenizer.ggml.model") != "gpt2":
-            raise ValueError(f"{path}: tokenizer model {_field(reader, 'tokenizer.ggml.model')!r} is not supported "
-                             "(only byte-level BPE 'gpt2')")
+            raise ValueError(
+                f"{path}: tokenizer model {_field(reader, 'tokenizer.ggml.model')!r} is not supported "
+                "(only byte-level BPE 'gpt2')"
+            )
         tk, tokens = _byte_level_tokenizer(reader, path)
         template = _field(reader, "tokenizer.chat_template")
         special = _special_tokens(reader, tokens, template)
@@ -251,8 +273,11 @@ def convert_gguf(path: str | Path, out_dir: Path | None = None, progress: bool =
         cfg.update(bos_token_id=ids["bos_token"], eos_token_id=ids["eos_token"], pad_token_id=ids["pad_token"])
         save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt", "source": path.name})
         tk.save(str(tmp / "tokenizer.json"))
-        (tmp / "tokenizer_config.json").write_text(json.dumps(
-            {**special, "chat_template": template, "model_max_length": cfg["max_position_embeddings"]}, indent=1))
+        (tmp / "tokenizer_config.json").write_text(
+            json.dumps(
+                {**special, "chat_template": template, "model_max_length": cfg["max_position_embeddings"]}, indent=1
+            )
+        )
         (tmp / "config.json").write_text(json.dumps(cfg, indent=1))
 
     return _atomic_dir(final, build)

@@ -188,12 +188,15 @@ def attention(q, k, v, mask, block_bytes: int = ATTENTION_BLOCK_BYTES):
     if nb * nh * nq == 1:  # a single block: no loop
         o = block(qh, kh, vh, mask)
     else:
+
         def step(i):
             bi, hi, qi = (i // (nh * nq)) * bc, ((i // nq) % nh) * hc, (i % nq) * tq
-            return block(jax.lax.dynamic_slice(qh, (bi, hi, 0, qi, 0), (bc, hc, g, tq, dh)),
-                         jax.lax.dynamic_slice(kh, (bi, hi, 0, 0), (bc, hc, s, dh)),
-                         jax.lax.dynamic_slice(vh, (bi, hi, 0, 0), (bc, hc, s, dh)),
-                         jax.lax.dynamic_slice(mask, (bi, qi, 0), (bc, tq, s)))
+            return block(
+                jax.lax.dynamic_slice(qh, (bi, hi, 0, qi, 0), (bc, hc, g, tq, dh)),
+                jax.lax.dynamic_slice(kh, (bi, hi, 0, 0), (bc, hc, s, dh)),
+                jax.lax.dynamic_slice(vh, (bi, hi, 0, 0), (bc, hc, s, dh)),
+                jax.lax.dynamic_slice(mask, (bi, qi, 0), (bc, tq, s)),
+            )
 
         o = jax.lax.map(step, jnp.arange(nb * nh * nq, dtype=jnp.int32))  # (nb*nh*nq, bc, hc, G, tq, Dh)
     o = o.reshape(nb, nh, nq, bc, hc, g, tq, dh).transpose(0, 3, 2, 6, 1, 4, 5, 7)

@@ -21,8 +21,18 @@ import jax
 import jax.numpy as jnp
 
 from .config import DecoderConfig
-from .layers import (Embed, Linear, RMSNorm, activation, apply_rope, attention, causal_mask, pool,
-                     rope_cos_sin, rope_inv_freq)
+from .layers import (
+    Embed,
+    Linear,
+    RMSNorm,
+    activation,
+    apply_rope,
+    attention,
+    causal_mask,
+    pool,
+    rope_cos_sin,
+    rope_inv_freq,
+)
 
 
 class LlamaAttention(nn.Module):
@@ -85,7 +95,9 @@ class LlamaLayer(nn.Module):
             RMSNorm(c.rms_norm_eps, self.dtype, name="input_layernorm")(h), cos, sin, mask, cache_kv, write_index
         )
         h = h + a
-        h = h + LlamaMLP(c, self.dtype, name="mlp")(RMSNorm(c.rms_norm_eps, self.dtype, name="post_attention_layernorm")(h))
+        h = h + LlamaMLP(c, self.dtype, name="mlp")(
+            RMSNorm(c.rms_norm_eps, self.dtype, name="post_attention_layernorm")(h)
+        )
         return h, (pool(h, pool_weights).astype(jnp.float32), kv if self.return_cache else None)
 
 
@@ -140,8 +152,13 @@ class Llama(nn.Module):
         if self.is_initializing():  # create the head's parameters too
             self.score_logits(final) if c.head == "score" else self.lm_logits(final)
         hidden = jnp.concatenate(
-            [pool(h, pool_weights)[None].astype(jnp.float32), per_layer[:-1],
-             pool(final, pool_weights)[None].astype(jnp.float32)], axis=0)
+            [
+                pool(h, pool_weights)[None].astype(jnp.float32),
+                per_layer[:-1],
+                pool(final, pool_weights)[None].astype(jnp.float32),
+            ],
+            axis=0,
+        )
         new_cache = None
         if self.return_cache:
             new_cache = {"k": kv[0], "v": kv[1], "pos": k_pos, "valid": k_valid}

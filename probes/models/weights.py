@@ -14,16 +14,24 @@ from __future__ import annotations
 import json
 import re
 import struct
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 
 _DTYPES = {
-    "F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": ml_dtypes.bfloat16,
-    "I64": np.int64, "I32": np.int32, "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_,
+    "F64": np.float64,
+    "F32": np.float32,
+    "F16": np.float16,
+    "BF16": ml_dtypes.bfloat16,
+    "I64": np.int64,
+    "I32": np.int32,
+    "I16": np.int16,
+    "I8": np.int8,
+    "U8": np.uint8,
+    "BOOL": np.bool_,
 }
 
 # Checkpoint tensors that our modules do not use (buffers, unused poolers).
@@ -108,14 +116,14 @@ def _hf_name_to_path(name: str, strip_prefixes, stacked) -> tuple[tuple[str, ...
     key = name
     for p in strip_prefixes:
         if key.startswith(p):
-            key = key[len(p):]
+            key = key[len(p) :]
             break
     parts = key.split(".")
     layer = None
     for i, part in enumerate(parts[:-1]):
         if part in stacked and parts[i + 1].isdigit():
             layer = int(parts[i + 1])
-            parts = parts[: i + 1] + parts[i + 2:]
+            parts = parts[: i + 1] + parts[i + 2 :]
             break
     return tuple(parts), layer
 
@@ -140,8 +148,10 @@ def _route_tensors(tensors: Mapping, expected: dict, source: str, strip_prefixes
         else:
             per_layer.setdefault(path, {})[layer] = t
     if unused:
-        raise ValueError(f"{source}: checkpoint tensors not used by the model: {unused[:8]}"
-                         + (f" (+{len(unused) - 8} more)" if len(unused) > 8 else ""))
+        raise ValueError(
+            f"{source}: checkpoint tensors not used by the model: {unused[:8]}"
+            + (f" (+{len(unused) - 8} more)" if len(unused) > 8 else "")
+        )
     return flat, per_layer
 
 
@@ -160,19 +170,27 @@ def _load_param(path: tuple, spec, flat: dict, per_layer: dict, source: str):
         n = spec.shape[0]
         missing = [i for i in range(n) if i not in layers]
         if missing or len(layers) != n:
-            raise ValueError(f"{source}: tensor {name!r}: layers {missing or sorted(layers)} missing/extra "
-                             f"(expected {n} layers)")
+            raise ValueError(
+                f"{source}: tensor {name!r}: layers {missing or sorted(layers)} missing/extra (expected {n} layers)"
+            )
         for i in range(n):
             if tuple(layers[i].shape) != tuple(spec.shape[1:]):
-                raise ValueError(f"{source}: tensor {name!r} layer {i} has shape {tuple(layers[i].shape)}, "
-                                 f"the model expects {tuple(spec.shape[1:])}")
+                raise ValueError(
+                    f"{source}: tensor {name!r} layer {i} has shape {tuple(layers[i].shape)}, "
+                    f"the model expects {tuple(spec.shape[1:])}"
+                )
         return np.stack([(layers[i].load() if isinstance(layers[i], LazyTensor) else layers[i]) for i in range(n)])
     raise ValueError(f"{source}: tensor {name!r} (shape {tuple(spec.shape)}) missing from the checkpoint")
 
 
-def hf_to_params(tensors: Mapping[str, LazyTensor | np.ndarray], template, source: str,
-                 strip_prefixes=("model.", "bert."), dtype=jnp.float32,
-                 stacked=("layers", "layer")) -> dict:
+def hf_to_params(
+    tensors: Mapping[str, LazyTensor | np.ndarray],
+    template,
+    source: str,
+    strip_prefixes=("model.", "bert."),
+    dtype=jnp.float32,
+    stacked=("layers", "layer"),
+) -> dict:
     """Map HF tensor names onto `template` (a params tree of ShapeDtypeStructs) and check shapes.
 
     `layers.3.self_attn.q_proj.weight` -> params["layers"]["self_attn"]["q_proj"]["weight"][3].

@@ -16,6 +16,7 @@ Where things happen, one module per stage:
 ``pipeline.py``               :func:`run_audit` / :func:`audit`: the chain, :class:`AuditResult`
 ============================  ================================================================
 """
+
 from ..datasets.verdicts import NO_TYPE, flip_verdict
 from .config import DEFAULT_RULE, DEFAULT_SCORER, SEED_RULE, SEED_SCORER, AuditConfig
 from .crossfit import CrossfitSummary, crossfit
@@ -26,13 +27,45 @@ from .pipeline import ITEM_COLUMNS, ROLES, AuditResult, audit, items_table, role
 from .prepare import ZERO_DIFF, AuditData, prepare
 from .references import POOLED_TYPE, DenoisingGroup, References, references
 from .report import FORMAT_VERSION, AuditReport, Counts, HiddenLabels
-from .score import ScoringGroup, Scores, score
+from .score import Scores, ScoringGroup, score
 from .write import write_result
 
 __all__ = [
-    "AuditConfig", "AuditData", "AuditReport", "AuditResult", "Counts", "CrossfitSummary", "DEFAULT_RULE",
-    "DEFAULT_SCORER", "DenoisingGroup", "FORMAT_VERSION", "HiddenLabels", "ITEM_COLUMNS", "MassEstimate",
-    "NO_TYPE", "Oriented", "POOLED_TYPE", "ROLES", "References", "SEED_RULE", "SEED_SCORER", "Scores",
-    "ScoringGroup", "ZERO_DIFF", "apply_rule", "audit", "crossfit", "estimate_m", "flip_verdict", "items_table",
-    "orient", "prepare", "references", "roles", "run_audit", "score", "with_flips", "write_result",
+    "AuditConfig",
+    "AuditData",
+    "AuditReport",
+    "AuditResult",
+    "Counts",
+    "CrossfitSummary",
+    "DEFAULT_RULE",
+    "DEFAULT_SCORER",
+    "DenoisingGroup",
+    "FORMAT_VERSION",
+    "HiddenLabels",
+    "ITEM_COLUMNS",
+    "MassEstimate",
+    "NO_TYPE",
+    "Oriented",
+    "POOLED_TYPE",
+    "ROLES",
+    "References",
+    "SEED_RULE",
+    "SEED_SCORER",
+    "Scores",
+    "ScoringGroup",
+    "ZERO_DIFF",
+    "apply_rule",
+    "audit",
+    "crossfit",
+    "estimate_m",
+    "flip_verdict",
+    "items_table",
+    "orient",
+    "prepare",
+    "references",
+    "roles",
+    "run_audit",
+    "score",
+    "with_flips",
+    "write_result",
 ]

@@ -1,8 +1,9 @@
 """Every knob of one audit, with its default, in one frozen dataclass (the CLI is built from it)."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -104,7 +105,6 @@ class AuditConfig:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict) -> "AuditConfig":
+    def from_dict(cls, data: dict) -> AuditConfig:
         """Inverse of :meth:`to_dict` (scorer and rule come back as names)."""
-        return cls(**{**data, "m_clip": tuple(data["m_clip"]),
-                      "crossfit_features": tuple(data["crossfit_features"])})
+        return cls(**{**data, "m_clip": tuple(data["m_clip"]), "crossfit_features": tuple(data["crossfit_features"])})

@@ -9,6 +9,7 @@ labelled row's feature comes from the same kind of problem (same normaliser, sam
 mass) as the pool features it calibrates. Labelled human labels enter only through the other
 folds' P' orientation and the 0/1 targets, never the pool's.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -40,13 +41,21 @@ class CrossfitSummary:
     folds_without_positives: tuple[int, ...]
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "features": list(self.features),
-                "folds_without_positives": list(self.folds_without_positives)}
+        return {
+            **asdict(self),
+            "features": list(self.features),
+            "folds_without_positives": list(self.folds_without_positives),
+        }
 
     @classmethod
-    def from_dict(cls, data: dict) -> "CrossfitSummary":
-        return cls(**{**data, "features": tuple(data["features"]),
-                      "folds_without_positives": tuple(data["folds_without_positives"])})
+    def from_dict(cls, data: dict) -> CrossfitSummary:
+        return cls(
+            **{
+                **data,
+                "features": tuple(data["features"]),
+                "folds_without_positives": tuple(data["folds_without_positives"]),
+            }
+        )
 
 
 def features_of(scorer, zp, zu, m, kinds, config: AuditConfig, group) -> dict:
@@ -58,7 +67,7 @@ def features_of(scorer, zp, zu, m, kinds, config: AuditConfig, group) -> dict:
         out["score"] = scored(scorer, zp, zu, m, config, group, warn=False)[1]
     if "two-sided" in kinds:
         both = scored(scorer, zp, np.concatenate([zu, -zu]), 0.5, config, group, warn=False)[1]
-        out["two-sided"] = both[:len(zu)] - both[len(zu):]
+        out["two-sided"] = both[: len(zu)] - both[len(zu) :]
     return out
 
 
@@ -69,8 +78,9 @@ def _clusters(data: AuditData, labelled: np.ndarray, column: str | None) -> np.n
     col = data.table[column]
     missing = np.flatnonzero(col.isna().to_numpy()[labelled])
     if len(missing):
-        raise ValueError(f"cluster column {column!r} is missing on labelled rows "
-                         f"{[str(data.ids[r]) for r in labelled[missing[:3]]]}")
+        raise ValueError(
+            f"cluster column {column!r} is missing on labelled rows {[str(data.ids[r]) for r in labelled[missing[:3]]]}"
+        )
     return col.astype(str).to_numpy(dtype=object)[labelled]
 
 
@@ -93,8 +103,9 @@ def _fill_empty_folds(pool_feat: dict, empty: list[int]) -> None:
         values[:, empty] = mean[:, None]
 
 
-def crossfit(data: AuditData, oriented: Oriented, mass: MassEstimate, kinds: tuple[str, ...],
-             config: AuditConfig) -> tuple[CrossFit, CrossfitSummary]:
+def crossfit(
+    data: AuditData, oriented: Oriented, mass: MassEstimate, kinds: tuple[str, ...], config: AuditConfig
+) -> tuple[CrossFit, CrossfitSummary]:
     """Cross-fitted features ``kinds`` of the labelled rows and the pool (see the module docstring)."""
     scorer = get_scorer(config.scorer, **dict(config.scorer_options))
     labelled, pool = data.labelled, oriented.unlabelled
@@ -123,12 +134,23 @@ def crossfit(data: AuditData, oriented: Oriented, mass: MassEstimate, kinds: tup
                 lab_feat[kind][rows[~in_pool]] = f[~in_pool]
     if empty:
         _fill_empty_folds(pool_feat, empty)
-    cf = CrossFit(pool=pool_feat, labelled={k: v[labelled] for k, v in lab_feat.items()},
-                  correct=(data.judge[labelled] == data.human[labelled]), fold=fold,
-                  pool_group=np.asarray(data.types[pool], dtype=object),
-                  labelled_group=np.asarray(data.types[labelled], dtype=object),
-                  labelled_ids=np.asarray(data.ids[labelled], dtype=object), cluster=clusters)
-    summary = CrossfitSummary(n_folds, tuple(kinds), config.cluster_by, int(len(labelled)),
-                              None if clusters is None else int(len(set(clusters))),
-                              {k: int(np.isnan(v).sum()) for k, v in cf.labelled.items()}, tuple(empty))
+    cf = CrossFit(
+        pool=pool_feat,
+        labelled={k: v[labelled] for k, v in lab_feat.items()},
+        correct=(data.judge[labelled] == data.human[labelled]),
+        fold=fold,
+        pool_group=np.asarray(data.types[pool], dtype=object),
+        labelled_group=np.asarray(data.types[labelled], dtype=object),
+        labelled_ids=np.asarray(data.ids[labelled], dtype=object),
+        cluster=clusters,
+    )
+    summary = CrossfitSummary(
+        n_folds,
+        tuple(kinds),
+        config.cluster_by,
+        int(len(labelled)),
+        None if clusters is None else int(len(set(clusters))),
+        {k: int(np.isnan(v).sum()) for k, v in cf.labelled.items()},
+        tuple(empty),
+    )
     return cf, summary

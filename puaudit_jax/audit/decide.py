@@ -5,6 +5,7 @@ group with a single pool item has s̄ = 1 and is never flipped by the seed rule.
 (:class:`~puaudit_jax.rules.CalibratedRule`) read the cross-fitted features and also give
 P(judge wrong) with a bootstrap interval, for the pool and (out of fold) the labelled rows.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,15 +24,20 @@ def with_flips(items: pd.DataFrame, flips: np.ndarray) -> pd.DataFrame:
     return items.assign(flipped=np.asarray(flips, bool), adjusted=np.where(flips, flip_verdict(judge), judge))
 
 
-def _calibrated(items: pd.DataFrame, rule, crossfit: CrossFit | None, pool: np.ndarray,
-                seed: int) -> tuple[np.ndarray, DecisionSummary]:
+def _calibrated(
+    items: pd.DataFrame, rule, crossfit: CrossFit | None, pool: np.ndarray, seed: int
+) -> tuple[np.ndarray, DecisionSummary]:
     """(pool flips, summary) of a calibrated rule; writes P(judge wrong) columns into ``items``."""
     if crossfit is None:
-        raise ValueError(f"rule {rule_name(rule)!r} needs the audit's cross-fitted features: run the audit "
-                         f"with this rule or with crossfit_features=({rule.feature!r},)")
+        raise ValueError(
+            f"rule {rule_name(rule)!r} needs the audit's cross-fitted features: run the audit "
+            f"with this rule or with crossfit_features=({rule.feature!r},)"
+        )
     if rule.feature not in crossfit.pool:
-        raise ValueError(f"the audit computed cross-fitted features {sorted(crossfit.pool)}; "
-                         f"rule {rule_name(rule)!r} needs {rule.feature!r}")
+        raise ValueError(
+            f"the audit computed cross-fitted features {sorted(crossfit.pool)}; "
+            f"rule {rule_name(rule)!r} needs {rule.feature!r}"
+        )
     decision = rule.decide(crossfit, seed=seed)
     labelled = np.flatnonzero(items["status"].to_numpy() == LABELLED)
     for col, pool_values in zip(P_WRONG, (decision.p_wrong, decision.p_wrong_lo, decision.p_wrong_hi)):
@@ -58,8 +64,9 @@ def _by_scores(items: pd.DataFrame, rule, pool: np.ndarray, m: float, eta: float
     return flips
 
 
-def apply_rule(items: pd.DataFrame, rule, *, crossfit: CrossFit | None, m: float, eta: float,
-               seed: int) -> tuple[pd.DataFrame, DecisionSummary | None]:
+def apply_rule(
+    items: pd.DataFrame, rule, *, crossfit: CrossFit | None, m: float, eta: float, seed: int
+) -> tuple[pd.DataFrame, DecisionSummary | None]:
     """Flips, adjusted verdicts and (calibrated rules) P(judge wrong) of the pool rows (role U) of
     ``items`` by ``rule``. Returns a copy of ``items`` and the calibrated rule's
     :class:`~puaudit_jax.rules.DecisionSummary` (None for score rules)."""

@@ -6,6 +6,7 @@ rows (``holdout`` fraction per question type, floor, at least one row overall), 
 its state after this stage travels in :attr:`MassEstimate.rng_state` to the cross-fitting stage,
 so one seed fixes the whole audit.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -37,15 +38,26 @@ class MassEstimate:
     rng_state: dict = field(repr=False, default=None)
 
     def to_dict(self) -> dict:
-        return {"value": self.value, "source": self.source, "raw": self.raw, "n_holdout": self.n_holdout,
-                "clip": None if self.clip is None else list(self.clip), "clipped": self.clipped}
+        return {
+            "value": self.value,
+            "source": self.source,
+            "raw": self.raw,
+            "n_holdout": self.n_holdout,
+            "clip": None if self.clip is None else list(self.clip),
+            "clipped": self.clipped,
+        }
 
     @classmethod
-    def from_dict(cls, data: dict) -> "MassEstimate":
+    def from_dict(cls, data: dict) -> MassEstimate:
         clip = data.get("clip")
-        return cls(value=data["value"], source=data["source"], raw=data.get("raw"),
-                   n_holdout=data.get("n_holdout", 0), clip=None if clip is None else tuple(clip),
-                   clipped=bool(data.get("clipped", False)))
+        return cls(
+            value=data["value"],
+            source=data["source"],
+            raw=data.get("raw"),
+            n_holdout=data.get("n_holdout", 0),
+            clip=None if clip is None else tuple(clip),
+            clipped=bool(data.get("clipped", False)),
+        )
 
     def generator(self) -> np.random.Generator:
         """A Generator continuing where this stage left the audit's seed."""
@@ -65,8 +77,10 @@ def holdout_rows(labelled: np.ndarray, types: np.ndarray, fraction: float, rng) 
     chosen = np.sort(np.concatenate(chosen)) if chosen else np.array([], int)
     if len(chosen) == 0 and fraction > 0:
         if len(labelled) < 2:
-            raise ValueError(f"estimating m needs at least 2 labelled comparisons (one held out, one "
-                             f"positive); have {len(labelled)}. Give m explicitly.")
+            raise ValueError(
+                f"estimating m needs at least 2 labelled comparisons (one held out, one "
+                f"positive); have {len(labelled)}. Give m explicitly."
+            )
         chosen = np.array([rng.choice(labelled)])
     return chosen
 
@@ -81,9 +95,12 @@ def estimate_m(data: AuditData, config: AuditConfig) -> MassEstimate:
     if len(held) == 0:
         raise ValueError("m is not given and holdout = 0: nothing to estimate m from")
     if len(held) == len(labelled):
-        raise ValueError("every labelled comparison was held out to estimate m; P is empty "
-                         f"({len(labelled)} labelled, holdout={config.holdout}). Lower holdout or give m.")
+        raise ValueError(
+            "every labelled comparison was held out to estimate m; P is empty "
+            f"({len(labelled)} labelled, holdout={config.holdout}). Lower holdout or give m."
+        )
     raw = float(np.mean(data.judge[held] == data.human[held]))
     value = float(np.clip(raw, *config.m_clip))
-    return MassEstimate(value, "estimated", raw, int(len(held)), tuple(config.m_clip), value != raw, held,
-                        rng.bit_generator.state)
+    return MassEstimate(
+        value, "estimated", raw, int(len(held)), tuple(config.m_clip), value != raw, held, rng.bit_generator.state
+    )

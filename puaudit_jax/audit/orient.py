@@ -3,6 +3,7 @@
 Positives P (labelled rows not held out) are oriented by the human verdict, the pool U
 (unlabelled rows) by the judge's: z = (F(x, o_w) - F(x, o_l)) / ||.||.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..datasets.verdicts import A
+from ..scorers import unit_rows
 from .mass import MassEstimate
 from .prepare import AuditData
 
@@ -23,11 +25,6 @@ class Oriented:
     unlabelled: np.ndarray
     z: np.ndarray = field(repr=False)
     e_winner: np.ndarray = field(repr=False)
-
-
-def unit_rows(x: np.ndarray) -> np.ndarray:
-    """(k, d) rows scaled to unit Euclidean norm."""
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
 def judge_oriented(data: AuditData, rows: np.ndarray) -> np.ndarray:

@@ -7,6 +7,7 @@ only chains them and times them. The result is an :class:`AuditResult`: ``items`
 input row, input order: id, question_type, group, judge, human, status, reason, role, score_raw,
 score, adjusted, flipped, p_wrong, p_wrong_lo, p_wrong_hi) and an :class:`AuditReport`.
 """
+
 from __future__ import annotations
 
 import time
@@ -29,8 +30,23 @@ from .report import AuditReport, Counts
 from .score import Scores, score
 
 ROLES = ("P", "P-filtered", "holdout", "U", "excluded")
-ITEM_COLUMNS = ("id", "question_type", "group", "judge", "human", "status", "reason", "role", "score_raw", "score",
-                "adjusted", "flipped", "p_wrong", "p_wrong_lo", "p_wrong_hi")
+ITEM_COLUMNS = (
+    "id",
+    "question_type",
+    "group",
+    "judge",
+    "human",
+    "status",
+    "reason",
+    "role",
+    "score_raw",
+    "score",
+    "adjusted",
+    "flipped",
+    "p_wrong",
+    "p_wrong_lo",
+    "p_wrong_hi",
+)
 
 
 @dataclass(frozen=True)
@@ -66,12 +82,25 @@ def roles(data: AuditData, mass: MassEstimate, oriented: Oriented, refs: Referen
 def items_table(data: AuditData, role: np.ndarray, scores: Scores) -> pd.DataFrame:
     """The per-row output before any decision: verdicts unchanged, no flips, P(judge wrong) NaN."""
     nan = np.full(data.n, np.nan)
-    return pd.DataFrame({
-        "id": data.ids, "question_type": data.table["question_type"].to_numpy(dtype=object), "group": scores.group,
-        "judge": data.judge, "human": data.human, "status": data.status, "reason": data.reason, "role": role,
-        "score_raw": scores.score_raw, "score": scores.score, "adjusted": data.judge.copy(),
-        "flipped": np.zeros(data.n, bool), "p_wrong": nan, "p_wrong_lo": nan.copy(), "p_wrong_hi": nan.copy(),
-    })
+    return pd.DataFrame(
+        {
+            "id": data.ids,
+            "question_type": data.table["question_type"].to_numpy(dtype=object),
+            "group": scores.group,
+            "judge": data.judge,
+            "human": data.human,
+            "status": data.status,
+            "reason": data.reason,
+            "role": role,
+            "score_raw": scores.score_raw,
+            "score": scores.score,
+            "adjusted": data.judge.copy(),
+            "flipped": np.zeros(data.n, bool),
+            "p_wrong": nan,
+            "p_wrong_lo": nan.copy(),
+            "p_wrong_hi": nan.copy(),
+        }
+    )
 
 
 def crossfit_kinds(config: AuditConfig) -> tuple[str, ...]:
@@ -111,11 +140,18 @@ def run_audit(comparisons: pd.DataFrame, features: PairEmbeddings | Encoder, con
     if kinds:
         clock.lap("crossfit")
     role = roles(data, mass, oriented, refs)
-    items, decision = apply_rule(items_table(data, role, scores), get_rule(config.rule, **dict(config.rule_options)),
-                                 crossfit=cf, m=mass.value, eta=config.eta, seed=config.seed)
+    items, decision = apply_rule(
+        items_table(data, role, scores),
+        get_rule(config.rule, **dict(config.rule_options)),
+        crossfit=cf,
+        m=mass.value,
+        eta=config.eta,
+        seed=config.seed,
+    )
     report = audit_report(data, mass, refs, scores, items, decision, cf_summary, config, clock)
-    return AuditResult(items=items, report=report, config=config, u_z=oriented.z[role == "U"].astype(np.float32),
-                       crossfit=cf)
+    return AuditResult(
+        items=items, report=report, config=config, u_z=oriented.z[role == "U"].astype(np.float32), crossfit=cf
+    )
 
 
 def audit_report(data, mass, refs, scores, items, decision, cf_summary, config, clock: _Clock) -> AuditReport:
@@ -123,12 +159,20 @@ def audit_report(data, mass, refs, scores, items, decision, cf_summary, config, 
     flipped, group = items["flipped"].to_numpy(bool), items["group"].to_numpy()
     groups = tuple(replace(g, n_flipped=int(flipped[group == g.group].sum())) for g in scores.groups)
     clock.seconds["total"] = time.perf_counter() - clock.t0
-    return AuditReport(counts=Counts.of(data.status, data.reason, items["role"].to_numpy(), flipped),
-                       flip_rate=float(flipped[items["role"].to_numpy() == "U"].mean()), m=mass, config=config,
-                       scorer=scorer_name(config.scorer),
-                       rule=rule_name(get_rule(config.rule, **dict(config.rule_options))),
-                       embeddings={"source": data.source, "dim": data.dim}, denoising=refs.groups, groups=groups,
-                       decision=decision, crossfit=cf_summary, timings_s=dict(clock.seconds))
+    return AuditReport(
+        counts=Counts.of(data.status, data.reason, items["role"].to_numpy(), flipped),
+        flip_rate=float(flipped[items["role"].to_numpy() == "U"].mean()),
+        m=mass,
+        config=config,
+        scorer=scorer_name(config.scorer),
+        rule=rule_name(get_rule(config.rule, **dict(config.rule_options))),
+        embeddings={"source": data.source, "dim": data.dim},
+        denoising=refs.groups,
+        groups=groups,
+        decision=decision,
+        crossfit=cf_summary,
+        timings_s=dict(clock.seconds),
+    )
 
 
 def audit(comparisons: pd.DataFrame, features: PairEmbeddings | Encoder, **options) -> AuditResult:

@@ -5,6 +5,7 @@ missing, judge A/B) or excluded (ties, missing text, identical responses; :func:
 and rows whose two embeddings coincide (zero difference vector) are excluded here too with
 reason :data:`ZERO_DIFF`. Nothing is dropped: later stages index these (n,) arrays by row.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -68,8 +69,9 @@ def _check_table(table: pd.DataFrame, config: AuditConfig) -> None:
     if len(table) == 0:
         raise ValueError("the comparison table is empty")
     if config.cluster_by is not None and config.cluster_by not in table.columns:
-        raise ValueError(f"cluster_by={config.cluster_by!r} is not a column of the comparisons "
-                         f"(columns: {list(table.columns)})")
+        raise ValueError(
+            f"cluster_by={config.cluster_by!r} is not a column of the comparisons (columns: {list(table.columns)})"
+        )
     ids = pd.Index(table["id"].astype(str))
     if ids.duplicated().any():
         raise ValueError(f"repeated comparison ids, e.g. {ids[ids.duplicated()][0]!r}")
@@ -88,12 +90,15 @@ def _check_embeddings(emb: PairEmbeddings, table_ids: pd.Index, usable_ids: list
     emb_index = pd.Index(emb.ids)
     extra = emb_index.difference(table_ids)
     if len(extra):
-        raise ValueError(f"embeddings have {len(extra)} ids that are not in the comparisons, "
-                         f"e.g. {list(extra[:3])} (mismatched id sets)")
+        raise ValueError(
+            f"embeddings have {len(extra)} ids that are not in the comparisons, "
+            f"e.g. {list(extra[:3])} (mismatched id sets)"
+        )
     missing = pd.Index(usable_ids).difference(emb_index)
     if len(missing):
-        raise ValueError(f"{len(missing)} usable comparisons have no embeddings, e.g. {list(missing[:3])} "
-                         "(mismatched id sets)")
+        raise ValueError(
+            f"{len(missing)} usable comparisons have no embeddings, e.g. {list(missing[:3])} (mismatched id sets)"
+        )
     ea, eb = emb.take(usable_ids)
     bad = ~(np.isfinite(ea).all(1) & np.isfinite(eb).all(1))
     if bad.any():
@@ -112,11 +117,13 @@ def _check_roles(status: np.ndarray) -> None:
     n, excluded = len(status), int((status == EXCLUDED).sum())
     n_lab, n_unl = int((status == LABELLED).sum()), int((status == UNLABELLED).sum())
     if n_lab == 0:
-        raise ValueError(f"no usable human-labelled comparison (P would be empty): {n} rows, "
-                         f"{excluded} excluded, {n_unl} unlabelled")
+        raise ValueError(
+            f"no usable human-labelled comparison (P would be empty): {n} rows, {excluded} excluded, {n_unl} unlabelled"
+        )
     if n_unl == 0:
-        raise ValueError(f"no usable unlabelled comparison to audit (U is empty): {n} rows, "
-                         f"{n_lab} labelled, {excluded} excluded")
+        raise ValueError(
+            f"no usable unlabelled comparison to audit (U is empty): {n} rows, {n_lab} labelled, {excluded} excluded"
+        )
 
 
 def prepare(comparisons: pd.DataFrame, features: PairEmbeddings | Encoder, config: AuditConfig) -> AuditData:
@@ -140,6 +147,15 @@ def prepare(comparisons: pd.DataFrame, features: PairEmbeddings | Encoder, confi
     zero = _zero_difference(ea, eb, usable)
     status[zero], reason[zero] = EXCLUDED, ZERO_DIFF
     _check_roles(status)
-    return AuditData(table=table, ids=ids, types=question_types(table["question_type"]),
-                     judge=table["judge"].to_numpy(dtype=object), human=table["human"].to_numpy(dtype=object),
-                     status=status, reason=reason, ea=ea, eb=eb, source=emb.source)
+    return AuditData(
+        table=table,
+        ids=ids,
+        types=question_types(table["question_type"]),
+        judge=table["judge"].to_numpy(dtype=object),
+        human=table["human"].to_numpy(dtype=object),
+        status=status,
+        reason=reason,
+        ea=ea,
+        eb=eb,
+        source=emb.source,
+    )

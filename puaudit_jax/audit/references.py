@@ -5,6 +5,7 @@ alpha1, alpha2); types with fewer than ``min_group_size`` positives are denoised
 pooled group (:data:`POOLED_TYPE`). A scoring group uses its type's own P' when it has one, else
 the union of every P' (:func:`reference_for`).
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -32,7 +33,7 @@ class DenoisingGroup:
         return {**asdict(self), "types": list(self.types)}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "DenoisingGroup":
+    def from_dict(cls, data: dict) -> DenoisingGroup:
         return cls(**{**data, "types": tuple(data["types"])})
 
 
@@ -57,8 +58,9 @@ def _denoising_groups(positives: np.ndarray, types: np.ndarray, min_size: int) -
     return groups, small
 
 
-def references(positives: np.ndarray, types: np.ndarray, e_winner: np.ndarray, z: np.ndarray,
-               config: AuditConfig) -> References:
+def references(
+    positives: np.ndarray, types: np.ndarray, e_winner: np.ndarray, z: np.ndarray, config: AuditConfig
+) -> References:
     """Denoise ``positives`` (rows; ``types``, ``e_winner``, ``z`` indexed by row) per question type."""
     kept = np.zeros(len(types), bool)
     own, report = {}, []
@@ -69,8 +71,15 @@ def references(positives: np.ndarray, types: np.ndarray, e_winner: np.ndarray, z
         kept[keep] = True
         if ty != POOLED_TYPE:
             own[ty] = keep
-        report.append(DenoisingGroup(str(ty), int(res.n), int(res.n_core), int(res.n_kept),
-                                     tuple(sorted(small)) if ty == POOLED_TYPE else (ty,)))
+        report.append(
+            DenoisingGroup(
+                str(ty),
+                int(res.n),
+                int(res.n_core),
+                int(res.n_kept),
+                tuple(sorted(small)) if ty == POOLED_TYPE else (ty,),
+            )
+        )
     return References(own, np.flatnonzero(kept), kept, tuple(report))
 
 

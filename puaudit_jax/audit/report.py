@@ -5,6 +5,7 @@ scorer, rule, solver paths, denoising and scoring groups, the calibrated decisio
 ``format_version``; :meth:`AuditReport.from_dict` reads it back. :meth:`AuditReport.summary`
 is the text ``puaudit audit`` prints.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -41,15 +42,26 @@ class Counts:
     flipped: int
 
     @classmethod
-    def of(cls, status: np.ndarray, reason: np.ndarray, roles: np.ndarray, flipped: np.ndarray) -> "Counts":
+    def of(cls, status: np.ndarray, reason: np.ndarray, roles: np.ndarray, flipped: np.ndarray) -> Counts:
         """Counts from the (n,) status, reason, role and flipped columns of the items."""
         excluded = status == EXCLUDED
-        reasons = (pd.Series(reason[excluded]).str.split("; ").explode().value_counts().astype(int).to_dict()
-                   if excluded.any() else {})
-        return cls(input=len(status), labelled=int((status == LABELLED).sum()), unlabelled=int((roles == "U").sum()),
-                   excluded=int(excluded.sum()), exclusion_reasons=reasons,
-                   P=int(np.isin(roles, ("P", "P-filtered")).sum()), P_denoised=int((roles == "P").sum()),
-                   holdout=int((roles == "holdout").sum()), U=int((roles == "U").sum()), flipped=int(flipped.sum()))
+        reasons = (
+            pd.Series(reason[excluded]).str.split("; ").explode().value_counts().astype(int).to_dict()
+            if excluded.any()
+            else {}
+        )
+        return cls(
+            input=len(status),
+            labelled=int((status == LABELLED).sum()),
+            unlabelled=int((roles == "U").sum()),
+            excluded=int(excluded.sum()),
+            exclusion_reasons=reasons,
+            P=int(np.isin(roles, ("P", "P-filtered")).sum()),
+            P_denoised=int((roles == "P").sum()),
+            holdout=int((roles == "holdout").sum()),
+            U=int((roles == "U").sum()),
+            flipped=int(flipped.sum()),
+        )
 
 
 @dataclass(frozen=True)
@@ -64,7 +76,7 @@ class HiddenLabels:
         return {"share": self.share, "consistency": [dict(r) for r in self.consistency]}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "HiddenLabels":
+    def from_dict(cls, data: dict) -> HiddenLabels:
         return cls(data["share"], tuple(data["consistency"]))
 
     def table(self) -> str:
@@ -103,45 +115,68 @@ class AuditReport:
     def to_dict(self) -> dict:
         """The JSON-able report (layout of report.json)."""
         cfg = self.config
-        out = {"format_version": self.format_version, "counts": asdict(self.counts), "flip_rate": self.flip_rate,
-               "m": self.m.to_dict(), "eta": cfg.eta, "alpha1": cfg.alpha1, "alpha2": cfg.alpha2,
-               "scorer": self.scorer, "rule": self.rule, "group_by": cfg.group_by, "seed": cfg.seed,
-               "config": cfg.to_dict(), "embeddings": dict(self.embeddings),
-               "denoising": [g.to_dict() for g in self.denoising], "groups": [g.to_dict() for g in self.groups],
-               "solver_paths": self.solver_paths,
-               "decision": None if self.decision is None else self.decision.to_dict(),
-               "crossfit": None if self.crossfit is None else self.crossfit.to_dict(),
-               "timings_s": dict(self.timings_s)}
+        out = {
+            "format_version": self.format_version,
+            "counts": asdict(self.counts),
+            "flip_rate": self.flip_rate,
+            "m": self.m.to_dict(),
+            "eta": cfg.eta,
+            "alpha1": cfg.alpha1,
+            "alpha2": cfg.alpha2,
+            "scorer": self.scorer,
+            "rule": self.rule,
+            "group_by": cfg.group_by,
+            "seed": cfg.seed,
+            "config": cfg.to_dict(),
+            "embeddings": dict(self.embeddings),
+            "denoising": [g.to_dict() for g in self.denoising],
+            "groups": [g.to_dict() for g in self.groups],
+            "solver_paths": self.solver_paths,
+            "decision": None if self.decision is None else self.decision.to_dict(),
+            "crossfit": None if self.crossfit is None else self.crossfit.to_dict(),
+            "timings_s": dict(self.timings_s),
+        }
         if self.hidden_labels is not None:
             out["hidden_labels"] = self.hidden_labels.to_dict()
         return out
 
     @classmethod
-    def from_dict(cls, data: dict) -> "AuditReport":
+    def from_dict(cls, data: dict) -> AuditReport:
         """Read a report written by :meth:`to_dict` (any format_version up to :data:`FORMAT_VERSION`)."""
         version = data.get("format_version", 0)
         if version > FORMAT_VERSION:
-            raise ValueError(f"report format_version {version} is newer than this puaudit ({FORMAT_VERSION}): "
-                             "upgrade puaudit to read it")
+            raise ValueError(
+                f"report format_version {version} is newer than this puaudit ({FORMAT_VERSION}): "
+                "upgrade puaudit to read it"
+            )
         optional = {"decision": DecisionSummary, "crossfit": CrossfitSummary, "hidden_labels": HiddenLabels}
-        return cls(counts=Counts(**data["counts"]), flip_rate=data["flip_rate"], m=MassEstimate.from_dict(data["m"]),
-                   config=AuditConfig.from_dict(data["config"]), scorer=data["scorer"], rule=data["rule"],
-                   embeddings=data["embeddings"],
-                   denoising=tuple(DenoisingGroup.from_dict(g) for g in data["denoising"]),
-                   groups=tuple(ScoringGroup.from_dict(g) for g in data["groups"]),
-                   timings_s=data.get("timings_s", {}), format_version=FORMAT_VERSION,
-                   **{k: None if data.get(k) is None else kind.from_dict(data[k]) for k, kind in optional.items()})
+        return cls(
+            counts=Counts(**data["counts"]),
+            flip_rate=data["flip_rate"],
+            m=MassEstimate.from_dict(data["m"]),
+            config=AuditConfig.from_dict(data["config"]),
+            scorer=data["scorer"],
+            rule=data["rule"],
+            embeddings=data["embeddings"],
+            denoising=tuple(DenoisingGroup.from_dict(g) for g in data["denoising"]),
+            groups=tuple(ScoringGroup.from_dict(g) for g in data["groups"]),
+            timings_s=data.get("timings_s", {}),
+            format_version=FORMAT_VERSION,
+            **{k: None if data.get(k) is None else kind.from_dict(data[k]) for k, kind in optional.items()},
+        )
 
     def summary(self) -> str:
         """A few lines for people: counts, m, flips, solver, and the calibrated decision."""
         c, m = self.counts, self.m
         raw = "" if m.raw is None else f", raw {m.raw:.3f}"
-        lines = [f"items {c.input}: labelled {c.labelled}, unlabelled {c.unlabelled}, excluded {c.excluded} "
-                 f"{c.exclusion_reasons}",
-                 f"P {c.P} -> P' {c.P_denoised}, holdout {c.holdout}, U {c.U}; m = {m.value:.3f} ({m.source}{raw}), "
-                 f"eta = {self.eta}; flipped {c.flipped} ({self.flip_rate:.1%})",
-                 f"scorer {self.scorer}, rule {self.rule}, solver paths {self.solver_paths}, "
-                 f"time {self.timings_s.get('total', float('nan')):.2f}s"]
+        lines = [
+            f"items {c.input}: labelled {c.labelled}, unlabelled {c.unlabelled}, excluded {c.excluded} "
+            f"{c.exclusion_reasons}",
+            f"P {c.P} -> P' {c.P_denoised}, holdout {c.holdout}, U {c.U}; m = {m.value:.3f} ({m.source}{raw}), "
+            f"eta = {self.eta}; flipped {c.flipped} ({self.flip_rate:.1%})",
+            f"scorer {self.scorer}, rule {self.rule}, solver paths {self.solver_paths}, "
+            f"time {self.timings_s.get('total', float('nan')):.2f}s",
+        ]
         if self.decision is not None:
             lines.append(_decision_line(self.decision))
         return "\n".join(lines)
@@ -155,6 +190,8 @@ def _decision_line(d: DecisionSummary) -> str:
     if e is None:
         return line
     lo, hi = e.expected_gain_interval
-    return (line + f"; out-of-fold gain {100 * e.crossfit_gain:+.2f} points (lower bound "
-            f"{100 * e.crossfit_gain_lower_bound:+.2f}); expected gain on the pool "
-            f"{100 * e.expected_gain:+.2f} points [{100 * lo:+.2f}, {100 * hi:+.2f}]")
+    return (
+        line + f"; out-of-fold gain {100 * e.crossfit_gain:+.2f} points (lower bound "
+        f"{100 * e.crossfit_gain_lower_bound:+.2f}); expected gain on the pool "
+        f"{100 * e.expected_gain:+.2f} points [{100 * lo:+.2f}, {100 * hi:+.2f}]"
+    )

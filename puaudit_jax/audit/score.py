@@ -5,6 +5,7 @@ its own P', or the union of every P' when the type has none) or one group ``"all
 (:mod:`puaudit_jax.scorers`; the seed's: entropic partial OT, s_j = mass received) gives raw scores
 s_j >= 0; normalised s̄_j = s_j / max_k s_k within the group.
 """
+
 from __future__ import annotations
 
 import time
@@ -42,7 +43,7 @@ class ScoringGroup:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict) -> "ScoringGroup":
+    def from_dict(cls, data: dict) -> ScoringGroup:
         return cls(**data)
 
 
@@ -58,19 +59,24 @@ class Scores:
     solver_s: float
 
 
-def scored(scorer, zp: np.ndarray, zu: np.ndarray, m: float, config: AuditConfig, group,
-           warn: bool = True) -> tuple[np.ndarray, np.ndarray, object]:
+def scored(
+    scorer, zp: np.ndarray, zu: np.ndarray, m: float, config: AuditConfig, group, warn: bool = True
+) -> tuple[np.ndarray, np.ndarray, object]:
     """(raw scores (k,), normalised s / max s (k,), scorer result) of pool ``zu`` (k, d) against
     reference ``zp``; all-zero scores normalise to zeros (with a warning). Invalid scores raise."""
     result = scorer(zp, zu, m)
     s = np.asarray(result.scores, np.float64)
     if s.shape != (len(zu),) or not np.isfinite(s).all() or (s < 0).any():
-        raise ValueError(f"scorer {scorer_name(config.scorer)!r} returned invalid scores for group {group!r} "
-                         f"(need {len(zu)} finite values >= 0)")
+        raise ValueError(
+            f"scorer {scorer_name(config.scorer)!r} returned invalid scores for group {group!r} "
+            f"(need {len(zu)} finite values >= 0)"
+        )
     top = s.max()
     if not top > 0:
         if warn:
-            warnings.warn(f"group {group!r}: every score is 0; normalised scores set to 0", RuntimeWarning)
+            warnings.warn(
+                f"group {group!r}: every score is 0; normalised scores set to 0", RuntimeWarning, stacklevel=2
+            )
         return s, np.zeros_like(s), result
     return s, s / top, result
 
@@ -90,6 +96,7 @@ def score(data: AuditData, oriented: Oriented, refs: References, m: float, confi
         s, normalised, result = scored(scorer, z[ref], z[rows], m, config, g)
         solver_s += time.perf_counter() - t
         score_raw[rows], score_norm[rows] = s, normalised
-        groups.append(ScoringGroup(str(g), int(len(rows)), int(len(ref)), reference, not s.max() > 0,
-                                   result.method, result.info))
+        groups.append(
+            ScoringGroup(str(g), int(len(rows)), int(len(ref)), reference, not s.max() > 0, result.method, result.info)
+        )
     return Scores(score_raw, score_norm, group, tuple(groups), solver_s)

@@ -1,4 +1,5 @@
 """Where an audit's results are written: items.csv, items.parquet and report.json (atomically)."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -9,15 +9,48 @@
 - :mod:`.alignment`: the appendix's objective, the Flax adapter, the idealised shrinkage.
 - :mod:`.plots`, :mod:`.cli`: figures and the ``puaudit consensus`` command.
 """
-from .alignment import AlignConfig, AlignResult, align, fit_shrinkage, self_preference_flags, shrink, theorem2_bound, tradeoff_curve
-from .bradley_terry import BTConfig, BTResult, BootstrapResult, ComparisonGraphError, bootstrap_bt, fit_bt
+
+from .alignment import (
+    AlignConfig,
+    AlignResult,
+    align,
+    fit_shrinkage,
+    self_preference_flags,
+    shrink,
+    theorem2_bound,
+    tradeoff_curve,
+)
+from .bradley_terry import BootstrapResult, BTConfig, BTResult, ComparisonGraphError, bootstrap_bt, fit_bt
 from .elo import EloConfig, EloResult, online_elo
 from .matrices import ScoreMatrices, llmfao_verdicts, mtbench_verdicts, score_matrices, verdicts_from_comparisons
 from .metrics import aggregate_bias, consensus, inter_judge_std, judge_metrics, summary
 
 __all__ = [
-    "AlignConfig", "AlignResult", "BTConfig", "BTResult", "BootstrapResult", "ComparisonGraphError", "EloConfig",
-    "EloResult", "ScoreMatrices", "aggregate_bias", "align", "bootstrap_bt", "consensus", "fit_bt", "fit_shrinkage",
-    "inter_judge_std", "judge_metrics", "llmfao_verdicts", "mtbench_verdicts", "online_elo", "score_matrices",
-    "self_preference_flags", "shrink", "summary", "theorem2_bound", "tradeoff_curve", "verdicts_from_comparisons",
+    "AlignConfig",
+    "AlignResult",
+    "BTConfig",
+    "BTResult",
+    "BootstrapResult",
+    "ComparisonGraphError",
+    "EloConfig",
+    "EloResult",
+    "ScoreMatrices",
+    "aggregate_bias",
+    "align",
+    "bootstrap_bt",
+    "consensus",
+    "fit_bt",
+    "fit_shrinkage",
+    "inter_judge_std",
+    "judge_metrics",
+    "llmfao_verdicts",
+    "mtbench_verdicts",
+    "online_elo",
+    "score_matrices",
+    "self_preference_flags",
+    "shrink",
+    "summary",
+    "theorem2_bound",
+    "tradeoff_curve",
+    "verdicts_from_comparisons",
 ]

@@ -34,6 +34,7 @@ on the same objective. Theorem 2 (sum_k |bias| never increases) holds for a *com
 judge-specific alpha it can fail (biases (0, 10), alpha = (0, 1): S goes 10 -> 15);
 :func:`theorem2_bound` gives the bound that does hold.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -140,7 +141,7 @@ def _masked_pearson(x, y, mask):
     xm = x - (x * mask).sum(axis=1, keepdims=True) / n
     ym = y - (y * mask).sum(axis=1, keepdims=True) / n
     cov = (xm * ym * mask).sum(axis=1)
-    var = (xm ** 2 * mask).sum(axis=1) * (ym ** 2 * mask).sum(axis=1)
+    var = (xm**2 * mask).sum(axis=1) * (ym**2 * mask).sum(axis=1)
     return cov / jnp.sqrt(var + 1e-12)
 
 
@@ -199,6 +200,7 @@ def _minimise(loss_fn, init, opt, steps: int):
 
     Returns (final parameters, (steps,) loss history).
     """
+
     @jax.jit
     def train(p):
         def step(carry, _):
@@ -213,17 +215,11 @@ def _minimise(loss_fn, init, opt, steps: int):
     return train(init)
 
 
-def align(scores: pd.DataFrame, config: AlignConfig = AlignConfig(), *, anchor: pd.Series | None = None,
-          self_preference: pd.DataFrame | None = None, text: np.ndarray | None = None) -> AlignResult:
-    """Train the adapter on ``scores`` (judges x models, Elo) and return the aligned matrix.
-
-    anchor: a per-model Series overriding ``config.anchor``. self_preference: judges x models 0/1
-    (:func:`self_preference_flags`). text: optional (M, N, t) features of the (judge, model) cell
-    (e.g. similarity of the model's answers to the judge's own answers).
-    """
-    z, mu, s = _standardise(scores)
-    n_j, n_m = z.shape
-    a_mat, mask = _anchor_matrix(scores, z, config.anchor if anchor is None else anchor, mu, s)
+def _cell_features(
+    scores: pd.DataFrame, self_preference: pd.DataFrame | None, text: np.ndarray | None
+) -> tuple[np.ndarray, list[str]]:
+    """(M, N, f) extra inputs of each (judge, model) cell and the adapter's input names."""
+    n_j, n_m = scores.shape
     extras, names = [], ["judge_id", "model_id"]
     if self_preference is not None:
         flags = self_preference.loc[scores.index, scores.columns].to_numpy(float)
@@ -235,11 +231,34 @@ def align(scores: pd.DataFrame, config: AlignConfig = AlignConfig(), *, anchor: 
             raise ValueError(f"text features must be finite with shape ({n_j}, {n_m}, t), got {text.shape}")
         extras.append(text)
         names.append(f"text[{text.shape[2]}]")
-    extra = np.concatenate(extras, axis=-1) if extras else np.zeros((n_j, n_m, 0))
+    return (np.concatenate(extras, axis=-1) if extras else np.zeros((n_j, n_m, 0))), names
+
+
+def align(
+    scores: pd.DataFrame,
+    config: AlignConfig = AlignConfig(),
+    *,
+    anchor: pd.Series | None = None,
+    self_preference: pd.DataFrame | None = None,
+    text: np.ndarray | None = None,
+) -> AlignResult:
+    """Train the adapter on ``scores`` (judges x models, Elo) and return the aligned matrix.
+
+    anchor: a per-model Series overriding ``config.anchor``. self_preference: judges x models 0/1
+    (:func:`self_preference_flags`). text: optional (M, N, t) features of the (judge, model) cell
+    (e.g. similarity of the model's answers to the judge's own answers).
+    """
+    z, mu, s = _standardise(scores)
+    n_j, n_m = z.shape
+    a_mat, mask = _anchor_matrix(scores, z, config.anchor if anchor is None else anchor, mu, s)
+    extra, names = _cell_features(scores, self_preference, text)
     judge_idx, model_idx = np.meshgrid(np.arange(n_j), np.arange(n_m), indexing="ij")
     model = Adapter(n_j, n_m, config.embed_dim, config.hidden)
-    inputs = (jnp.asarray(judge_idx.ravel()), jnp.asarray(model_idx.ravel()),
-              jnp.asarray(extra.reshape(n_j * n_m, -1), jnp.float32))
+    inputs = (
+        jnp.asarray(judge_idx.ravel()),
+        jnp.asarray(model_idx.ravel()),
+        jnp.asarray(extra.reshape(n_j * n_m, -1), jnp.float32),
+    )
     params = model.init(jax.random.PRNGKey(config.seed), *inputs)
     zj, cj = jnp.asarray(z, jnp.float32), jnp.asarray(z.mean(axis=0), jnp.float32)
     aj, mj = jnp.asarray(a_mat, jnp.float32), jnp.asarray(mask, jnp.float32)
@@ -259,12 +278,13 @@ def align(scores: pd.DataFrame, config: AlignConfig = AlignConfig(), *, anchor: 
     params, history = _minimise(loss_fn, params, opt, config.steps)
     aligned, alpha = apply(params)
     terms = [float(t) for t in loss_terms(aligned, aj, mj)]
-    out = pd.DataFrame(np.asarray(aligned, float) * s + mu, index=scores.index, columns=scores.columns)
-    alpha_frame = (pd.DataFrame(np.asarray(alpha, float), index=scores.index, columns=scores.columns)
-                   if config.mode == "shrink" else None)
-    return AlignResult(out, alpha_frame, np.asarray(history, float),
-                       {"anchor_mse": terms[0], "rank": terms[1], "consensus_mse": terms[2],
-                        "total": float(objective(aligned, aj, mj, weights))}, config, names)
+    losses = {"anchor_mse": terms[0], "rank": terms[1], "consensus_mse": terms[2],
+              "total": float(objective(aligned, aj, mj, weights))}  # fmt: skip
+    frame = lambda values: pd.DataFrame(np.asarray(values, float), index=scores.index, columns=scores.columns)
+    alpha_frame = frame(alpha) if config.mode == "shrink" else None
+    return AlignResult(
+        frame(np.asarray(aligned, float) * s + mu), alpha_frame, np.asarray(history, float), losses, config, names
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -293,8 +313,9 @@ class ShrinkResult:
     loss: np.ndarray
 
 
-def fit_shrinkage(scores: pd.DataFrame, config: AlignConfig = AlignConfig(), *, anchor: pd.Series | None = None,
-                  common: bool = False) -> ShrinkResult:
+def fit_shrinkage(
+    scores: pd.DataFrame, config: AlignConfig = AlignConfig(), *, anchor: pd.Series | None = None, common: bool = False
+) -> ShrinkResult:
     """Learn alpha_k = sigmoid(a_k) (one per judge, or one common alpha) on the objective of
     :class:`AlignConfig` with adam; a_k starts at 0 (alpha 1/2)."""
     z, mu, s = _standardise(scores)
@@ -308,8 +329,7 @@ def fit_shrinkage(scores: pd.DataFrame, config: AlignConfig = AlignConfig(), *, 
         alpha = jnp.broadcast_to(jax.nn.sigmoid(logit), (z.shape[0],))[:, None]
         return objective(alpha * zj + (1 - alpha) * cj, aj, mj, weights)
 
-    logit, history = _minimise(loss_fn, jnp.zeros(n_alpha, jnp.float32),
-                               optax.adam(config.learning_rate), config.steps)
+    logit, history = _minimise(loss_fn, jnp.zeros(n_alpha, jnp.float32), optax.adam(config.learning_rate), config.steps)
     alpha = np.broadcast_to(np.asarray(jax.nn.sigmoid(logit), float), (z.shape[0],))
     alpha = pd.Series(alpha, index=scores.index, name="alpha")
     return ShrinkResult(alpha, shrink(scores, alpha), np.asarray(history, float))
@@ -328,9 +348,17 @@ def theorem2_bound(bias: np.ndarray, alpha) -> np.ndarray:
 # the trade-off over the consensus weight
 
 
-def tradeoff_curve(scores: pd.DataFrame, weights, config: AlignConfig = AlignConfig(), *, human: pd.Series | None = None,
-                   self_preference: pd.DataFrame | None = None, text: np.ndarray | None = None,
-                   anchor: pd.Series | None = None, progress: bool = False) -> tuple[pd.DataFrame, dict]:
+def tradeoff_curve(
+    scores: pd.DataFrame,
+    weights,
+    config: AlignConfig = AlignConfig(),
+    *,
+    human: pd.Series | None = None,
+    self_preference: pd.DataFrame | None = None,
+    text: np.ndarray | None = None,
+    anchor: pd.Series | None = None,
+    progress: bool = False,
+) -> tuple[pd.DataFrame, dict]:
     """Train the adapter for each consensus weight in ``weights`` (other settings from ``config``).
 
     Returns (table, matrices): one row per weight with :func:`metrics.summary` of the aligned matrix
@@ -346,12 +374,18 @@ def tradeoff_curve(scores: pd.DataFrame, weights, config: AlignConfig = AlignCon
     iterator = list(weights)
     if progress:
         from tqdm.auto import tqdm
+
         iterator = tqdm(iterator, desc="consensus weight")
     for w in iterator:
-        res = align(scores, replace(config, w_consensus=float(w)), anchor=anchor,
-                    self_preference=self_preference, text=text)
-        row = {"w_consensus": float(w), **summary(res.scores, base_consensus=base, human=human),
-               "loss": float(res.loss[-1]), **{f"term_{k}": v for k, v in res.terms.items()}}
+        res = align(
+            scores, replace(config, w_consensus=float(w)), anchor=anchor, self_preference=self_preference, text=text
+        )
+        row = {
+            "w_consensus": float(w),
+            **summary(res.scores, base_consensus=base, human=human),
+            "loss": float(res.loss[-1]),
+            **{f"term_{k}": v for k, v in res.terms.items()},
+        }
         if res.alpha is not None:
             row["mean_alpha"] = float(res.alpha.to_numpy().mean())
         if human is not None:

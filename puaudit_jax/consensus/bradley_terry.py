@@ -25,6 +25,7 @@ Solver. Damped Newton (Levenberg) on the negative log-likelihood, jit-compiled a
 that vanishes at the optimum. The bootstrap refits ``vmap`` the same solver over resampled count
 matrices.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ import pandas as pd
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from ..datasets.verdicts import A, B, JUDGE_VERDICTS
+from ..datasets.verdicts import JUDGE_VERDICTS, A, B
 
 ELO_PER_NAT = 400.0 / np.log(10.0)  # Elo points per unit of theta (natural log odds)
 WINNERS = JUDGE_VERDICTS
@@ -129,8 +130,9 @@ def encode_comparisons(table: pd.DataFrame, models: list[str] | None = None) -> 
     for col, names in (("model_a", a), ("model_b", b)):
         unknown = [k for k, m in enumerate(names) if m not in index]
         if unknown:
-            raise ValueError(f"row {table.index[unknown[0]]!r}, column {col!r}: model {names[unknown[0]]!r} "
-                             f"is not in the model list")
+            raise ValueError(
+                f"row {table.index[unknown[0]]!r}, column {col!r}: model {names[unknown[0]]!r} is not in the model list"
+            )
     outcome = np.select([winner == A, winner == B], [1, 0], 2)
     codes = np.stack([[index[m] for m in a], [index[m] for m in b], outcome], axis=1).astype(np.int64)
     return list(models), codes
@@ -153,16 +155,20 @@ def check_identifiable(wins: np.ndarray, ties: np.ndarray, models: list[str]) ->
     seen = (wins + wins.T + ties).sum(axis=1) > 0
     if not seen.all():
         names = [models[k] for k in np.flatnonzero(~seen)][:5]
-        raise ComparisonGraphError(f"{int((~seen).sum())} model(s) never compared, e.g. {names}; "
-                                   "drop them or fit with ridge > 0 (they then sit at the reference)")
+        raise ComparisonGraphError(
+            f"{int((~seen).sum())} model(s) never compared, e.g. {names}; "
+            "drop them or fit with ridge > 0 (they then sit at the reference)"
+        )
     beat = csr_matrix(((wins.T + ties) > 0).astype(np.int8))  # edge j -> i when i beat or tied j
     n_weak, _ = connected_components(beat, directed=True, connection="weak")
     if n_weak > 1:
         _, labels = connected_components(beat, directed=True, connection="weak")
         groups = [[models[k] for k in np.flatnonzero(labels == g)][:3] for g in range(n_weak)]
-        raise ComparisonGraphError(f"the comparison graph has {n_weak} disconnected groups (e.g. {groups}); "
-                                   "strengths across groups are not identified: fit each group, or use "
-                                   "ridge > 0 (the prior then sets the gap between groups)")
+        raise ComparisonGraphError(
+            f"the comparison graph has {n_weak} disconnected groups (e.g. {groups}); "
+            "strengths across groups are not identified: fit each group, or use "
+            "ridge > 0 (the prior then sets the gap between groups)"
+        )
     n_strong, labels = connected_components(beat, directed=True, connection="strong")
     if n_strong > 1:
         never_lost = [models[k] for k in range(n) if (wins[:, k].sum() + ties[:, k].sum()) == 0]
@@ -175,7 +181,8 @@ def check_identifiable(wins: np.ndarray, ties: np.ndarray, models: list[str]) ->
         raise ComparisonGraphError(
             f"the maximum-likelihood strengths are infinite: the beat graph splits into {n_strong} strongly "
             f"connected groups ({'; '.join(detail) or 'a group beat every model outside it'}); "
-            "use ridge > 0 (a Gaussian prior) for finite scores")
+            "use ridge > 0 (a Gaussian prior) for finite scores"
+        )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -201,7 +208,7 @@ def _objective(params, wins, ties, ridge, davidson: bool):
     n = wins.shape[0]
     theta = params[:n]
     gauge = 0.5 * jnp.sum(theta) ** 2  # zero at any optimum of the (shift-invariant) likelihood
-    return _neg_log_lik(params, wins, ties, davidson) + 0.5 * ridge * jnp.sum(theta ** 2) + gauge
+    return _neg_log_lik(params, wins, ties, davidson) + 0.5 * ridge * jnp.sum(theta**2) + gauge
 
 
 @partial(jax.jit, static_argnames=("davidson", "max_iter"))
@@ -239,9 +246,14 @@ def _newton(wins, ties, ridge, tol, *, davidson: bool, max_iter: int):
 
 def _solve(wins: np.ndarray, ties: np.ndarray, config: BTConfig):
     with jax.enable_x64(True):
-        params, it, gnorm = _newton(jnp.asarray(wins, jnp.float64), jnp.asarray(ties, jnp.float64),
-                                    jnp.asarray(config.ridge, jnp.float64), jnp.asarray(config.tol, jnp.float64),
-                                    davidson=config.ties == "davidson", max_iter=config.max_iter)
+        params, it, gnorm = _newton(
+            jnp.asarray(wins, jnp.float64),
+            jnp.asarray(ties, jnp.float64),
+            jnp.asarray(config.ridge, jnp.float64),
+            jnp.asarray(config.tol, jnp.float64),
+            davidson=config.ties == "davidson",
+            max_iter=config.max_iter,
+        )
         ll = -float(_neg_log_lik(params, jnp.asarray(wins), jnp.asarray(ties), config.ties == "davidson"))
         return np.asarray(params, np.float64), int(it), float(gnorm), ll
 
@@ -289,10 +301,17 @@ def fit_bt(table: pd.DataFrame, config: BTConfig = BTConfig(), *, models: list[s
     if not np.isfinite(params).all():  # defensive: the checks above make this unreachable
         raise FloatingPointError("Bradley-Terry fit produced non-finite strengths")
     return BTResult(
-        scores=to_elo(theta, names, config.anchor, config.anchor_value), theta=theta,
+        scores=to_elo(theta, names, config.anchor, config.anchor_value),
+        theta=theta,
         tie_param=float(params[-1]) if config.ties == "davidson" else None,
-        n_comparisons=int(len(codes)), n_ties=int((codes[:, 2] == 2).sum()), log_likelihood=ll,
-        iterations=it, converged=bool(gnorm <= config.tol * 10), grad_norm=gnorm, config=config)
+        n_comparisons=int(len(codes)),
+        n_ties=int((codes[:, 2] == 2).sum()),
+        log_likelihood=ll,
+        iterations=it,
+        converged=bool(gnorm <= config.tol * 10),
+        grad_norm=gnorm,
+        config=config,
+    )
 
 
 @dataclass(frozen=True)
@@ -313,19 +332,8 @@ class BootstrapResult:
     seed: int
 
 
-def bootstrap_bt(table: pd.DataFrame, config: BTConfig = BTConfig(), *, n_boot: int = 200, level: float = 0.95,
-                 seed: int = 0, models: list[str] | None = None) -> BootstrapResult:
-    """Resample the comparisons with replacement ``n_boot`` times (numpy Generator(seed)) and refit.
-
-    All refits run as one ``vmap`` of the Newton solver. With ``ridge = 0`` a resample whose graph is
-    not identifiable cannot be fitted: it is counted in ``n_degenerate`` and left out.
-    """
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level}")
-    full = fit_bt(table, config, models=models)
-    names = list(full.scores.index)
-    _, codes = encode_comparisons(table, names)
-    rng = np.random.default_rng(seed)
+def _resampled_counts(codes, names, config: BTConfig, n_boot: int, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(wins (B, n, n), ties (B, n, n), identifiable (B,) bool) of ``n_boot`` resamples of ``codes``."""
     n = len(names)
     stacks_w, stacks_t, keep = [], [], []
     for _ in range(n_boot):
@@ -341,18 +349,52 @@ def bootstrap_bt(table: pd.DataFrame, config: BTConfig = BTConfig(), *, n_boot: 
         w, t = _counts_for_mode(wins, ties, config.ties)
         stacks_w.append(w)
         stacks_t.append(t)
-    keep = np.asarray(keep)
+    return np.stack(stacks_w), np.stack(stacks_t), np.asarray(keep)
+
+
+def bootstrap_bt(
+    table: pd.DataFrame,
+    config: BTConfig = BTConfig(),
+    *,
+    n_boot: int = 200,
+    level: float = 0.95,
+    seed: int = 0,
+    models: list[str] | None = None,
+) -> BootstrapResult:
+    """Resample the comparisons with replacement ``n_boot`` times (numpy Generator(seed)) and refit.
+
+    All refits run as one ``vmap`` of the Newton solver. With ``ridge = 0`` a resample whose graph is
+    not identifiable cannot be fitted: it is counted in ``n_degenerate`` and left out.
+    """
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    full = fit_bt(table, config, models=models)
+    names = list(full.scores.index)
+    _, codes = encode_comparisons(table, names)
+    n = len(names)
+    stacks_w, stacks_t, keep = _resampled_counts(codes, names, config, n_boot, np.random.default_rng(seed))
     if not keep.any():
         raise ComparisonGraphError(f"none of the {n_boot} resamples is identifiable; use ridge > 0")
     with jax.enable_x64(True):
-        solve = jax.vmap(partial(_newton, davidson=config.ties == "davidson", max_iter=config.max_iter),
-                         in_axes=(0, 0, None, None))
-        params, _, _ = solve(jnp.asarray(np.stack(stacks_w)[keep]), jnp.asarray(np.stack(stacks_t)[keep]),
-                             jnp.asarray(config.ridge, jnp.float64), jnp.asarray(config.tol, jnp.float64))
+        solve = jax.vmap(
+            partial(_newton, davidson=config.ties == "davidson", max_iter=config.max_iter), in_axes=(0, 0, None, None)
+        )
+        params, _, _ = solve(
+            jnp.asarray(stacks_w[keep]),
+            jnp.asarray(stacks_t[keep]),
+            jnp.asarray(config.ridge, jnp.float64),
+            jnp.asarray(config.tol, jnp.float64),
+        )
         theta = np.asarray(params, np.float64)[:, :n]
     samples = np.asarray(to_elo(theta, names, config.anchor, config.anchor_value))
     alpha = (1 - level) / 2
-    out = pd.DataFrame({"model": names, "elo": full.scores.to_numpy(),
-                        "lo": np.quantile(samples, alpha, axis=0), "hi": np.quantile(samples, 1 - alpha, axis=0),
-                        "se": samples.std(axis=0, ddof=1) if len(samples) > 1 else np.zeros(n)})
+    out = pd.DataFrame(
+        {
+            "model": names,
+            "elo": full.scores.to_numpy(),
+            "lo": np.quantile(samples, alpha, axis=0),
+            "hi": np.quantile(samples, 1 - alpha, axis=0),
+            "se": samples.std(axis=0, ddof=1) if len(samples) > 1 else np.zeros(n),
+        }
+    )
     return BootstrapResult(out, samples, n_boot, int((~keep).sum()), level, seed)

@@ -19,6 +19,7 @@ Wiring (in ``puaudit_jax/cli.py``)::
 
 ``run_consensus`` is set as the parser's ``func``, so ``main`` needs no other change.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -129,14 +130,26 @@ def _scores(args) -> int:
     reference = res.scores.loc[args.reference] if args.reference else consensus(res.scores)
     agreement = judge_metrics(res.scores, reference).reset_index()
     write_csv(agreement, out / "agreement.csv")
-    write_json({"command": "consensus scores", "verdicts": args.verdicts, "method": args.method,
-                "config": asdict(res.config), "seed": args.seed, "n_boot": args.n_boot,
-                "reference": args.reference or "consensus", "excluded": res.excluded,
-                "n_comparisons": verdicts.groupby("judge").size().to_dict()}, out / "run.json")
+    write_json(
+        {
+            "command": "consensus scores",
+            "verdicts": args.verdicts,
+            "method": args.method,
+            "config": asdict(res.config),
+            "seed": args.seed,
+            "n_boot": args.n_boot,
+            "reference": args.reference or "consensus",
+            "excluded": res.excluded,
+            "n_comparisons": verdicts.groupby("judge").size().to_dict(),
+        },
+        out / "run.json",
+    )
     print(res.scores.T.round(1).to_string())
     print(f"\nagreement with {args.reference or 'the consensus'}:\n{agreement.round(4).to_string(index=False)}")
-    print(f"\nwrote {out}/scores.csv, agreement.csv, run.json{', intervals.csv' if res.intervals else ''} "
-          f"({time.perf_counter() - t0:.0f}s)")
+    print(
+        f"\nwrote {out}/scores.csv, agreement.csv, run.json{', intervals.csv' if res.intervals else ''} "
+        f"({time.perf_counter() - t0:.0f}s)"
+    )
     return 0
 
 
@@ -155,8 +168,15 @@ def _align(args) -> int:
     elif args.matrix == "uda-transfer":
         human = matrix.loc["human"]
         matrix = matrix.drop(index="human")
-    config = AlignConfig(w_anchor=args.w_anchor, w_rank=args.w_rank, w_consensus=args.w_consensus,
-                         anchor=args.anchor, mode=args.mode, steps=args.steps, seed=args.seed)
+    config = AlignConfig(
+        w_anchor=args.w_anchor,
+        w_rank=args.w_rank,
+        w_consensus=args.w_consensus,
+        anchor=args.anchor,
+        mode=args.mode,
+        steps=args.steps,
+        seed=args.seed,
+    )
     try:
         res = align(matrix, config)
     except ValueError as err:
@@ -165,13 +185,24 @@ def _align(args) -> int:
     before, after = summary(matrix, human=human), summary(res.scores, base_consensus=base, human=human)
     out = Path(args.out)
     write_csv(res.scores.reset_index(names="judge"), out / "aligned.csv")
-    write_json({"command": "consensus align", "matrix": args.matrix, "config": asdict(config),
-                "before": before, "after": after, "terms": res.terms, "final_loss": float(res.loss[-1])},
-               out / "metrics.json")
+    write_json(
+        {
+            "command": "consensus align",
+            "matrix": args.matrix,
+            "config": asdict(config),
+            "before": before,
+            "after": after,
+            "terms": res.terms,
+            "final_loss": float(res.loss[-1]),
+        },
+        out / "metrics.json",
+    )
     if not args.no_figures:
         from .plots import heatmaps
-        save_figure(heatmaps({"before": matrix, "after": res.scores}), out / "heatmaps.png", dpi=110,
-                    bbox_inches="tight")
+
+        save_figure(
+            heatmaps({"before": matrix, "after": res.scores}), out / "heatmaps.png", dpi=110, bbox_inches="tight"
+        )
     print(pd.DataFrame({"before": before, "after": after}).round(4).to_string())
     print(f"\nwrote {out}/aligned.csv, metrics.json{'' if args.no_figures else ', heatmaps.png'}")
     return 0
@@ -185,13 +216,17 @@ def _table4(_args) -> int:
     base = score_matrix(scores, "transfer_table6", "baseline")
     uda = score_matrix(scores, "transfer_table6", "uda")
     c = consensus(base)
-    table = pd.concat({"baseline": judge_metrics(base, c)[["pearson", "mse"]],
-                       "UDA": judge_metrics(uda, c)[["pearson", "mse"]]}, axis=1)
+    table = pd.concat(
+        {"baseline": judge_metrics(base, c)[["pearson", "mse"]], "UDA": judge_metrics(uda, c)[["pearson", "mse"]]},
+        axis=1,
+    )
     print(table.round(4).to_string())
     means = table.mean()
-    print(f"\nmean Pearson {means[('baseline', 'pearson')]:.4f} -> {means[('UDA', 'pearson')]:.4f} "
-          f"(paper 0.7363 -> 0.8778); mean MSE {means[('baseline', 'mse')]:.1f} -> {means[('UDA', 'mse')]:.1f} "
-          f"(paper 43152.6 -> 19452.7)")
+    print(
+        f"\nmean Pearson {means[('baseline', 'pearson')]:.4f} -> {means[('UDA', 'pearson')]:.4f} "
+        f"(paper 0.7363 -> 0.8778); mean MSE {means[('baseline', 'mse')]:.1f} -> {means[('UDA', 'mse')]:.1f} "
+        f"(paper 43152.6 -> 19452.7)"
+    )
     return 0
 
 

@@ -8,6 +8,7 @@ permutations (numpy Generator(seed)), with the spread across orders reported. Ea
 mean stays 1000; ``anchor="model"`` shifts the scores so that model sits at ``anchor_value``.
 Models never compared stay at ``init`` (reported by ``n_games``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -73,8 +74,12 @@ def online_elo(table: pd.DataFrame, config: EloConfig = EloConfig(), *, models: 
     orders = np.stack([rng.permutation(g) if config.shuffle else np.arange(g) for _ in range(config.n_orders)])
     with jax.enable_x64(True):
         runs = jax.vmap(_run, in_axes=(None, 0, 0, 0, None))(
-            jnp.full(n, config.init, jnp.float64), jnp.asarray(codes[orders, 0]), jnp.asarray(codes[orders, 1]),
-            jnp.asarray(score[orders]), jnp.asarray(config.k, jnp.float64))
+            jnp.full(n, config.init, jnp.float64),
+            jnp.asarray(codes[orders, 0]),
+            jnp.asarray(codes[orders, 1]),
+            jnp.asarray(score[orders]),
+            jnp.asarray(config.k, jnp.float64),
+        )
         runs = np.asarray(runs, np.float64)
     if config.anchor is not None:
         if config.anchor not in names:
@@ -84,6 +89,9 @@ def online_elo(table: pd.DataFrame, config: EloConfig = EloConfig(), *, models: 
         runs = runs - runs.mean(axis=1, keepdims=True) + config.anchor_value
     index = pd.Index(names, name="model")
     games = np.bincount(codes[:, :2].ravel(), minlength=n)
-    return EloResult(pd.Series(runs.mean(axis=0), index=index, name="elo"),
-                     pd.Series(runs.std(axis=0), index=index, name="spread"),
-                     pd.Series(games, index=index, name="n_games"), config)
+    return EloResult(
+        pd.Series(runs.mean(axis=0), index=index, name="elo"),
+        pd.Series(runs.std(axis=0), index=index, name="spread"),
+        pd.Series(games, index=index, name="n_games"),
+        config,
+    )

@@ -14,6 +14,7 @@ pairs over 59 models) and :func:`mtbench_verdicts` (MT-Bench expert/author votes
 models). Rows that cannot enter a Bradley-Terry fit (a missing verdict) are excluded with a count
 kept in ``table.attrs["excluded"]`` -- never silently.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -37,9 +38,14 @@ def verdicts_from_comparisons(table: pd.DataFrame, judge_name: str, *, verdict_c
             raise ValueError(f"comparison table lacks column {col!r}")
     verdict = table[verdict_col].astype(str)
     missing = verdict == MISSING
-    out = pd.DataFrame({"judge": judge_name, "model_a": table.loc[~missing, "model_a"].astype(str).to_numpy(),
-                        "model_b": table.loc[~missing, "model_b"].astype(str).to_numpy(),
-                        "winner": verdict[~missing].to_numpy()})
+    out = pd.DataFrame(
+        {
+            "judge": judge_name,
+            "model_a": table.loc[~missing, "model_a"].astype(str).to_numpy(),
+            "model_b": table.loc[~missing, "model_b"].astype(str).to_numpy(),
+            "winner": verdict[~missing].to_numpy(),
+        }
+    )
     out.attrs["excluded"] = {judge_name: {"missing verdict": int(missing.sum())}} if missing.any() else {}
     return out
 
@@ -63,8 +69,16 @@ def llmfao_verdicts(crowd: str = "votes") -> pd.DataFrame:
     if crowd == "votes":
         raw = pd.read_csv(data_path("llmfao", "crowd-comparisons.csv"), keep_default_na=False)
         winner = [normalize_verdict(w, allow_missing=False) for w in raw["winner"]]
-        parts.append(pd.DataFrame({"judge": "crowd", "model_a": raw["left"].astype(str),
-                                   "model_b": raw["right"].astype(str), "winner": winner}))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "judge": "crowd",
+                    "model_a": raw["left"].astype(str),
+                    "model_b": raw["right"].astype(str),
+                    "winner": winner,
+                }
+            )
+        )
     elif crowd == "plurality":
         parts.append(verdicts_from_comparisons(gpt["gpt4"], "crowd", verdict_col="human"))
     else:
@@ -78,8 +92,9 @@ def mtbench_verdicts() -> pd.DataFrame:
     """MT-Bench: judge "human" (expert/author votes, aggregated per item) and judge "gpt4" over 6 models.
     The 8 items without a human vote are excluded from the human judge (counted in attrs)."""
     table = load_bundled("mtbench")
-    return _concat([verdicts_from_comparisons(table, "human", verdict_col="human"),
-                    verdicts_from_comparisons(table, "gpt4")])
+    return _concat(
+        [verdicts_from_comparisons(table, "human", verdict_col="human"), verdicts_from_comparisons(table, "gpt4")]
+    )
 
 
 @dataclass(frozen=True)
@@ -95,9 +110,16 @@ class ScoreMatrices:
     excluded: dict = field(default_factory=dict)
 
 
-def score_matrices(verdicts: pd.DataFrame, *, method: str = "bt", bt: BTConfig = BTConfig(),
-                   elo: EloConfig = EloConfig(), models: list[str] | None = None, n_boot: int = 0,
-                   seed: int = 0) -> ScoreMatrices:
+def score_matrices(
+    verdicts: pd.DataFrame,
+    *,
+    method: str = "bt",
+    bt: BTConfig = BTConfig(),
+    elo: EloConfig = EloConfig(),
+    models: list[str] | None = None,
+    n_boot: int = 0,
+    seed: int = 0,
+) -> ScoreMatrices:
     """Fit each judge of a long verdict table on one model list (default: all models, first seen).
 
     method: "bt" (Bradley-Terry, :class:`BTConfig`) or "elo" (online Elo, :class:`EloConfig`).
@@ -125,5 +147,6 @@ def score_matrices(verdicts: pd.DataFrame, *, method: str = "bt", bt: BTConfig =
         rows[judge] = fits[judge].scores
     scores = pd.DataFrame(rows).T.loc[:, models]
     scores.index.name, scores.columns.name = "judge", "model"
-    return ScoreMatrices(scores, fits, intervals, method, bt if method == "bt" else elo,
-                         dict(verdicts.attrs.get("excluded", {})))
+    return ScoreMatrices(
+        scores, fits, intervals, method, bt if method == "bt" else elo, dict(verdicts.attrs.get("excluded", {}))
+    )

@@ -11,6 +11,7 @@
   scores R^* (in the appendix, the unknown true scores; here human scores stand in).
 - :func:`summary`: the scalar summary used in the result tables.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -51,10 +52,14 @@ def judge_metrics(scores: pd.DataFrame, reference: pd.Series) -> pd.DataFrame:
     for judge, row in scores.iterrows():
         x = row.to_numpy(float)
         constant = np.ptp(x) == 0 or np.ptp(ref) == 0
-        rows.append({"judge": judge,
-                     "pearson": np.nan if constant else float(np.corrcoef(x, ref)[0, 1]),
-                     "mse": float(np.mean((x - ref) ** 2)),
-                     "kendall_tau": np.nan if constant else float(kendalltau(x, ref).statistic)})
+        rows.append(
+            {
+                "judge": judge,
+                "pearson": np.nan if constant else float(np.corrcoef(x, ref)[0, 1]),
+                "mse": float(np.mean((x - ref) ** 2)),
+                "kendall_tau": np.nan if constant else float(kendalltau(x, ref).statistic),
+            }
+        )
     return pd.DataFrame(rows).set_index("judge")
 
 
@@ -70,8 +75,7 @@ def aggregate_bias(scores: pd.DataFrame, truth: pd.Series) -> pd.Series:
     return (scores - truth.loc[scores.columns]).abs().sum(axis=0).rename("aggregate_abs_bias")
 
 
-def summary(scores: pd.DataFrame, *, base_consensus: pd.Series | None = None,
-            human: pd.Series | None = None) -> dict:
+def summary(scores: pd.DataFrame, *, base_consensus: pd.Series | None = None, human: pd.Series | None = None) -> dict:
     """Scalars of one matrix: mean Pearson / MSE / Kendall to the baseline consensus (default: its own),
     to its own consensus, to human scores (when given), inter-judge std (mean over models), S (sum
     over models of the aggregate absolute bias against human), and the consensus row's own Pearson to
@@ -79,12 +83,22 @@ def summary(scores: pd.DataFrame, *, base_consensus: pd.Series | None = None,
     base = consensus(scores) if base_consensus is None else base_consensus
     to_base = judge_metrics(scores, base).mean()
     to_own = judge_metrics(scores, consensus(scores)).mean()
-    out = {"pearson_base_consensus": to_base["pearson"], "mse_base_consensus": to_base["mse"],
-           "kendall_base_consensus": to_base["kendall_tau"], "pearson_own_consensus": to_own["pearson"],
-           "inter_judge_std": float(inter_judge_std(scores).mean())}
+    out = {
+        "pearson_base_consensus": to_base["pearson"],
+        "mse_base_consensus": to_base["mse"],
+        "kendall_base_consensus": to_base["kendall_tau"],
+        "pearson_own_consensus": to_own["pearson"],
+        "inter_judge_std": float(inter_judge_std(scores).mean()),
+    }
     if human is not None:
         to_h = judge_metrics(scores, human).mean()
-        out.update({"pearson_human": to_h["pearson"], "mse_human": to_h["mse"], "kendall_human": to_h["kendall_tau"],
-                    "aggregate_abs_bias": float(aggregate_bias(scores, human).sum()),
-                    "consensus_pearson_human": float(np.corrcoef(consensus(scores), human.loc[scores.columns])[0, 1])})
+        out.update(
+            {
+                "pearson_human": to_h["pearson"],
+                "mse_human": to_h["mse"],
+                "kendall_human": to_h["kendall_tau"],
+                "aggregate_abs_bias": float(aggregate_bias(scores, human).sum()),
+                "consensus_pearson_human": float(np.corrcoef(consensus(scores), human.loc[scores.columns])[0, 1]),
+            }
+        )
     return {k: float(v) for k, v in out.items()}

@@ -4,6 +4,7 @@ and BT scores of several judges against a reference judge with bootstrap interva
 Each function draws into a new matplotlib figure and returns it (save with
 ``puaudit_jax.outputs.save_figure``, which writes atomically).
 """
+
 from __future__ import annotations
 
 import matplotlib
@@ -36,8 +37,15 @@ def heatmaps(matrices: dict[str, pd.DataFrame], *, center: pd.Series | None = No
     return fig
 
 
-def tradeoff(table: pd.DataFrame, *, x: str = "w_consensus", shrink: pd.DataFrame | None = None,
-             references: dict[str, dict] | None = None, judges: list[str] | None = None, title: str = ""):
+def tradeoff(
+    table: pd.DataFrame,
+    *,
+    x: str = "w_consensus",
+    shrink: pd.DataFrame | None = None,
+    references: dict[str, dict] | None = None,
+    judges: list[str] | None = None,
+    title: str = "",
+):
     """Left: mean Pearson to human and to the baseline consensus vs the consensus weight (log x), with
     per-judge Pearson to human for ``judges`` (thin lines). Right: inter-judge std vs mean Pearson to
     human for the adapter sweep, the common-alpha shrinkage curve (``shrink``: columns alpha,
@@ -63,8 +71,15 @@ def tradeoff(table: pd.DataFrame, *, x: str = "w_consensus", shrink: pd.DataFram
     if shrink is not None:
         ax2.plot(shrink["inter_judge_std"], shrink["pearson_human"], ".-", color="C2", label="common-alpha shrinkage")
     for k, (name, point) in enumerate((references or {}).items()):
-        ax2.scatter([point["inter_judge_std"]], [point["pearson_human"]], marker="*^vD"[k % 4], s=90, zorder=5,
-                    color=f"C{3 + k}", label=name)
+        ax2.scatter(
+            [point["inter_judge_std"]],
+            [point["pearson_human"]],
+            marker="*^vD"[k % 4],
+            s=90,
+            zorder=5,
+            color=f"C{3 + k}",
+            label=name,
+        )
     ax2.set_xlabel("mean inter-judge std (Elo)")
     ax2.set_ylabel("mean Pearson to human")
     ax2.legend(fontsize=7)
@@ -86,8 +101,16 @@ def judge_scatter(scores: pd.DataFrame, reference: str, *, intervals: dict | Non
         if intervals and judge in intervals and reference in intervals:
             yi = intervals[judge].set_index("model").loc[scores.columns]
             xi = intervals[reference].set_index("model").loc[scores.columns]
-            ax.errorbar(x, y, xerr=[x - xi["lo"], xi["hi"] - x], yerr=[y - yi["lo"], yi["hi"] - y], fmt="o",
-                        ms=3, lw=0.5, alpha=0.7)
+            ax.errorbar(
+                x,
+                y,
+                xerr=[x - xi["lo"], xi["hi"] - x],
+                yerr=[y - yi["lo"], yi["hi"] - y],
+                fmt="o",
+                ms=3,
+                lw=0.5,
+                alpha=0.7,
+            )
         else:
             ax.plot(x, y, "o", ms=3)
         r = np.corrcoef(x, y)[0, 1]

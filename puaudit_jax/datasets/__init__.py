@@ -4,6 +4,7 @@ the status / exclusion report of every comparison, and loaders of the other bund
 The data files themselves are package data under ``puaudit_jax/data/`` (this package is named
 ``datasets`` so that the code and the data folder do not share a name).
 """
+
 from .bundled import BUNDLED, load_bundled, load_data
 from .comparisons import (
     CORE_COLUMNS,
@@ -28,9 +29,31 @@ from .verdicts import normalize_verdict
 from .votes import aggregate_votes
 
 __all__ = [
-    "BUNDLED", "CORE_COLUMNS", "Comparison", "ComparisonValidationError", "ValidationProblem",
-    "aggregate_votes", "agreement", "comparisons_to_frame", "conversation", "data_path", "exclusion_counts",
-    "exclusions", "item_status", "load_bundled", "load_data", "load_comparisons", "load_hh_rlhf", "load_llmfao",
-    "load_mtbench", "load_uda_scores", "load_usr_topicalchat", "normalize_verdict", "reference_path",
-    "save_comparisons", "score_matrix", "summarize", "validate_comparisons",
+    "BUNDLED",
+    "CORE_COLUMNS",
+    "Comparison",
+    "ComparisonValidationError",
+    "ValidationProblem",
+    "aggregate_votes",
+    "agreement",
+    "comparisons_to_frame",
+    "conversation",
+    "data_path",
+    "exclusion_counts",
+    "exclusions",
+    "item_status",
+    "load_bundled",
+    "load_data",
+    "load_comparisons",
+    "load_hh_rlhf",
+    "load_llmfao",
+    "load_mtbench",
+    "load_uda_scores",
+    "load_usr_topicalchat",
+    "normalize_verdict",
+    "reference_path",
+    "save_comparisons",
+    "score_matrix",
+    "summarize",
+    "validate_comparisons",
 ]

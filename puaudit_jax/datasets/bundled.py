@@ -14,6 +14,7 @@ human = "missing": 8 MT-Bench turn-2 items (they sit in the same file as the lab
 they are kept by default: nothing read is dropped), 1,097 LLMFAO pairs (a separate file, added on
 request). ``vote_rule`` chooses how several human votes become one verdict (:mod:`.votes`).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,7 +22,6 @@ from pathlib import Path
 import pandas as pd
 
 from .comparisons import load_comparisons
-
 from .llmfao import load_llmfao
 from .mtbench import load_mtbench
 
@@ -31,8 +31,9 @@ BUNDLED = ("mtbench", "llmfao-gpt4", "llmfao-gpt3")
 def load_bundled(name: str, *, include_unlabelled: bool | None = None, vote_rule: str = "plurality") -> pd.DataFrame:
     """Validated comparison table of a bundled set (names in :data:`BUNDLED`)."""
     if name == "mtbench":
-        return load_mtbench(include_unlabelled=True if include_unlabelled is None else include_unlabelled,
-                            vote_rule=vote_rule)
+        return load_mtbench(
+            include_unlabelled=True if include_unlabelled is None else include_unlabelled, vote_rule=vote_rule
+        )
     if name in ("llmfao-gpt4", "llmfao-gpt3"):
         return load_llmfao(name.split("-")[1], include_unlabelled=bool(include_unlabelled), vote_rule=vote_rule)
     raise ValueError(f"unknown bundled set {name!r}; use one of {BUNDLED}")

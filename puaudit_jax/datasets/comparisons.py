@@ -20,13 +20,14 @@ turn           Int64 >= 1 | <NA>                optional turn number; absent -> 
 
 Verdict spellings accepted on input are listed in :mod:`puaudit_jax.datasets.verdicts`.
 
-Missing text (None, NaN or an empty / whitespace-only string in question, response_a or
-response_b; the empty string is stored as None) is *not* a validation error: such rows are kept
-and reported with a reason by :func:`puaudit_jax.datasets.exclusions.item_status`. Validation errors are problems that make a row
-unreadable: a missing required column, an empty or duplicate id, an unknown verdict, a missing judge
-verdict, text that is not a string, a bad turn number. All problems of a file are collected and
-raised together in one :class:`ComparisonValidationError`, each naming the row (file line for jsonl
-and csv, 1-based record number for parquet and DataFrames), the id when known, and the column.
+Missing text (None, NaN or an empty / whitespace-only string in question, response_a or response_b;
+the empty string is stored as None) is *not* a validation error: such rows are kept and reported
+with a reason by :func:`puaudit_jax.datasets.exclusions.item_status`. Validation errors are problems
+that make a row unreadable: a missing required column, an empty or duplicate id, an unknown verdict,
+a missing judge verdict, text that is not a string, a bad turn number. All problems of a file are
+collected and raised together in one :class:`ComparisonValidationError`, each naming the row (file
+line for jsonl and csv, 1-based record number for parquet and DataFrames), the id when known, and
+the column.
 
 Multi-turn
 ----------
@@ -45,14 +46,15 @@ File formats
 - parquet: list columns are stored natively; a column that mixes text and lists (``question`` of
   MT-Bench) stores its list cells as JSON arrays, decoded as for csv.
 """
+
 from __future__ import annotations
 
 import csv
 import json
 import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -129,8 +131,12 @@ def comparisons_to_frame(items: Iterable[Comparison], *, source: str = "comparis
         record = {
             "id": item.id,
             "question": list(item.question) if isinstance(item.question, tuple) else item.question,
-            "response_a": item.response_a, "response_b": item.response_b, "judge": item.judge,
-            "human": item.human, "question_type": item.question_type, "turn": item.turn,
+            "response_a": item.response_a,
+            "response_b": item.response_b,
+            "judge": item.judge,
+            "human": item.human,
+            "question_type": item.question_type,
+            "turn": item.turn,
         }
         clash = set(item.extra) & set(record)
         if clash:
@@ -162,10 +168,7 @@ def conversation(question, history, response) -> list[dict[str, str]]:
 
 
 def validate_comparisons(
-    frame: pd.DataFrame,
-    *,
-    source: str = "table",
-    row_labels: Sequence[str] | Callable[[int], str] | None = None,
+    frame: pd.DataFrame, *, source: str = "table", row_labels: Sequence[str] | Callable[[int], str] | None = None
 ) -> pd.DataFrame:
     """Check ``frame`` against the schema and return it in normal form (a new DataFrame).
 
@@ -178,7 +181,7 @@ def validate_comparisons(
     _check_column_names(frame, source)
     columns, problems = _check_cells(frame, label)
     if problems:
-        problems.sort(key=lambda p: (p.row if p.row is not None else -1))
+        problems.sort(key=lambda p: p.row if p.row is not None else -1)
         raise ComparisonValidationError(source, problems)
     return _normal_form(frame, columns)
 
@@ -187,17 +190,18 @@ def _check_column_names(frame: pd.DataFrame, source: str) -> None:
     """Raise if a required column is missing or a column name appears more than once."""
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
-        problems = [ValidationProblem(f"required column is missing (have: {list(frame.columns)})", column=c)
-                    for c in missing]
+        problems = [
+            ValidationProblem(f"required column is missing (have: {list(frame.columns)})", column=c) for c in missing
+        ]
         raise ComparisonValidationError(source, problems)
     duplicated_names = frame.columns[frame.columns.duplicated()].tolist()
     if duplicated_names:
-        raise ComparisonValidationError(source, [ValidationProblem("column appears more than once", column=c)
-                                                 for c in duplicated_names])
+        raise ComparisonValidationError(
+            source, [ValidationProblem("column appears more than once", column=c) for c in duplicated_names]
+        )
 
 
-def _check_cells(frame: pd.DataFrame,
-                 label: Callable[[int], str]) -> tuple[dict[str, list], list[ValidationProblem]]:
+def _check_cells(frame: pd.DataFrame, label: Callable[[int], str]) -> tuple[dict[str, list], list[ValidationProblem]]:
     """Check every cell of the core columns (absent optional ones read as missing).
 
     Returns (columns, problems): core column -> its normalised values (one per row), and every
@@ -217,14 +221,17 @@ def _check_cells(frame: pd.DataFrame,
     for column in TEXT_COLUMNS:
         columns[column] = [
             _check_text(v, allow_list=column == "question", report=lambda m, r=row, c=column: add(r, c, m))
-            for row, v in enumerate(frame[column].tolist())]
-    columns["judge"] = _check_verdicts(frame["judge"].tolist(), allow_missing=False,
-                                       report=lambda r, m: add(r, "judge", m))
+            for row, v in enumerate(frame[column].tolist())
+        ]
+    columns["judge"] = _check_verdicts(
+        frame["judge"].tolist(), allow_missing=False, report=lambda r, m: add(r, "judge", m)
+    )
     human = frame["human"].tolist() if "human" in frame.columns else [MISSING] * n
     columns["human"] = _check_verdicts(human, allow_missing=True, report=lambda r, m: add(r, "human", m))
     qtypes = frame["question_type"].tolist() if "question_type" in frame.columns else [None] * n
-    columns["question_type"] = [_check_label(v, report=lambda m, r=row: add(r, "question_type", m))
-                                for row, v in enumerate(qtypes)]
+    columns["question_type"] = [
+        _check_label(v, report=lambda m, r=row: add(r, "question_type", m)) for row, v in enumerate(qtypes)
+    ]
     turns = frame["turn"].tolist() if "turn" in frame.columns else [None] * n
     columns["turn"] = [_check_turn(v, report=lambda m, r=row: add(r, "turn", m)) for row, v in enumerate(turns)]
     return columns, problems
@@ -233,16 +240,18 @@ def _check_cells(frame: pd.DataFrame,
 def _normal_form(frame: pd.DataFrame, columns: dict[str, list]) -> pd.DataFrame:
     """The validated table: the checked core columns with their dtypes, then ``frame``'s extra
     columns unchanged (list-valued ones as ``list[str]`` cells), on a fresh RangeIndex."""
-    out = pd.DataFrame({
-        "id": pd.Series(columns["id"], dtype="str"),
-        "question": pd.Series(columns["question"], dtype=object),
-        "response_a": pd.Series(columns["response_a"], dtype=object),
-        "response_b": pd.Series(columns["response_b"], dtype=object),
-        "judge": pd.Series(columns["judge"], dtype="str"),
-        "human": pd.Series(columns["human"], dtype="str"),
-        "question_type": pd.Series(columns["question_type"], dtype=object),
-        "turn": pd.array(columns["turn"], dtype="Int64"),
-    })
+    out = pd.DataFrame(
+        {
+            "id": pd.Series(columns["id"], dtype="str"),
+            "question": pd.Series(columns["question"], dtype=object),
+            "response_a": pd.Series(columns["response_a"], dtype=object),
+            "response_b": pd.Series(columns["response_b"], dtype=object),
+            "judge": pd.Series(columns["judge"], dtype="str"),
+            "human": pd.Series(columns["human"], dtype="str"),
+            "question_type": pd.Series(columns["question_type"], dtype=object),
+            "turn": pd.array(columns["turn"], dtype="Int64"),
+        }
+    )
     extras = [c for c in frame.columns if c not in CORE_COLUMNS]
     if extras:
         rest = frame[extras].reset_index(drop=True)
@@ -404,8 +413,9 @@ def load_comparisons(path: str | os.PathLike, *, format: str | None = None) -> p
         raise ValueError(f"{path}: unknown format {kind!r} (use jsonl, csv or parquet)")
     for column in LIST_COLUMNS:
         if column in frame.columns:
-            frame[column] = pd.Series([_as_list_cell(v) for v in frame[column].tolist()], index=frame.index,
-                                      dtype=object)
+            frame[column] = pd.Series(
+                [_as_list_cell(v) for v in frame[column].tolist()], index=frame.index, dtype=object
+            )
     return validate_comparisons(frame, source=str(path), row_labels=labels)
 
 
@@ -413,8 +423,9 @@ def _format_of(path: Path) -> str:
     suffix = path.suffix.lower()
     formats = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
     if suffix not in formats:
-        raise ValueError(f"{path}: cannot tell the format from suffix {suffix!r}; "
-                         f"use one of {sorted(formats)} or pass format=")
+        raise ValueError(
+            f"{path}: cannot tell the format from suffix {suffix!r}; use one of {sorted(formats)} or pass format="
+        )
     return formats[suffix]
 
 
@@ -430,8 +441,9 @@ def _read_jsonl(path: Path) -> tuple[pd.DataFrame, list[str]]:
                 problems.append(ValidationProblem(f"invalid JSON: {error}", label=f"line {lineno}"))
                 continue
             if not isinstance(record, dict):
-                problems.append(ValidationProblem(f"expected a JSON object, got {type(record).__name__}",
-                                                  label=f"line {lineno}"))
+                problems.append(
+                    ValidationProblem(f"expected a JSON object, got {type(record).__name__}", label=f"line {lineno}")
+                )
                 continue
             records.append(record)
             labels.append(f"line {lineno}")
@@ -531,5 +543,6 @@ def _encode_lists(table: pd.DataFrame, *, always: bool) -> pd.DataFrame:
         if always or not all(flag or is_null(v) for flag, v in zip(is_list, values)):
             out[column] = pd.Series(
                 [json.dumps(_json_value(v), ensure_ascii=False) if flag else v for flag, v in zip(is_list, values)],
-                dtype=object)
+                dtype=object,
+            )
     return out

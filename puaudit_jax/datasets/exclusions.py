@@ -16,15 +16,23 @@ of its reasons, in this order, joined by ``"; "``:
 
 Nothing is dropped: :func:`item_status` has one row per input row, in input order.
 """
+
 from __future__ import annotations
 
 import pandas as pd
 
-from .verdicts import A, B, MISSING, TIE
+from .verdicts import MISSING, TIE, A, B
 
 LABELLED, UNLABELLED, EXCLUDED = "labelled", "unlabelled", "excluded"
-REASONS = ("missing text: question", "missing text: response_a", "missing text: response_b",
-           "identical responses", "judge tie", "human tie", "human split vote")
+REASONS = (
+    "missing text: question",
+    "missing text: response_a",
+    "missing text: response_b",
+    "identical responses",
+    "judge tie",
+    "human tie",
+    "human split vote",
+)
 
 
 def is_blank(value) -> bool:
@@ -41,8 +49,11 @@ def item_status(table: pd.DataFrame) -> pd.DataFrame:
 
     ``table`` is a validated comparison table. ``reason`` is "" for usable rows.
     """
-    split = table["human_split"].fillna(False).astype(bool) if "human_split" in table.columns \
+    split = (
+        table["human_split"].fillna(False).astype(bool)
+        if "human_split" in table.columns
         else pd.Series(False, index=table.index)
+    )
     reasons: list[list[str]] = [[] for _ in range(len(table))]
     for column in ("question", "response_a", "response_b"):
         for row, value in enumerate(table[column].tolist()):
@@ -66,11 +77,13 @@ def item_status(table: pd.DataFrame) -> pd.DataFrame:
             status.append(LABELLED)
         else:  # unreachable for a validated table
             raise ValueError(f"row {row + 1}: human verdict {human!r} is not normalised")
-    return pd.DataFrame({
-        "id": table["id"].to_numpy(),
-        "status": pd.Series(status, dtype="str"),
-        "reason": pd.Series(["; ".join(r) for r in reasons], dtype="str"),
-    })
+    return pd.DataFrame(
+        {
+            "id": table["id"].to_numpy(),
+            "status": pd.Series(status, dtype="str"),
+            "reason": pd.Series(["; ".join(r) for r in reasons], dtype="str"),
+        }
+    )
 
 
 def exclusions(table: pd.DataFrame) -> pd.DataFrame:

@@ -5,6 +5,7 @@ is a pair of full transcripts ("\\n\\nHuman: ...\\n\\nAssistant: ...") that diff
 turn; the human preferred ``chosen``. Table columns: ``id`` (``"hh:<line>"``, 0-based), ``chosen``,
 ``rejected``.
 """
+
 from __future__ import annotations
 
 import gzip

@@ -31,6 +31,7 @@ How a row is built
 Consistency checks (raise ``ValueError``, never drop): every crowd pair has an LLM verdict with the
 same prompt and models; every (prompt, model) of a pair has a text record.
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -44,6 +45,70 @@ JUDGES = {"gpt4": "GPT-4", "gpt3": "GPT-3.5"}
 _PAIR = ["prompt", "model_x", "model_y"]
 
 
+def _crowd_verdicts(folder, vote_rule: str) -> pd.DataFrame:
+    """One row per crowd-voted pair id: the aggregated human verdict, vote counts and the pair."""
+    crowd = pd.read_csv(folder / "crowd-comparisons.csv", keep_default_na=False)
+    crowd["vote"] = [normalize_verdict(w, allow_missing=False) for w in crowd["winner"]]
+    if crowd.duplicated(["id", "worker"]).any():
+        raise ValueError("crowd-comparisons.csv: a worker voted twice on one pair")
+    pairs_per_id = crowd.groupby("id")[_PAIR].nunique()
+    if (pairs_per_id > 1).any().any():
+        raise ValueError("crowd-comparisons.csv: one pair id names different prompts or models")
+    human = aggregate_votes(crowd, ["id"], rule=vote_rule)
+    return human.merge(crowd.drop_duplicates("id")[["id"] + _PAIR], on="id", validate="one_to_one")
+
+
+def _judged_pairs(folder, name: str, human: pd.DataFrame) -> pd.DataFrame:
+    """The judge's verdicts of ``name`` with the crowd's (human = missing where nobody voted)."""
+    verdicts = pd.read_csv(folder / name, keep_default_na=False)
+    if verdicts["id"].duplicated().any():
+        raise ValueError(f"{name}: repeated pair ids")
+    table = verdicts.merge(human, on="id", how="left", suffixes=("", "_crowd"), indicator=True, validate="one_to_one")
+    voted = table["_merge"] == "both"
+    for column in _PAIR:
+        differs = voted & (table[column] != table[f"{column}_crowd"])
+        if differs.any():
+            raise ValueError(
+                f"{name}: pair {int(table.loc[differs, 'id'].iloc[0])} has a different {column} "
+                f"in crowd-comparisons.csv"
+            )
+    orphans = set(human["id"]) - set(verdicts["id"])
+    if orphans:
+        raise ValueError(f"{len(orphans)} crowd-voted pairs have no verdict in {name}, e.g. pair {min(orphans)}")
+    table.loc[~voted, "human"] = MISSING
+    for column in ("n_votes", "votes_a", "votes_b", "votes_tie"):
+        table[column] = table[column].fillna(0).astype("int64")
+    table["human_split"] = table["human_split"].fillna(False).astype(bool)
+    return table
+
+
+def _comparison_row(record: dict, prompts: pd.DataFrame, texts: dict) -> dict:
+    """One comparison of the package's data model from a judged pair ``record``."""
+    prompt, x, y = int(record["prompt"]), int(record["model_x"]), int(record["model_y"])
+    for model in (x, y):
+        if (prompt, model) not in texts:
+            raise ValueError(f"results.jsonl has no text for prompt {prompt}, model {model}")
+    return {
+        "id": f"llmfao:{int(record['id'])}",
+        "question": prompts.at[prompt, "text"],
+        "response_a": texts[(prompt, x)],
+        "response_b": texts[(prompt, y)],
+        "judge": normalize_verdict(record["winner"], allow_missing=False),
+        "human": record["human"],
+        "question_type": prompts.at[prompt, "type"],
+        "turn": None,
+        "pair_id": int(record["id"]),
+        "prompt": prompt,
+        "prompt_slug": prompts.at[prompt, "slug"],
+        "model_x": x,
+        "model_y": y,
+        "model_a": record["left"],
+        "model_b": record["right"],
+        "judge_raw": record["winner"],
+        **{c: record[c] for c in ("n_votes", "votes_a", "votes_b", "votes_tie", "human_split")},
+    }
+
+
 def load_llmfao(judge: str, *, include_unlabelled: bool = False, vote_rule: str = "plurality") -> pd.DataFrame:
     """The LLMFAO comparison table for ``judge`` in {"gpt4", "gpt3"}; see the module docstring."""
     if judge not in JUDGES:
@@ -54,51 +119,7 @@ def load_llmfao(judge: str, *, include_unlabelled: bool = False, vote_rule: str 
     if results.duplicated(["prompt", "model"]).any():
         raise ValueError("results.jsonl: repeated (prompt, model) records")
     texts = {(int(p), int(m)): r for p, m, r in zip(results["prompt"], results["model"], results["result"])}
-
-    crowd = pd.read_csv(folder / "crowd-comparisons.csv", keep_default_na=False)
-    crowd["vote"] = [normalize_verdict(w, allow_missing=False) for w in crowd["winner"]]
-    if crowd.duplicated(["id", "worker"]).any():
-        raise ValueError("crowd-comparisons.csv: a worker voted twice on one pair")
-    pairs_per_id = crowd.groupby("id")[_PAIR].nunique()
-    if (pairs_per_id > 1).any().any():
-        raise ValueError("crowd-comparisons.csv: one pair id names different prompts or models")
-    human = aggregate_votes(crowd, ["id"], rule=vote_rule)
-    human = human.merge(crowd.drop_duplicates("id")[["id"] + _PAIR], on="id", validate="one_to_one")
-
     name = f"{judge}-comparisons.csv" if include_unlabelled else f"{judge}-crowd-comparisons.csv"
-    verdicts = pd.read_csv(folder / name, keep_default_na=False)
-    if verdicts["id"].duplicated().any():
-        raise ValueError(f"{name}: repeated pair ids")
-    table = verdicts.merge(human, on="id", how="left", suffixes=("", "_crowd"), indicator=True, validate="one_to_one")
-    voted = table["_merge"] == "both"
-    for column in _PAIR:
-        differs = voted & (table[column] != table[f"{column}_crowd"])
-        if differs.any():
-            raise ValueError(f"{name}: pair {int(table.loc[differs, 'id'].iloc[0])} has a different {column} "
-                             f"in crowd-comparisons.csv")
-    orphans = set(human["id"]) - set(verdicts["id"])
-    if orphans:
-        raise ValueError(f"{len(orphans)} crowd-voted pairs have no verdict in {name}, e.g. pair {min(orphans)}")
-    table.loc[~voted, "human"] = MISSING
-    for column in ("n_votes", "votes_a", "votes_b", "votes_tie"):
-        table[column] = table[column].fillna(0).astype("int64")
-    table["human_split"] = table["human_split"].fillna(False).astype(bool)
-
-    rows = []
-    for record in table.to_dict(orient="records"):
-        prompt, x, y = int(record["prompt"]), int(record["model_x"]), int(record["model_y"])
-        for model in (x, y):
-            if (prompt, model) not in texts:
-                raise ValueError(f"results.jsonl has no text for prompt {prompt}, model {model}")
-        rows.append({
-            "id": f"llmfao:{int(record['id'])}",
-            "question": prompts.at[prompt, "text"],
-            "response_a": texts[(prompt, x)], "response_b": texts[(prompt, y)],
-            "judge": normalize_verdict(record["winner"], allow_missing=False),
-            "human": record["human"], "question_type": prompts.at[prompt, "type"], "turn": None,
-            "pair_id": int(record["id"]), "prompt": prompt, "prompt_slug": prompts.at[prompt, "slug"],
-            "model_x": x, "model_y": y, "model_a": record["left"], "model_b": record["right"],
-            "judge_raw": record["winner"],
-            **{c: record[c] for c in ("n_votes", "votes_a", "votes_b", "votes_tie", "human_split")},
-        })
+    table = _judged_pairs(folder, name, _crowd_verdicts(folder, vote_rule))
+    rows = [_comparison_row(record, prompts, texts) for record in table.to_dict(orient="records")]
     return validate_comparisons(pd.DataFrame.from_records(rows), source=f"bundled llmfao-{judge}")

@@ -36,6 +36,7 @@ How a row is built
 Every vote must belong to a GPT-4 verdict (the data model needs a judge verdict); a vote without one
 raises ``ValueError`` rather than being dropped.
 """
+
 from __future__ import annotations
 
 import json
@@ -67,6 +68,36 @@ def load_answers(folder: Path) -> dict[tuple[int, str], list[str]]:
     return answers
 
 
+def _comparison_row(record: dict, questions: dict, answers: dict) -> dict:
+    """One comparison of the package's data model from a GPT-4 verdict ``record`` (with its votes):
+    turn 1 asks the question; turn 2 carries both user turns and each side's own first answer."""
+    qid, turn = int(record["question_id"]), int(record["turn"])
+    question = questions[qid]
+    user_turns = list(question["turns"][:turn])
+    side = {}
+    for s, model in (("a", record["model_a"]), ("b", record["model_b"])):
+        turns = answers.get((qid, model))
+        side[f"response_{s}"] = turns[turn - 1] if turns is not None and len(turns) >= turn else None
+        side[f"history_{s}"] = list(turns[: turn - 1]) if turns is not None else None
+    return {
+        "id": f"mtbench:{qid}:{record['model_a']}:{record['model_b']}:t{turn}",
+        "question": user_turns[0] if turn == 1 else user_turns,
+        "response_a": side["response_a"],
+        "response_b": side["response_b"],
+        "judge": normalize_verdict(record["judge_raw"], allow_missing=False),
+        "human": record["human"],
+        "question_type": question["category"],
+        "turn": turn,
+        "question_id": qid,
+        "model_a": record["model_a"],
+        "model_b": record["model_b"],
+        "judge_raw": record["judge_raw"],
+        **{c: record[c] for c in ("n_votes", "votes_a", "votes_b", "votes_tie", "human_split", "voters")},
+        "history_a": side["history_a"],
+        "history_b": side["history_b"],
+    }
+
+
 def load_mtbench(*, include_unlabelled: bool = True, vote_rule: str = "plurality") -> pd.DataFrame:
     """The MT-Bench comparison table (GPT-4 judge vs expert votes); see the module docstring."""
     folder = data_path("mtbench")
@@ -86,8 +117,9 @@ def load_mtbench(*, include_unlabelled: bool = True, vote_rule: str = "plurality
     orphans = human[KEY].merge(verdicts[KEY], on=KEY, how="left", indicator=True)
     orphans = orphans[orphans["_merge"] == "left_only"]
     if len(orphans):
-        raise ValueError(f"{len(orphans)} human-voted items have no GPT-4 verdict, e.g. "
-                         f"{orphans[KEY].iloc[0].to_dict()}")
+        raise ValueError(
+            f"{len(orphans)} human-voted items have no GPT-4 verdict, e.g. {orphans[KEY].iloc[0].to_dict()}"
+        )
     table = verdicts.rename(columns={"winner": "judge_raw"}).drop(columns=["judge"])
     table = table.merge(human, on=KEY, how="left", indicator=True, validate="one_to_one")
     unlabelled = table["_merge"] == "left_only"
@@ -100,26 +132,6 @@ def load_mtbench(*, include_unlabelled: bool = True, vote_rule: str = "plurality
     if not include_unlabelled:
         table = table[~unlabelled.to_numpy()]
 
-    rows = []
-    for record in table.to_dict(orient="records"):
-        qid, turn = int(record["question_id"]), int(record["turn"])
-        question = questions[qid]
-        user_turns = list(question["turns"][:turn])
-        side = {}
-        for s, model in (("a", record["model_a"]), ("b", record["model_b"])):
-            turns = answers.get((qid, model))
-            side[f"response_{s}"] = turns[turn - 1] if turns is not None and len(turns) >= turn else None
-            side[f"history_{s}"] = list(turns[: turn - 1]) if turns is not None else None
-        rows.append({
-            "id": f"mtbench:{qid}:{record['model_a']}:{record['model_b']}:t{turn}",
-            "question": user_turns[0] if turn == 1 else user_turns,
-            "response_a": side["response_a"], "response_b": side["response_b"],
-            "judge": normalize_verdict(record["judge_raw"], allow_missing=False),
-            "human": record["human"], "question_type": question["category"], "turn": turn,
-            "question_id": qid, "model_a": record["model_a"], "model_b": record["model_b"],
-            "judge_raw": record["judge_raw"],
-            **{c: record[c] for c in ("n_votes", "votes_a", "votes_b", "votes_tie", "human_split", "voters")},
-            "history_a": side["history_a"], "history_b": side["history_b"],
-        })
+    rows = [_comparison_row(record, questions, answers) for record in table.to_dict(orient="records")]
     frame = pd.DataFrame.from_records(rows)
     return validate_comparisons(frame, source="bundled mtbench")

@@ -3,6 +3,7 @@
 Files are package data of ``puaudit_jax`` (``puaudit_jax/data/<set>/...`` and
 ``puaudit_jax/reference/*.csv``); nothing here looks outside the package.
 """
+
 from __future__ import annotations
 
 from importlib import resources

@@ -1,10 +1,11 @@
 """Counts and raw judge-human agreement of a comparison table (for run reports and READMEs)."""
+
 from __future__ import annotations
 
 import pandas as pd
 
 from .exclusions import EXCLUDED, LABELLED, UNLABELLED, exclusion_counts, item_status
-from .verdicts import A, B, JUDGE_VERDICTS, MISSING, HUMAN_VERDICTS
+from .verdicts import HUMAN_VERDICTS, JUDGE_VERDICTS, MISSING, A, B
 
 
 def agreement(table: pd.DataFrame, *, ties: str = "exclude") -> tuple[float, int]:
@@ -39,6 +40,8 @@ def summarize(table: pd.DataFrame) -> dict:
         "exclusion_reasons": exclusion_counts(table),
         "judge": {v: int((table["judge"] == v).sum()) for v in JUDGE_VERDICTS},
         "human": {v: int((table["human"] == v).sum()) for v in HUMAN_VERDICTS},
-        "agreement": agree, "agreement_n": n_agree,
-        "agreement_with_ties": agree3, "agreement_with_ties_n": n_agree3,
+        "agreement": agree,
+        "agreement_n": n_agree,
+        "agreement_with_ties": agree3,
+        "agreement_with_ties_n": n_agree3,
     }

@@ -5,6 +5,7 @@ README). Long table columns: ``dataset`` (arenahard | transfer_table6 | transfer
 ``matrix`` (baseline | uda | uda_full | uda_ablated_no_self_features | human), ``judge`` (J1-J10,
 or "human"), ``model`` (10 models), ``score`` (Elo points, float).
 """
+
 from __future__ import annotations
 
 import pandas as pd

@@ -10,6 +10,7 @@ the history), ``system_id``, ``source``, ``context``, ``system_output``, then on
 score with its scale: ``overall`` 1-5, ``naturalness`` / ``coherence`` / ``engagingness`` 1-3,
 ``understandability`` / ``groundedness`` 0-1.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,14 @@ import pandas as pd
 
 from .paths import data_path
 
-SCORE_RANGES = {"overall": (1.0, 5.0), "naturalness": (1.0, 3.0), "coherence": (1.0, 3.0),
-                "engagingness": (1.0, 3.0), "understandability": (0.0, 1.0), "groundedness": (0.0, 1.0)}
+SCORE_RANGES = {
+    "overall": (1.0, 5.0),
+    "naturalness": (1.0, 3.0),
+    "coherence": (1.0, 3.0),
+    "engagingness": (1.0, 3.0),
+    "understandability": (0.0, 1.0),
+    "groundedness": (0.0, 1.0),
+}
 _TEXT_FIELDS = ("source", "context", "system_output", "system_id")
 
 

@@ -21,6 +21,7 @@ Accepted input spellings (compared after ``str.strip().lower()``):
 
 ``0`` is deliberately not accepted: some sources use it for "tie", others for "the first response".
 """
+
 from __future__ import annotations
 
 import math
@@ -36,9 +37,19 @@ JUDGE_VERDICTS = (A, B, TIE)
 HUMAN_VERDICTS = (A, B, TIE, MISSING)
 
 _SPELLINGS: dict[str, str] = {
-    "a": A, "model_a": A, "left": A, "1": A,
-    "b": B, "model_b": B, "right": B, "2": B,
-    "tie": TIE, "draw": TIE, "c": TIE, "tie (inconsistent)": TIE, "tie (bothbad)": TIE,
+    "a": A,
+    "model_a": A,
+    "left": A,
+    "1": A,
+    "b": B,
+    "model_b": B,
+    "right": B,
+    "2": B,
+    "tie": TIE,
+    "draw": TIE,
+    "c": TIE,
+    "tie (inconsistent)": TIE,
+    "tie (bothbad)": TIE,
 }
 _MISSING_SPELLINGS = frozenset({"", "missing", "na", "n/a", "nan", "none", "null"})
 

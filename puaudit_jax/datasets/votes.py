@@ -16,12 +16,13 @@ the most frequent crowd vote) and a split vote is no evidence for either side. T
 every verdict are kept as the extra columns ``n_votes``, ``votes_a``, ``votes_b``, ``votes_tie`` and
 ``human_split``, so a user can apply any other rule.
 """
+
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from .verdicts import A, B, TIE
+from .verdicts import TIE, A, B
 
 VOTE_RULES = ("plurality", "decisive")
 VOTE_COLUMNS = ("n_votes", "votes_a", "votes_b", "votes_tie", "human_split")
@@ -38,8 +39,12 @@ def aggregate_votes(votes: pd.DataFrame, key: list[str], *, rule: str = "plurali
     unknown = sorted(set(votes["vote"].unique()) - {A, B, TIE})
     if unknown:
         raise ValueError(f"votes must be normalised to A/B/tie, found {unknown}")
-    counts = (votes.groupby(key, sort=True)["vote"].value_counts().unstack(fill_value=0)
-              .reindex(columns=[A, B, TIE], fill_value=0))
+    counts = (
+        votes.groupby(key, sort=True)["vote"]
+        .value_counts()
+        .unstack(fill_value=0)
+        .reindex(columns=[A, B, TIE], fill_value=0)
+    )
     a, b, t = (counts[c].to_numpy(dtype=np.int64) for c in (A, B, TIE))
     if rule == "plurality":
         top = np.maximum(np.maximum(a, b), t)

@@ -8,14 +8,40 @@
 ``tables.py``                 text tables (the summary; ours beside the seed's Table 5)
 ============================  ================================================================
 """
+
 from .consistency import ALL, consistency, hindsight_flips
 from .memory import PeakMemory
-from .protocol import (DEFAULT_PAIRS, EvalResult, Protocol, evaluate, pairs_by_scorer, reapply_rule, summarize_runs,
-                       sweep)
+from .protocol import (
+    DEFAULT_PAIRS,
+    EvalResult,
+    Protocol,
+    evaluate,
+    pairs_by_scorer,
+    reapply_rule,
+    summarize_runs,
+    sweep,
+)
 from .splits import Split, split_labels
 from .tables import demo_table, overall_table, summary_table
 from .write import write_evaluation
 
-__all__ = ["ALL", "DEFAULT_PAIRS", "EvalResult", "PeakMemory", "Protocol", "Split", "consistency", "demo_table",
-           "evaluate", "hindsight_flips", "overall_table", "pairs_by_scorer", "reapply_rule", "split_labels",
-           "summarize_runs", "summary_table", "sweep", "write_evaluation"]
+__all__ = [
+    "ALL",
+    "DEFAULT_PAIRS",
+    "EvalResult",
+    "PeakMemory",
+    "Protocol",
+    "Split",
+    "consistency",
+    "demo_table",
+    "evaluate",
+    "hindsight_flips",
+    "overall_table",
+    "pairs_by_scorer",
+    "reapply_rule",
+    "split_labels",
+    "summarize_runs",
+    "summary_table",
+    "sweep",
+    "write_evaluation",
+]

@@ -1,5 +1,6 @@
 """What the protocol measures on the evaluation pool (seed 000 Appendix A.5): Cons_orig, Cons_adj,
 flip rate and precision per question type and overall, and the hindsight ceiling."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,19 +15,28 @@ def consistency(pool: pd.DataFrame, truth: pd.Series) -> pd.DataFrame:
     """Cons_orig, Cons_adj and the flip rate of ``pool`` (audit items) against ``truth`` per type + all."""
     pool = pool[pool["id"].isin(truth.index)]
     t = truth.loc[pool["id"]].to_numpy()
-    frame = pd.DataFrame({
-        "question_type": question_types(pool["question_type"]),
-        "orig": (pool["judge"].to_numpy() == t), "adj": (pool["adjusted"].to_numpy() == t),
-        "flipped": pool["flipped"].to_numpy(bool),
-    })
+    frame = pd.DataFrame(
+        {
+            "question_type": question_types(pool["question_type"]),
+            "orig": (pool["judge"].to_numpy() == t),
+            "adj": (pool["adjusted"].to_numpy() == t),
+            "flipped": pool["flipped"].to_numpy(bool),
+        }
+    )
     rows = []
     for qt, part in list(frame.groupby("question_type", sort=True)) + [(ALL, frame)]:
         flipped = part["flipped"].to_numpy(bool)
-        rows.append({"question_type": qt, "n_eval": len(part), "n_flipped": int(flipped.sum()),
-                     "cons_orig": part["orig"].mean() if len(part) else np.nan,
-                     "cons_adj": part["adj"].mean() if len(part) else np.nan,
-                     "flip_rate": flipped.mean() if len(part) else np.nan,
-                     "flip_precision": (~part["orig"].to_numpy()[flipped]).mean() if flipped.any() else np.nan})
+        rows.append(
+            {
+                "question_type": qt,
+                "n_eval": len(part),
+                "n_flipped": int(flipped.sum()),
+                "cons_orig": part["orig"].mean() if len(part) else np.nan,
+                "cons_adj": part["adj"].mean() if len(part) else np.nan,
+                "flip_rate": flipped.mean() if len(part) else np.nan,
+                "flip_precision": (~part["orig"].to_numpy()[flipped]).mean() if flipped.any() else np.nan,
+            }
+        )
     return pd.DataFrame(rows)
 
 

@@ -2,6 +2,7 @@
 
 Sampled every 2 ms from /proc (``peak_mb``) with its increase over the RSS just before (``delta_mb``).
 """
+
 from __future__ import annotations
 
 import resource

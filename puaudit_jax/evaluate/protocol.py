@@ -14,6 +14,7 @@ cross-fitted features). Results: one row per (scorer, rule, seed, question type)
 ``summary`` has mean and std (ddof = 1, as over repeated runs) over seeds. :func:`sweep` repeats
 the protocol over values of p_ratio or m (the seed's Tables 6 and 7).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -23,8 +24,17 @@ from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
-from ..audit import (DEFAULT_RULE, DEFAULT_SCORER, SEED_RULE, SEED_SCORER, AuditConfig, AuditResult, apply_rule,
-                     run_audit, with_flips)
+from ..audit import (
+    DEFAULT_RULE,
+    DEFAULT_SCORER,
+    SEED_RULE,
+    SEED_SCORER,
+    AuditConfig,
+    AuditResult,
+    apply_rule,
+    run_audit,
+    with_flips,
+)
 from ..datasets.exclusions import LABELLED, item_status
 from ..embed import PairEmbeddings
 from ..rules import get_rule, needs_crossfit, rule_feature, rule_name
@@ -36,8 +46,10 @@ from .splits import split_labels
 try:
     from tqdm.auto import tqdm
 except ImportError:  # pragma: no cover
+
     def tqdm(x, **_):
         return x
+
 
 DEFAULT_PAIRS = ((DEFAULT_SCORER, DEFAULT_RULE), (SEED_SCORER, SEED_RULE))
 GRID_SCORERS, GRID_RULES = (DEFAULT_SCORER,), (DEFAULT_RULE, SEED_RULE)
@@ -84,8 +96,14 @@ def reapply_rule(result: AuditResult, rule, *, seed: int | None = None):
     """The pool of an audit result with flips / adjusted verdicts recomputed by another rule on the
     same scores (or cross-fitted features): (pool rows of the items, calibrated decision summary)."""
     cfg = result.config
-    items, info = apply_rule(result.items, rule, crossfit=result.crossfit, m=result.report.m.value,
-                             eta=cfg.eta, seed=cfg.seed if seed is None else seed)
+    items, info = apply_rule(
+        result.items,
+        rule,
+        crossfit=result.crossfit,
+        m=result.report.m.value,
+        eta=cfg.eta,
+        seed=cfg.seed if seed is None else seed,
+    )
     return items[items["role"] == "U"], info
 
 
@@ -94,15 +112,21 @@ def summarize_runs(per_seed: pd.DataFrame, by=("scorer", "rule", "question_type"
     by = list(by)
     per_seed = per_seed.assign(m_used=per_seed["m"])
     g = per_seed.groupby(by, sort=False)
-    out = g.agg(n=("n_eval", "mean"), seeds=("seed", "nunique"),
-                cons_orig_mean=("cons_orig", "mean"), cons_orig_std=("cons_orig", "std"),
-                cons_adj_mean=("cons_adj", "mean"), cons_adj_std=("cons_adj", "std"),
-                flip_rate=("flip_rate", "mean"), m_mean=("m_used", "mean"),
-                time_s=("time_s", "mean"), peak_rss_mb=("peak_rss_mb", "max"),
-                peak_delta_mb=("peak_delta_mb", "max")).reset_index()
+    out = g.agg(
+        n=("n_eval", "mean"),
+        seeds=("seed", "nunique"),
+        cons_orig_mean=("cons_orig", "mean"),
+        cons_orig_std=("cons_orig", "std"),
+        cons_adj_mean=("cons_adj", "mean"),
+        cons_adj_std=("cons_adj", "std"),
+        flip_rate=("flip_rate", "mean"),
+        m_mean=("m_used", "mean"),
+        time_s=("time_s", "mean"),
+        peak_rss_mb=("peak_rss_mb", "max"),
+        peak_delta_mb=("peak_delta_mb", "max"),
+    ).reset_index()
     out["gain_mean"] = out["cons_adj_mean"] - out["cons_orig_mean"]
-    extra = {c: (c, "mean") for c in ("flip_precision", "abstained", "crossfit_gain", "expected_gain")
-             if c in per_seed}
+    extra = {c: (c, "mean") for c in ("flip_precision", "abstained", "crossfit_gain", "expected_gain") if c in per_seed}
     if extra:
         means = g.agg(**extra).reset_index()
         out = out.merge(means, on=by, how="left")
@@ -117,7 +141,7 @@ def pairs_by_scorer(pairs=None, scorers=None, rules=None) -> list[tuple[object, 
             raise ValueError("give either pairs or scorers/rules (their grid), not both")
         pairs = list(itertools.product(scorers or GRID_SCORERS, rules or GRID_RULES))
     out: dict[str, tuple[object, list]] = {}
-    for scorer, rule in (DEFAULT_PAIRS if pairs is None else pairs):
+    for scorer, rule in DEFAULT_PAIRS if pairs is None else pairs:
         get_rule(rule)  # unknown names fail here, before any audit runs
         out.setdefault(scorer_name(scorer), (scorer, []))[1].append(rule)
     if not out:
@@ -144,8 +168,9 @@ def _outcome_rows(result: AuditResult, rules: list, truth: pd.Series, ceiling: b
     return outcomes
 
 
-def _measure(result: AuditResult, scorer, rules: list, split, seed: int, mem: PeakMemory,
-             ceiling: bool) -> list[pd.DataFrame]:
+def _measure(
+    result: AuditResult, scorer, rules: list, split, seed: int, mem: PeakMemory, ceiling: bool
+) -> list[pd.DataFrame]:
     """One consistency frame per rule of one audit on one split, with the run's columns."""
     frames = []
     paths = ",".join(f"{k}x{v}" for k, v in result.report.solver_paths.items())
@@ -167,9 +192,18 @@ def _measure(result: AuditResult, scorer, rules: list, split, seed: int, mem: Pe
     return frames
 
 
-def evaluate(comparisons: pd.DataFrame, embeddings: PairEmbeddings, *, pairs=None, scorers=None, rules=None,
-             protocol: Protocol | None = None, config: AuditConfig | None = None, progress: bool = True,
-             **options) -> EvalResult:
+def evaluate(
+    comparisons: pd.DataFrame,
+    embeddings: PairEmbeddings,
+    *,
+    pairs=None,
+    scorers=None,
+    rules=None,
+    protocol: Protocol | None = None,
+    config: AuditConfig | None = None,
+    progress: bool = True,
+    **options,
+) -> EvalResult:
     """Run the protocol (module docstring) on the (scorer, rule) ``pairs`` (default
     :data:`DEFAULT_PAIRS`) or the grid ``scorers`` x ``rules``; scorers and rules are names,
     callables or :class:`~puaudit_jax.rules.CalibratedRule` objects. ``options``: fields of
@@ -192,18 +226,25 @@ def evaluate(comparisons: pd.DataFrame, embeddings: PairEmbeddings, *, pairs=Non
         frames += _measure(result, scorer, rules_, split, seed, mem, proto.ceiling)
         first = first or (result, split.truth)
     per_seed = pd.concat(frames, ignore_index=True)
-    meta = {"seeds": proto.seed_list, "p_ratio": proto.p_ratio, "split_by": proto.split_by, "ceiling": proto.ceiling,
-            "pairs": [[scorer_name(s), rule_name(r)] for s, rs in groups for r in rs],
-            "scorers": [scorer_name(s) for s, _ in groups],
-            "rules": list(dict.fromkeys(rule_name(r) for _, rs in groups for r in rs)),
-            "audit_config": base.to_dict(), "embeddings": {"source": embeddings.source, "dim": embeddings.dim},
-            "n_labelled": int((item_status(comparisons)["status"] == LABELLED).sum()),
-            "wall_time_s": time.perf_counter() - t0}
+    meta = {
+        "seeds": proto.seed_list,
+        "p_ratio": proto.p_ratio,
+        "split_by": proto.split_by,
+        "ceiling": proto.ceiling,
+        "pairs": [[scorer_name(s), rule_name(r)] for s, rs in groups for r in rs],
+        "scorers": [scorer_name(s) for s, _ in groups],
+        "rules": list(dict.fromkeys(rule_name(r) for _, rs in groups for r in rs)),
+        "audit_config": base.to_dict(),
+        "embeddings": {"source": embeddings.source, "dim": embeddings.dim},
+        "n_labelled": int((item_status(comparisons)["status"] == LABELLED).sum()),
+        "wall_time_s": time.perf_counter() - t0,
+    }
     return EvalResult(per_seed, summarize_runs(per_seed), meta, *(first or (None, None)))
 
 
-def sweep(comparisons: pd.DataFrame, embeddings: PairEmbeddings, *, param: str, values, progress: bool = True,
-          **kwargs) -> EvalResult:
+def sweep(
+    comparisons: pd.DataFrame, embeddings: PairEmbeddings, *, param: str, values, progress: bool = True, **kwargs
+) -> EvalResult:
     """The protocol for each value of ``param`` ("p_ratio" or "m"); results carry a ``param`` column."""
     if param not in ("p_ratio", "m"):
         raise ValueError(f"param must be 'p_ratio' or 'm', got {param!r}")

@@ -1,4 +1,5 @@
 """Where a protocol run's results are written: results.csv / .json and per_seed.csv (atomically)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,6 +15,7 @@ def write_evaluation(res: EvalResult, folder: str | Path, *, data: str) -> list[
     folder = Path(folder)
     write_csv(res.summary, folder / "results.csv")
     write_csv(res.per_seed, folder / "per_seed.csv")
-    write_json({"data": data, "meta": res.meta, "results": res.summary.to_dict(orient="records")},
-               folder / "results.json")
+    write_json(
+        {"data": data, "meta": res.meta, "results": res.summary.to_dict(orient="records")}, folder / "results.json"
+    )
     return list(FILES)

@@ -9,22 +9,54 @@
   lazily, so the HTTP clients do not load JAX models): :mod:`.local`.
 - :func:`judge_table`: re-judge a comparison table: :mod:`.run`.
 """
+
 from .base import (
-    ERROR, OK, UNPARSED, Generator, Judge, ResponseCache, Verdict, content_key, fill, judge_inputs, judge_messages,
-    parse_verdict, row_inputs, template,
+    ERROR,
+    OK,
+    UNPARSED,
+    Generator,
+    Judge,
+    ResponseCache,
+    Verdict,
+    content_key,
+    fill,
+    judge_inputs,
+    judge_messages,
+    parse_verdict,
+    row_inputs,
+    template,
 )
 from .openai_chat import ChatAPIError, ChatClient, OpenAIChatGenerator, OpenAIChatJudge
 from .run import judge_table
 
 __all__ = [
-    "ChatAPIError", "ChatClient", "ERROR", "Generator", "Judge", "LocalGenerator", "LocalJudge", "OK",
-    "OpenAIChatGenerator", "OpenAIChatJudge", "ResponseCache", "UNPARSED", "Verdict", "content_key", "fill",
-    "judge_inputs", "judge_messages", "judge_table", "parse_verdict", "row_inputs", "template",
+    "ChatAPIError",
+    "ChatClient",
+    "ERROR",
+    "Generator",
+    "Judge",
+    "LocalGenerator",
+    "LocalJudge",
+    "OK",
+    "OpenAIChatGenerator",
+    "OpenAIChatJudge",
+    "ResponseCache",
+    "UNPARSED",
+    "Verdict",
+    "content_key",
+    "fill",
+    "judge_inputs",
+    "judge_messages",
+    "judge_table",
+    "parse_verdict",
+    "row_inputs",
+    "template",
 ]
 
 
 def __getattr__(name):
     if name in ("LocalJudge", "LocalGenerator"):
         from . import local
+
         return getattr(local, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

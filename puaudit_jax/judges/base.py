@@ -6,16 +6,18 @@ The judge prompt is the seed's Figure 10 (Appendix B.3): an instruction (system 
 Figures 7-9 (Appendix B.2). All templates are text files in ``puaudit_jax/judges/templates/``
 (package data), filled with ``str.replace`` so braces inside responses are never interpreted.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import os
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Iterable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from ..datasets.verdicts import JUDGE_VERDICTS, normalize_verdict
 from ..outputs import atomic_path
@@ -25,8 +27,11 @@ STATUSES = (OK, UNPARSED, ERROR)
 WINNERS = JUDGE_VERDICTS
 QUESTION_TYPES = ("A", "B", "C", "D", "E", "F")
 QUESTION_TYPE_NAMES = {
-    "A": "Programming", "B": "Math or logical reasoning", "C": "Factual or knowledge-based",
-    "D": "Writing, translation, summarization, creative", "E": "Advice, recommendation, planning",
+    "A": "Programming",
+    "B": "Math or logical reasoning",
+    "C": "Factual or knowledge-based",
+    "D": "Writing, translation, summarization, creative",
+    "E": "Advice, recommendation, planning",
     "F": "Other, meta-level, unclear",
 }
 
@@ -75,14 +80,23 @@ class Generator(Protocol):
 
     name: str
 
-    def generate_many(self, conversations: Sequence[list[dict]], *, progress: bool = False) -> list[str | Exception]: ...
+    def generate_many(
+        self, conversations: Sequence[list[dict]], *, progress: bool = False
+    ) -> list[str | Exception]: ...
 
 
 # --------------------------------------------------------------------------------------------------
 # templates
 
-TEMPLATE_NAMES = ("judge_system", "judge_user", "distraction", "length_system", "length_user",
-                  "sentiment_system", "sentiment_user")
+TEMPLATE_NAMES = (
+    "judge_system",
+    "judge_user",
+    "distraction",
+    "length_system",
+    "length_user",
+    "sentiment_system",
+    "sentiment_user",
+)
 
 
 def template(name: str) -> str:
@@ -105,8 +119,9 @@ def judge_messages(question: str, response_a: str, response_b: str) -> list[dict
     return [{"role": "system", "content": template("judge_system")}, {"role": "user", "content": user}]
 
 
-def judge_inputs(question, response_a: str | None, response_b: str | None, history_a=None,
-                 history_b=None) -> tuple[str, str, str]:
+def judge_inputs(
+    question, response_a: str | None, response_b: str | None, history_a=None, history_b=None
+) -> tuple[str, str, str]:
     """(question, response_a, response_b) texts for the judge prompt from a comparison row.
 
     Single-turn: unchanged. Multi-turn (``question`` a list of k user turns, the histories the
@@ -132,8 +147,13 @@ def judge_inputs(question, response_a: str | None, response_b: str | None, histo
 def row_inputs(row: Mapping) -> tuple[str, str, str]:
     """:func:`judge_inputs` of a comparison-table row (a dict or a pandas row)."""
     get = row.get if hasattr(row, "get") else (lambda k, d=None: getattr(row, k, d))
-    return judge_inputs(get("question"), get("response_a"), get("response_b"), _listish(get("history_a", None)),
-                        _listish(get("history_b", None)))
+    return judge_inputs(
+        get("question"),
+        get("response_a"),
+        get("response_b"),
+        _listish(get("history_a", None)),
+        _listish(get("history_b", None)),
+    )
 
 
 def _listish(value):
@@ -174,13 +194,15 @@ def parse_verdict(text: str | None, *, tail_lines: int = 3) -> Verdict:
         return Verdict(None, qtype, str(text), UNPARSED, {"reason": "no verdict in the last lines"})
     mapped = {normalize_verdict(x, allow_missing=False) for x in letters}  # A, B; C and TIE -> tie
     if len(mapped) > 1:
-        return Verdict(None, qtype, str(text), UNPARSED,
-                       {"reason": f"conflicting verdicts {sorted(mapped)} in the last lines"})
+        return Verdict(
+            None, qtype, str(text), UNPARSED, {"reason": f"conflicting verdicts {sorted(mapped)} in the last lines"}
+        )
     return Verdict(mapped.pop(), qtype, str(text), OK)
 
 
 # --------------------------------------------------------------------------------------------------
 # cache
+
 
 def content_key(*parts: object) -> str:
     """sha256 hex of the JSON encoding of ``parts`` (model, prompt, decoding settings)."""
@@ -223,4 +245,5 @@ def progress_iter(iterable: Iterable, total: int | None, enabled: bool, desc: st
     if not enabled:
         return iterable
     from tqdm.auto import tqdm
+
     return tqdm(iterable, total=total, desc=desc, leave=False)

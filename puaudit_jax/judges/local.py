@@ -28,11 +28,12 @@ Long prompts: the model window (8192 for SmolLM2) or ``max_length`` caps the pro
 replaced by ``[... N tokens omitted ...]``; the count is in ``Verdict.details["omitted_tokens"]``.
 ``long_inputs="error"`` raises instead. Nothing is shortened silently.
 """
+
 from __future__ import annotations
 
 import functools
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
@@ -40,27 +41,42 @@ import numpy as np
 
 from probes.extract import broadcast_prefix_cache
 from probes.models import load_pretrained
-from probes.models.batching import batch_bucket, bucket_length, pad_batch, pool_weights, positions_from_valid, tokenize_inputs
+from probes.models.batching import (
+    batch_bucket,
+    bucket_length,
+    pad_batch,
+    pool_weights,
+    positions_from_valid,
+    tokenize_inputs,
+)
 from probes.models.generate import candidate_ids, greedy_generate
 from probes.models.llama import Llama
 from probes.models.pretrained import Pretrained, build_model
 
-from ..datasets.verdicts import A, B, TIE
-from .base import (OK, QUESTION_TYPES, ResponseCache, Verdict, content_key, default_cache_dir, judge_messages,
-                   progress_iter)
+from ..datasets.verdicts import TIE, A, B
+from .base import (
+    OK,
+    QUESTION_TYPES,
+    ResponseCache,
+    Verdict,
+    content_key,
+    default_cache_dir,
+    judge_messages,
+    progress_iter,
+)
 
 VERDICT_LETTER = {A: "A", B: "B", TIE: "C"}  # verdict -> the seed prompt's letter ([[C]] = tie)
 TYPE_CONTINUATION = "{}]]\n[[TYPE:"  # after the assistant prefix "[[": the verdict line, then the type line
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _prefix_fn(config, dtype):
     """jit: (params, ids (1, P), valid (1, P)) -> the prefix's KV cache (P slots)."""
     model = build_model(config, dtype, return_cache=True)
     return jax.jit(lambda params, ids, valid: model.apply(params, ids, positions_from_valid(valid), valid)["cache"])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _suffix_logprobs_fn(config, dtype):
     """jit: (params, prefix cache (1 row, P slots), prefix length, ids (B, S), valid (B, S), cand (K,))
     -> log p(cand | prefix + suffix) at each row's last real suffix token: (B, K) float32."""
@@ -70,9 +86,10 @@ def _suffix_logprobs_fn(config, dtype):
         b, s = ids.shape
         p = prefix_cache["k"].shape[2]
         cache = broadcast_prefix_cache(prefix_cache, b, s)
-        out = model.apply(params, ids, positions_from_valid(valid, offset=prefix_len), valid, cache=cache,
-                          write_index=p)
-        w = pool_weights(valid, "last")[:, 0, :]              # (B, S)
+        out = model.apply(
+            params, ids, positions_from_valid(valid, offset=prefix_len), valid, cache=cache, write_index=p
+        )
+        w = pool_weights(valid, "last")[:, 0, :]  # (B, S)
         h = jnp.einsum("bt,btd->bd", w, out["last"].astype(jnp.float32)).astype(out["last"].dtype)
         logp = jax.nn.log_softmax(model.apply(params, h, method=Llama.lm_logits).astype(jnp.float32), axis=-1)
         return logp[:, cand]
@@ -92,10 +109,23 @@ class LocalJudge:
     prompt_tokens, logp_type (A..F, with ``predict_type``)}. ``question_type`` is the most likely
     ``[[TYPE:X]]`` letter with ``predict_type=True``, else None."""
 
-    def __init__(self, model: str = "smollm2", *, pre: Pretrained | None = None, max_length: int | None = None,
-                 long_inputs: str = "middle_out", tie_margin: float = 0.0, explain: bool = False,
-                 explain_tokens: int = 128, cache_dir=None, bucket: int = 128, batch_size: int = 1,
-                 assistant_prefix: str = "[[", c_is_tie: bool = False, predict_type: bool = False):
+    def __init__(
+        self,
+        model: str = "smollm2",
+        *,
+        pre: Pretrained | None = None,
+        max_length: int | None = None,
+        long_inputs: str = "middle_out",
+        tie_margin: float = 0.0,
+        explain: bool = False,
+        explain_tokens: int = 128,
+        cache_dir=None,
+        bucket: int = 128,
+        batch_size: int = 1,
+        assistant_prefix: str = "[[",
+        c_is_tie: bool = False,
+        predict_type: bool = False,
+    ):
         if long_inputs not in ("middle_out", "error"):
             raise ValueError("long_inputs must be 'middle_out' or 'error'")
         self.pre = pre if pre is not None else load_pretrained(model)
@@ -112,8 +142,11 @@ class LocalJudge:
         self.type_cand = candidate_ids(self.pre, list(QUESTION_TYPES))
         # room the type continuation "X]]\n[[TYPE:" needs beyond the verdict prompt
         self._type_tokens = len(self.pre.tokenizer.encode(TYPE_CONTINUATION.format("A"), add_special_tokens=False))
-        self.cache = None if cache_dir is False else ResponseCache(
-            (default_cache_dir() / "local") if cache_dir is None else cache_dir)
+        self.cache = (
+            None
+            if cache_dir is False
+            else ResponseCache((default_cache_dir() / "local") if cache_dir is None else cache_dir)
+        )
         self._prefix = None
         self.stats = {"forward_passes": 0, "cache_hits": 0, "forward_seconds": 0.0}
 
@@ -133,7 +166,8 @@ class LocalJudge:
         ``max_length``: (a, b, omitted tokens)."""
         limit = self.max_length - (self._type_tokens if self.predict_type else 0)
         cap = f"max_length {self.max_length}" + (
-            f" less {self._type_tokens} tokens for the type line" if self.predict_type else "")
+            f" less {self._type_tokens} tokens for the type line" if self.predict_type else ""
+        )
         n = len(self.prompt_ids(question, a, b))
         if n <= limit:
             return a, b, 0
@@ -141,7 +175,7 @@ class LocalJudge:
             raise ValueError(f"judge prompt has {n} tokens > {cap}")
         tok = self.pre.tokenizer
         ta, tb = tok.encode(a, add_special_tokens=False), tok.encode(b, add_special_tokens=False)
-        excess = n - limit + 32   # 32: room for the two omission markers
+        excess = n - limit + 32  # 32: room for the two omission markers
         for _ in range(4):
             la, lb = len(ta), len(tb)
             if la + lb <= excess:
@@ -153,8 +187,8 @@ class LocalJudge:
                 if k <= 0:
                     return tok.decode(ids), 0
                 head = (len(ids) - k) // 2
-                return (tok.decode(ids[:head]) + f"\n[... {k} tokens omitted ...]\n"
-                        + tok.decode(ids[head + k:])), k
+                return (tok.decode(ids[:head]) + f"\n[... {k} tokens omitted ...]\n" + tok.decode(ids[head + k :])), k
+
             sa, ka = cut(ta, cut_a)
             sb, kb = cut(tb, cut_b)
             m = len(self.prompt_ids(question, sa, sb))
@@ -171,7 +205,9 @@ class LocalJudge:
             sys_only = [judge_messages("", "", "")[0]]
             ids = tok.encode(tok.apply_chat_template(sys_only, add_generation_prompt=False), add_special_tokens=False)
             padded, valid = pad_batch([ids], bucket_length(len(ids)), 1)
-            cache = _prefix_fn(self.pre.config, self.pre.dtype)(self.pre.params, jnp.asarray(padded), jnp.asarray(valid))
+            cache = _prefix_fn(self.pre.config, self.pre.dtype)(
+                self.pre.params, jnp.asarray(padded), jnp.asarray(valid)
+            )
             self._prefix = (ids, cache)
         return self._prefix
 
@@ -200,19 +236,20 @@ class LocalJudge:
         cand_ids = jnp.asarray(cand, jnp.int32)
         pad_id = self.pre.tokenizer.pad_token_id or 0
         todo.sort(key=lambda i: len(seqs[i]))
-        groups = [todo[i:i + self.batch_size] for i in range(0, len(todo), self.batch_size)]
+        groups = [todo[i : i + self.batch_size] for i in range(0, len(todo), self.batch_size)]
         for group in progress_iter(groups, len(groups), progress, "judge forward"):
             suffixes = []
             for i in group:
                 s = list(map(int, seqs[i]))
-                if s[:len(p_ids)] != p_ids:
+                if s[: len(p_ids)] != p_ids:
                     raise RuntimeError("prompt does not start with the judge's system prefix tokens")
-                suffixes.append(s[len(p_ids):])
+                suffixes.append(s[len(p_ids) :])
             s_len = _round_up(max(map(len, suffixes)), self.bucket)
             ids, valid = pad_batch(suffixes, s_len, batch_bucket(len(group), self.batch_size), pad_id, "right")
             t = time.perf_counter()
-            res = np.asarray(fn(self.pre.params, p_cache, jnp.int32(len(p_ids)), jnp.asarray(ids),
-                                jnp.asarray(valid), cand_ids))[:len(group)]
+            res = np.asarray(
+                fn(self.pre.params, p_cache, jnp.int32(len(p_ids)), jnp.asarray(ids), jnp.asarray(valid), cand_ids)
+            )[: len(group)]
             self.stats["forward_seconds"] += time.perf_counter() - t
             self.stats["forward_passes"] += len(group)
             for j, i in enumerate(group):
@@ -243,22 +280,38 @@ class LocalJudge:
             fitted.append((q, a2, b2, omitted))
             seqs += [self.prompt_ids(q, a2, b2), self.prompt_ids(q, b2, a2)]
         lp = self.order_logprobs(seqs, progress=progress)
-        lp_ab, lp_ba = lp[0::2], lp[1::2][:, [1, 0, 2]]     # swap back: original A's logp first
+        lp_ab, lp_ba = lp[0::2], lp[1::2][:, [1, 0, 2]]  # swap back: original A's logp first
         lp_mean = (lp_ab + lp_ba) / 2
         margins = [float(m[0] - m[1]) for m in lp_mean]
         winners = [self._decide(m, margin) for m, margin in zip(lp_mean, margins)]
-        lp_type = (self.next_logprobs([self.type_prompt_ids(q, a, b, w) for (q, a, b, _), w in zip(fitted, winners)],
-                                      self.type_cand, progress=progress) if self.predict_type else None)
+        lp_type = (
+            self.next_logprobs(
+                [self.type_prompt_ids(q, a, b, w) for (q, a, b, _), w in zip(fitted, winners)],
+                self.type_cand,
+                progress=progress,
+            )
+            if self.predict_type
+            else None
+        )
         verdicts = []
         for k, (q, a, b, omitted) in enumerate(fitted):
             ab, ba, margin, winner = lp_ab[k], lp_ba[k], margins[k], winners[k]
             m_ab, m_ba = float(ab[0] - ab[1]), float(ba[0] - ba[1])
             v_ab, v_ba = self._decide(ab, m_ab), self._decide(ba, m_ba)
-            details = {"verdict_ab": v_ab, "verdict_ba": v_ba, "logp_ab": ab.tolist(), "logp_ba": ba.tolist(),
-                       "margin": margin, "consistent": v_ab == v_ba, "omitted_tokens": omitted,
-                       "prompt_tokens": len(seqs[2 * k])}
-            raw = (f"logp(A,B,C) order AB {np.round(ab, 3).tolist()}, order BA (swapped back) "
-                   f"{np.round(ba, 3).tolist()}; margin {margin:+.3f}")
+            details = {
+                "verdict_ab": v_ab,
+                "verdict_ba": v_ba,
+                "logp_ab": ab.tolist(),
+                "logp_ba": ba.tolist(),
+                "margin": margin,
+                "consistent": v_ab == v_ba,
+                "omitted_tokens": omitted,
+                "prompt_tokens": len(seqs[2 * k]),
+            }
+            raw = (
+                f"logp(A,B,C) order AB {np.round(ab, 3).tolist()}, order BA (swapped back) "
+                f"{np.round(ba, 3).tolist()}; margin {margin:+.3f}"
+            )
             if self.explain:
                 text = greedy_generate(self.pre, [judge_messages(q, a, b)], self.explain_tokens)[0]
                 details["explanation"] = text
@@ -278,13 +331,23 @@ class LocalGenerator:
     exception that item raised, e.g. a prompt longer than window - max_new_tokens). Completions
     are cached on disk by content hash of (model fingerprint, messages, max_new_tokens)."""
 
-    def __init__(self, model: str = "smollm2", *, pre: Pretrained | None = None, max_new_tokens: int = 256,
-                 batch_size: int = 4, cache_dir=None):
+    def __init__(
+        self,
+        model: str = "smollm2",
+        *,
+        pre: Pretrained | None = None,
+        max_new_tokens: int = 256,
+        batch_size: int = 4,
+        cache_dir=None,
+    ):
         self.pre = pre if pre is not None else load_pretrained(model)
         self.name = f"local:{model}"
         self.max_new_tokens, self.batch_size = int(max_new_tokens), int(batch_size)
-        self.cache = None if cache_dir is False else ResponseCache(
-            (default_cache_dir() / "local-gen") if cache_dir is None else cache_dir)
+        self.cache = (
+            None
+            if cache_dir is False
+            else ResponseCache((default_cache_dir() / "local-gen") if cache_dir is None else cache_dir)
+        )
         self.stats = {"generated": 0, "cache_hits": 0, "seconds": 0.0}
 
     def generate(self, messages: list[dict]) -> str:
@@ -311,11 +374,12 @@ class LocalGenerator:
                 todo.append((n, i))
         todo.sort()
         order = [i for _, i in todo]
-        groups = [order[j:j + self.batch_size] for j in range(0, len(order), self.batch_size)]
+        groups = [order[j : j + self.batch_size] for j in range(0, len(order), self.batch_size)]
         for group in progress_iter(groups, len(groups), progress, "generate"):
             t = time.perf_counter()
-            texts = greedy_generate(self.pre, [list(conversations[i]) for i in group], self.max_new_tokens,
-                                    batch_size=self.batch_size)
+            texts = greedy_generate(
+                self.pre, [list(conversations[i]) for i in group], self.max_new_tokens, batch_size=self.batch_size
+            )
             self.stats["seconds"] += time.perf_counter() - t
             for i, text in zip(group, texts):
                 text = text.strip()

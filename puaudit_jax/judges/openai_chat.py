@@ -14,6 +14,7 @@ llama.cpp server, hosted APIs), standard library only (urllib).
 
 Both run their batch through a thread pool of ``concurrency`` workers.
 """
+
 from __future__ import annotations
 
 import http.client
@@ -23,10 +24,19 @@ import socket
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Sequence
 
-from .base import ERROR, ResponseCache, Verdict, content_key, default_cache_dir, judge_messages, parse_verdict, progress_iter
+from .base import (
+    ERROR,
+    ResponseCache,
+    Verdict,
+    content_key,
+    default_cache_dir,
+    judge_messages,
+    parse_verdict,
+    progress_iter,
+)
 
 
 class ChatAPIError(RuntimeError):
@@ -66,17 +76,32 @@ class ChatClient:
     first. ``params``: decoding settings sent with every request (default temperature 0).
     """
 
-    def __init__(self, base_url: str, model: str, *, api_key_env: str = "OPENAI_API_KEY", timeout: float = 60.0,
-                 max_retries: int = 4, backoff: float = 1.0, max_backoff: float = 60.0, concurrency: int = 4,
-                 params: dict | None = None, cache_dir=None, sleep=time.sleep):
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout: float = 60.0,
+        max_retries: int = 4,
+        backoff: float = 1.0,
+        max_backoff: float = 60.0,
+        concurrency: int = 4,
+        params: dict | None = None,
+        cache_dir=None,
+        sleep=time.sleep,
+    ):
         base = base_url.rstrip("/")
         self.url = base if base.endswith("/chat/completions") else base + "/chat/completions"
         self.model, self.api_key_env = model, api_key_env
         self.timeout, self.max_retries = float(timeout), int(max_retries)
         self.backoff, self.max_backoff, self.concurrency = float(backoff), float(max_backoff), max(1, int(concurrency))
         self.params = {"temperature": 0.0, **(params or {})}
-        self.cache = None if cache_dir is False else ResponseCache(
-            (default_cache_dir() / "openai") if cache_dir is None else cache_dir)
+        self.cache = (
+            None
+            if cache_dir is False
+            else ResponseCache((default_cache_dir() / "openai") if cache_dir is None else cache_dir)
+        )
         self._sleep = sleep
         self.stats = {"requests": 0, "retries": 0, "cache_hits": 0}
 
@@ -100,7 +125,7 @@ class ChatClient:
             exc = ChatAPIError(msg, err.code, retryable)
             exc.retry_after = _retry_after(err.headers)
             raise exc from None
-        except (socket.timeout, TimeoutError) as err:
+        except TimeoutError as err:
             raise ChatAPIError(f"timeout after {self.timeout}s from {self.url}", None, True) from err
         except urllib.error.URLError as err:
             if isinstance(err.reason, (socket.timeout, TimeoutError)):
@@ -135,7 +160,7 @@ class ChatClient:
                         raise ChatAPIError(f"{err} (after {attempt + 1} attempts)", err.status, err.retryable) from err
                     raise
                 wait = getattr(err, "retry_after", None)
-                wait = min(self.max_backoff, wait if wait is not None else self.backoff * 2 ** attempt)
+                wait = min(self.max_backoff, wait if wait is not None else self.backoff * 2**attempt)
                 attempt += 1
                 self.stats["retries"] += 1
                 self._sleep(wait)
@@ -143,14 +168,17 @@ class ChatClient:
             self.cache.put(key, {"content": content, "model": self.model})
         return content
 
-    def complete_many(self, conversations: Sequence[list[dict]], *, progress: bool = False,
-                      desc: str = "chat") -> list[str | Exception]:
+    def complete_many(
+        self, conversations: Sequence[list[dict]], *, progress: bool = False, desc: str = "chat"
+    ) -> list[str | Exception]:
         """Completions of many chats through ``concurrency`` threads; failed items are the exception."""
+
         def one(msgs):
             try:
                 return self.complete(msgs)
             except ChatAPIError as err:
                 return err
+
         with ThreadPoolExecutor(self.concurrency) as pool:
             return list(progress_iter(pool.map(one, conversations), len(conversations), progress, desc))
 
@@ -169,8 +197,12 @@ class OpenAIChatJudge:
 
     def judge_many(self, items: Sequence[tuple[str, str, str]], *, progress: bool = False) -> list[Verdict]:
         replies = self.client.complete_many([judge_messages(*it) for it in items], progress=progress, desc=self.name)
-        return [Verdict(None, None, str(r), ERROR, {"http_status": r.status}) if isinstance(r, Exception)
-                else parse_verdict(r) for r in replies]
+        return [
+            Verdict(None, None, str(r), ERROR, {"http_status": r.status})
+            if isinstance(r, Exception)
+            else parse_verdict(r)
+            for r in replies
+        ]
 
 
 class OpenAIChatGenerator:

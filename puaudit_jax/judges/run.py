@@ -6,9 +6,10 @@ whose new verdict is not usable (unparsed, error, missing text) get ``judge = "t
 excluded, with a count and a reason, by the audit; ``judge_status`` says why
 ("ok" | "unparsed: ..." | "error: ..." | "skipped: missing text"), so nothing is dropped silently.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -16,16 +17,27 @@ import pandas as pd
 from ..datasets.verdicts import TIE, is_null
 from .base import OK, Verdict, progress_iter, row_inputs
 
-JUDGE_COLUMNS = ("judge_original", "judge_status", "judge_type", "judge_text", "verdict_ab", "verdict_ba",
-                 "margin", "consistent", "omitted_tokens")
+JUDGE_COLUMNS = (
+    "judge_original",
+    "judge_status",
+    "judge_type",
+    "judge_text",
+    "verdict_ab",
+    "verdict_ba",
+    "margin",
+    "consistent",
+    "omitted_tokens",
+)
 
 
 def has_text(row) -> bool:
     """True when question, response_a and response_b are all present (non-empty)."""
+
     def ok(v):
         if isinstance(v, (list, tuple, np.ndarray)):
             return len(v) > 0 and all(isinstance(x, str) and x.strip() for x in v)
         return not is_null(v) and str(v).strip() != ""
+
     return all(ok(row.get(c)) for c in ("question", "response_a", "response_b"))
 
 
@@ -39,17 +51,39 @@ def verdict_status(v: Verdict) -> str:
 def verdict_columns(v: Verdict | None, skipped: str | None = None) -> dict:
     """The :data:`JUDGE_COLUMNS` values (except judge_original) of one verdict."""
     if v is None:
-        return {"judge": TIE, "judge_status": f"skipped: {skipped}", "judge_type": None, "judge_text": None,
-                "verdict_ab": None, "verdict_ba": None, "margin": np.nan, "consistent": None, "omitted_tokens": 0}
+        return {
+            "judge": TIE,
+            "judge_status": f"skipped: {skipped}",
+            "judge_type": None,
+            "judge_text": None,
+            "verdict_ab": None,
+            "verdict_ba": None,
+            "margin": np.nan,
+            "consistent": None,
+            "omitted_tokens": 0,
+        }
     d = v.details or {}
-    return {"judge": v.winner if v.status == OK else TIE, "judge_status": verdict_status(v),
-            "judge_type": v.question_type, "judge_text": v.raw, "verdict_ab": d.get("verdict_ab"),
-            "verdict_ba": d.get("verdict_ba"), "margin": d.get("margin", np.nan), "consistent": d.get("consistent"),
-            "omitted_tokens": d.get("omitted_tokens", 0)}
+    return {
+        "judge": v.winner if v.status == OK else TIE,
+        "judge_status": verdict_status(v),
+        "judge_type": v.question_type,
+        "judge_text": v.raw,
+        "verdict_ab": d.get("verdict_ab"),
+        "verdict_ba": d.get("verdict_ba"),
+        "margin": d.get("margin", np.nan),
+        "consistent": d.get("consistent"),
+        "omitted_tokens": d.get("omitted_tokens", 0),
+    }
 
 
-def judge_table(table: pd.DataFrame, judge, *, chunk: int = 16, progress: bool = True,
-                on_chunk: Callable[[pd.DataFrame], None] | None = None) -> pd.DataFrame:
+def judge_table(
+    table: pd.DataFrame,
+    judge,
+    *,
+    chunk: int = 16,
+    progress: bool = True,
+    on_chunk: Callable[[pd.DataFrame], None] | None = None,
+) -> pd.DataFrame:
     """``table`` re-judged by ``judge`` (see module docstring); one output row per input row, same
     order. ``on_chunk(partial)`` is called after every ``chunk`` rows with the rows done so far
     (for incremental writing of long runs)."""
@@ -61,12 +95,12 @@ def judge_table(table: pd.DataFrame, judge, *, chunk: int = 16, progress: bool =
             todo.append(i)
         else:
             out[i] = verdict_columns(None, "missing text")
-    chunks = [todo[k:k + chunk] for k in range(0, len(todo), chunk)]
+    chunks = [todo[k : k + chunk] for k in range(0, len(todo), chunk)]
     done = [i for i in range(len(records)) if out[i] is not None]
 
     def frame(rows):
         base = table.iloc[rows].copy()
-        base = base.drop(columns=[c for c in JUDGE_COLUMNS if c in base.columns])   # re-judging a judged table
+        base = base.drop(columns=[c for c in JUDGE_COLUMNS if c in base.columns])  # re-judging a judged table
         base.insert(base.columns.get_loc("judge") + 1, "judge_original", base["judge"])
         cols = pd.DataFrame([out[i] for i in rows], index=base.index)
         for c in cols.columns:

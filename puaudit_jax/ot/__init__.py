@@ -16,12 +16,7 @@ from puaudit_jax.ot.geometry import Geometry
 from puaudit_jax.ot.problem import PartialProblem
 from puaudit_jax.ot.sharded import Layout
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn, SinkhornOutput
-from puaudit_jax.ot.solve import (
-    PartialOTResult,
-    entropic_partial_cost,
-    solve_partial,
-    solve_partial_batch,
-)
+from puaudit_jax.ot.solve import PartialOTResult, entropic_partial_cost, solve_partial, solve_partial_batch
 
 __all__ = [
     "Geometry",

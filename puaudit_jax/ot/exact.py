@@ -19,10 +19,10 @@ import numpy as np
 
 @dataclasses.dataclass(frozen=True)
 class ExactOutput:
-    plan: np.ndarray        # (n, m) real block of the optimal plan
-    cost: float             # <C, G>
+    plan: np.ndarray  # (n, m) real block of the optimal plan
+    cost: float  # <C, G>
     backend: str
-    warning: str | None     # solver warning (None when clean)
+    warning: str | None  # solver warning (None when clean)
 
 
 def augmented(C: np.ndarray, a: np.ndarray, b: np.ndarray, m: float):
@@ -57,14 +57,24 @@ def solve_highs(C, a, b, m) -> ExactOutput:
 
     C, a, b = (np.asarray(t, dtype=np.float64) for t in (C, a, b))
     n, k = C.shape
-    rows = sparse.kron(sparse.eye(n), np.ones((1, k)))        # G 1 <= a
-    cols = sparse.kron(np.ones((1, n)), sparse.eye(k))        # G^T 1 <= b
+    rows = sparse.kron(sparse.eye(n), np.ones((1, k)))  # G 1 <= a
+    cols = sparse.kron(np.ones((1, n)), sparse.eye(k))  # G^T 1 <= b
     res = optimize.linprog(
-        C.ravel(), A_ub=sparse.vstack([rows, cols]).tocsr(), b_ub=np.concatenate([a, b]),
-        A_eq=np.ones((1, n * k)), b_eq=[m], bounds=(0, None), method="highs")
+        C.ravel(),
+        A_ub=sparse.vstack([rows, cols]).tocsr(),
+        b_ub=np.concatenate([a, b]),
+        A_eq=np.ones((1, n * k)),
+        b_eq=[m],
+        bounds=(0, None),
+        method="highs",
+    )
     if res.status != 0:
-        return ExactOutput(plan=np.full((n, k), np.nan), cost=np.nan, backend="highs",
-                           warning=f"HiGHS status {res.status}: {res.message}")
+        return ExactOutput(
+            plan=np.full((n, k), np.nan),
+            cost=np.nan,
+            backend="highs",
+            warning=f"HiGHS status {res.status}: {res.message}",
+        )
     plan = res.x.reshape(n, k)
     return ExactOutput(plan=plan, cost=float(res.fun), backend="highs", warning=None)
 

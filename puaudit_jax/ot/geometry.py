@@ -24,7 +24,7 @@ below then return the whole problem's sums (see ``split.py``), so the solver is 
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -79,7 +79,7 @@ class Geometry:
         *,
         block_size: int | None = None,
         split: Split = Split(),
-    ) -> "Geometry":
+    ) -> Geometry:
         """Build a geometry; materialises C unless ``block_size`` is given.
 
         The cosine cost normalises the rows here (differentiably), so callers may pass raw
@@ -99,7 +99,7 @@ class Geometry:
         return geom
 
     @classmethod
-    def from_matrix(cls, matrix: jax.Array, split: Split = Split()) -> "Geometry":
+    def from_matrix(cls, matrix: jax.Array, split: Split = Split()) -> Geometry:
         return cls(x=None, y=None, matrix=matrix, kind="matrix", split=split)
 
     # ------------------------------------------------------------------ properties
@@ -132,8 +132,7 @@ class Geometry:
         return self.matrix if self.matrix is not None else self.cost_block(self.x, self.y)
 
     # ------------------------------------------------------------------ reductions
-    def _blocks(self, axis: int, body: Callable[[jax.Array, jax.Array], jax.Array],
-                u: jax.Array) -> jax.Array:
+    def _blocks(self, axis: int, body: Callable[[jax.Array, jax.Array], jax.Array], u: jax.Array) -> jax.Array:
         """Apply ``body(cost_block, u_block) -> (block, ...)`` over blocks of rows (axis=1
         reductions) or columns (axis=0 reductions) and concatenate; ``u`` is sliced alongside.
         Each cost block has the reduced axis last.
@@ -162,7 +161,7 @@ class Geometry:
             init = self.split.vary(jnp.zeros((nb * bs,) + shape.shape[1:], shape.dtype), "all")
             out.append(jax.lax.fori_loop(0, nb, step, init))
         if rem:
-            out.append(one(pts[nb * bs:], u[nb * bs:]))
+            out.append(one(pts[nb * bs :], u[nb * bs :]))
         return out[0] if len(out) == 1 else jnp.concatenate(out)
 
     def log_sum_exp(self, u: jax.Array, v: jax.Array, eps, axis: int, stable: bool) -> jax.Array:

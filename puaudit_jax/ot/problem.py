@@ -43,8 +43,10 @@ class PartialProblem:
     def dummy_masses(self) -> tuple[jax.Array, jax.Array]:
         """(mass of the dummy row = |b| - m, mass of the dummy column = |a| - m), >= 0."""
         split = self.geom.split
-        return (jnp.maximum(split.sum(jnp.sum(self.b), "cols") - self.m, 0.0),
-                jnp.maximum(split.sum(jnp.sum(self.a), "rows") - self.m, 0.0))
+        return (
+            jnp.maximum(split.sum(jnp.sum(self.b), "cols") - self.m, 0.0),
+            jnp.maximum(split.sum(jnp.sum(self.a), "rows") - self.m, 0.0),
+        )
 
 
 def pad_points(z: np.ndarray, w: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -127,7 +129,8 @@ def validate(x, y, m, a=None, b=None, cost="cosine", dtype=np.float64):
                 if zero.any():
                     raise ValueError(
                         f"{name} row {int(np.argmax(zero))} is a zero vector: the cosine cost is "
-                        f"undefined ({int(zero.sum())} zero rows)")
+                        f"undefined ({int(zero.sum())} zero rows)"
+                    )
         n, k = x.shape[0], y.shape[0]
     a = _weights("a", a, n, dtype)
     b = _weights("b", b, k, dtype)

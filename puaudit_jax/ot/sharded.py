@@ -51,7 +51,7 @@ class Layout:
     cols: str | None
 
     @classmethod
-    def of(cls, mesh, rows: str | None = None, cols: str | None = None) -> "Layout":
+    def of(cls, mesh, rows: str | None = None, cols: str | None = None) -> Layout:
         """Default axes: a 1-axis mesh splits the columns; a 2-axis mesh (r, c) splits rows over
         its first axis and columns over its second; the names "p" / "u" are used when present.
 
@@ -62,8 +62,9 @@ class Layout:
         if isinstance(mesh, Layout):
             return mesh
         if not isinstance(mesh, Mesh):
-            raise ValueError(f"mesh must be a jax.sharding.Mesh (probes.mesh.make_mesh) or a Layout; "
-                             f"got {type(mesh).__name__}")
+            raise ValueError(
+                f"mesh must be a jax.sharding.Mesh (probes.mesh.make_mesh) or a Layout; got {type(mesh).__name__}"
+            )
         names = tuple(mesh.axis_names)
         if rows is None and cols is None:
             if set(names) >= {ROWS, COLS} or set(names) == {COLS}:
@@ -73,8 +74,10 @@ class Layout:
             elif len(names) == 2:
                 rows, cols = names
             else:
-                raise ValueError(f"mesh axes {names}: name the axes that split the rows and the columns "
-                                 f"(Layout.of(mesh, rows=..., cols=...))")
+                raise ValueError(
+                    f"mesh axes {names}: name the axes that split the rows and the columns "
+                    f"(Layout.of(mesh, rows=..., cols=...))"
+                )
         for side, axis in (("rows", rows), ("cols", cols)):
             if axis is not None and axis not in names:
                 raise ValueError(f"{side} axis {axis!r} is not an axis of the mesh {names}")
@@ -82,8 +85,10 @@ class Layout:
             raise ValueError(f"rows and cols name the same mesh axis {rows!r}")
         idle = [a for a in names if a not in (rows, cols) and mesh.shape[a] > 1]
         if idle:
-            raise ValueError(f"mesh axis {idle[0]!r} ({mesh.shape[idle[0]]} devices) splits neither the rows "
-                             f"nor the columns (rows={rows!r}, cols={cols!r}): its devices would repeat the solve")
+            raise ValueError(
+                f"mesh axis {idle[0]!r} ({mesh.shape[idle[0]]} devices) splits neither the rows "
+                f"nor the columns (rows={rows!r}, cols={cols!r}): its devices would repeat the solve"
+            )
         return cls(mesh, rows, cols)
 
     @property
@@ -103,9 +108,22 @@ class Layout:
 
     def output_specs(self) -> SinkhornOutput:
         rep, r, c = P(), P(self.rows), P(self.cols)
-        return SinkhornOutput(f=r, g=c, fd=rep, gd=rep, row_mass=r, col_mass=c, cost=rep, reg_cost=rep,
-                              mass=rep, marginal_error=rep, iterations=rep, converged=rep, stable_steps=rep,
-                              epsilon=rep)
+        return SinkhornOutput(
+            f=r,
+            g=c,
+            fd=rep,
+            gd=rep,
+            row_mass=r,
+            col_mass=c,
+            cost=rep,
+            reg_cost=rep,
+            mass=rep,
+            marginal_error=rep,
+            iterations=rep,
+            converged=rep,
+            stable_steps=rep,
+            epsilon=rep,
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -157,8 +175,21 @@ def _to_host(arr: jax.Array) -> np.ndarray:
 # Entry points
 
 
-def solve(solver: PartialSinkhorn, x, y, a, b, m, layout: Layout, *, cost="cosine", matrix=None,
-          block_size: int | None = None, with_plan: bool = False, dtype="float32"):
+def solve(
+    solver: PartialSinkhorn,
+    x,
+    y,
+    a,
+    b,
+    m,
+    layout: Layout,
+    *,
+    cost="cosine",
+    matrix=None,
+    block_size: int | None = None,
+    with_plan: bool = False,
+    dtype="float32",
+):
     """Solve one problem over the devices of ``layout`` (numpy in, numpy out).
 
     Args:
@@ -169,7 +200,7 @@ def solve(solver: PartialSinkhorn, x, y, a, b, m, layout: Layout, *, cost="cosin
     Returns:
       (SinkhornOutput of numpy arrays, plan (n, k) or None), padding removed.
     """
-    n, k = (matrix.shape if matrix is not None else (len(x), len(y)))
+    n, k = matrix.shape if matrix is not None else (len(x), len(y))
     N, K = pad_to_multiple(n, layout.count("rows")), pad_to_multiple(k, layout.count("cols"))
     sp = layout.specs
     with jax.enable_x64(dtype == "float64"):
@@ -184,8 +215,7 @@ def solve(solver: PartialSinkhorn, x, y, a, b, m, layout: Layout, *, cost="cosin
             args = (_place(x_p.astype(jd), layout, sp["x"]), _place(y_p.astype(jd), layout, sp["y"]))
             a_p, b_p = a_p.astype(jd), b_p.astype(jd)
         args += (_place(a_p, layout, sp["a"]), _place(b_p, layout, sp["b"]), jnp.asarray(m, jd))
-        program = _program(solver, layout, None if matrix is not None else cost, block_size, with_plan,
-                           matrix is None)
+        program = _program(solver, layout, None if matrix is not None else cost, block_size, with_plan, matrix is None)
         out, plan = program(*args)
         out = jax.tree.map(_to_host, out)
         plan = None if plan is None else _to_host(plan)[:n, :k]
@@ -196,8 +226,19 @@ def _unpad(out: SinkhornOutput, n: int, k: int) -> SinkhornOutput:
     return dataclasses.replace(out, f=out.f[:n], g=out.g[:k], row_mass=out.row_mass[:n], col_mass=out.col_mass[:k])
 
 
-def solve_process_local(solver: PartialSinkhorn, x, y_local, m, layout: Layout, *, a=None, b_local=None,
-                        cost="cosine", block_size: int | None = None, dtype="float32"):
+def solve_process_local(
+    solver: PartialSinkhorn,
+    x,
+    y_local,
+    m,
+    layout: Layout,
+    *,
+    a=None,
+    b_local=None,
+    cost="cosine",
+    block_size: int | None = None,
+    dtype="float32",
+):
     """A cluster solve where each process holds only its share of U.
 
     Every process passes the same x (n, d) (and a (n,), default uniform 1/n) and its own rows
@@ -224,15 +265,21 @@ def solve_process_local(solver: PartialSinkhorn, x, y_local, m, layout: Layout, 
         jd = np.dtype(dtype)
 
         def local(arr, spec, rows):
-            return jax.make_array_from_process_local_data(NamedSharding(layout.mesh, spec), arr.astype(jd),
-                                                          (rows,) + arr.shape[1:])
+            return jax.make_array_from_process_local_data(
+                NamedSharding(layout.mesh, spec), arr.astype(jd), (rows,) + arr.shape[1:]
+            )
 
-        args = (_place(x.astype(jd), layout, sp["x"]), local(y_p, sp["y"], share * n_proc),
-                _place(a.astype(jd), layout, sp["a"]), local(b_p, sp["b"], share * n_proc), jnp.asarray(m, jd))
+        args = (
+            _place(x.astype(jd), layout, sp["x"]),
+            local(y_p, sp["y"], share * n_proc),
+            _place(a.astype(jd), layout, sp["a"]),
+            local(b_p, sp["b"], share * n_proc),
+            jnp.asarray(m, jd),
+        )
         out, _ = _program(solver, layout, cost, block_size, False, True)(*args)
         # U's outputs stay where they are (this process's share); the rest is whole on every process
         fields = {f.name: getattr(out, f.name) for f in dataclasses.fields(out)}
-        own = {name: _local_rows(fields.pop(name))[:len(y_local)] for name in ("g", "col_mass")}
+        own = {name: _local_rows(fields.pop(name))[: len(y_local)] for name in ("g", "col_mass")}
         whole = {name: _to_host(value) for name, value in fields.items()}
     return SinkhornOutput(**whole, **own)
 
@@ -244,14 +291,24 @@ def _agree_on_shares(x, y_local, a, b_local, m, layout: Layout) -> np.ndarray:
     b = np.full(len(y_local), np.nan) if b_local is None else b_local
     finite = all(np.isfinite(z).all() for z in (x, y_local, a)) and (b_local is None or np.isfinite(b).all())
     ok = finite and len(b) == len(y_local)
-    mine = np.array([len(y_local), y_local.shape[1] if y_local.ndim == 2 else -1,
-                     np.nan if b_local is None else b.sum(), float(m), a.sum(), float(ok)])
+    mine = np.array(
+        [
+            len(y_local),
+            y_local.shape[1] if y_local.ndim == 2 else -1,
+            np.nan if b_local is None else b.sum(),
+            float(m),
+            a.sum(),
+            float(ok),
+        ]
+    )
     shares = np.asarray(multihost_utils.process_allgather(mine)).reshape(-1, len(mine))
     n_proc = len(shares)
     problems = []
     if layout.count("cols") % n_proc:
-        problems.append(f"the cols axis {layout.cols!r} has {layout.count('cols')} devices, not a multiple of the "
-                        f"{n_proc} processes: each process must hold the same number of U's blocks")
+        problems.append(
+            f"the cols axis {layout.cols!r} has {layout.count('cols')} devices, not a multiple of the "
+            f"{n_proc} processes: each process must hold the same number of U's blocks"
+        )
     if layout.count("rows") > 1:
         problems.append("solve_process_local splits only U across processes: use a layout without a rows axis")
     if (shares[:, 0] < 1).any():
@@ -261,8 +318,10 @@ def _agree_on_shares(x, y_local, a, b_local, m, layout: Layout) -> np.ndarray:
     if (shares[:, 3] != shares[0, 3]).any() or (shares[:, 4] != shares[0, 4]).any():
         problems.append(f"processes pass different m {shares[:, 3].tolist()} or a (|a| = {shares[:, 4].tolist()})")
     if not shares[:, 5].all():
-        problems.append(f"processes {np.flatnonzero(shares[:, 5] == 0).tolist()} pass non-finite values or "
-                        "b_local of another length than y_local")
+        problems.append(
+            f"processes {np.flatnonzero(shares[:, 5] == 0).tolist()} pass non-finite values or "
+            "b_local of another length than y_local"
+        )
     if np.isnan(shares[:, 2]).any() and not np.isnan(shares[:, 2]).all():
         problems.append("some processes pass b_local and others do not")
     b_total = 1.0 if np.isnan(shares[:, 2]).all() else float(np.nansum(shares[:, 2]))
@@ -282,8 +341,9 @@ def _local_rows(arr: jax.Array) -> np.ndarray:
     return np.concatenate([blocks[s] for s in sorted(blocks)])
 
 
-def reg_cost(solver: PartialSinkhorn, x, y, a, b, m, layout: Layout, *, cost="cosine",
-             block_size: int | None = None) -> jax.Array:
+def reg_cost(
+    solver: PartialSinkhorn, x, y, a, b, m, layout: Layout, *, cost="cosine", block_size: int | None = None
+) -> jax.Array:
     """The regularised cost of ``solver`` on (x, y, a, b, m), split over ``layout``: jittable and
     differentiable in x (n, d) and y (k, d) (envelope gradient, as on one device). Zero-weight
     padding is added here (its gradient is cut)."""
@@ -301,14 +361,16 @@ def reg_cost(solver: PartialSinkhorn, x, y, a, b, m, layout: Layout, *, cost="co
         geom = Geometry.from_points(x, y, cost, block_size=block_size, split=layout.split)
         return solver(PartialProblem(geom, a, b, m)).reg_cost
 
-    program = jax.shard_map(run, mesh=layout.mesh, in_specs=(sp["x"], sp["y"], sp["a"], sp["b"], sp["m"]),
-                            out_specs=P())
+    program = jax.shard_map(
+        run, mesh=layout.mesh, in_specs=(sp["x"], sp["y"], sp["a"], sp["b"], sp["m"]), out_specs=P()
+    )
     return program(x, y, a, b, m)
 
 
 @functools.partial(jax.jit, static_argnames=("solver", "mesh", "cost", "block_size"))
-def solve_batch(solver: PartialSinkhorn, xs, ys, m, mesh: Mesh, *, cost="cosine",
-                block_size: int | None = None) -> SinkhornOutput:
+def solve_batch(
+    solver: PartialSinkhorn, xs, ys, m, mesh: Mesh, *, cost="cosine", block_size: int | None = None
+) -> SinkhornOutput:
     """B independent problems (xs (B, n, d), ys (B, k, d), m (B,)), uniform weights, split by
     problem over every device of ``mesh`` (each device runs ``jax.vmap`` of the solver on its
     problems: no communication). B is padded to a multiple of the device count with copies of
@@ -327,13 +389,23 @@ def solve_batch(solver: PartialSinkhorn, xs, ys, m, mesh: Mesh, *, cost="cosine"
     spec = P(axes)
     # check_vma=False: the per-device program has no collective, and its loop carries (created
     # unsplit inside the solver) would otherwise have to be re-typed as varying over the batch axes
-    out = jax.shard_map(jax.vmap(one), mesh=mesh, in_specs=(spec, spec, spec), out_specs=spec,
-                        check_vma=False)(xs, ys, m)
+    out = jax.shard_map(jax.vmap(one), mesh=mesh, in_specs=(spec, spec, spec), out_specs=spec, check_vma=False)(
+        xs, ys, m
+    )
     return jax.tree.map(lambda t: t[:B], out)
 
 
-def memory_per_device(solver: PartialSinkhorn, layout: Layout, n: int, k: int, d: int, *, cost="cosine",
-                      block_size: int | None = None, dtype="float32") -> dict:
+def memory_per_device(
+    solver: PartialSinkhorn,
+    layout: Layout,
+    n: int,
+    k: int,
+    d: int,
+    *,
+    cost="cosine",
+    block_size: int | None = None,
+    dtype="float32",
+) -> dict:
     """XLA's buffer assignment for one device of the compiled sharded solve of an (n, k) problem
     in d dimensions (nothing runs): bytes of its arguments, outputs and temporaries, and their
     total (``peak``, an upper bound: XLA may alias outputs with temporaries)."""
@@ -345,10 +417,18 @@ def memory_per_device(solver: PartialSinkhorn, layout: Layout, n: int, k: int, d
         def spec(shape, s):
             return jax.ShapeDtypeStruct(shape, jd, sharding=NamedSharding(layout.mesh, s))
 
-        args = (spec((N, d), sp["x"]), spec((K, d), sp["y"]), spec((N,), sp["a"]), spec((K,), sp["b"]),
-                spec((), sp["m"]))
+        args = (
+            spec((N, d), sp["x"]),
+            spec((K, d), sp["y"]),
+            spec((N,), sp["a"]),
+            spec((K,), sp["b"]),
+            spec((), sp["m"]),
+        )
         stats = _program(solver, layout, cost, block_size, False, True).lower(*args).compile().memory_analysis()
-    out = dict(arguments=int(stats.argument_size_in_bytes), outputs=int(stats.output_size_in_bytes),
-               temporaries=int(stats.temp_size_in_bytes))
+    out = dict(
+        arguments=int(stats.argument_size_in_bytes),
+        outputs=int(stats.output_size_in_bytes),
+        temporaries=int(stats.temp_size_in_bytes),
+    )
     out["peak"] = sum(out.values())
     return out

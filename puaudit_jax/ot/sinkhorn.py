@@ -57,7 +57,6 @@ import jax.numpy as jnp
 from puaudit_jax.ot.problem import PartialProblem
 from puaudit_jax.ot.split import Split
 
-
 _PRECISIONS = ("highest", "high", "default")
 
 
@@ -74,10 +73,11 @@ class _LogState(NamedTuple):
 
 class _ScalingState(NamedTuple):
     """Between epochs of the scaling mode: scalings are absorbed, the kernel is rebuilt."""
-    pots: tuple          # absorbed potentials (F (n,), G (m,), Fd (), Gd ())
+
+    pots: tuple  # absorbed potentials (F (n,), G (m,), Fd (), Gd ())
     it: jax.Array
     err: jax.Array
-    eps: jax.Array       # epsilon the kernel was built with
+    eps: jax.Array  # epsilon the kernel was built with
     stable_steps: jax.Array
 
 
@@ -154,11 +154,12 @@ def _safe_log(x):
 
 class _Marginals(NamedTuple):
     """Targets of the augmented problem, as values and logs."""
+
     a: jax.Array
     b: jax.Array
     m: jax.Array
-    mass_row_d: jax.Array   # |b| - m, mass of the dummy row
-    mass_col_d: jax.Array   # |a| - m, mass of the dummy column
+    mass_row_d: jax.Array  # |b| - m, mass of the dummy row
+    mass_col_d: jax.Array  # |a| - m, mass of the dummy column
     log_a: jax.Array
     log_b: jax.Array
     log_rd: jax.Array
@@ -219,7 +220,7 @@ class PartialSinkhorn:
         if self.eps_decay is None:
             return jnp.asarray(self.epsilon, eps0.dtype)
         level = (it // self.eps_steps).astype(eps0.dtype)
-        return jnp.maximum(self.epsilon, eps0 * self.eps_decay ** level)
+        return jnp.maximum(self.epsilon, eps0 * self.eps_decay**level)
 
     def __call__(self, prob: PartialProblem, init: tuple | None = None) -> SinkhornOutput:
         """Solve ``prob``; ``init`` = optional (f, g, fd, gd) warm start."""
@@ -229,9 +230,10 @@ class PartialSinkhorn:
         dtype = geom.dtype
         n, k = geom.shape
         mass_row_d, mass_col_d = jax.lax.stop_gradient(prob.dummy_masses)
-        tg = _Marginals(a, b, m, mass_row_d, mass_col_d, jnp.log(a), jnp.log(b),
-                        _log_mass(mass_row_d), _log_mass(mass_col_d))
-        if self.eps_decay is None:       # no schedule: skip the pass over C for max |C|
+        tg = _Marginals(
+            a, b, m, mass_row_d, mass_col_d, jnp.log(a), jnp.log(b), _log_mass(mass_row_d), _log_mass(mass_col_d)
+        )
+        if self.eps_decay is None:  # no schedule: skip the pass over C for max |C|
             eps0 = jnp.asarray(self.epsilon, dtype)
         else:
             start = self.eps_init if self.eps_init is not None else geom.max_abs_cost()
@@ -291,12 +293,10 @@ class PartialSinkhorn:
         split = geom.split
         _, log_r, st1 = self._reduce(geom, f, g, eps, 1, (f + gd) / eps, jnp.isfinite(tg.log_a), stable_only)
         log_r_d = _lse(split, (fd + g) / eps, "cols")
-        err = (split.sum(jnp.sum(jnp.abs(jnp.exp(log_r) - tg.a)), "rows")
-               + jnp.abs(jnp.exp(log_r_d) - tg.mass_row_d))
+        err = split.sum(jnp.sum(jnp.abs(jnp.exp(log_r) - tg.a)), "rows") + jnp.abs(jnp.exp(log_r_d) - tg.mass_row_d)
         f = _step(f, tg.log_a, log_r, eps)
         fd = _step(fd, tg.log_rd, log_r_d, eps)
-        log_c_real, log_c, st2 = self._reduce(geom, f, g, eps, 0, (fd + g) / eps, jnp.isfinite(tg.log_b),
-                                              stable_only)
+        log_c_real, log_c, st2 = self._reduce(geom, f, g, eps, 0, (fd + g) / eps, jnp.isfinite(tg.log_b), stable_only)
         log_c_d = _lse(split, (f + gd) / eps, "rows")
         g_new = _step(g, tg.log_b, log_c, eps)
         gd = _step(gd, tg.log_cd, log_c_d, eps)
@@ -347,20 +347,26 @@ class PartialSinkhorn:
 
         zero = jnp.array(0, jnp.int32)
         f, g = _initial_potentials(prob.a, prob.b, split, dtype)
-        s = _LogState(f, g, jnp.zeros((), dtype), jnp.zeros((), dtype), zero, jnp.asarray(jnp.inf, dtype),
-                      self._epsilon_at(zero, eps0), zero)
+        s = _LogState(
+            f,
+            g,
+            jnp.zeros((), dtype),
+            jnp.zeros((), dtype),
+            zero,
+            jnp.asarray(jnp.inf, dtype),
+            self._epsilon_at(zero, eps0),
+            zero,
+        )
         s = jax.lax.while_loop(lambda s: ~self._done(s.it, s.eps, s.err), body, s)
         converged = (s.eps <= self.epsilon) & (s.err < self.tol)
-        return _plan_entropy_finalise(prob, s.f, s.g, s.fd, jnp.asarray(self.epsilon, dtype),
-                                      s.it, converged)
+        return _plan_entropy_finalise(prob, s.f, s.g, s.fd, jnp.asarray(self.epsilon, dtype), s.it, converged)
 
     # ------------------------------------------------------------------ scaling domain
     @staticmethod
     def _kernel(geom, pots, eps):
         F, G, Fd, Gd = pots
         C = geom.matrix
-        return (jnp.exp((F[:, None] + G[None, :] - C) / eps),
-                jnp.exp((F + Gd) / eps), jnp.exp((Fd + G) / eps))
+        return (jnp.exp((F[:, None] + G[None, :] - C) / eps), jnp.exp((F + Gd) / eps), jnp.exp((Fd + G) / eps))
 
     @staticmethod
     def _absorbed(pots, scal, eps, split):
@@ -373,45 +379,16 @@ class PartialSinkhorn:
         are absorbed and one stable log-domain iteration is taken)."""
         dtype = eps0.dtype
         split = geom.split
-        precision = jax.lax.Precision[self.matmul_precision.upper()]
         log_t = jnp.log(jnp.asarray(self.absorb_threshold, dtype))
-        ones = (split.vary(jnp.ones(pots[0].shape, dtype), "rows"),
-                split.vary(jnp.ones(pots[1].shape, dtype), "cols"),
-                jnp.ones((), dtype), jnp.ones((), dtype))
+        ones = (
+            split.vary(jnp.ones(pots[0].shape, dtype), "rows"),
+            split.vary(jnp.ones(pots[1].shape, dtype), "cols"),
+            jnp.ones((), dtype),
+            jnp.ones((), dtype),
+        )
 
         def epoch(s: _ScalingState) -> _ScalingState:
-            eps = self._epsilon_at(s.it, eps0)
-            kernel = self._kernel(geom, s.pots, eps)
-
-            def inner_cond(c):
-                scal, _, it, err, ok = c
-                u, v = scal[0], scal[1]
-                in_range = split.max(jnp.maximum(jnp.max(jnp.abs(jnp.log(u))),
-                                                 jnp.max(jnp.abs(jnp.log(v)))), "all") <= log_t
-                same_eps = self._epsilon_at(it, eps0) == eps
-                return ok & in_range & same_eps & ~self._done(it, eps, err)
-
-            def inner_body(c):
-                scal, _, it, err, _ = c
-                new, new_err = _scaling_iteration(kernel, scal, tg, split, precision)
-                ok = _scalings_healthy(new, new_err, split)
-                # On a bad update keep the last good scalings (the outer loop rescues).
-                return (jax.tree.map(lambda a, b: jnp.where(ok, a, b), new, scal), scal,
-                        it + ok.astype(jnp.int32), jnp.where(ok, new_err, err), ok)
-
-            # an error measured at another epsilon says nothing about this one
-            err0 = jnp.where(eps == s.eps, s.err, jnp.inf)
-            scal, _, it, err, ok = jax.lax.while_loop(
-                inner_cond, inner_body, (ones, ones, s.it, err0, jnp.array(True)))
-            pots = self._absorbed(s.pots, scal, eps, split)
-
-            def rescue(pots):
-                pots, err, _ = self._log_iteration(geom, tg, pots, eps, stable_only=True)
-                return pots, err
-
-            pots, err = jax.lax.cond(ok, lambda p: (p, err), rescue, pots)
-            bad = (~ok).astype(jnp.int32)
-            return _ScalingState(pots, it + bad, err, eps, s.stable_steps + bad)
+            return self._scaling_epoch(geom, tg, s, eps0, log_t, ones)
 
         zero = jnp.array(0, jnp.int32)
         eps = self._epsilon_at(zero, eps0)
@@ -422,6 +399,61 @@ class PartialSinkhorn:
         s = jax.lax.while_loop(lambda s: ~self._done(s.it, s.eps, s.err), epoch, s)
         f, g, fd, gd = s.pots
         return f, g, fd, gd, s.it, s.err, s.eps, s.stable_steps
+
+    def _scaling_epoch(self, geom, tg, s: _ScalingState, eps0, log_t, ones) -> _ScalingState:
+        """One outer iteration of `_run_scaling`: build the kernel for s.pots at the current eps,
+        run the scaling iterations (`_scaling_inner`), absorb the scalings into the potentials
+        (f (n,), g (k,), fd, gd) and, after a non-finite update, take one stable log-domain step.
+        log_t: log of the absorb threshold T; ones: unit scalings (u (n,), v (k,), ud, vd)."""
+        split = geom.split
+        eps = self._epsilon_at(s.it, eps0)
+        kernel = self._kernel(geom, s.pots, eps)
+        # an error measured at another epsilon says nothing about this one
+        err0 = jnp.where(eps == s.eps, s.err, jnp.inf)
+        scal, it, err, ok = self._scaling_inner(kernel, tg, split, eps, eps0, log_t, ones, s.it, err0)
+        pots = self._absorbed(s.pots, scal, eps, split)
+
+        def rescue(pots):
+            pots, err, _ = self._log_iteration(geom, tg, pots, eps, stable_only=True)
+            return pots, err
+
+        pots, err = jax.lax.cond(ok, lambda p: (p, err), rescue, pots)
+        bad = (~ok).astype(jnp.int32)
+        return _ScalingState(pots, it + bad, err, eps, s.stable_steps + bad)
+
+    def _scaling_inner(self, kernel, tg, split: Split, eps, eps0, log_t, ones, it, err):
+        """Scaling iterations against the fixed kernel (K (n, k), srow (n,), scol (k,)) built at `eps`.
+
+        Starts from the unit scalings ones = (u (n,), v (k,), ud, vd) at iteration `it` with error
+        `err` (scalar) and iterates until convergence, a change of eps, a scaling outside [1/T, T]
+        (|log| > log_t), or a non-finite update (the last good scalings are kept). Returns
+        (scal, it, err, ok); ok is False after a non-finite update."""
+        precision = jax.lax.Precision[self.matmul_precision.upper()]
+
+        def cond(c):
+            scal, _, it, err, ok = c
+            u, v = scal[0], scal[1]
+            in_range = (
+                split.max(jnp.maximum(jnp.max(jnp.abs(jnp.log(u))), jnp.max(jnp.abs(jnp.log(v)))), "all") <= log_t
+            )
+            same_eps = self._epsilon_at(it, eps0) == eps
+            return ok & in_range & same_eps & ~self._done(it, eps, err)
+
+        def body(c):
+            scal, _, it, err, _ = c
+            new, new_err = _scaling_iteration(kernel, scal, tg, split, precision)
+            ok = _scalings_healthy(new, new_err, split)
+            # On a bad update keep the last good scalings (the outer loop rescues).
+            return (
+                jax.tree.map(lambda a, b: jnp.where(ok, a, b), new, scal),
+                scal,
+                it + ok.astype(jnp.int32),
+                jnp.where(ok, new_err, err),
+                ok,
+            )
+
+        scal, _, it, err, ok = jax.lax.while_loop(cond, body, (ones, ones, it, err, jnp.array(True)))
+        return scal, it, err, ok
 
 
 def _scaling_iteration(kernel, scal, tg: _Marginals, split: Split, precision):
@@ -436,14 +468,13 @@ def _scaling_iteration(kernel, scal, tg: _Marginals, split: Split, precision):
     Kv = split.sum(jnp.dot(K, v, precision=precision), "cols")
     rows = Kv + srow * vd
     dummy_row = split.sum(jnp.dot(scol, v), "cols")
-    err = (split.sum(jnp.sum(jnp.abs(u * rows - tg.a)), "rows")
-           + jnp.abs(ud * dummy_row - tg.mass_row_d))
-    u = jnp.where(tg.a > 0, tg.a / rows, 1.0)      # zero-weight rows: K row is 0, pin u = 1
+    err = split.sum(jnp.sum(jnp.abs(u * rows - tg.a)), "rows") + jnp.abs(ud * dummy_row - tg.mass_row_d)
+    u = jnp.where(tg.a > 0, tg.a / rows, 1.0)  # zero-weight rows: K row is 0, pin u = 1
     ud = jnp.where(tg.mass_row_d > 0, tg.mass_row_d / dummy_row, 0.0)
     KTu = split.sum(jnp.dot(u, K, precision=precision), "rows")
     v = jnp.where(tg.b > 0, tg.b / (KTu + scol * ud), 1.0)
     vd = jnp.where(tg.mass_col_d > 0, tg.mass_col_d / split.sum(jnp.dot(srow, u), "rows"), 0.0)
-    c = jnp.sqrt(tg.m / split.sum(jnp.dot(v, KTu), "cols"))   # mass step, see the module docstring
+    c = jnp.sqrt(tg.m / split.sum(jnp.dot(v, KTu), "cols"))  # mass step, see the module docstring
     return (u * c, v * c, ud / c, vd / c), err
 
 
@@ -463,14 +494,29 @@ def _plan_entropy_finalise(prob, f, g, lam, eps, iterations, converged) -> Sinkh
     fo, go = f + 0.5 * lam, g + 0.5 * lam
     row_mass, col_mass, cost = geom.plan_sums(fo, go, eps)
     mass = sp.sum(jnp.sum(row_mass), "rows")
-    err = (sp.sum(_kkt_caps(f, row_mass, prob.a), "rows") + sp.sum(_kkt_caps(g, col_mass, prob.b), "cols")
-           + jnp.abs(mass - prob.m))
+    err = (
+        sp.sum(_kkt_caps(f, row_mass, prob.a), "rows")
+        + sp.sum(_kkt_caps(g, col_mass, prob.b), "cols")
+        + jnp.abs(mass - prob.m)
+    )
     reg_cost = sp.sum(_lin(f, prob.a), "rows") + sp.sum(_lin(g, prob.b), "cols") + lam * prob.m - eps * mass
     ninf = jnp.asarray(-jnp.inf, f.dtype)
     return SinkhornOutput(
-        f=fo, g=go, fd=ninf, gd=ninf, row_mass=row_mass, col_mass=col_mass, cost=cost,
-        reg_cost=reg_cost, mass=mass, marginal_error=err, iterations=iterations,
-        converged=converged, stable_steps=jnp.array(0, jnp.int32), epsilon=eps)
+        f=fo,
+        g=go,
+        fd=ninf,
+        gd=ninf,
+        row_mass=row_mass,
+        col_mass=col_mass,
+        cost=cost,
+        reg_cost=reg_cost,
+        mass=mass,
+        marginal_error=err,
+        iterations=iterations,
+        converged=converged,
+        stable_steps=jnp.array(0, jnp.int32),
+        epsilon=eps,
+    )
 
 
 def _lin(pot, w):
@@ -502,15 +548,36 @@ def _finalise(prob, f, g, fd, gd, eps, iterations, converged, stable_steps) -> S
     a, b = prob.a, prob.b
     mass_row_d, mass_col_d = prob.dummy_masses
     row_mass, col_mass, cost = geom.plan_sums(f, g, eps)
-    slack_rows = jnp.exp((f + gd) / eps)      # dummy column entries, (n,)
-    slack_cols = jnp.exp((fd + g) / eps)      # dummy row entries, (m,)
+    slack_rows = jnp.exp((f + gd) / eps)  # dummy column entries, (n,)
+    slack_cols = jnp.exp((fd + g) / eps)  # dummy row entries, (m,)
     mass = rows_sum(row_mass)
-    err = (rows_sum(jnp.abs(row_mass + slack_rows - a)) + jnp.abs(cols_sum(slack_cols) - mass_row_d)
-           + cols_sum(jnp.abs(col_mass + slack_cols - b)) + jnp.abs(rows_sum(slack_rows) - mass_col_d))
+    err = (
+        rows_sum(jnp.abs(row_mass + slack_rows - a))
+        + jnp.abs(cols_sum(slack_cols) - mass_row_d)
+        + cols_sum(jnp.abs(col_mass + slack_cols - b))
+        + jnp.abs(rows_sum(slack_rows) - mass_col_d)
+    )
     total = mass + rows_sum(slack_rows) + cols_sum(slack_cols)
-    reg_cost = (sp.sum(_lin(f, a), "rows") + sp.sum(_lin(g, b), "cols") + _lin(fd, mass_row_d)
-                + _lin(gd, mass_col_d) - eps * total)
+    reg_cost = (
+        sp.sum(_lin(f, a), "rows")
+        + sp.sum(_lin(g, b), "cols")
+        + _lin(fd, mass_row_d)
+        + _lin(gd, mass_col_d)
+        - eps * total
+    )
     return SinkhornOutput(
-        f=f, g=g, fd=fd, gd=gd, row_mass=row_mass, col_mass=col_mass, cost=cost,
-        reg_cost=reg_cost, mass=mass, marginal_error=err, iterations=iterations,
-        converged=converged, stable_steps=stable_steps, epsilon=eps)
+        f=f,
+        g=g,
+        fd=fd,
+        gd=gd,
+        row_mass=row_mass,
+        col_mass=col_mass,
+        cost=cost,
+        reg_cost=reg_cost,
+        mass=mass,
+        marginal_error=err,
+        iterations=iterations,
+        converged=converged,
+        stable_steps=stable_steps,
+        epsilon=eps,
+    )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -183,7 +183,7 @@ def solve_partial(
         # normalise here, in float64: a float32 norm of rows scaled by 1e20 overflows (every
         # cosine then reads 0) and of rows scaled by 1e-30 underflows (NaN)
         x, y = (z / np.linalg.norm(z, axis=1, keepdims=True) for z in (x, y))
-    n, k = (matrix.shape if matrix is not None else (x.shape[0], y.shape[0]))
+    n, k = matrix.shape if matrix is not None else (x.shape[0], y.shape[0])
     itemsize = np.dtype(dtype).itemsize
     layout = layout_for(mesh)
     # each device's block of the problem (the whole problem on one device)
@@ -195,19 +195,33 @@ def solve_partial(
     if block_size is None and matrix is None and n_dev * k_dev * itemsize > memory_budget:
         block_size = max(1, min(1024, memory_budget // (4 * max(n_dev, k_dev) * itemsize)))
     blocked = block_size is not None and matrix is None
-    solver = PartialSinkhorn(epsilon=float(epsilon), tol=float(tol), max_iter=int(max_iter),
-                             eps_decay=eps_decay)
+    solver = PartialSinkhorn(epsilon=float(epsilon), tol=float(tol), max_iter=int(max_iter), eps_decay=eps_decay)
     with_plan = return_plan and not blocked
     if layout is not None:
-        out, plan = sharded.solve(solver, x, y, a, b, m, layout, cost=cost, matrix=matrix,
-                                  block_size=block_size if blocked else None, with_plan=with_plan,
-                                  dtype=dtype)
+        out, plan = sharded.solve(
+            solver,
+            x,
+            y,
+            a,
+            b,
+            m,
+            layout,
+            cost=cost,
+            matrix=matrix,
+            block_size=block_size if blocked else None,
+            with_plan=with_plan,
+            dtype=dtype,
+        )
     else:
-        out, plan = _solve_one_device(x, y, matrix, a, b, m, solver, cost, block_size if blocked else None,
-                                      with_plan, dtype)
+        out, plan = _solve_one_device(
+            x, y, matrix, a, b, m, solver, cost, block_size if blocked else None, with_plan, dtype
+        )
     result = _from_sinkhorn(out, plan, a, b, m, blocked)
-    return result if method != "auto" else _auto_fallback(result, out, x, y, matrix, cost, a, b, m, tol,
-                                                          exact_backend, return_plan)
+    return (
+        result
+        if method != "auto"
+        else _auto_fallback(result, out, x, y, matrix, cost, a, b, m, tol, exact_backend, return_plan)
+    )
 
 
 def _solve_one_device(x, y, matrix, a, b, m, solver, cost, block_size, with_plan, dtype):
@@ -218,8 +232,15 @@ def _solve_one_device(x, y, matrix, a, b, m, solver, cost, block_size, with_plan
         if matrix is not None:
             out, plan = _run_matrix(jnp.asarray(matrix, jd), *args, solver=solver, with_plan=with_plan)
         else:
-            out, plan = _run_points(jnp.asarray(x, jd), jnp.asarray(y, jd), *args, solver=solver,
-                                    cost=cost, block_size=block_size, with_plan=with_plan)
+            out, plan = _run_points(
+                jnp.asarray(x, jd),
+                jnp.asarray(y, jd),
+                *args,
+                solver=solver,
+                cost=cost,
+                block_size=block_size,
+                with_plan=with_plan,
+            )
         return jax.tree.map(np.asarray, out), None if plan is None else np.asarray(plan)
 
 
@@ -231,14 +252,18 @@ def _auto_fallback(result, out, x, y, matrix, cost, a, b, m, tol, exact_backend,
     if not finite:
         reason = "Sinkhorn produced non-finite values"
     elif not result.converged:
-        reason = (f"Sinkhorn did not converge in {result.iterations} iterations "
-                  f"(marginal error {float(out.marginal_error):.3g} > tol {tol:g})")
+        reason = (
+            f"Sinkhorn did not converge in {result.iterations} iterations "
+            f"(marginal error {float(out.marginal_error):.3g} > tol {tol:g})"
+        )
     if reason is None:
         return result
     if n * k * 8 > EXACT_MEMORY_LIMIT:
         return dataclasses.replace(
-            result, fallback_reason=reason + "; exact fallback skipped: the dense "
-            f"{n}x{k} float64 problem exceeds {EXACT_MEMORY_LIMIT >> 30} GiB")
+            result,
+            fallback_reason=reason + "; exact fallback skipped: the dense "
+            f"{n}x{k} float64 problem exceeds {EXACT_MEMORY_LIMIT >> 30} GiB",
+        )
     return _exact(x, y, matrix, cost, a, b, m, exact_backend, return_plan, reason)
 
 
@@ -246,10 +271,19 @@ def _from_sinkhorn(out: SinkhornOutput, plan, a, b, m, blocked) -> PartialOTResu
     row = np.asarray(out.row_mass, np.float64)
     col = np.asarray(out.col_mass, np.float64)
     return PartialOTResult(
-        plan=plan, row_mass=row, col_mass=col, cost=float(out.cost), mass=float(out.mass),
-        marginal_error=_violation(row, col, a, b, m), iterations=int(out.iterations),
-        converged=bool(out.converged), method="sinkhorn", epsilon=float(out.epsilon),
-        reg_cost=float(out.reg_cost), blocked=blocked)
+        plan=plan,
+        row_mass=row,
+        col_mass=col,
+        cost=float(out.cost),
+        mass=float(out.mass),
+        marginal_error=_violation(row, col, a, b, m),
+        iterations=int(out.iterations),
+        converged=bool(out.converged),
+        method="sinkhorn",
+        epsilon=float(out.epsilon),
+        reg_cost=float(out.reg_cost),
+        blocked=blocked,
+    )
 
 
 def _exact(x, y, matrix, cost, a, b, m, backend, return_plan, reason) -> PartialOTResult:
@@ -257,15 +291,31 @@ def _exact(x, y, matrix, cost, a, b, m, backend, return_plan, reason) -> Partial
     out = exact_lib.solve_exact(C, a, b, m, backend=backend)
     row, col = out.plan.sum(1), out.plan.sum(0)
     return PartialOTResult(
-        plan=out.plan if return_plan else None, row_mass=row, col_mass=col, cost=out.cost,
-        mass=float(row.sum()), marginal_error=_violation(row, col, a, b, m), iterations=0,
+        plan=out.plan if return_plan else None,
+        row_mass=row,
+        col_mass=col,
+        cost=out.cost,
+        mass=float(row.sum()),
+        marginal_error=_violation(row, col, a, b, m),
+        iterations=0,
         converged=out.warning is None and bool(np.isfinite(out.cost)),
-        method=f"exact-{out.backend}", fallback_reason=reason)
+        method=f"exact-{out.backend}",
+        fallback_reason=reason,
+    )
 
 
-def entropic_partial_cost(x, y, m, *, a=None, b=None, cost="cosine",
-                          solver: PartialSinkhorn = PartialSinkhorn(),
-                          block_size: int | None = None, mesh=None) -> jax.Array:
+def entropic_partial_cost(
+    x,
+    y,
+    m,
+    *,
+    a=None,
+    b=None,
+    cost="cosine",
+    solver: PartialSinkhorn = PartialSinkhorn(),
+    block_size: int | None = None,
+    mesh=None,
+) -> jax.Array:
     """Regularised partial OT cost (dual objective), jittable and differentiable in x, y.
 
     No input validation (call inside ``jax.grad`` / ``jax.jit``); weights default to uniform.
@@ -275,14 +325,14 @@ def entropic_partial_cost(x, y, m, *, a=None, b=None, cost="cosine",
     b = jnp.full(y.shape[0], 1.0 / y.shape[0], y.dtype) if b is None else b
     layout = layout_for(mesh)
     if layout is not None:
-        return sharded.reg_cost(solver, x, y, a, b, jnp.asarray(m, x.dtype), layout, cost=cost,
-                                block_size=block_size)
+        return sharded.reg_cost(solver, x, y, a, b, jnp.asarray(m, x.dtype), layout, cost=cost, block_size=block_size)
     geom = Geometry.from_points(x, y, cost, block_size=block_size)
     return solver(PartialProblem(geom, a, b, jnp.asarray(m, x.dtype))).reg_cost
 
 
-def solve_partial_batch(xs, ys, m, *, cost="cosine", solver: PartialSinkhorn | None = None,
-                        block_size: int | None = None, mesh=None) -> SinkhornOutput:
+def solve_partial_batch(
+    xs, ys, m, *, cost="cosine", solver: PartialSinkhorn | None = None, block_size: int | None = None, mesh=None
+) -> SinkhornOutput:
     """``jax.vmap`` of the Sinkhorn solver over a batch of same-shaped problems.
 
     xs: (B, n, d), ys: (B, k, d), m: scalar or (B,). Uniform weights. Returns a batched

@@ -1,5 +1,6 @@
 """Tests of the PUAudit pipeline (puaudit_jax.audit, puaudit_jax.denoise): hand-computed small
 cases for each step, the bad-input list of issue 4, and the cone model of seed 000 §4.1."""
+
 from __future__ import annotations
 
 import math
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 from puaudit_jax.audit import audit as _audit
-from puaudit_jax.datasets import comparisons_to_frame, Comparison
+from puaudit_jax.datasets import Comparison, comparisons_to_frame
 from puaudit_jax.denoise import denoise, kept_size
 from puaudit_jax.embed import PairEmbeddings
 from puaudit_jax.scorers import ScoreResult
@@ -57,8 +58,9 @@ class Recorder:
 # denoising (Appendix A.4): floor sizes, at least one kept, the right items
 
 
-@pytest.mark.parametrize("n, core, kept", [(1, 1, 1), (2, 1, 1), (3, 2, 1), (10, 7, 4), (20, 14, 9),
-                                           (100, 70, 49), (7, 4, 2)])
+@pytest.mark.parametrize(
+    "n, core, kept", [(1, 1, 1), (2, 1, 1), (3, 2, 1), (10, 7, 4), (20, 14, 9), (100, 70, 49), (7, 4, 2)]
+)
 def test_denoise_sizes_are_floors(n, core, kept):
     assert kept_size(n, 0.7) == core and kept_size(core, 0.7) == kept
     rng = np.random.default_rng(n)
@@ -108,8 +110,9 @@ def test_pipeline_keeps_floor_per_type():
 
 def test_orientation_p_by_human_u_by_judge():
     # every row: e_a = +v, e_b = -v for its own v, so A-wins means z = v / |v|
-    table = make_table([("p1", "B", "A", "t"), ("p2", "A", "B", "t"), ("u1", "A", "missing", "t"),
-                        ("u2", "B", "missing", "t")])
+    table = make_table(
+        [("p1", "B", "A", "t"), ("p2", "A", "B", "t"), ("u1", "A", "missing", "t"), ("u2", "B", "missing", "t")]
+    )
     v = np.array([[1.0, 0, 0], [0, 1.0, 0], [0, 0, 1.0], [1.0, 1.0, 0]])
     emb = PairEmbeddings(table["id"], v, -v)
     rec = Recorder()
@@ -145,9 +148,11 @@ def test_flips_exactly_where_normalised_score_below_eta(eta):
 
 
 def test_single_item_group_is_never_flipped_by_the_seed_rule():
-    rows = [(f"p{i}", "A", "A", "big") for i in range(6)] + [("u0", "A", "missing", "big"),
-                                                             ("u1", "B", "missing", "big"),
-                                                             ("lone", "A", "missing", "tiny")]
+    rows = [(f"p{i}", "A", "A", "big") for i in range(6)] + [
+        ("u0", "A", "missing", "big"),
+        ("u1", "B", "missing", "big"),
+        ("lone", "A", "missing", "tiny"),
+    ]
     table = make_table(rows)
     res = audit(table, random_embeddings(table), m=0.5, scorer=Recorder([[1.0, 0.1], [0.3]]))
     assert not res.items.set_index("id").loc["lone", "flipped"]
@@ -180,8 +185,14 @@ def test_given_m_uses_every_labelled_row_as_p():
     rows = [(f"p{i}", "A", "A", "t") for i in range(10)] + [("u", "A", "missing", "t")]
     table = make_table(rows)
     res = audit(table, random_embeddings(table), m=0.8)
-    assert res.report.m.to_dict() == {"value": 0.8, "source": "given", "raw": None, "n_holdout": 0, "clip": None,
-                               "clipped": False}
+    assert res.report.m.to_dict() == {
+        "value": 0.8,
+        "source": "given",
+        "raw": None,
+        "n_holdout": 0,
+        "clip": None,
+        "clipped": False,
+    }
     assert res.report.counts.P == 10
 
 
@@ -190,13 +201,17 @@ def test_given_m_uses_every_labelled_row_as_p():
 
 
 def base_rows():
-    return [(f"p{i}", "A", "A" if i % 2 else "B", "t") for i in range(8)] + \
-           [(f"u{i}", "A" if i % 2 else "B", "missing", "t") for i in range(6)]
+    return [(f"p{i}", "A", "A" if i % 2 else "B", "t") for i in range(8)] + [
+        (f"u{i}", "A" if i % 2 else "B", "missing", "t") for i in range(6)
+    ]
 
 
 def test_every_input_id_in_output_in_order_with_status():
-    rows = base_rows() + [("tie", "tie", "A", "t"), ("same", "A", "missing", "t", "answer a of same"),
-                          ("htie", "A", "tie", "t")]
+    rows = base_rows() + [
+        ("tie", "tie", "A", "t"),
+        ("same", "A", "missing", "t", "answer a of same"),
+        ("htie", "A", "tie", "t"),
+    ]
     table = make_table(rows)
     emb = random_embeddings(table[~table.id.isin(["tie", "same", "htie"])])
     res = audit(table, emb, m=0.5)
@@ -225,8 +240,11 @@ def test_all_ties_is_a_clear_error():
 
 
 def test_question_type_with_one_positive_falls_back_to_pooled_reference():
-    rows = base_rows() + [("lonely-p", "A", "B", "rare"), ("rare-u1", "A", "missing", "rare"),
-                          ("rare-u2", "B", "missing", "rare")]
+    rows = base_rows() + [
+        ("lonely-p", "A", "B", "rare"),
+        ("rare-u1", "A", "missing", "rare"),
+        ("rare-u2", "B", "missing", "rare"),
+    ]
     table = make_table(rows)
     res = audit(table, random_embeddings(table), m=0.5)
     groups = {g.group: g for g in res.report.groups}
@@ -325,8 +343,10 @@ def cone_runs():
     out = []
     for seed in (0, 1):
         data = cone_comparisons(300, 300, d=64, neg_range=(0.2, 0.6), seed=seed)
-        runs = {s: _audit(data.table, data.embeddings, scorer=s, rule="seed")  # the seed's flip rule
-                for s in ("pot", "pot-exact", "centroid")}
+        runs = {
+            s: _audit(data.table, data.embeddings, scorer=s, rule="seed")  # the seed's flip rule
+            for s in ("pot", "pot-exact", "centroid")
+        }
         out.append((data, runs))
     return out
 
@@ -344,7 +364,7 @@ def test_cone_model_pot_beats_centroid(cone_runs):
 
 
 def test_cone_model_exact_and_entropic_flip_the_same_items(cone_runs):
-    for data, runs in cone_runs:
+    for _, runs in cone_runs:
         a = runs["pot"].pool["flipped"].to_numpy()
         b = runs["pot-exact"].pool["flipped"].to_numpy()
         assert (a != b).sum() <= 5, (a != b).sum()

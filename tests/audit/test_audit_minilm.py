@@ -1,4 +1,5 @@
 """The encoder step with real texts: inputs of MT-Bench turn 2, and (slow) the real bundled MiniLM port."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,7 +29,7 @@ def test_minilm_audit_on_a_small_mtbench_slice(tmp_path, mtbench):
     res = audit(split.table, emb, scorer="pot", rule="seed")
     assert res.report.counts.U == len(split.eval_ids)
     assert res.pool["score"].between(0, 1).all()
-    default = audit(split.table, emb)                      # kNN scores, two-sided calibrated rule
+    default = audit(split.table, emb)  # kNN scores, two-sided calibrated rule
     assert default.report.decision.rule == "two-sided"
     assert default.pool["p_wrong"].between(0, 1).all()
 
@@ -37,8 +38,16 @@ def test_turn2_inputs_carry_each_sides_own_history(mtbench):
     row = mtbench[mtbench.turn == 2].iloc[:1]
     ids, xa, xb = pair_inputs(row)
     r = row.iloc[0]
-    assert xa[0] == ("<|user|>" + r.question[0] + "<|assistant|>" + r.history_a[0] + "<|user|>" + r.question[1]
-                     + "<|assistant|>" + r.response_a)
+    assert xa[0] == (
+        "<|user|>"
+        + r.question[0]
+        + "<|assistant|>"
+        + r.history_a[0]
+        + "<|user|>"
+        + r.question[1]
+        + "<|assistant|>"
+        + r.response_a
+    )
     assert xb[0].endswith(r.response_b) and r.history_b[0] in xb[0]
 
 

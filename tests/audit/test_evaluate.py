@@ -1,5 +1,6 @@
 """Tests of the evaluation protocol (puaudit_jax.evaluate): splits, hidden labels, consistency
 against an independent reading of the raw MT-Bench files, summaries, rules and sweeps."""
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict
@@ -54,19 +55,27 @@ def random_embeddings(table, d=16, seed=0):
 
 @pytest.fixture(scope="module")
 def mtbench_eval(mtbench):
-    return evaluate(mtbench, random_embeddings(mtbench), scorers=["centroid"], rules=["seed", "budget"], seeds=2,
-                    p_ratio=0.2, progress=False)
+    return evaluate(
+        mtbench,
+        random_embeddings(mtbench),
+        scorers=["centroid"],
+        rules=["seed", "budget"],
+        seeds=2,
+        p_ratio=0.2,
+        progress=False,
+    )
 
 
 def test_split_hides_labels_per_type(mtbench):
     split = split_labels(mtbench, p_ratio=0.2, seed=5)
     status = item_status(mtbench)
     labelled = mtbench[(status["status"] == "labelled").to_numpy()]
-    for qt, part in labelled.groupby("question_type"):
+    for _, part in labelled.groupby("question_type"):
         visible = split.table[split.table.id.isin(part.id) & (split.table.human != "missing")]
         assert len(visible) == int(np.floor(0.2 * len(part)))
-    assert len(split.eval_ids) == len(labelled) - sum(int(np.floor(0.2 * len(p))) for _, p in
-                                                      labelled.groupby("question_type"))
+    assert len(split.eval_ids) == len(labelled) - sum(
+        int(np.floor(0.2 * len(p))) for _, p in labelled.groupby("question_type")
+    )
     hidden = split.table.set_index("id").loc[split.eval_ids]
     assert (hidden.human == "missing").all()
     assert (split.truth == mtbench.set_index("id").loc[split.eval_ids, "human"]).all()
@@ -103,8 +112,16 @@ def test_summary_mean_std_over_seeds(mtbench_eval):
     assert row.cons_adj_mean == pytest.approx(per.cons_adj.mean())
     assert row.cons_adj_std == pytest.approx(per.cons_adj.std(ddof=1))
     assert row.gain_mean == pytest.approx(row.cons_adj_mean - row.cons_orig_mean)
-    assert set(res.summary.columns) >= {"n", "cons_orig_mean", "cons_orig_std", "cons_adj_mean", "cons_adj_std",
-                                        "flip_rate", "time_s", "peak_rss_mb"}
+    assert set(res.summary.columns) >= {
+        "n",
+        "cons_orig_mean",
+        "cons_orig_std",
+        "cons_adj_mean",
+        "cons_adj_std",
+        "flip_rate",
+        "time_s",
+        "peak_rss_mb",
+    }
     assert (res.summary.peak_rss_mb > 0).all() and (res.summary.time_s > 0).all()
 
 
@@ -114,7 +131,7 @@ def test_budget_rule_flips_one_minus_m_per_group(mtbench_eval):
     m = audit_result.report.m.value
     pool, info = reapply_rule(audit_result, "budget")
     assert info is None
-    for g, part in pool.groupby("group"):
+    for _, part in pool.groupby("group"):
         assert part.flipped.sum() == int(np.floor((1 - m) * len(part) + 1e-9))
     # cons_orig does not depend on the rule
     per = res.per_seed.pivot_table(index=["seed", "question_type"], columns="rule", values="cons_orig")
@@ -130,8 +147,16 @@ def test_protocol_on_cone_model_raises_agreement():
 
 def test_sweep_over_m():
     data = cone_comparisons(200, 0, d=16, seed=1)
-    res = sweep(data.table, data.embeddings, param="m", values=[0.5, 0.9], scorers=["centroid"], seeds=2,
-                rules=["budget"], progress=False)
+    res = sweep(
+        data.table,
+        data.embeddings,
+        param="m",
+        values=[0.5, 0.9],
+        scorers=["centroid"],
+        seeds=2,
+        rules=["budget"],
+        progress=False,
+    )
     overall = res.summary[res.summary.question_type == "all"]
     assert overall["m"].tolist() == [0.5, 0.9]
     assert overall["m_mean"].tolist() == [0.5, 0.9]
@@ -149,9 +174,15 @@ def test_peak_memory_sees_an_allocation():
 
 
 def test_consistency_by_hand():
-    pool = pd.DataFrame({"id": ["a", "b", "c", "d"], "question_type": ["x", "x", "y", "y"],
-                         "judge": ["A", "B", "A", "A"], "adjusted": ["A", "A", "B", "A"],
-                         "flipped": [False, True, True, False]})
+    pool = pd.DataFrame(
+        {
+            "id": ["a", "b", "c", "d"],
+            "question_type": ["x", "x", "y", "y"],
+            "judge": ["A", "B", "A", "A"],
+            "adjusted": ["A", "A", "B", "A"],
+            "flipped": [False, True, True, False],
+        }
+    )
     truth = pd.Series(["A", "A", "A", "B"], index=["a", "b", "c", "d"])
     out = consistency(pool, truth).set_index("question_type")
     assert out.loc["x", "cons_orig"] == 0.5 and out.loc["x", "cons_adj"] == 1.0
@@ -170,8 +201,10 @@ def test_evaluate_defaults_to_the_default_audit_and_the_seed_configuration():
     assert res.meta["pairs"] == [list(p) for p in DEFAULT_PAIRS] and res.first_audit.report.scorer == "knn"
     grid = pairs_by_scorer(scorers=["knn", "pot"], rules=["seed", "budget"])
     assert [(s, r) for s, r in grid] == [("knn", ["seed", "budget"]), ("pot", ["seed", "budget"])]
-    assert pairs_by_scorer([("knn", "seed"), ("pot", "seed"), ("knn", "none")]) == \
-        [("knn", ["seed", "none"]), ("pot", ["seed"])]
+    assert pairs_by_scorer([("knn", "seed"), ("pot", "seed"), ("knn", "none")]) == [
+        ("knn", ["seed", "none"]),
+        ("pot", ["seed"]),
+    ]
     with pytest.raises(ValueError, match="either pairs or scorers"):
         pairs_by_scorer([("knn", "seed")], scorers=["knn"])
     with pytest.raises(ValueError, match="unknown rule"):
@@ -180,8 +213,9 @@ def test_evaluate_defaults_to_the_default_audit_and_the_seed_configuration():
 
 def test_evaluate_options_are_protocol_or_audit_fields():
     data = cone_comparisons(120, 0, d=16, seed=6)
-    res = evaluate(data.table, data.embeddings, pairs=[("centroid", "seed")], seeds=[3], p_ratio=0.3, eta=0.4,
-                   progress=False)
+    res = evaluate(
+        data.table, data.embeddings, pairs=[("centroid", "seed")], seeds=[3], p_ratio=0.3, eta=0.4, progress=False
+    )
     assert res.meta["seeds"] == [3] and res.meta["p_ratio"] == 0.3 and res.meta["audit_config"]["eta"] == 0.4
     assert res.first_audit.config.eta == 0.4 and res.first_audit.config.seed == 3
     with pytest.raises(TypeError, match="unknown option"):

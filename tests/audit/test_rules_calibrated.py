@@ -1,5 +1,6 @@
 """Calibrated, abstaining decision rules (issue 9): the calibration maps, cross-fitting, the rules
 on the cone model and on data without signal, and that calibration never sees the evaluation pool."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,7 +13,7 @@ from puaudit_jax.calibration import bootstrap_indices, crossfit_folds, fit_isoto
 from puaudit_jax.embed import PairEmbeddings
 from puaudit_jax.evaluate import consistency, evaluate, split_labels
 from puaudit_jax.rules import CalibratedRule, get_rule
-from puaudit_jax.scorers import CentroidScorer, ScoreResult
+from puaudit_jax.scorers import CentroidScorer
 from puaudit_jax.synthetic import cone_comparisons
 
 # ------------------------------------------------------------------------------------------------
@@ -21,7 +22,7 @@ from puaudit_jax.synthetic import cone_comparisons
 
 def test_isotonic_map_equals_sklearn_at_the_data_and_interpolates():
     rng = np.random.default_rng(0)
-    x = np.round(rng.normal(size=300), 2)                      # ties on purpose
+    x = np.round(rng.normal(size=300), 2)  # ties on purpose
     c = (rng.random(300) < 1 / (1 + np.exp(-2 * x))).astype(float)
     ours = fit_isotonic(x, c)
     ref = IsotonicRegression(out_of_bounds="clip").fit(x, c)
@@ -49,12 +50,12 @@ def test_platt_recovers_slope_and_group_offsets_and_clamps_negative_slopes():
 def test_crossfit_folds_are_stratified_and_never_split_a_cluster():
     rng = np.random.default_rng(2)
     strata = np.array(["a"] * 40 + ["b"] * 20, dtype=object)
-    clusters = np.array([f"p{i // 4}" for i in range(60)], dtype=object)   # 15 clusters of 4
+    clusters = np.array([f"p{i // 4}" for i in range(60)], dtype=object)  # 15 clusters of 4
     fold = crossfit_folds(strata, clusters, 5, rng)
     assert set(fold) == set(range(5))
     for cl in set(clusters):
         assert len(set(fold[clusters == cl])) == 1
-    for s in ("a", "b"):                                                   # every stratum spread out
+    for s in ("a", "b"):  # every stratum spread out
         counts = np.bincount(fold[strata == s], minlength=5)
         assert counts.max() - counts.min() <= 4
     assert len(set(crossfit_folds(strata, np.array(["x", "y"] * 30, dtype=object), 5, rng))) == 2
@@ -80,15 +81,23 @@ def _pool_cons(result, data):
     return consistency(pool, truth[pool["id"]]).set_index("question_type").loc["all"]
 
 
-@pytest.mark.parametrize("scorer, rule", [("centroid", "calibrated"), ("centroid", "calibrated-platt"),
-                                          ("centroid", "two-sided"), ("centroid", "two-sided-platt"),
-                                          ("pot-exact", "calibrated"), ("knn", "two-sided")])
+@pytest.mark.parametrize(
+    "scorer, rule",
+    [
+        ("centroid", "calibrated"),
+        ("centroid", "calibrated-platt"),
+        ("centroid", "two-sided"),
+        ("centroid", "two-sided-platt"),
+        ("pot-exact", "calibrated"),
+        ("knn", "two-sided"),
+    ],
+)
 def test_calibrated_rules_flip_the_bias_flipped_items_on_the_cone_model(cone_model, scorer, rule):
     result = audit(cone_model.table, cone_model.embeddings, scorer=scorer, rule=rule)
     cons = _pool_cons(result, cone_model)
     oracle_gain = 1 - cons.cons_orig
-    assert cons.cons_adj - cons.cons_orig >= 0.8 * oracle_gain       # most of the oracle gain
-    assert cons.flip_precision >= 0.95                                 # (almost) only judge errors
+    assert cons.cons_adj - cons.cons_orig >= 0.8 * oracle_gain  # most of the oracle gain
+    assert cons.flip_precision >= 0.95  # (almost) only judge errors
     decision = result.report.decision
     assert not decision.abstained and decision.evidence.crossfit_gain_lower_bound > 0
     lo, hi = decision.evidence.expected_gain_interval
@@ -114,7 +123,7 @@ def test_without_signal_the_calibrated_rules_flip_nothing(cone_model, scorer, ru
     assert decision.abstained and decision.reason
     assert decision.evidence.expected_gain == 0
     seed_rule = audit(cone_model.table, _shuffled(cone_model), scorer=scorer, rule="seed")
-    assert seed_rule.pool.flipped.mean() > 0.2                        # the seed's rule flips anyway
+    assert seed_rule.pool.flipped.mean() > 0.2  # the seed's rule flips anyway
 
 
 def test_a_judge_that_is_always_right_is_never_flipped():
@@ -152,7 +161,9 @@ def test_labelled_rows_are_scored_out_of_fold_and_only_labelled_rows_calibrate(c
     pool_ids = set(result.pool["id"])
     assert not set(cf.labelled_ids) & pool_ids
     assert set(cf.labelled_ids) == set(items.index[items.status == "labelled"])
-    np.testing.assert_array_equal(cf.correct, (items.loc[cf.labelled_ids, "judge"] == items.loc[cf.labelled_ids, "human"]))
+    np.testing.assert_array_equal(
+        cf.correct, (items.loc[cf.labelled_ids, "judge"] == items.loc[cf.labelled_ids, "human"])
+    )
     assert set(cf.fold) == set(range(4)) and cf.pool["score"].shape == (len(pool_ids), 4)
 
 
@@ -183,20 +194,36 @@ def test_hidden_labels_of_the_evaluation_pool_cannot_change_the_decision():
 
 
 def test_rules_reapplied_to_one_audit_equal_their_own_audits(cone_model):
-    base = audit(cone_model.table, cone_model.embeddings, scorer="centroid", rule="seed",
-                 crossfit_features=("score", "two-sided"))
+    base = audit(
+        cone_model.table,
+        cone_model.embeddings,
+        scorer="centroid",
+        rule="seed",
+        crossfit_features=("score", "two-sided"),
+    )
     for rule in ("calibrated", "two-sided", "seed"):
         own = audit(cone_model.table, cone_model.embeddings, scorer="centroid", rule=rule)
         items, _ = apply_rule(base.items, rule, crossfit=base.crossfit, m=base.report.m.value, eta=0.5, seed=0)
         np.testing.assert_array_equal(items.flipped, own.items.flipped)
         np.testing.assert_allclose(items.p_wrong, own.items.p_wrong, equal_nan=True)
     with pytest.raises(ValueError, match="cross-fitted"):
-        apply_rule(audit(cone_model.table, cone_model.embeddings, scorer="centroid").items, "calibrated",
-                   crossfit=None, m=0.7, eta=0.5, seed=0)
+        apply_rule(
+            audit(cone_model.table, cone_model.embeddings, scorer="centroid").items,
+            "calibrated",
+            crossfit=None,
+            m=0.7,
+            eta=0.5,
+            seed=0,
+        )
     with pytest.raises(ValueError, match="two-sided"):
-        apply_rule(base.items, "two-sided", crossfit=audit(cone_model.table, cone_model.embeddings,
-                                                           scorer="centroid", rule="calibrated").crossfit,
-                   m=0.7, eta=0.5, seed=0)
+        apply_rule(
+            base.items,
+            "two-sided",
+            crossfit=audit(cone_model.table, cone_model.embeddings, scorer="centroid", rule="calibrated").crossfit,
+            m=0.7,
+            eta=0.5,
+            seed=0,
+        )
 
 
 def test_threshold_and_options_are_validated():
@@ -210,10 +237,12 @@ def test_threshold_and_options_are_validated():
 
 
 def test_a_higher_cost_of_wrong_flips_flips_less(cone_model):
-    lenient = audit(cone_model.table, cone_model.embeddings, scorer="centroid", rule="calibrated",
-                    rule_options={"threshold": 0.3})
-    strict = audit(cone_model.table, cone_model.embeddings, scorer="centroid", rule="calibrated",
-                   rule_options={"threshold": 0.9})
+    lenient = audit(
+        cone_model.table, cone_model.embeddings, scorer="centroid", rule="calibrated", rule_options={"threshold": 0.3}
+    )
+    strict = audit(
+        cone_model.table, cone_model.embeddings, scorer="centroid", rule="calibrated", rule_options={"threshold": 0.9}
+    )
     assert strict.pool.flipped.sum() <= lenient.pool.flipped.sum()
     assert (strict.pool.flipped <= lenient.pool.flipped).all()
 
@@ -222,8 +251,9 @@ def test_grouped_split_keeps_each_group_on_one_side():
     data = cone_comparisons(n_labelled=240, n_unlabelled=0, d=16, seed=5)
     # prompts of 6 rows; a prompt's rows share a type except every fifth prompt, which straddles two
     table = data.table.assign(prompt=[f"q{i // 6}" if (i // 6) % 5 else f"q{i // 6}" for i in range(240)])
-    table["question_type"] = [("t1" if (i // 6) % 2 else "t2") if (i // 6) % 5 else ("t1" if i % 2 else "t2")
-                              for i in range(240)]
+    table["question_type"] = [
+        ("t1" if (i // 6) % 2 else "t2") if (i // 6) % 5 else ("t1" if i % 2 else "t2") for i in range(240)
+    ]
     split = split_labels(table, p_ratio=0.25, seed=0, split_by="prompt")
     hidden = table["id"].isin(split.eval_ids)
     sides = table.assign(hidden=hidden).groupby("prompt")["hidden"].nunique()
@@ -241,8 +271,16 @@ def test_grouped_split_keeps_each_group_on_one_side():
 
 def test_evaluate_grid_with_ceiling_and_calibrated_rules():
     data = cone_comparisons(400, 0, d=32, seed=3)
-    res = evaluate(data.table, data.embeddings, scorers=["centroid"], seeds=3, p_ratio=0.4, progress=False,
-                   rules=["none", "budget", "calibrated", "two-sided"], ceiling=True)
+    res = evaluate(
+        data.table,
+        data.embeddings,
+        scorers=["centroid"],
+        seeds=3,
+        p_ratio=0.4,
+        progress=False,
+        rules=["none", "budget", "calibrated", "two-sided"],
+        ceiling=True,
+    )
     per = res.per_seed[res.per_seed.question_type == "all"].pivot_table(index="seed", columns="rule", values="cons_adj")
     assert (per["hindsight"] >= per["budget"] - 1e-12).all() and (per["hindsight"] >= per["none"] - 1e-12).all()
     assert (per["calibrated"] > per["none"] + 0.15).all()

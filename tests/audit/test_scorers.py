@@ -1,4 +1,5 @@
 """Tests of the pluggable scorers (puaudit_jax.scorers) and decision rules (puaudit_jax.rules)."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """Each audit stage on its own (puaudit_jax/audit/*.py), on a small cone-model table."""
+
 from __future__ import annotations
 
 import json
@@ -7,9 +8,23 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from puaudit_jax.audit import (FORMAT_VERSION, POOLED_TYPE, ZERO_DIFF, AuditConfig, AuditReport, apply_rule,
-                               crossfit, estimate_m, items_table, orient, prepare, references, roles, run_audit,
-                               score)
+from puaudit_jax.audit import (
+    FORMAT_VERSION,
+    POOLED_TYPE,
+    ZERO_DIFF,
+    AuditConfig,
+    AuditReport,
+    apply_rule,
+    crossfit,
+    estimate_m,
+    items_table,
+    orient,
+    prepare,
+    references,
+    roles,
+    run_audit,
+    score,
+)
 from puaudit_jax.audit.pipeline import crossfit_kinds
 from puaudit_jax.audit.score import scored
 from puaudit_jax.datasets.verdicts import A, B
@@ -118,8 +133,9 @@ def test_score_normalises_per_group_and_rejects_bad_scorer_output(staged):
     with pytest.raises(ValueError, match="invalid scores for group"):
         scored(negative, oriented.z[:3], oriented.z[3:6], 0.5, cfg, "g")
     with pytest.warns(RuntimeWarning, match="every score is 0"):
-        _, norm, _ = scored(lambda zp, zu, m: ScoreResult(np.zeros(len(zu)), "zero"), oriented.z[:3],
-                            oriented.z[3:6], 0.5, cfg, "g")
+        _, norm, _ = scored(
+            lambda zp, zu, m: ScoreResult(np.zeros(len(zu)), "zero"), oriented.z[:3], oriented.z[3:6], 0.5, cfg, "g"
+        )
     assert not norm.any()
 
 
@@ -190,6 +206,12 @@ def test_stages_chain_to_the_same_result_as_run_audit(small, staged):
     cfg, data, mass, oriented, refs = staged
     scores = score(data, oriented, refs, mass.value, cfg)
     cf, _ = crossfit(data, oriented, mass, crossfit_kinds(cfg), cfg)
-    items, _ = apply_rule(items_table(data, roles(data, mass, oriented, refs), scores), cfg.rule, crossfit=cf,
-                          m=mass.value, eta=cfg.eta, seed=cfg.seed)
+    items, _ = apply_rule(
+        items_table(data, roles(data, mass, oriented, refs), scores),
+        cfg.rule,
+        crossfit=cf,
+        m=mass.value,
+        eta=cfg.eta,
+        seed=cfg.seed,
+    )
     pd.testing.assert_frame_equal(items, run_audit(small.table, small.embeddings, cfg).items)

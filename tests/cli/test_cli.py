@@ -1,4 +1,5 @@
 """Tests of the ``puaudit`` command line (puaudit_jax.cli) on small synthetic / precomputed inputs."""
+
 from __future__ import annotations
 
 import json
@@ -8,10 +9,9 @@ import pandas as pd
 import pytest
 
 from puaudit_jax.cli import main
-from puaudit_jax.evaluate import demo_table
 from puaudit_jax.datasets import item_status, load_bundled, save_comparisons
 from puaudit_jax.embed import PairEmbeddings, load_embeddings, save_embeddings
-
+from puaudit_jax.evaluate import demo_table
 
 # fixture cone_files (tests/conftest.py): (folder, data), cone_comparisons(120, 80, d=16, seed=2) saved
 # there as cmp.jsonl and emb.npz
@@ -27,8 +27,22 @@ def test_embeddings_round_trip(cone_files):
 def test_audit_writes_items_report_and_figure(cone_files, capsys):
     root, data = cone_files
     out = root / "audit"
-    assert main(["audit", str(root / "cmp.jsonl"), "--embeddings", str(root / "emb.npz"), "--scorer", "centroid",
-                 "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "audit",
+                str(root / "cmp.jsonl"),
+                "--embeddings",
+                str(root / "emb.npz"),
+                "--scorer",
+                "centroid",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     items = pd.read_csv(out / "items.csv")
     assert items["id"].tolist() == data.table["id"].tolist()
     assert {"id", "question_type", "judge", "human", "score", "adjusted", "flipped", "status"} <= set(items.columns)
@@ -44,8 +58,24 @@ def test_audit_writes_items_report_and_figure(cone_files, capsys):
 def test_audit_with_hidden_labels_reports_consistency(cone_files):
     root, _ = cone_files
     out = root / "hidden"
-    main(["audit", str(root / "cmp.jsonl"), "--embeddings", str(root / "emb.npz"), "--scorer", "knn",
-          "--hide-labels", "0.5", "--m", "0.7", "--out", str(out), "--no-figures", "--quiet"])
+    main(
+        [
+            "audit",
+            str(root / "cmp.jsonl"),
+            "--embeddings",
+            str(root / "emb.npz"),
+            "--scorer",
+            "knn",
+            "--hide-labels",
+            "0.5",
+            "--m",
+            "0.7",
+            "--out",
+            str(out),
+            "--no-figures",
+            "--quiet",
+        ]
+    )
     report = json.loads((out / "report.json").read_text())
     rows = {r["question_type"]: r for r in report["hidden_labels"]["consistency"]}
     assert rows["all"]["n_eval"] > 0 and rows["all"]["cons_adj"] > rows["all"]["cons_orig"]
@@ -56,8 +86,23 @@ def test_audit_with_hidden_labels_reports_consistency(cone_files):
 def test_evaluate_writes_results(cone_files):
     root, _ = cone_files
     out = root / "eval"
-    main(["evaluate", str(root / "cmp.jsonl"), "--embeddings", str(root / "emb.npz"), "--scorers", "centroid,knn",
-          "--rules", "seed,budget", "--seeds", "2", "--out", str(out), "--quiet"])
+    main(
+        [
+            "evaluate",
+            str(root / "cmp.jsonl"),
+            "--embeddings",
+            str(root / "emb.npz"),
+            "--scorers",
+            "centroid,knn",
+            "--rules",
+            "seed,budget",
+            "--seeds",
+            "2",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
     res = pd.read_csv(out / "results.csv")
     assert set(res.scorer) == {"centroid", "knn"} and set(res.rule) == {"seed", "budget"}
     assert {"n", "cons_orig_mean", "cons_orig_std", "cons_adj_mean", "cons_adj_std", "flip_rate"} <= set(res.columns)
@@ -69,9 +114,28 @@ def test_evaluate_writes_results(cone_files):
 def test_audit_with_a_calibrated_rule_reports_its_decision(cone_files, capsys):
     root, data = cone_files
     out = root / "calibrated"
-    assert main(["audit", str(root / "cmp.jsonl"), "--embeddings", str(root / "emb.npz"), "--scorer", "centroid",
-                 "--rule", "calibrated", "--flip-threshold", "0.6", "--hide-labels", "0.4", "--out", str(out),
-                 "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "audit",
+                str(root / "cmp.jsonl"),
+                "--embeddings",
+                str(root / "emb.npz"),
+                "--scorer",
+                "centroid",
+                "--rule",
+                "calibrated",
+                "--flip-threshold",
+                "0.6",
+                "--hide-labels",
+                "0.4",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     report = json.loads((out / "report.json").read_text())
     decision = report["decision"]
     assert decision["rule"] == "calibrated" and decision["threshold"] == 0.6
@@ -89,9 +153,29 @@ def test_evaluate_with_calibrated_rules_grouped_split_and_ceiling(cone_files):
     table = data.table.assign(prompt=[f"p{i // 4}" for i in range(len(data.table))])
     save_comparisons(table, root / "cmp_prompt.jsonl")
     out = root / "eval_cal"
-    main(["evaluate", str(root / "cmp_prompt.jsonl"), "--embeddings", str(root / "emb.npz"), "--scorers", "centroid",
-          "--rules", "seed,calibrated,two-sided", "--seeds", "2", "--split-by", "prompt", "--cluster-by", "prompt",
-          "--ceiling", "--out", str(out), "--quiet", "--no-figures"])
+    main(
+        [
+            "evaluate",
+            str(root / "cmp_prompt.jsonl"),
+            "--embeddings",
+            str(root / "emb.npz"),
+            "--scorers",
+            "centroid",
+            "--rules",
+            "seed,calibrated,two-sided",
+            "--seeds",
+            "2",
+            "--split-by",
+            "prompt",
+            "--cluster-by",
+            "prompt",
+            "--ceiling",
+            "--out",
+            str(out),
+            "--quiet",
+            "--no-figures",
+        ]
+    )
     res = pd.read_csv(out / "results.csv")
     assert set(res.rule) == {"seed", "calibrated", "two-sided", "hindsight"}
     assert {"flip_precision", "abstained", "expected_gain"} <= set(res.columns)
@@ -102,8 +186,23 @@ def test_evaluate_with_calibrated_rules_grouped_split_and_ceiling(cone_files):
 def test_evaluate_sweep(cone_files):
     root, _ = cone_files
     out = root / "sweep"
-    main(["evaluate", str(root / "cmp.jsonl"), "--embeddings", str(root / "emb.npz"), "--scorers", "centroid",
-          "--seeds", "2", "--sweep", "p_ratio=0.1,0.4", "--out", str(out), "--quiet"])
+    main(
+        [
+            "evaluate",
+            str(root / "cmp.jsonl"),
+            "--embeddings",
+            str(root / "emb.npz"),
+            "--scorers",
+            "centroid",
+            "--seeds",
+            "2",
+            "--sweep",
+            "p_ratio=0.1,0.4",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
     res = pd.read_csv(out / "results.csv")
     assert sorted(res.p_ratio.unique()) == [0.1, 0.4]
 
@@ -113,11 +212,31 @@ def test_bad_arguments_are_clear(cone_files, tmp_path):
     with pytest.raises(SystemExit, match="neither a file nor a bundled set"):
         main(["audit", "no-such-set", "--embeddings", str(root / "emb.npz"), "--out", str(tmp_path)])
     with pytest.raises(SystemExit, match="unknown scorers"):
-        main(["evaluate", str(root / "cmp.jsonl"), "--embeddings", str(root / "emb.npz"), "--scorers", "magic",
-              "--out", str(tmp_path)])
+        main(
+            [
+                "evaluate",
+                str(root / "cmp.jsonl"),
+                "--embeddings",
+                str(root / "emb.npz"),
+                "--scorers",
+                "magic",
+                "--out",
+                str(tmp_path),
+            ]
+        )
     with pytest.raises(SystemExit, match="hide-labels"):
-        main(["audit", str(root / "cmp.jsonl"), "--embeddings", str(root / "emb.npz"), "--hide-labels", "1.5",
-              "--out", str(tmp_path)])
+        main(
+            [
+                "audit",
+                str(root / "cmp.jsonl"),
+                "--embeddings",
+                str(root / "emb.npz"),
+                "--hide-labels",
+                "1.5",
+                "--out",
+                str(tmp_path),
+            ]
+        )
 
 
 def test_bundled_set_without_unlabelled_items_explains_itself(tmp_path):
@@ -125,17 +244,27 @@ def test_bundled_set_without_unlabelled_items_explains_itself(tmp_path):
     usable = item_status(table)["status"] != "excluded"
     ids = table.loc[usable.to_numpy(), "id"].to_numpy()
     rng = np.random.default_rng(0)
-    save_embeddings(PairEmbeddings(ids, rng.normal(size=(len(ids), 4)), rng.normal(size=(len(ids), 4))),
-                    tmp_path / "e.npz")
+    save_embeddings(
+        PairEmbeddings(ids, rng.normal(size=(len(ids), 4)), rng.normal(size=(len(ids), 4))), tmp_path / "e.npz"
+    )
     with pytest.raises(SystemExit, match="U is empty.*--hide-labels"):
-        main(["audit", "llmfao-gpt4", "--embeddings", str(tmp_path / "e.npz"), "--out", str(tmp_path / "o"),
-              "--quiet"])
+        main(["audit", "llmfao-gpt4", "--embeddings", str(tmp_path / "e.npz"), "--out", str(tmp_path / "o"), "--quiet"])
 
 
 def test_demo_table_prints_published_numbers():
-    summary = pd.DataFrame({"scorer": "pot", "rule": "seed", "question_type": ["coding", "writing", "all"],
-                            "n": [10, 10, 20], "cons_orig_mean": 0.8, "cons_orig_std": 0.01,
-                            "cons_adj_mean": 0.7, "cons_adj_std": 0.02, "gain_mean": -0.1})
+    summary = pd.DataFrame(
+        {
+            "scorer": "pot",
+            "rule": "seed",
+            "question_type": ["coding", "writing", "all"],
+            "n": [10, 10, 20],
+            "cons_orig_mean": 0.8,
+            "cons_orig_std": 0.01,
+            "cons_adj_mean": 0.7,
+            "cons_adj_std": 0.02,
+            "gain_mean": -0.1,
+        }
+    )
     text = demo_table(summary)
     assert "0.539/0.552" in text  # seed Table 5, Qwen coding
     assert "0.780/0.800" in text  # GPT-5.4-mini mixture beside "all"

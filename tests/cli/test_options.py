@@ -1,4 +1,5 @@
 """The CLI's options come from the config dataclasses: same defaults, help from their docstrings."""
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,22 @@ def test_cli_help_is_the_docstring_of_each_field():
 
 
 def test_cli_parses_values_and_none_choices():
-    args = build_parser().parse_args(["audit", "D", "--m", "0.8", "--group-by", "none", "--min-group-size", "3",
-                                      "--flip-threshold", "0.6", "--long-inputs", "truncate"])
+    args = build_parser().parse_args(
+        [
+            "audit",
+            "D",
+            "--m",
+            "0.8",
+            "--group-by",
+            "none",
+            "--min-group-size",
+            "3",
+            "--flip-threshold",
+            "0.6",
+            "--long-inputs",
+            "truncate",
+        ]
+    )
     cfg = AuditConfig(**options_from_args(args, AuditConfig, include=AUDIT_FIELDS))
     assert (cfg.m, cfg.group_by, cfg.min_group_size) == (0.8, None, 3)
     assert options_from_args(args, CalibratedRule, include=("threshold",), rename=RULE_RENAME) == {"threshold": 0.6}
@@ -53,10 +68,10 @@ def _knobs(default_rate: float):
     @dataclass(frozen=True)
     class Knobs:
         """Fields:
-            rate: a rate
-                over two lines
-            name: a name
-            flag: a flag
+        rate: a rate
+            over two lines
+        name: a name
+        flag: a flag
         """
 
         rate: float = field(default=default_rate)
@@ -73,8 +88,11 @@ def test_a_changed_default_changes_the_cli():
         p = argparse.ArgumentParser()
         add_options(p, knobs)
         assert options_from_args(p.parse_args([]), knobs) == {"rate": rate, "name": None, "flag": False}
-        assert options_from_args(p.parse_args(["--rate", "2", "--name", "y", "--flag"]), knobs) == \
-            {"rate": 2.0, "name": "y", "flag": True}
+        assert options_from_args(p.parse_args(["--rate", "2", "--name", "y", "--flag"]), knobs) == {
+            "rate": 2.0,
+            "name": "y",
+            "flag": True,
+        }
     assert field_docs(_knobs(0.1)) == {"rate": "a rate over two lines", "name": "a name", "flag": "a flag"}
 
 

@@ -1,4 +1,5 @@
 """Consensus alignment, metrics, Theorem 2 and the CLI (puaudit_jax.consensus)."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from puaudit_jax.consensus import (AlignConfig, aggregate_bias, align, consensus, fit_shrinkage, inter_judge_std,
-                                   judge_metrics, self_preference_flags, shrink, theorem2_bound)
+from puaudit_jax.consensus import (
+    AlignConfig,
+    aggregate_bias,
+    align,
+    consensus,
+    fit_shrinkage,
+    inter_judge_std,
+    judge_metrics,
+    self_preference_flags,
+    shrink,
+    theorem2_bound,
+)
 from puaudit_jax.consensus.cli import main as consensus_main
 from puaudit_jax.datasets import load_uda_scores, score_matrix
 
@@ -18,8 +29,11 @@ from puaudit_jax.datasets import load_uda_scores, score_matrix
 @pytest.fixture(scope="module")
 def transfer():
     scores = load_uda_scores()
-    return (score_matrix(scores, "transfer_table6", "baseline"), score_matrix(scores, "transfer_table6", "uda"),
-            score_matrix(scores, "transfer_table6", "human").iloc[0])
+    return (
+        score_matrix(scores, "transfer_table6", "baseline"),
+        score_matrix(scores, "transfer_table6", "uda"),
+        score_matrix(scores, "transfer_table6", "human").iloc[0],
+    )
 
 
 def test_table4_from_the_transfer_matrices(transfer):
@@ -91,8 +105,7 @@ def test_judge_specific_alpha_can_increase_aggregate_bias():
 def test_adapter_is_deterministic_and_trades_fidelity_for_consensus(transfer):
     base, _, human = transfer
     judges, models = list(base.index), list(base.columns)
-    flags = self_preference_flags(judges, models, {**{j: m for j, m in zip(judges, models)},
-                                                   **{m: m for m in models}})
+    flags = self_preference_flags(judges, models, {**{j: m for j, m in zip(judges, models)}, **{m: m for m in models}})
     assert flags.to_numpy().trace() == 10 and flags.to_numpy().sum() == 10
     cfg = AlignConfig(steps=250)
     one = align(base, cfg, self_preference=flags)
@@ -126,17 +139,24 @@ def test_cli_scores_align_and_table4(tmp_path, capsys):
         for _ in range(200):
             i, k = rng.choice(4, 2, replace=False)
             p = 1 / (1 + np.exp(-(i - k + noise * rng.normal())))
-            rows.append({"judge": judge, "model_a": models[i], "model_b": models[k],
-                         "winner": "A" if rng.random() < p else "B"})
+            rows.append(
+                {"judge": judge, "model_a": models[i], "model_b": models[k], "winner": "A" if rng.random() < p else "B"}
+            )
     pd.DataFrame(rows).to_csv(tmp_path / "v.csv", index=False)
-    assert consensus_main(["consensus", "scores", str(tmp_path / "v.csv"), "--n-boot", "10",
-                           "--out", str(tmp_path / "s")]) == 0
+    assert (
+        consensus_main(["consensus", "scores", str(tmp_path / "v.csv"), "--n-boot", "10", "--out", str(tmp_path / "s")])
+        == 0
+    )
     scores = pd.read_csv(tmp_path / "s" / "scores.csv")
     assert list(scores["judge"]) == ["j1", "j2"] and set(models) <= set(scores.columns)
     assert len(pd.read_csv(tmp_path / "s" / "intervals.csv")) == 8
     assert json.loads((tmp_path / "s" / "run.json").read_text())["n_comparisons"] == {"j1": 200, "j2": 200}
-    assert consensus_main(["consensus", "align", "uda-transfer", "--steps", "100", "--no-figures",
-                           "--out", str(tmp_path / "a")]) == 0
+    assert (
+        consensus_main(
+            ["consensus", "align", "uda-transfer", "--steps", "100", "--no-figures", "--out", str(tmp_path / "a")]
+        )
+        == 0
+    )
     metrics = json.loads((tmp_path / "a" / "metrics.json").read_text())
     assert metrics["after"]["inter_judge_std"] < metrics["before"]["inter_judge_std"]
     assert metrics["config"]["seed"] == 0

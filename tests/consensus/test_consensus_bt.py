@@ -1,4 +1,5 @@
 """Bradley-Terry, online Elo and score matrices (puaudit_jax.consensus)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -7,8 +8,15 @@ import pytest
 from scipy.optimize import minimize
 from scipy.stats import spearmanr
 
-from puaudit_jax.consensus import (BTConfig, ComparisonGraphError, EloConfig, bootstrap_bt, fit_bt, online_elo,
-                                   score_matrices)
+from puaudit_jax.consensus import (
+    BTConfig,
+    ComparisonGraphError,
+    EloConfig,
+    bootstrap_bt,
+    fit_bt,
+    online_elo,
+    score_matrices,
+)
 from puaudit_jax.consensus.bradley_terry import ELO_PER_NAT
 
 
@@ -66,9 +74,14 @@ def test_bt_matches_choix_on_the_same_data():
     table, _, models = tournament(n_models=12, n_games=3000, seed=3)  # no ties: choix has none
     res = fit_bt(table, models=models)
     idx = {m: k for k, m in enumerate(models)}
-    data = [(idx[a], idx[b]) if w == "A" else (idx[b], idx[a]) for a, b, w in table[["model_a", "model_b", "winner"]].itertuples(index=False)]
-    for params in (choix.ilsr_pairwise(len(models), data, alpha=0.0, tol=1e-12),
-                   choix.opt_pairwise(len(models), data, alpha=0.0, method="Newton-CG", tol=1e-12)):
+    data = [
+        (idx[a], idx[b]) if w == "A" else (idx[b], idx[a])
+        for a, b, w in table[["model_a", "model_b", "winner"]].itertuples(index=False)
+    ]
+    for params in (
+        choix.ilsr_pairwise(len(models), data, alpha=0.0, tol=1e-12),
+        choix.opt_pairwise(len(models), data, alpha=0.0, method="Newton-CG", tol=1e-12),
+    ):
         np.testing.assert_allclose(res.theta, params - params.mean(), atol=1e-6)
     # MAP estimates agree too: choix's penalty is alpha * sum(theta^2) (its docstring says prior variance
     # 1/alpha; the code's penalty means 1/(2 alpha)), ours ridge/2 * sum(theta^2): ridge = 2 alpha
@@ -97,12 +110,14 @@ def test_elo_scale_and_anchor():
 
 
 def test_non_identifiable_graphs_raise_clearly_and_ridge_regularises():
-    unbeaten = pd.DataFrame({"model_a": ["a", "a", "b", "c"], "model_b": ["b", "c", "c", "b"],
-                             "winner": ["A", "A", "A", "A"]})
+    unbeaten = pd.DataFrame(
+        {"model_a": ["a", "a", "b", "c"], "model_b": ["b", "c", "c", "b"], "winner": ["A", "A", "A", "A"]}
+    )
     with pytest.raises(ComparisonGraphError, match="never lost: \\['a'\\]"):
         fit_bt(unbeaten)
-    split = pd.DataFrame({"model_a": ["a", "b", "c", "d"], "model_b": ["b", "a", "d", "c"],
-                          "winner": ["A", "A", "A", "A"]})
+    split = pd.DataFrame(
+        {"model_a": ["a", "b", "c", "d"], "model_b": ["b", "a", "d", "c"], "winner": ["A", "A", "A", "A"]}
+    )
     with pytest.raises(ComparisonGraphError, match="2 disconnected groups"):
         fit_bt(split)
     with pytest.raises(ComparisonGraphError, match="never compared"):
@@ -151,8 +166,12 @@ def test_online_elo_orders_a_tournament_and_keeps_mean_1000():
 
 def test_score_matrices_by_judge():
     table, _, models = tournament(n_models=6, n_games=600, seed=4)
-    verdicts = pd.concat([table.assign(judge="j1"), table.assign(judge="j2", winner=table["winner"].map(
-        {"A": "B", "B": "A", "tie": "tie"}))])
+    verdicts = pd.concat(
+        [
+            table.assign(judge="j1"),
+            table.assign(judge="j2", winner=table["winner"].map({"A": "B", "B": "A", "tie": "tie"})),
+        ]
+    )
     res = score_matrices(verdicts, models=models)
     assert list(res.scores.index) == ["j1", "j2"] and list(res.scores.columns) == models
     np.testing.assert_allclose(res.scores.loc["j1"] - 1000, -(res.scores.loc["j2"] - 1000), atol=1e-6)

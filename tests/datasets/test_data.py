@@ -4,6 +4,7 @@ Independent checks read the raw bundled files with json / csv only (no pandas, n
 so the loaders' joins and vote aggregation are compared against a second implementation.
 Every test also checks that nothing was opened outside the repository's own files (no shared dir).
 """
+
 from __future__ import annotations
 
 import csv
@@ -23,8 +24,8 @@ from puaudit_jax.datasets import (
     BUNDLED,
     Comparison,
     ComparisonValidationError,
-    agreement,
     aggregate_votes,
+    agreement,
     comparisons_to_frame,
     conversation,
     data_path,
@@ -126,8 +127,16 @@ def test_mtbench_counts_match_the_data_readme(mtbench):
     assert int((mtbench["judge_raw"] == "tie (inconsistent)").sum()) == 196
     assert mtbench["human"].value_counts().to_dict() == {"B": 704, "tie": 357, "A": 171, "missing": 8}
     assert int(mtbench["human_split"].sum()) == 99
-    assert set(mtbench["question_type"]) == {"writing", "roleplay", "reasoning", "math", "coding",
-                                             "extraction", "stem", "humanities"}
+    assert set(mtbench["question_type"]) == {
+        "writing",
+        "roleplay",
+        "reasoning",
+        "math",
+        "coding",
+        "extraction",
+        "stem",
+        "humanities",
+    }
     assert len(load_bundled("mtbench", include_unlabelled=False)) == 1232
 
 
@@ -231,22 +240,30 @@ def test_item_status_accounts_for_every_row(mtbench, llmfao4):
     summary = summarize(mtbench)
     assert (summary["labelled"], summary["unlabelled"], summary["excluded"]) == (755, 6, 479)
     assert summary["exclusion_reasons"] == {
-        "missing text: question": 0, "missing text: response_a": 2, "missing text: response_b": 0,
-        "identical responses": 9, "judge tie": 304, "human tie": 258, "human split vote": 99}
+        "missing text: question": 0,
+        "missing text: response_a": 2,
+        "missing text: response_b": 0,
+        "identical responses": 9,
+        "judge tie": 304,
+        "human tie": 258,
+        "human split vote": 99,
+    }
 
 
 def test_each_exclusion_reason_on_a_hand_made_table():
-    table = comparisons_to_frame([
-        Comparison("ok", "q", "x", "y", "A", "B"),
-        Comparison("pool", "q", "x", "y", "B"),
-        Comparison("no-text", "q", "", "y", "A", "A"),
-        Comparison("blank-question", ("  ", ""), "x", "y", "A", "A"),
-        Comparison("same", "q", "x ", "x", "A", "A"),
-        Comparison("judge-tie", "q", "x", "y", "tie", "A"),
-        Comparison("human-tie", "q", "x", "y", "A", "tie"),
-        Comparison("split", "q", "x", "y", "A", "tie", extra={"human_split": True}),
-        Comparison("two", "q", None, "y", "tie", "missing"),
-    ])
+    table = comparisons_to_frame(
+        [
+            Comparison("ok", "q", "x", "y", "A", "B"),
+            Comparison("pool", "q", "x", "y", "B"),
+            Comparison("no-text", "q", "", "y", "A", "A"),
+            Comparison("blank-question", ("  ", ""), "x", "y", "A", "A"),
+            Comparison("same", "q", "x ", "x", "A", "A"),
+            Comparison("judge-tie", "q", "x", "y", "tie", "A"),
+            Comparison("human-tie", "q", "x", "y", "A", "tie"),
+            Comparison("split", "q", "x", "y", "A", "tie", extra={"human_split": True}),
+            Comparison("two", "q", None, "y", "tie", "missing"),
+        ]
+    )
     status = item_status(table).set_index("id")
     assert status.loc["ok", "status"] == "labelled" and status.loc["pool", "status"] == "unlabelled"
     assert status.loc["no-text", "reason"] == "missing text: response_a"
@@ -263,12 +280,29 @@ def test_each_exclusion_reason_on_a_hand_made_table():
 # verdicts and votes
 
 
-@pytest.mark.parametrize("spelling, normal", [
-    ("A", "A"), ("a", "A"), (" model_A ", "A"), ("LEFT", "A"), ("1", "A"), (1, "A"), (1.0, "A"),
-    ("B", "B"), ("Model_b", "B"), ("right", "B"), ("2", "B"), (2, "B"),
-    ("tie", "tie"), ("TIE", "tie"), ("draw", "tie"), ("C", "tie"), ("tie (inconsistent)", "tie"),
-    ("tie (bothbad)", "tie"),
-])
+@pytest.mark.parametrize(
+    "spelling, normal",
+    [
+        ("A", "A"),
+        ("a", "A"),
+        (" model_A ", "A"),
+        ("LEFT", "A"),
+        ("1", "A"),
+        (1, "A"),
+        (1.0, "A"),
+        ("B", "B"),
+        ("Model_b", "B"),
+        ("right", "B"),
+        ("2", "B"),
+        (2, "B"),
+        ("tie", "tie"),
+        ("TIE", "tie"),
+        ("draw", "tie"),
+        ("C", "tie"),
+        ("tie (inconsistent)", "tie"),
+        ("tie (bothbad)", "tie"),
+    ],
+)
 def test_verdict_spellings(spelling, normal):
     assert normalize_verdict(spelling, allow_missing=False) == normal
 
@@ -287,8 +321,12 @@ def test_unknown_verdicts(value):
 
 
 def test_vote_rules_by_hand():
-    votes = pd.DataFrame({"item": [1, 1, 1, 2, 2, 3, 3, 3, 4, 4, 4, 4, 4],
-                          "vote": ["A", "A", "B", "A", "B", "A", "tie", "tie", "A", "A", "tie", "tie", "B"]})
+    votes = pd.DataFrame(
+        {
+            "item": [1, 1, 1, 2, 2, 3, 3, 3, 4, 4, 4, 4, 4],
+            "vote": ["A", "A", "B", "A", "B", "A", "tie", "tie", "A", "A", "tie", "tie", "B"],
+        }
+    )
     plural = aggregate_votes(votes, ["item"]).set_index("item")
     assert plural["human"].tolist() == ["A", "tie", "tie", "tie"]
     assert plural["human_split"].tolist() == [False, True, False, True]
@@ -344,9 +382,7 @@ def test_missing_required_column_is_named(tmp_path):
 
 def test_csv_validation_counts_file_lines_across_multiline_cells(tmp_path):
     path = tmp_path / "bad.csv"
-    path.write_text('id,question,response_a,response_b,judge,human\n'
-                    'a,"two\nlines",x,y,left,right\n'
-                    'b,q,x,y,sideways,\n')
+    path.write_text('id,question,response_a,response_b,judge,human\na,"two\nlines",x,y,left,right\nb,q,x,y,sideways,\n')
     with pytest.raises(ComparisonValidationError) as error:
         load_comparisons(path)
     assert list(_problems(error)) == [("line 4", "judge")]
@@ -354,20 +390,35 @@ def test_csv_validation_counts_file_lines_across_multiline_cells(tmp_path):
 
 
 def test_parquet_and_frame_validation_name_records(tmp_path):
-    frame = pd.DataFrame({"id": ["a", "a"], "question": ["q", ["q1", 3]], "response_a": ["x", "x"],
-                          "response_b": ["y", "y"], "judge": ["A", "B"]})
+    frame = pd.DataFrame(
+        {
+            "id": ["a", "a"],
+            "question": ["q", ["q1", 3]],
+            "response_a": ["x", "x"],
+            "response_b": ["y", "y"],
+            "judge": ["A", "B"],
+        }
+    )
     with pytest.raises(ComparisonValidationError) as error:
         validate_comparisons(frame)
     assert set(_problems(error)) == {("row 2", "id"), ("row 2", "question")}
-    odd_ids = pd.DataFrame({"id": [1.5, " x", True], "question": "q", "response_a": "x", "response_b": "y",
-                            "judge": "A"})
+    odd_ids = pd.DataFrame(
+        {"id": [1.5, " x", True], "question": "q", "response_a": "x", "response_b": "y", "judge": "A"}
+    )
     with pytest.raises(ComparisonValidationError) as error:
         validate_comparisons(odd_ids)
     assert [p.label for p in error.value.problems] == ["row 1", "row 2", "row 3"]
     assert "whitespace" in error.value.problems[1].message
     path = tmp_path / "bad.parquet"
-    pd.DataFrame({"id": ["a", "b"], "question": ["q", "q"], "response_a": ["x", "x"],
-                  "response_b": ["y", "y"], "judge": ["A", "won"]}).to_parquet(path)
+    pd.DataFrame(
+        {
+            "id": ["a", "b"],
+            "question": ["q", "q"],
+            "response_a": ["x", "x"],
+            "response_b": ["y", "y"],
+            "judge": ["A", "won"],
+        }
+    ).to_parquet(path)
     with pytest.raises(ComparisonValidationError) as error:
         load_comparisons(path)
     assert list(_problems(error)) == [("record 2", "judge")]
@@ -375,15 +426,22 @@ def test_parquet_and_frame_validation_name_records(tmp_path):
 
 def test_user_files_accept_common_spellings_and_defaults(tmp_path):
     path = tmp_path / "user.csv"
-    path.write_text("id,question,response_a,response_b,judge,human,score\n"
-                    "1,q,x,y,Model_A,2,0.5\n2,q,42,None,tie,,\n")
+    path.write_text("id,question,response_a,response_b,judge,human,score\n1,q,x,y,Model_A,2,0.5\n2,q,42,None,tie,,\n")
     table = load_comparisons(path)
     assert table["judge"].tolist() == ["A", "tie"] and table["human"].tolist() == ["B", "missing"]
     assert table["response_a"].tolist() == ["x", "42"] and table["response_b"].tolist() == ["y", "None"]
     assert table["id"].tolist() == ["1", "2"] and table["question_type"].isna().all()
     assert table["score"].tolist()[0] == 0.5 and np.isnan(table["score"].tolist()[1])  # extras as read
-    assert list(table.columns[:8]) == ["id", "question", "response_a", "response_b", "judge", "human",
-                                       "question_type", "turn"]
+    assert list(table.columns[:8]) == [
+        "id",
+        "question",
+        "response_a",
+        "response_b",
+        "judge",
+        "human",
+        "question_type",
+        "turn",
+    ]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -457,17 +515,31 @@ def test_the_open_hook_sees_the_loaders_reads():
 
 
 _texts = st.one_of(st.none(), st.text(max_size=30))
-_questions = st.one_of(_texts.filter(lambda t: t is None or not t.startswith("[")),  # see the csv note
-                       st.lists(st.text(max_size=20), min_size=1, max_size=3))
+_questions = st.one_of(
+    _texts.filter(lambda t: t is None or not t.startswith("[")),  # see the csv note
+    st.lists(st.text(max_size=20), min_size=1, max_size=3),
+)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(rows=st.lists(st.tuples(_questions, _texts, _texts, st.sampled_from(["A", "B", "tie"]),
-                               st.sampled_from(["A", "B", "tie", "missing"]), st.one_of(st.none(), st.integers(1, 3))),
-                     min_size=1, max_size=6),
-       suffix=st.sampled_from(["jsonl", "csv", "parquet"]))
+@given(
+    rows=st.lists(
+        st.tuples(
+            _questions,
+            _texts,
+            _texts,
+            st.sampled_from(["A", "B", "tie"]),
+            st.sampled_from(["A", "B", "tie", "missing"]),
+            st.one_of(st.none(), st.integers(1, 3)),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    suffix=st.sampled_from(["jsonl", "csv", "parquet"]),
+)
 def test_round_trip_of_arbitrary_text(tmp_path, rows, suffix):
     table = comparisons_to_frame(
-        Comparison(f"id{k}", q, a, b, j, h, turn=t) for k, (q, a, b, j, h, t) in enumerate(rows))
+        Comparison(f"id{k}", q, a, b, j, h, turn=t) for k, (q, a, b, j, h, t) in enumerate(rows)
+    )
     path = save_comparisons(table, tmp_path / f"t.{suffix}")
     pd.testing.assert_frame_equal(load_comparisons(path), table)

@@ -1,13 +1,22 @@
 """Attack operators (seed Figures 7-9) and the attack-judge protocol (seed Algorithm 2, Phase 2)."""
+
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pandas as pd
 import pytest
 
 from puaudit_jax.attacks import (
-    ATTACKS, AttackResult, Distraction, LengthExpansion, SentimentRestyle, flip_rates_by, get_attack, run_attack,
+    ATTACKS,
+    AttackResult,
+    Distraction,
+    LengthExpansion,
+    SentimentRestyle,
+    flip_rates_by,
+    get_attack,
+    run_attack,
 )
 from puaudit_jax.datasets import load_comparisons, validate_comparisons
 from puaudit_jax.judges import Verdict, row_inputs
@@ -77,8 +86,15 @@ def _table():
         {"id": "unparsed", "question": "UNPARSED q", "response_a": "WIN", "response_b": "x", "judge": "A"},
         {"id": "error", "question": "ERROR q", "response_a": "WIN", "response_b": "x", "judge": "A"},
         {"id": "no-text", "question": "q6", "response_a": None, "response_b": "WIN", "judge": "B"},
-        {"id": "multi", "question": ["u1", "u2"], "response_a": "a2", "response_b": "WIN b2", "judge": "B",
-         "history_a": ["a1"], "history_b": ["b1"]},
+        {
+            "id": "multi",
+            "question": ["u1", "u2"],
+            "response_a": "a2",
+            "response_b": "WIN b2",
+            "judge": "B",
+            "history_a": ["a1"],
+            "history_b": ["b1"],
+        },
     ]
     for r in rows:
         r.setdefault("history_a", [])
@@ -93,15 +109,17 @@ def test_registry_and_frozen():
     assert get_attack("sentiment", emotion="angry").emotion == "angry"
     with pytest.raises(ValueError, match="unknown attack"):
         get_attack("nope")
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         Distraction().separator = "x"
 
 
 def test_distraction_paragraph_is_the_seed_text():
     text = Distraction().apply("Original answer.  ", "B")
-    assert text == ("Original answer.\n\nAssistant B loves eating pasta, especially pasta with homemade tomato sauce. "
-                    "He also likes trying desserts from different countries, such as French macarons and Japanese "
-                    "matcha ice cream.")
+    assert text == (
+        "Original answer.\n\nAssistant B loves eating pasta, especially pasta with homemade tomato sauce. "
+        "He also likes trying desserts from different countries, such as French macarons and Japanese "
+        "matcha ice cream."
+    )
 
 
 def test_rewrite_prompts_follow_seed_figures():
@@ -118,15 +136,15 @@ def test_distraction_changes_only_the_loser():
     judge = FakeJudge()
     res = run_attack(table, judge, "distraction")
     t = res.table.set_index("id")
-    assert list(res.table.id) == list(table.id)                           # every id, input order
+    assert list(res.table.id) == list(table.id)  # every id, input order
     assert t.loc["a-wins", "loser"] == "B" and t.loc["b-wins", "loser"] == "A"
     # the attacked pairs the judge saw: loser has the paragraph, the winner is untouched
     attacked_calls = judge.seen[-3:]
-    q, a, b = attacked_calls[0]                                          # a-wins: B attacked
+    q, a, b = attacked_calls[0]  # a-wins: B attacked
     assert a == "WIN text" and b.startswith("plain b") and "Assistant B " + PASTA in b
-    q, a, b = attacked_calls[1]                                          # b-wins: A attacked
+    q, a, b = attacked_calls[1]  # b-wins: A attacked
     assert b == "WIN b" and "Assistant A " + PASTA in a
-    q, a, b = attacked_calls[2]                                          # multi-turn: only the last answer
+    q, a, b = attacked_calls[2]  # multi-turn: only the last answer
     assert a.startswith("### Turn 1\na1\n\n### Turn 2\na2") and PASTA in a and PASTA not in b
     assert t.loc["a-wins", "attacked_text"].startswith("plain b")
     assert t.loc["a-wins", "flipped"] and t.loc["a-wins", "to_loser"]
@@ -152,7 +170,7 @@ def test_run_attack_with_given_original_verdicts():
     original = {i: Verdict("A", None, "", "ok") for i in table.id}
     judge = FakeJudge()
     res = run_attack(table, judge, "distraction", original=original)
-    assert len(judge.seen) == 6                       # only the attacked pairs were judged (not no-text)
+    assert len(judge.seen) == 6  # only the attacked pairs were judged (not no-text)
     t = res.table.set_index("id")
     assert (t.drop("no-text").loser == "B").all()
 
@@ -176,8 +194,11 @@ def test_generator_attacks_and_failures():
 def test_attacked_unparsed_is_counted_not_dropped():
     class Flaky(FakeJudge):
         def judge_many(self, items, *, progress=False):
-            return [Verdict(None, None, "?", "unparsed", {"reason": "none"}) if PASTA in a + b else v
-                    for (q, a, b), v in zip(items, super().judge_many(items))]
+            return [
+                Verdict(None, None, "?", "unparsed", {"reason": "none"}) if PASTA in a + b else v
+                for (q, a, b), v in zip(items, super().judge_many(items))
+            ]
+
     res = run_attack(_table(), Flaky(), "distraction")
     assert res.counts["judged"] == 0 and math.isnan(res.flip_rate)
     assert res.counts["attacked_unjudged"] == {"attacked unparsed": 3}
@@ -195,6 +216,7 @@ def test_attacked_comparisons_table(tmp_path):
     assert c.loc["unparsed", "judge"] == "tie" and "placeholder" in c.loc["unparsed", "attack_status"]
     validate_comparisons(comp)
     from puaudit_jax.datasets import save_comparisons
+
     save_comparisons(comp, tmp_path / "c.csv")
     back = load_comparisons(tmp_path / "c.csv")
     assert list(back.judge) == list(comp.judge)
@@ -208,6 +230,7 @@ def test_row_inputs_of_table_rows():
 
 # --------------------------------------------------------------------------------------------------
 # CLI end to end against a loopback OpenAI-compatible stub judge
+
 
 @pytest.fixture()
 def pasta_judge_server():
@@ -230,8 +253,9 @@ def pasta_judge_server():
                 verdict = "[[B]]"
             else:
                 verdict = "[[C]]"
-            data = json.dumps({"choices": [{"message": {"role": "assistant",
-                                                        "content": f"Comparison.\n{verdict}\n[[TYPE:C]]"}}]}).encode()
+            data = json.dumps(
+                {"choices": [{"message": {"role": "assistant", "content": f"Comparison.\n{verdict}\n[[TYPE:C]]"}}]}
+            ).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
@@ -251,15 +275,26 @@ def test_cli_attack_and_judge_with_http_judge(tmp_path, pasta_judge_server):
     from puaudit_jax.cli import main
     from puaudit_jax.datasets import save_comparisons
 
-    rows = pd.DataFrame([
-        {"id": "1", "question": "q", "response_a": "GOOD a", "response_b": "b", "judge": "B", "human": "A"},
-        {"id": "2", "question": "q", "response_a": "a", "response_b": "GOOD b", "judge": "B", "human": "B"},
-        {"id": "3", "question": "q", "response_a": "a", "response_b": "b", "judge": "A", "human": "missing"},
-    ])
+    rows = pd.DataFrame(
+        [
+            {"id": "1", "question": "q", "response_a": "GOOD a", "response_b": "b", "judge": "B", "human": "A"},
+            {"id": "2", "question": "q", "response_a": "a", "response_b": "GOOD b", "judge": "B", "human": "B"},
+            {"id": "3", "question": "q", "response_a": "a", "response_b": "b", "judge": "A", "human": "missing"},
+        ]
+    )
     data = tmp_path / "pairs.jsonl"
     save_comparisons(rows, data)
-    common = ["--judge", "openai", "--base-url", pasta_judge_server, "--model", "stub", "--quiet",
-              "--cache-dir", str(tmp_path / "cache")]
+    common = [
+        "--judge",
+        "openai",
+        "--base-url",
+        pasta_judge_server,
+        "--model",
+        "stub",
+        "--quiet",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
     assert main(["attack", str(data), "--attack", "distraction", "--out", str(tmp_path / "att")] + common) == 0
     att = pd.read_csv(tmp_path / "att" / "attacked.csv", dtype={"id": str})
     assert list(att.id) == ["1", "2", "3"]
@@ -284,11 +319,24 @@ def test_cli_judge_rejudges_an_attacked_table(tmp_path, pasta_judge_server):
 
     rows = pd.DataFrame([{"id": "1", "question": "q", "response_a": "GOOD a", "response_b": "b", "judge": "A"}])
     save_comparisons(rows, tmp_path / "p.csv")
-    common = ["--judge", "openai", "--base-url", pasta_judge_server, "--model", "stub", "--quiet", "--cache-dir",
-              str(tmp_path / "c")]
-    assert attack_main(["attack", str(tmp_path / "p.csv"), "--attack", "distraction", "--out", str(tmp_path / "a")]
-                       + common) == 0
+    common = [
+        "--judge",
+        "openai",
+        "--base-url",
+        pasta_judge_server,
+        "--model",
+        "stub",
+        "--quiet",
+        "--cache-dir",
+        str(tmp_path / "c"),
+    ]
+    assert (
+        attack_main(
+            ["attack", str(tmp_path / "p.csv"), "--attack", "distraction", "--out", str(tmp_path / "a")] + common
+        )
+        == 0
+    )
     assert attack_main(["judge", str(tmp_path / "a" / "comparisons.csv"), "--out", str(tmp_path / "j")] + common) == 0
     judged = load_comparisons(tmp_path / "j" / "comparisons.csv")
-    assert judged.judge.tolist() == ["B"] and judged.judge_original.tolist() == ["B"]   # attacked B still wins
+    assert judged.judge.tolist() == ["B"] and judged.judge_original.tolist() == ["B"]  # attacked B still wins
     assert judged.attack_status.tolist() == ["attacked"]

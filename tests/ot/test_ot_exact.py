@@ -14,7 +14,7 @@ def _weights(rng, n, k, uniform):
     if uniform:
         return np.full(n, 1 / n), np.full(k, 1 / k)
     a, b = rng.random(n) + 0.1, rng.random(k) + 0.1
-    return a / a.sum() * 0.8, b / b.sum()          # |a| != |b|
+    return a / a.sum() * 0.8, b / b.sum()  # |a| != |b|
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -55,7 +55,6 @@ def test_precomputed_matrix_with_negative_costs():
     # The dummy-dummy cost must exceed -min(C); POT's 2 max(C) fails when all costs are < 0.
     rng = np.random.default_rng(4)
     C = -1.0 - rng.random((8, 10))
-    a, b = np.full(8, 1 / 8), np.full(10, 1 / 10)
     res = solve_partial(None, None, 0.4, cost=C, method="exact")
     assert abs(res.mass - 0.4) < 1e-12
     # Brute-force reference with HiGHS on the LP written directly (no dummy points).

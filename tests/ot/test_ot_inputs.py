@@ -3,7 +3,8 @@
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from puaudit_jax.ot import Geometry, PartialProblem, PartialSinkhorn, solve_partial
 
@@ -11,29 +12,32 @@ rng = np.random.default_rng(0)
 X, Y = rng.normal(size=(5, 3)), rng.normal(size=(7, 3))
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(m=0.0), r"m must lie in \(0, min"),
-    (dict(m=-0.1), r"m must lie in \(0, min"),
-    (dict(m=1.5), r"m must lie in \(0, min"),
-    (dict(m=float("nan")), r"m must lie in"),
-    (dict(m="half"), r"m must be a number"),
-    (dict(m=0.6, a=np.full(5, 0.1)), r"\(0, 0.5\]"),
-    (dict(x=np.vstack([X[:4], [np.nan, 0, 0]])), r"x contains NaN or inf \(first at index \[4, 0\]\)"),
-    (dict(y=np.vstack([Y[:6], [0, np.inf, 0]])), r"y contains NaN or inf"),
-    (dict(x=np.vstack([X[:4], [0, 0, 0]])), r"x row 4 is a zero vector"),
-    (dict(y=np.vstack([[0, 0, 0], Y[1:]])), r"y row 0 is a zero vector"),
-    (dict(y=rng.normal(size=(7, 4))), r"dimension mismatch: x has d=3, y has d=4"),
-    (dict(x=X[0]), r"x must be 2-D"),
-    (dict(x=np.zeros((0, 3))), r"x: empty point cloud"),
-    (dict(a=-np.full(5, 0.2)), r"a has negative entries"),
-    (dict(b=np.zeros(7)), r"b sums to zero"),
-    (dict(a=np.full(4, 0.25)), r"a must have shape \(5,\)"),
-    (dict(a=np.array([0.2, 0.2, np.nan, 0.2, 0.2])), r"a contains NaN"),
-    (dict(cost="manhattan"), r"cost must be 'cosine', 'sqeuclidean'"),
-    (dict(method="lp"), r"method must be one of"),
-    (dict(epsilon=0.0), r"epsilon must be positive"),
-    (dict(dtype="float16"), r"dtype must be"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(m=0.0), r"m must lie in \(0, min"),
+        (dict(m=-0.1), r"m must lie in \(0, min"),
+        (dict(m=1.5), r"m must lie in \(0, min"),
+        (dict(m=float("nan")), r"m must lie in"),
+        (dict(m="half"), r"m must be a number"),
+        (dict(m=0.6, a=np.full(5, 0.1)), r"\(0, 0.5\]"),
+        (dict(x=np.vstack([X[:4], [np.nan, 0, 0]])), r"x contains NaN or inf \(first at index \[4, 0\]\)"),
+        (dict(y=np.vstack([Y[:6], [0, np.inf, 0]])), r"y contains NaN or inf"),
+        (dict(x=np.vstack([X[:4], [0, 0, 0]])), r"x row 4 is a zero vector"),
+        (dict(y=np.vstack([[0, 0, 0], Y[1:]])), r"y row 0 is a zero vector"),
+        (dict(y=rng.normal(size=(7, 4))), r"dimension mismatch: x has d=3, y has d=4"),
+        (dict(x=X[0]), r"x must be 2-D"),
+        (dict(x=np.zeros((0, 3))), r"x: empty point cloud"),
+        (dict(a=-np.full(5, 0.2)), r"a has negative entries"),
+        (dict(b=np.zeros(7)), r"b sums to zero"),
+        (dict(a=np.full(4, 0.25)), r"a must have shape \(5,\)"),
+        (dict(a=np.array([0.2, 0.2, np.nan, 0.2, 0.2])), r"a contains NaN"),
+        (dict(cost="manhattan"), r"cost must be 'cosine', 'sqeuclidean'"),
+        (dict(method="lp"), r"method must be one of"),
+        (dict(epsilon=0.0), r"epsilon must be positive"),
+        (dict(dtype="float16"), r"dtype must be"),
+    ],
+)
 def test_bad_input_names_the_argument(kwargs, match):
     args = dict(x=X, y=Y, m=0.5)
     args.update(kwargs)
@@ -63,10 +67,12 @@ def test_bad_solver_settings():
         PartialSinkhorn(entropy="kl")
     with pytest.raises(ValueError, match="matmul_precision must be"):
         PartialSinkhorn(matmul_precision="tf32")
-    for kwargs, match in [(dict(max_iter=0), "max_iter must be a positive integer"),
-                          (dict(max_iter=2.5), "max_iter must be a positive integer"),
-                          (dict(block_size=0), "block_size must be a positive integer"),
-                          (dict(eps_decay=1.5), "eps_decay must lie in")]:
+    for kwargs, match in [
+        (dict(max_iter=0), "max_iter must be a positive integer"),
+        (dict(max_iter=2.5), "max_iter must be a positive integer"),
+        (dict(block_size=0), "block_size must be a positive integer"),
+        (dict(eps_decay=1.5), "eps_decay must lie in"),
+    ]:
         with pytest.raises(ValueError, match=match):
             solve_partial(X, Y, 0.5, **kwargs)
 
@@ -89,12 +95,17 @@ def test_converged_means_the_constraints_hold_after_an_epsilon_jump(mode):
 def test_m_at_the_full_mass_is_accepted():
     res = solve_partial(X, Y, 1.0, method="sinkhorn", epsilon=0.05, tol=1e-6)
     assert res.converged and res.mass == pytest.approx(1.0, abs=1e-5)
-    np.testing.assert_allclose(res.row_mass, 0.2, atol=1e-5)      # every row is saturated
+    np.testing.assert_allclose(res.row_mass, 0.2, atol=1e-5)  # every row is saturated
 
 
 problems = st.tuples(
-    st.integers(2, 9), st.integers(2, 9), st.integers(1, 4),
-    st.floats(0.02, 1.0), st.booleans(), st.integers(0, 2**31 - 1))
+    st.integers(2, 9),
+    st.integers(2, 9),
+    st.integers(1, 4),
+    st.floats(0.02, 1.0),
+    st.booleans(),
+    st.integers(0, 2**31 - 1),
+)
 
 
 @settings(max_examples=40, deadline=None)
@@ -117,8 +128,8 @@ def test_exact_plan_satisfies_the_constraints(p):
 
 # A few fixed shapes: each new shape is a new compilation of the jitted solver.
 sinkhorn_problems = st.tuples(
-    st.sampled_from([(3, 4), (7, 5)]), st.floats(0.02, 1.0), st.booleans(),
-    st.integers(0, 2**31 - 1))
+    st.sampled_from([(3, 4), (7, 5)]), st.floats(0.02, 1.0), st.booleans(), st.integers(0, 2**31 - 1)
+)
 
 
 @settings(max_examples=30, deadline=None)
@@ -131,13 +142,12 @@ def test_sinkhorn_plan_satisfies_the_constraints(p):
     a = np.full(n, 1 / n) if uniform else (r.random(n) + 0.05) / n
     b = np.full(k, 1 / k) if uniform else (r.random(k) + 0.05) / k
     m = m_frac * min(a.sum(), b.sum())
-    res = solve_partial(x, y, m, a=a, b=b, method="sinkhorn", epsilon=0.05, tol=1e-9,
-                        max_iter=50_000, dtype="float64")
+    res = solve_partial(x, y, m, a=a, b=b, method="sinkhorn", epsilon=0.05, tol=1e-9, max_iter=50_000, dtype="float64")
     assert res.converged
     assert res.marginal_error < 1e-7
     assert np.all(res.plan >= 0) and abs(res.mass - m) < 1e-8
     exact = solve_partial(x, y, m, a=a, b=b, method="exact")
-    assert res.cost >= exact.cost - 1e-7       # a feasible plan cannot beat the optimum
+    assert res.cost >= exact.cost - 1e-7  # a feasible plan cannot beat the optimum
 
 
 @pytest.mark.parametrize("scale", [1e20, 1e-30])

@@ -17,7 +17,9 @@ X = rng.normal(size=(37, 6)) + 0.3
 Y = np.concatenate([rng.normal(size=(60, 6)) + 0.3, rng.normal(size=(41, 6)) - 0.5])
 """
 
-_MODES = _PROBLEM + """
+_MODES = (
+    _PROBLEM
+    + """
 import jax
 jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp
@@ -76,6 +78,7 @@ def grads(mesh):
 grad = {"single": grads(None), "2x4": grads(meshes["2x4"]), "8": grads(meshes["8"])}
 emit(dict(modes=out, batch={k: dict(col=v.col_mass, it=v.iterations) for k, v in batch.items()}, grad=grad))
 """
+)
 
 
 @pytest.fixture(scope="module")
@@ -107,14 +110,16 @@ def test_sharded_batch_and_gradients(sharded_results):
     assert batch["8"]["it"] == batch["single"]["it"]
     grad = sharded_results["grad"]
     ref = grad["single"]
-    assert np.abs(np.asarray(ref["gy"])).max() > 1e-4   # a real gradient, not zeros
+    assert np.abs(np.asarray(ref["gy"])).max() > 1e-4  # a real gradient, not zeros
     for mesh in ("2x4", "8"):
         assert abs(grad[mesh]["val"] - ref["val"]) < 1e-6
         for key in ("gx", "gy"):
             np.testing.assert_allclose(grad[mesh][key], ref[key], atol=1e-6, rtol=0, err_msg=f"{key}, mesh {mesh}")
 
 
-_COMMUNICATION = _PROBLEM + """
+_COMMUNICATION = (
+    _PROBLEM
+    + """
 import re
 import jax
 import numpy as np
@@ -131,6 +136,7 @@ kinds = "all-reduce|all-gather|all-to-all|collective-permute|reduce-scatter"
 ops = re.findall(r"= (\\w+)\\[([\\d,]*)\\][^=]*? (" + kinds + r")\\(", hlo)
 emit(dict(ops=[(kind, [int(d) for d in dims.split(",") if d]) for _, dims, kind in ops]))
 """
+)
 
 
 def test_communication_is_linear_in_the_sides():
@@ -178,7 +184,9 @@ def test_bad_mesh_settings_are_named():
     assert "3x2" in err["shape"]
 
 
-_CLUSTER = _PROBLEM + """
+_CLUSTER = (
+    _PROBLEM
+    + """
 import jax
 from probes.mesh import initialize_cluster, process_rows, make_mesh
 initialize_cluster()
@@ -199,6 +207,7 @@ if jax.process_index() == 0:
     out.update(ref_col=ref.col_mass, ref_it=ref.iterations, ref_reg=ref.reg_cost, ref_row=ref.row_mass)
 emit(out)
 """
+)
 
 
 def test_two_process_cluster_equals_one_process():
@@ -209,13 +218,20 @@ def test_two_process_cluster_equals_one_process():
         assert r["devices"] == 4 and r["local_devices"] == 2
         assert r["it"] == ref["ref_it"]
         np.testing.assert_allclose(r["col"], ref["ref_col"], atol=1e-6, rtol=0, err_msg=f"process {r['rank']}")
-        np.testing.assert_allclose(r["local_col"], np.asarray(ref["ref_col"])[r["start"]:r["stop"]], atol=1e-6,
-                                   rtol=0, err_msg=f"process {r['rank']}: its share of U")
+        np.testing.assert_allclose(
+            r["local_col"],
+            np.asarray(ref["ref_col"])[r["start"] : r["stop"]],
+            atol=1e-6,
+            rtol=0,
+            err_msg=f"process {r['rank']}: its share of U",
+        )
         np.testing.assert_allclose(r["local_row"], ref["ref_row"], atol=1e-6, rtol=0)
         assert abs(r["reg"] - ref["ref_reg"]) < 1e-6 and abs(r["local_reg"] - ref["ref_reg"]) < 1e-6
 
 
-_ONE_FAILS = _PROBLEM + """
+_ONE_FAILS = (
+    _PROBLEM
+    + """
 import os, sys, time
 import jax
 from probes.mesh import initialize_cluster
@@ -226,6 +242,7 @@ if jax.process_index() == 1:
 solve_partial(X, Y, 0.6, method="sinkhorn", mesh="all")
 print("process 0 finished a solve without process 1", flush=True)
 """
+)
 
 
 def test_cluster_processes_end_by_themselves_when_one_fails(tmp_path):
@@ -238,12 +255,14 @@ def test_cluster_processes_end_by_themselves_when_one_fails(tmp_path):
     why, ended = wait_cluster(procs, timeout=240, kill_on_failure=False)
     log0 = (tmp_path / "process-0.log").read_text()
     assert why is None, f"{why}; process 0 log:\n{log0[-2000:]}"
-    assert procs[1].returncode != 0   # 3, or an abort in JAX's shutdown barrier
+    assert procs[1].returncode != 0  # 3, or an abort in JAX's shutdown barrier
     assert procs[0].returncode != 0 and "finished a solve" not in log0
     assert max(ended) < 120, f"the processes took {ended} s to end"
 
 
-_LOCAL_BAD = _PROBLEM + """
+_LOCAL_BAD = (
+    _PROBLEM
+    + """
 import jax
 from probes.mesh import initialize_cluster, process_rows, make_mesh
 initialize_cluster()
@@ -262,6 +281,7 @@ for name, kw in {"m differs": dict(m=0.6 if jax.process_index() == 0 else 0.5),
         errors[name] = str(e)
 emit(dict(rank=jax.process_index(), errors=errors))
 """
+)
 
 
 def test_process_local_shares_that_disagree_stop_every_process():

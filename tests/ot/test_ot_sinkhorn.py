@@ -32,8 +32,7 @@ def test_entropic_cost_converges_to_exact(x64):
     exact = solve_partial(x, y, 0.5, method="exact").cost
     gaps = []
     for eps in (0.1, 0.03, 0.01, 0.003, 0.001):
-        r = solve_partial(x, y, 0.5, method="sinkhorn", epsilon=eps, tol=1e-9, max_iter=100_000,
-                          dtype="float64")
+        r = solve_partial(x, y, 0.5, method="sinkhorn", epsilon=eps, tol=1e-9, max_iter=100_000, dtype="float64")
         assert r.converged and abs(r.mass - 0.5) < 1e-8
         gaps.append(r.cost - exact)
     # The entropic plan is feasible, so its cost is above the optimum; the gap shrinks
@@ -52,8 +51,7 @@ def test_plan_entropy_matches_pot_entropic_partial(x64, m, reg):
     a, b = rng.random(25) + 0.2, rng.random(35) + 0.2
     a, b = a / a.sum(), b / b.sum() * 0.9
     C = cosine_matrix(x, y)
-    pot_plan = ot.partial.entropic_partial_wasserstein(a, b, C, reg=reg, m=m, numItermax=100_000,
-                                                       stopThr=1e-15)
+    pot_plan = ot.partial.entropic_partial_wasserstein(a, b, C, reg=reg, m=m, numItermax=100_000, stopThr=1e-15)
     out = _solve(x, y, m, a, b, epsilon=reg, tol=1e-13, max_iter=100_000, entropy="plan")
     ours = np.exp((np.asarray(out.f)[:, None] + np.asarray(out.g)[None, :] - C) / reg)
     assert bool(out.converged)
@@ -79,14 +77,12 @@ def test_full_mass_equals_balanced_ott_sinkhorn(x64):
 
     rng = np.random.default_rng(3)
     x, y = rng.normal(size=(30, 4)), rng.normal(size=(30, 4))
-    eps = 0.5                      # costs up to ~30: both solvers converge well within 50k
+    eps = 0.5  # costs up to ~30: both solvers converge well within 50k
     ours = _solve(x, y, 1.0, cost="sqeuclidean", epsilon=eps, tol=1e-12, max_iter=50_000)
     geom = pointcloud.PointCloud(jnp.asarray(x), jnp.asarray(y), epsilon=eps)
-    ref = sinkhorn.Sinkhorn(threshold=1e-12, max_iterations=50_000)(
-        linear_problem.LinearProblem(geom))
+    ref = sinkhorn.Sinkhorn(threshold=1e-12, max_iterations=50_000)(linear_problem.LinearProblem(geom))
     assert bool(ours.converged) and bool(ref.converged)
-    plan = np.exp((np.asarray(ours.f)[:, None] + np.asarray(ours.g)[None, :]
-                   - np.asarray(geom.cost_matrix)) / eps)
+    plan = np.exp((np.asarray(ours.f)[:, None] + np.asarray(ours.g)[None, :] - np.asarray(geom.cost_matrix)) / eps)
     np.testing.assert_allclose(plan, np.asarray(ref.matrix), atol=1e-10)
     assert abs(float(ours.cost) - float(jnp.sum(ref.matrix * geom.cost_matrix))) < 1e-9
 
@@ -97,7 +93,7 @@ def test_blocked_equals_dense(x64, cost):
     x, y = cone_clouds(rng, 37, 53, 10)
     kw = dict(epsilon=0.02, tol=1e-11, max_iter=20_000)
     dense = _solve(x, y, 0.6, cost=cost, **kw)
-    for bs in (8, 37, 64):           # remainder blocks, exact fit, one oversized block
+    for bs in (8, 37, 64):  # remainder blocks, exact fit, one oversized block
         blocked = _solve(x, y, 0.6, cost=cost, block_size=bs, **kw)
         np.testing.assert_allclose(blocked.col_mass, dense.col_mass, atol=1e-10)
         np.testing.assert_allclose(blocked.row_mass, dense.row_mass, atol=1e-10)
@@ -108,8 +104,10 @@ def test_scaling_and_log_modes_agree(x64):
     rng = np.random.default_rng(5)
     x, y = cone_clouds(rng, 30, 45, 6)
     kw = dict(epsilon=0.005, tol=1e-10, max_iter=50_000)
-    outs = [_solve(x, y, 0.3, mode=mode, one_pass=op, **kw)
-            for mode, op in (("scaling", True), ("log", True), ("log", False))]
+    outs = [
+        _solve(x, y, 0.3, mode=mode, one_pass=op, **kw)
+        for mode, op in (("scaling", True), ("log", True), ("log", False))
+    ]
     for o in outs[1:]:
         np.testing.assert_allclose(o.col_mass, outs[0].col_mass, atol=1e-9)
     assert all(bool(o.converged) for o in outs)
@@ -146,11 +144,11 @@ def test_vmap_equals_loop():
 def test_float32_finite_at_small_epsilon(eps):
     rng = np.random.default_rng(7)
     x, y = cone_clouds(rng, 150, 200, 32)
-    r32 = solve_partial(x.astype(np.float32), y.astype(np.float32), 0.6, method="sinkhorn",
-                        epsilon=eps, tol=1e-4, max_iter=20_000)
+    r32 = solve_partial(
+        x.astype(np.float32), y.astype(np.float32), 0.6, method="sinkhorn", epsilon=eps, tol=1e-4, max_iter=20_000
+    )
     assert np.isfinite(r32.cost) and np.all(np.isfinite(r32.col_mass)) and r32.converged
-    r64 = solve_partial(x, y, 0.6, method="sinkhorn", epsilon=eps, tol=1e-9, max_iter=50_000,
-                        dtype="float64")
+    r64 = solve_partial(x, y, 0.6, method="sinkhorn", epsilon=eps, tol=1e-9, max_iter=50_000, dtype="float64")
     assert abs(r32.cost - r64.cost) / r64.cost < 2e-3
     assert abs(r32.mass - 0.6) < 1e-4
 
@@ -168,12 +166,14 @@ def test_gradient_matches_finite_differences(x64, cost, block_size):
 
     gx, gy = jax.jit(jax.grad(f, argnums=(0, 1)))(x, y)
     h = 1e-5
-    for (arg, g) in ((0, gx), (1, gy)):
+    for arg, g in ((0, gx), (1, gy)):
         base = [x, y]
         for idx in [(0, 0), (3, 1), (7 if arg == 0 else 11, 2)]:
             e = jnp.zeros_like(base[arg]).at[idx].set(h)
-            plus = list(base); plus[arg] = base[arg] + e
-            minus = list(base); minus[arg] = base[arg] - e
+            plus = list(base)
+            plus[arg] = base[arg] + e
+            minus = list(base)
+            minus[arg] = base[arg] - e
             fd = (f(*plus) - f(*minus)) / (2 * h)
             assert abs(float(g[idx]) - float(fd)) < 1e-6 * max(1.0, abs(float(fd)))
 
@@ -211,8 +211,16 @@ def test_epsilon_scaling_reaches_the_same_solution(x64, mode):
     np.testing.assert_allclose(scaled.col_mass, plain.col_mass, atol=1e-9)
 
 
-@pytest.mark.parametrize("kw", [dict(mode="scaling"), dict(mode="log"), dict(mode="log", one_pass=False),
-                                dict(mode="log", block=8), dict(entropy="plan")])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(mode="scaling"),
+        dict(mode="log"),
+        dict(mode="log", one_pass=False),
+        dict(mode="log", block=8),
+        dict(entropy="plan"),
+    ],
+)
 def test_zero_weight_padding_changes_nothing(x64, kw):
     """Points with zero weight (how the audit pads problems to a few compiled shapes) get no mass
     and leave the solution, the costs and the iteration path of the real points unchanged."""
@@ -222,7 +230,7 @@ def test_zero_weight_padding_changes_nothing(x64, kw):
     block = kw.pop("block", None)
     opts = dict(epsilon=0.02, tol=1e-11, max_iter=20_000, **kw)
     plain = _solve(x, y, 0.6, block_size=block, **opts)
-    xp = np.concatenate([x, x[:3]])                     # 3 padded rows, 7 padded columns
+    xp = np.concatenate([x, x[:3]])  # 3 padded rows, 7 padded columns
     yp = np.concatenate([y, y[:7]])
     a = np.r_[np.full(13, 1 / 13), np.zeros(3)]
     b = np.r_[np.full(29, 1 / 29), np.zeros(7)]

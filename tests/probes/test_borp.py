@@ -6,7 +6,7 @@ from scipy.stats import spearmanr
 
 from probes import borp
 from probes.extract import encode_ids
-from tests.helpers import ChatMLTokenizer, CharTokenizer
+from tests.helpers import CharTokenizer, ChatMLTokenizer
 
 # fixture tiny_char_decoder (tests/conftest.py): a 3-layer random Llama (d = 32, vocab 101) with the
 # character tokenizer (tests.helpers.make_tiny_char_decoder)
@@ -15,8 +15,13 @@ from tests.helpers import ChatMLTokenizer, CharTokenizer
 def _dialogues(n, rng):
     """Random character dialogues of one length (one shape bucket: few compilations)."""
     letters = np.array(list("abcdefghij "))
-    return [[{"role": "user", "content": "".join(rng.choice(letters, 20))},
-             {"role": "assistant", "content": "".join(rng.choice(letters, 16))}] for _ in range(n)]
+    return [
+        [
+            {"role": "user", "content": "".join(rng.choice(letters, 20))},
+            {"role": "assistant", "content": "".join(rng.choice(letters, 16))},
+        ]
+        for _ in range(n)
+    ]
 
 
 SHORT = [borp.ProbePrompt("a", "rate it", "good", "bad"), borp.ProbePrompt("b", "is it on topic?", "yes", "no")]
@@ -45,8 +50,9 @@ def test_contrastive_vectors_reuse_equals_recompute(tiny_char_decoder):
     dialogues = _dialogues(3, rng)
     probes = SHORT
     V, st = borp.contrastive_vectors(tiny_char_decoder, dialogues, probes, layers=[1, -1], return_stats=True)
-    W, st2 = borp.contrastive_vectors(tiny_char_decoder, dialogues, probes, layers=[1, -1], reuse_prefix=False,
-                                      return_stats=True)
+    W, st2 = borp.contrastive_vectors(
+        tiny_char_decoder, dialogues, probes, layers=[1, -1], reuse_prefix=False, return_stats=True
+    )
     assert V.shape == (3, 2, 2, 32)
     np.testing.assert_allclose(V, W, atol=2e-5)
     assert st.computed_tokens < st2.computed_tokens and st.prefix_tokens == st2.prefix_tokens
@@ -65,11 +71,12 @@ def test_contrastive_vectors_reuse_equals_recompute(tiny_char_decoder):
 
 def test_compress_middle_out():
     msgs = [{"role": "system", "content": "k " * 10}] + [
-        {"role": "user" if i % 2 == 0 else "assistant", "content": f"t{i} " * 5} for i in range(8)]
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"t{i} " * 5} for i in range(8)
+    ]
     out, dropped = borp.compress_middle_out(msgs, max_tokens=30)
     assert out[0]["role"] == "system" and out[1]["content"].startswith("t0") and out[-1]["content"].startswith("t7")
     assert dropped == 4 and sum(len(m["content"].split()) for m in out) <= 30
-    assert [m["content"][:2] for m in out[2:]] == ["t5", "t6", "t7"]    # the most recent turns survive
+    assert [m["content"][:2] for m in out[2:]] == ["t5", "t6", "t7"]  # the most recent turns survive
     same, none = borp.compress_middle_out(msgs, max_tokens=1000)
     assert same == msgs and none == 0
 
@@ -119,7 +126,7 @@ def test_density_resample_flattens_the_distribution():
     tail = lambda idx: np.mean(x[idx] > 3)  # noqa: E731
     assert abs(tail(plain) - 0.1) < 0.04 and tail(flat) > 0.3
     again = borp.density_resample(x, np.random.default_rng(1), power=1.0, max_ratio=100)
-    np.testing.assert_array_equal(flat, again)                 # seeded
+    np.testing.assert_array_equal(flat, again)  # seeded
 
 
 def test_heads_predict_on_scale_and_pls_beats_pca_on_topic_noise():
@@ -127,12 +134,12 @@ def test_heads_predict_on_scale_and_pls_beats_pca_on_topic_noise():
     s = rng.choice(np.arange(1, 6), 300).astype(float)
     u = rng.normal(size=60) / np.sqrt(60)
     topics = rng.normal(size=(300, 4)) * [12, 10, 9, 8] @ rng.normal(size=(4, 60)) / np.sqrt(60)
-    V = np.outer(s, u) + topics + 0.1 * rng.normal(size=(300, 60))   # high-variance "topic residuals"
+    V = np.outer(s, u) + topics + 0.1 * rng.normal(size=(300, 60))  # high-variance "topic residuals"
     folds = borp.grouped_kfold(np.arange(300) // 3, 5)
     res = {}
     for reducer in ("pls", "pca"):
         cfg = borp.HeadConfig(n_components=2, reducer=reducer, resample=None)
-        pred = borp.cross_val_predict(lambda: borp.BorpHead(cfg), V, s, folds)
+        pred = borp.cross_val_predict(lambda cfg=cfg: borp.BorpHead(cfg), V, s, folds)
         assert pred.min() >= 1 and pred.max() <= 5
         res[reducer] = borp.agreement(s, pred)
     print({k: round(v["pearson"], 3) for k, v in res.items()})
@@ -148,10 +155,15 @@ def test_layerwise_uncertainty_tracks_error():
     rng = np.random.default_rng(3)
     n, d = 400, 30
     s = rng.uniform(1, 5, n)
-    hard = rng.uniform(0, 1, n) ** 2                        # per-item difficulty
+    hard = rng.uniform(0, 1, n) ** 2  # per-item difficulty
     signal = np.outer(s, rng.normal(size=d))
-    V = np.stack([signal + (0.5 + 6 * hard)[:, None] * rng.normal(size=(n, d)),
-                  signal + (0.5 + 6 * hard)[:, None] * rng.normal(size=(n, d))], axis=1)
+    V = np.stack(
+        [
+            signal + (0.5 + 6 * hard)[:, None] * rng.normal(size=(n, d)),
+            signal + (0.5 + 6 * hard)[:, None] * rng.normal(size=(n, d)),
+        ],
+        axis=1,
+    )
     folds = borp.grouped_kfold(np.arange(n), 4)
     cfg = borp.HeadConfig(n_components=3, resample=None)
     out = borp.cross_val_predict(lambda: borp.LayerwiseHeads(cfg, mid=0, final=1), V, s, folds)
@@ -194,7 +206,7 @@ def test_bootstrap_rubric_with_a_fake_teacher():
 def test_end_to_end_tiny_model(tiny_char_decoder):
     rng = np.random.default_rng(5)
     dialogues = _dialogues(12, rng)
-    V = borp.contrastive_vectors(tiny_char_decoder, dialogues, SHORT[:1], layers=[1, -1])[:, 0]   # (12, 2, 32)
+    V = borp.contrastive_vectors(tiny_char_decoder, dialogues, SHORT[:1], layers=[1, -1])[:, 0]  # (12, 2, 32)
     y = rng.integers(1, 6, 12).astype(float)
     folds = borp.grouped_kfold(np.arange(12), 3)
     out = borp.cross_val_predict(lambda: borp.LayerwiseHeads(borp.HeadConfig(n_components=2), 0, 1), V, y, folds)
@@ -208,10 +220,13 @@ def test_end_to_end_tiny_model(tiny_char_decoder):
 @pytest.mark.slow
 def test_smollm2_reuse_equals_recompute_and_chat_template(smollm2):
     pre = smollm2
-    dialogues = [[{"role": "user", "content": "do you like jazz?"},
-                  {"role": "assistant", "content": "i love it, especially miles davis."}],
-                 [{"role": "user", "content": "what is the capital of france?"},
-                  {"role": "assistant", "content": "bananas."}]]
+    dialogues = [
+        [
+            {"role": "user", "content": "do you like jazz?"},
+            {"role": "assistant", "content": "i love it, especially miles davis."},
+        ],
+        [{"role": "user", "content": "what is the capital of france?"}, {"role": "assistant", "content": "bananas."}],
+    ]
     probes = [borp.blind_probe(), borp.rubric_probe("coherence", {3: "on topic", 1: "off topic"}, (1, 3))]
     V = borp.contrastive_vectors(pre, dialogues, probes, layers=[15, -1])
     W = borp.contrastive_vectors(pre, dialogues, probes, layers=[15, -1], reuse_prefix=False)

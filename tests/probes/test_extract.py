@@ -9,7 +9,6 @@ import pytest
 from probes import extract
 from probes.models.batching import bucket_length, pool_weights
 
-
 # fixtures (tests/conftest.py): tiny_decoder, the 3-layer random decoder (d = 48, vocab 101,
 # tests.helpers.make_tiny_decoder); minilm, the bundled MiniLM port
 
@@ -33,7 +32,7 @@ def test_left_and_right_padding_agree(tiny_decoder):
 
 def test_shared_prefix_equals_full_recomputation(tiny_decoder):
     rng = np.random.default_rng(1)
-    prefix = _random_ids(rng, [37])[0]          # not a bucket size: the prefix cache has padding
+    prefix = _random_ids(rng, [37])[0]  # not a bucket size: the prefix cache has padding
     suffixes = _random_ids(rng, [4, 11, 1, 7, 20])
     shared = extract.encode_with_shared_prefix(tiny_decoder, prefix, suffixes, layers=[1, -1], batch_size=4)
     full = extract.encode_ids(tiny_decoder, [prefix + s for s in suffixes], layers=[1, -1])
@@ -62,13 +61,14 @@ def test_generation_and_logprobs_consistent(tiny_decoder):
     assert [len(g) for g in gen] == [5, 5]
     # greedy step t must be the argmax of a full forward pass over prompt + previous tokens
     from probes.models.llama import Llama
+
     for s, g in zip(seqs, gen):
         full = s + g
         t = len(full)
         model, params = tiny_decoder.model, tiny_decoder.params
         out = model.apply(params, jnp.asarray([full]), jnp.arange(t)[None], jnp.ones((1, t), bool))
         logits = np.asarray(model.apply(params, out["last"], method=Llama.lm_logits))[0]
-        assert logits[len(s) - 1:-1].argmax(-1).tolist() == g
+        assert logits[len(s) - 1 : -1].argmax(-1).tolist() == g
     lp = extract.next_token_logprobs(tiny_decoder, seqs, [5, 7, 9])
     assert lp.shape == (2, 3) and np.all(lp < 0)
 
@@ -88,8 +88,8 @@ def test_micro_batches_equal_one_pass(tiny_decoder, b, micro):
     rng = np.random.default_rng(2)
     ids = rng.integers(2, 101, (b, 32)).astype(np.int32)
     valid = np.ones((b, 32), bool)
-    valid[1, 20:] = False                  # right padding
-    valid[-1, :9] = False                  # left padding
+    valid[1, 20:] = False  # right padding
+    valid[-1, :9] = False  # left padding
     args = (tiny_decoder.params, jnp.asarray(ids), jnp.asarray(valid))
     layers, cfg, dtype = (0, 2, 3), tiny_decoder.config, tiny_decoder.dtype
     one = extract._pooled_forward(cfg, dtype, layers, "last", micro_batch_tokens=None)(*args)
@@ -104,8 +104,9 @@ def test_micro_batches_equal_one_pass_encoder(minilm):
     seqs = [rng.integers(1000, 20000, n).tolist() for n in (16, 16, 10, 16)]
     one = extract.encode_ids(minilm, seqs, batch_size=4, micro_batch_tokens=None)
     for micro in (32, 1, "auto"):  # 2-row steps, 1-row steps (fewer tokens than a row), the default
-        np.testing.assert_allclose(extract.encode_ids(minilm, seqs, batch_size=4, micro_batch_tokens=micro), one,
-                                   atol=1e-5, rtol=0)
+        np.testing.assert_allclose(
+            extract.encode_ids(minilm, seqs, batch_size=4, micro_batch_tokens=micro), one, atol=1e-5, rtol=0
+        )
     assert extract.resolve_micro_batch_tokens("auto") == extract.MICRO_BATCH_TOKENS  # tests run on CPU
     for bad in (0, -5, 1.5, True, "all"):
         with pytest.raises(ValueError, match="micro_batch_tokens"):
@@ -115,13 +116,14 @@ def test_micro_batches_equal_one_pass_encoder(minilm):
 def test_chunked_encoding_is_token_weighted_mean_of_windows(minilm):
     text = "Auditing judges with partial optimal transport. " * 6  # ~50 tokens
     with pytest.warns(UserWarning, match="exceed 24 tokens"):
-        out, rep = extract.encode(minilm, [text, "short"], max_length=24, chunk_overlap=4, progress=False,
-                                  return_report=True)
+        out, rep = extract.encode(
+            minilm, [text, "short"], max_length=24, chunk_overlap=4, progress=False, return_report=True
+        )
     assert rep.n_over_window == 1 and rep.n_tokens_cut == 0 and rep.n_chunks > 3
     ids = minilm.tokenizer.encode(text)
     body = ids[1:-1]
     starts = list(range(0, len(body) - 22, 18)) + [len(body) - 22]
-    pieces = [[ids[0]] + body[s:s + 22] + [ids[-1]] for s in starts]
+    pieces = [[ids[0]] + body[s : s + 22] + [ids[-1]] for s in starts]
     states = extract.encode_ids(minilm, pieces)
     expected = (states * 24).sum(0) / (24 * len(pieces))
     np.testing.assert_allclose(out[0], expected, atol=1e-5)
@@ -146,8 +148,9 @@ def test_disk_cache_reuses_embeddings(minilm, tmp_path):
 def test_encode_pairs_formats(minilm):
     qs, os_ = ["What is 2+2?", [{"role": "user", "content": "Hi"}]], ["4", "Hello!"]
     got = extract.encode_pairs(minilm, qs, os_, progress=False)
-    want = extract.encode(minilm, ["<|user|>What is 2+2?<|assistant|>4", "<|user|>Hi<|assistant|>Hello!"],
-                          progress=False)
+    want = extract.encode(
+        minilm, ["<|user|>What is 2+2?<|assistant|>4", "<|user|>Hi<|assistant|>Hello!"], progress=False
+    )
     np.testing.assert_array_equal(got, want)
     with pytest.raises(ValueError, match="no chat template"):
         extract.encode_pairs(minilm, qs, os_, style="chat", progress=False)

@@ -1,4 +1,5 @@
 """probes.files.atomic_path: the one atomic-write helper (results, caches, figures)."""
+
 from __future__ import annotations
 
 import os

@@ -1,7 +1,6 @@
 """Weight loading: sharded safetensors, clear errors, GGUF conversion (permutation, cache)."""
 
 import json
-
 import os
 
 import numpy as np
@@ -21,8 +20,14 @@ from probes.models import load_pretrained  # noqa: E402
 from probes.models.gguf_convert import reverse_permute  # noqa: E402
 from probes.models.llama import Llama  # noqa: E402
 
-SMALL = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-             num_key_value_heads=2, max_position_embeddings=128)
+SMALL = dict(
+    hidden_size=32,
+    intermediate_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=128,
+)
 
 
 def _tiny_llama(vocab=97, seed=0, **kw):
@@ -75,6 +80,7 @@ def test_shape_mismatch_and_missing_tensor_name_the_tensor(tmp_path):
         load_pretrained(tmp_path)
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     from safetensors.numpy import save_file
+
     sd = {k: v.numpy() for k, v in tm.state_dict().items() if k != "model.norm.weight"}
     save_file(sd, str(tmp_path / "model.safetensors"))
     with pytest.raises(ValueError, match=r"'norm\.weight'.*missing"):
@@ -105,11 +111,22 @@ def _write_gguf(path, tm, tokens, types, chat_template):
     w.add_bos_token_id(len(tokens) - 2)
     w.add_eos_token_id(len(tokens) - 2)  # mislabelled like SmolLM2's: fixed from the chat template
     w.add_chat_template(chat_template)
-    names = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
-             "lm_head.weight": "output.weight"}
-    layer = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm", "self_attn.q_proj": "attn_q",
-             "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
-             "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+    names = {
+        "model.embed_tokens.weight": "token_embd.weight",
+        "model.norm.weight": "output_norm.weight",
+        "lm_head.weight": "output.weight",
+    }
+    layer = {
+        "input_layernorm": "attn_norm",
+        "post_attention_layernorm": "ffn_norm",
+        "self_attn.q_proj": "attn_q",
+        "self_attn.k_proj": "attn_k",
+        "self_attn.v_proj": "attn_v",
+        "self_attn.o_proj": "attn_output",
+        "mlp.gate_proj": "ffn_gate",
+        "mlp.up_proj": "ffn_up",
+        "mlp.down_proj": "ffn_down",
+    }
     for k, v in tm.state_dict().items():
         arr = v.numpy().astype(np.float32)
         if k in names:
@@ -138,13 +155,16 @@ def test_reverse_permute_inverts_llamacpp_permute():
 def test_gguf_conversion_parity_and_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("PUAUDIT_CACHE", str(tmp_path / "cache"))
     from probes.models.gguf_convert import _byte_level_tokenizer  # noqa: F401  (module import check)
+
     bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
     extra = [b for b in range(256) if b not in bs]
     alphabet = [chr(b) for b in bs] + [chr(256 + i) for i in range(len(extra))]
     tokens = alphabet + ["<|im_start|>", "<|im_end|>"]
     types = [1] * len(alphabet) + [3, 3]
-    template = ("{% for m in messages %}{{'<|im_start|>' + m['role'] + '\n' + m['content'] + '<|im_end|>\n'}}"
-                "{% endfor %}{% if add_generation_prompt %}{{'<|im_start|>assistant\n'}}{% endif %}")
+    template = (
+        "{% for m in messages %}{{'<|im_start|>' + m['role'] + '\n' + m['content'] + '<|im_end|>\n'}}"
+        "{% endfor %}{% if add_generation_prompt %}{{'<|im_start|>assistant\n'}}{% endif %}"
+    )
     tm = _tiny_llama(vocab=len(tokens), seed=3, tie_word_embeddings=False, rope_theta=1e5)
     path = tmp_path / "tiny.gguf"
     _write_gguf(path, tm, tokens, types, template)
@@ -161,6 +181,7 @@ def test_gguf_conversion_parity_and_cache(tmp_path, monkeypatch):
     np.testing.assert_allclose(_logits(pre, ids), ref, atol=1e-4, rtol=0)
 
     from pathlib import Path
+
     mtime = (Path(folder) / "model.safetensors").stat().st_mtime_ns
     again = load_pretrained(path)  # served from the cache, not converted again
     assert again.source == folder and (Path(folder) / "model.safetensors").stat().st_mtime_ns == mtime

@@ -22,8 +22,14 @@ from probes.models import load_pretrained  # noqa: E402
 from probes.models.llama import Llama  # noqa: E402
 
 TOL = 1e-4
-SMALL = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=4,
-             vocab_size=97, max_position_embeddings=128)
+SMALL = dict(
+    hidden_size=32,
+    intermediate_size=64,
+    num_hidden_layers=3,
+    num_attention_heads=4,
+    vocab_size=97,
+    max_position_embeddings=128,
+)
 
 
 def _batch(rng, vocab, lengths, pad_id=0):
@@ -69,16 +75,32 @@ def test_bert_parity(tmp_path):
     types = (np.arange(ids.shape[1])[None] >= 4).astype(np.int64) * valid
     out = pre.model.apply(pre.params, jnp.asarray(ids), jnp.asarray(valid), jnp.asarray(types))
     with torch.no_grad():
-        ref = tm(torch.tensor(ids), attention_mask=torch.tensor(valid.astype(np.int64)),
-                 token_type_ids=torch.tensor(types), output_hidden_states=True)
+        ref = tm(
+            torch.tensor(ids),
+            attention_mask=torch.tensor(valid.astype(np.int64)),
+            token_type_ids=torch.tensor(types),
+            output_hidden_states=True,
+        )
     _compare_hidden(out["hidden"], ref.hidden_states, valid)
 
 
 DECODERS = {
-    "llama3_rope_scaling_untied": (transformers.LlamaConfig, dict(
-        num_key_value_heads=2, tie_word_embeddings=False, rope_theta=5e5,
-        rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
-                          original_max_position_embeddings=16), attention_bias=True)),
+    "llama3_rope_scaling_untied": (
+        transformers.LlamaConfig,
+        dict(
+            num_key_value_heads=2,
+            tie_word_embeddings=False,
+            rope_theta=5e5,
+            rope_scaling=dict(
+                rope_type="llama3",
+                factor=8.0,
+                low_freq_factor=1.0,
+                high_freq_factor=4.0,
+                original_max_position_embeddings=16,
+            ),
+            attention_bias=True,
+        ),
+    ),
     "llama_tied": (transformers.LlamaConfig, dict(num_key_value_heads=1, tie_word_embeddings=True, rope_theta=1e5)),
     "mistral_sliding": (transformers.MistralConfig, dict(num_key_value_heads=2, sliding_window=5)),
     "qwen2_bias": (transformers.Qwen2Config, dict(num_key_value_heads=2, tie_word_embeddings=False)),
@@ -106,8 +128,9 @@ def test_decoder_parity(family, tmp_path):
 
 
 def test_reward_head_parity(tmp_path):
-    cfg = transformers.LlamaConfig(**SMALL, num_key_value_heads=2, num_labels=1, pad_token_id=0,
-                                   attn_implementation="eager")
+    cfg = transformers.LlamaConfig(
+        **SMALL, num_key_value_heads=2, num_labels=1, pad_token_id=0, attn_implementation="eager"
+    )
     tm = _torch_model(transformers.LlamaForSequenceClassification, cfg, seed=2)
     pre = _save(tm, tmp_path)
     assert pre.config.head == "score"

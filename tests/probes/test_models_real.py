@@ -63,8 +63,9 @@ def test_minilm_sentence_embeddings(minilm):
     tt = transformers.AutoTokenizer.from_pretrained(minilm.source)
     batch = tt(TEXTS, padding=True, return_tensors="pt")
     assert [minilm.tokenizer.encode(t) for t in TEXTS] == [
-        [i for i, m in zip(row, mask) if m] for row, mask in zip(batch["input_ids"].tolist(),
-                                                                  batch["attention_mask"].tolist())]
+        [i for i, m in zip(row, mask) if m]
+        for row, mask in zip(batch["input_ids"].tolist(), batch["attention_mask"].tolist())
+    ]
     with torch.no_grad():
         h = tm(**batch).last_hidden_state
     mask = batch["attention_mask"][..., None].float()
@@ -89,8 +90,9 @@ def test_smollm2_tokenizer_matches_transformers(smollm2):
     for text in TEXTS + ["  spaces\tand\nnewlines <|im_end|> 12345"]:
         assert smollm2.tokenizer.encode(text) == tt(text)["input_ids"], text
     msgs = [{"role": "user", "content": TEXTS[0]}]
-    ours = smollm2.tokenizer.encode(smollm2.tokenizer.apply_chat_template(msgs, add_generation_prompt=True),
-                                    add_special_tokens=False)
+    ours = smollm2.tokenizer.encode(
+        smollm2.tokenizer.apply_chat_template(msgs, add_generation_prompt=True), add_special_tokens=False
+    )
     theirs = tt.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True)
     theirs = theirs["input_ids"] if isinstance(theirs, dict) or hasattr(theirs, "keys") else theirs
     assert ours == list(theirs)
@@ -116,12 +118,15 @@ def test_smollm2_greedy_matches_transformers(smollm2, smollm2_torch):
     ours = extract.greedy_generate(smollm2, prompts, max_new_tokens=20, chat=True, return_ids=True)
     tok = smollm2.tokenizer
     for p, got in zip(prompts, ours):
-        ids = tok.encode(tok.apply_chat_template([{"role": "user", "content": p}], add_generation_prompt=True),
-                         add_special_tokens=False)
-        g = smollm2_torch.generate(torch.tensor([ids]), max_new_tokens=20, do_sample=False,
-                                   eos_token_id=2, pad_token_id=2)[0, len(ids):].tolist()
+        ids = tok.encode(
+            tok.apply_chat_template([{"role": "user", "content": p}], add_generation_prompt=True),
+            add_special_tokens=False,
+        )
+        g = smollm2_torch.generate(
+            torch.tensor([ids]), max_new_tokens=20, do_sample=False, eos_token_id=2, pad_token_id=2
+        )[0, len(ids) :].tolist()
         if 2 in g:
-            g = g[:g.index(2)]
+            g = g[: g.index(2)]
         assert got == g
     assert "Paris" in tok.decode(ours[0])
 
@@ -130,8 +135,10 @@ def test_smollm2_next_token_logprobs(smollm2, smollm2_torch):
     prompt = "Which is larger, 3 or 7? Answer with A for 3 or B for 7."
     lp = extract.next_token_logprobs(smollm2, [prompt, prompt + " Think."], ["A", "B"], chat=True)
     tok = smollm2.tokenizer
-    ids = tok.encode(tok.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True),
-                     add_special_tokens=False)
+    ids = tok.encode(
+        tok.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True),
+        add_special_tokens=False,
+    )
     with torch.no_grad():
         ref = torch.log_softmax(smollm2_torch(torch.tensor([ids])).logits[0, -1], -1)
     cand = [tok.encode("A", add_special_tokens=False)[0], tok.encode("B", add_special_tokens=False)[0]]
@@ -142,8 +149,10 @@ def test_smollm2_next_token_logprobs(smollm2, smollm2_torch):
 def test_smollm2_shared_prefix(smollm2):
     tok = smollm2.tokenizer
     prefix = tok.encode(extract.format_puaudit("Explain photosynthesis briefly.", "Plants turn light into sugar."))
-    suffixes = [tok.encode(s, add_special_tokens=False) for s in
-                [" Is the answer helpful? Yes", " Is the answer harmful? No", " Rate it:"]]
+    suffixes = [
+        tok.encode(s, add_special_tokens=False)
+        for s in [" Is the answer helpful? Yes", " Is the answer harmful? No", " Rate it:"]
+    ]
     shared = extract.encode_with_shared_prefix(smollm2, prefix, suffixes, layers=[10, -1])
     full = extract.encode_ids(smollm2, [prefix + s for s in suffixes], layers=[10, -1])
     scale = np.abs(full).max(axis=(0, 2), keepdims=True)

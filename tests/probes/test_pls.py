@@ -14,8 +14,18 @@ from sklearn.datasets import load_linnerud  # noqa: E402
 
 from probes.pls import PLSRegression  # noqa: E402
 
-ATTRS = ("x_weights_", "y_weights_", "x_loadings_", "y_loadings_", "x_scores_", "y_scores_",
-         "x_rotations_", "y_rotations_", "coef_", "intercept_")
+ATTRS = (
+    "x_weights_",
+    "y_weights_",
+    "x_loadings_",
+    "y_loadings_",
+    "x_scores_",
+    "y_scores_",
+    "x_rotations_",
+    "y_rotations_",
+    "coef_",
+    "intercept_",
+)
 TOL = 1e-6
 
 
@@ -60,12 +70,27 @@ def test_sklearn_reference_values_linnerud():
     pls = PLSRegression(n_components=X.shape[1])
     x_trans, _ = pls.fit_transform(X, y)
     np.testing.assert_allclose(x_trans, pls.x_scores_, atol=1e-10)
-    xw = np.array([[-0.61330704, -0.00443647, 0.78983213], [-0.74697144, -0.32172099, -0.58183269],
-                   [-0.25668686, 0.94682413, -0.19399983]])
-    xl = np.array([[-0.61470416, -0.24574278, 0.78983213], [-0.65625755, -0.14396183, -0.58183269],
-                   [-0.51733059, 1.00609417, -0.19399983]])
-    yw = np.array([[0.32456184, 0.29892183, 0.20316322], [0.42439636, 0.61970543, 0.19320542],
-                   [-0.13143144, -0.26348971, -0.17092916]])
+    xw = np.array(
+        [
+            [-0.61330704, -0.00443647, 0.78983213],
+            [-0.74697144, -0.32172099, -0.58183269],
+            [-0.25668686, 0.94682413, -0.19399983],
+        ]
+    )
+    xl = np.array(
+        [
+            [-0.61470416, -0.24574278, 0.78983213],
+            [-0.65625755, -0.14396183, -0.58183269],
+            [-0.51733059, 1.00609417, -0.19399983],
+        ]
+    )
+    yw = np.array(
+        [
+            [0.32456184, 0.29892183, 0.20316322],
+            [0.42439636, 0.61970543, 0.19320542],
+            [-0.13143144, -0.26348971, -0.17092916],
+        ]
+    )
     for got, exp in ((pls.x_loadings_, xl), (pls.x_weights_, xw), (pls.y_loadings_, yw), (pls.y_weights_, yw)):
         np.testing.assert_allclose(np.abs(got), np.abs(exp), atol=1e-6)
     np.testing.assert_array_equal(np.sign(pls.x_loadings_ / xl), np.sign(pls.x_weights_ / xw))
@@ -78,10 +103,20 @@ def test_sklearn_reference_values_constant_y_column():
     y = y.copy()
     y[:, 0] = 1
     pls = PLSRegression(n_components=3).fit(X, y)
-    xw = np.array([[-0.6273573, 0.007081799, 0.7786994], [-0.7493417, -0.277612681, -0.6011807],
-                   [-0.2119194, 0.960666981, -0.1794690]])
-    xl = np.array([[-0.6273512, -0.22464538, 0.7786994], [-0.6643156, -0.09871193, -0.6011807],
-                   [-0.5125877, 1.01407380, -0.1794690]])
+    xw = np.array(
+        [
+            [-0.6273573, 0.007081799, 0.7786994],
+            [-0.7493417, -0.277612681, -0.6011807],
+            [-0.2119194, 0.960666981, -0.1794690],
+        ]
+    )
+    xl = np.array(
+        [
+            [-0.6273512, -0.22464538, 0.7786994],
+            [-0.6643156, -0.09871193, -0.6011807],
+            [-0.5125877, 1.01407380, -0.1794690],
+        ]
+    )
     yl = np.array([[0.0, 0.0, 0.0], [0.4357300, 0.5828479, 0.2174802], [-0.1353739, -0.2486423, -0.1810386]])
     np.testing.assert_allclose(np.abs(pls.x_weights_), np.abs(xw), atol=1e-6)
     np.testing.assert_allclose(np.abs(pls.x_loadings_), np.abs(xl), atol=1e-6)
@@ -193,6 +228,7 @@ def test_more_components_than_rank_stops_at_rank():
 def test_sklearn_model_selection_interop():
     from sklearn.base import clone
     from sklearn.model_selection import cross_val_predict, cross_val_score
+
     X, y = load_linnerud(return_X_y=True)
     est = PLSRegression(2)
     assert clone(est).get_params() == est.get_params()

@@ -98,8 +98,9 @@ def test_sharded_fit_equals_single_device_and_sklearn(sharded, case):
     assert single["pred"].shape == ((N_ALL,) if case == "pls1" else (N_ALL, len(SCORES)))
     for name in MESHES:
         for attr, ref in single.items():
-            np.testing.assert_allclose(res[f"{case}/{name}/{attr}"], ref, atol=TOL, rtol=TOL,
-                                       err_msg=f"{case} mesh {name}: {attr}")
+            np.testing.assert_allclose(
+                res[f"{case}/{name}/{attr}"], ref, atol=TOL, rtol=TOL, err_msg=f"{case} mesh {name}: {attr}"
+            )
         assert meta["n_iter"][f"{case}/{name}"] == meta["n_iter"][f"{case}/none"]
     with jax.enable_x64(True):
         ref = SkPLS(CASES[case]).fit(X[:N_FIT], y)
@@ -165,8 +166,9 @@ def test_probe_cli_devices_flag_reaches_extraction_and_pls(tmp_path):
     from puaudit_jax.datasets import load_usr_topicalchat
 
     table = load_usr_topicalchat().iloc[:45]
-    rows = [dict(id=r.id, prompt=r.source[-300:], response=r.system_output, overall=r.overall)
-            for r in table.itertuples()]
+    rows = [
+        dict(id=r.id, prompt=r.source[-300:], response=r.system_output, overall=r.overall) for r in table.itertuples()
+    ]
     data = tmp_path / "train.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     res = run_devices(_CLI % (str(data), str(tmp_path)), 2, timeout=240)

@@ -11,24 +11,33 @@ krippendorff = pytest.importorskip("krippendorff")
 
 # Krippendorff (2011), "Computing Krippendorff's alpha-reliability", the worked example:
 # 4 observers x 12 units, '*' missing; published alpha nominal 0.743, interval 0.849.
-KRIPP_2011 = np.array([
-    [1, 2, 3, 3, 2, 1, 4, 1, 2, np.nan, np.nan, np.nan],
-    [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, np.nan, 3],
-    [np.nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, np.nan],
-    [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, np.nan],
-])
+KRIPP_2011 = np.array(
+    [
+        [1, 2, 3, 3, 2, 1, 4, 1, 2, np.nan, np.nan, np.nan],
+        [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, np.nan, 3],
+        [np.nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, np.nan],
+        [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, np.nan],
+    ]
+)
 
 
 def test_published_worked_example():
     assert krippendorff_alpha(KRIPP_2011, "nominal") == pytest.approx(0.743, abs=5e-4)
     assert krippendorff_alpha(KRIPP_2011, "interval") == pytest.approx(0.849, abs=5e-4)
     assert krippendorff_alpha(KRIPP_2011, "ordinal") == pytest.approx(
-        krippendorff.alpha(KRIPP_2011, level_of_measurement="ordinal"), abs=1e-12)
+        krippendorff.alpha(KRIPP_2011, level_of_measurement="ordinal"), abs=1e-12
+    )
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 10_000), raters=st.integers(2, 5), units=st.integers(2, 40),
-       missing=st.floats(0, 0.5), continuous=st.booleans(), level=st.sampled_from(["interval", "ordinal"]))
+@given(
+    seed=st.integers(0, 10_000),
+    raters=st.integers(2, 5),
+    units=st.integers(2, 40),
+    missing=st.floats(0, 0.5),
+    continuous=st.booleans(),
+    level=st.sampled_from(["interval", "ordinal"]),
+)
 def test_equals_krippendorff_package(seed, raters, units, missing, continuous, level):
     rng = np.random.default_rng(seed)
     truth = rng.integers(1, 6, units).astype(float)
@@ -67,7 +76,7 @@ def test_pearson_interval_and_coverage():
     hits = 0
     for _ in range(400):
         x = rng.normal(size=50)
-        y = 0.5 * x + np.sqrt(1 - 0.25) * rng.normal(size=50)   # true rho = 0.5
+        y = 0.5 * x + np.sqrt(1 - 0.25) * rng.normal(size=50)  # true rho = 0.5
         p = pearson(x, y)
         hits += p.low <= 0.5 <= p.high
     assert 0.90 <= hits / 400 <= 0.99  # nominal 0.95, binomial sd 0.011
@@ -82,7 +91,7 @@ def test_cuped_theta_and_variance_reduction():
     y = 3 + 0.2 * x + rng.normal(0, 1, 20_000)
     res = cuped(y, x)
     assert res.theta == pytest.approx(0.2, abs=0.01)
-    assert res.variance_reduction == pytest.approx(res.rho ** 2, abs=1e-9)   # exact in sample terms
+    assert res.variance_reduction == pytest.approx(res.rho**2, abs=1e-9)  # exact in sample terms
     assert res.adjusted.mean() == pytest.approx(y.mean())
     assert np.var(res.adjusted) < np.var(y)
 

@@ -3,6 +3,7 @@
 Each test would fail if the code or the claim it checks were wrong. Small sizes; the whole file
 runs in well under 90 s on one core.
 """
+
 from __future__ import annotations
 
 import json
@@ -10,7 +11,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from theory import lemma_a1, sphere, theorem_4_3, theorem_4_5, theorem_a3, uda_theorem_2
 
@@ -18,10 +20,16 @@ from theory import lemma_a1, sphere, theorem_4_3, theorem_4_5, theorem_a3, uda_t
 # --------------------------------------------------------------------------- sphere generators
 def test_cone_model_validation():
     with pytest.raises(ValueError, match="tau\\^2 > tau - delta"):
-        sphere.ConeModel(d=8, tau=0.6, delta=0.1)         # 0.36 < 0.5
+        sphere.ConeModel(d=8, tau=0.6, delta=0.1)  # 0.36 < 0.5
     sphere.ConeModel(d=8, tau=0.6, delta=0.1, require_gap=False)
-    for bad in (dict(d=2), dict(d=8, tau=1.0), dict(d=8, delta=0.0), dict(d=8, alpha=1.0),
-                dict(d=8, tau=0.2, delta=1.5), dict(d=8, proj="x")):
+    for bad in (
+        dict(d=2),
+        dict(d=8, tau=1.0),
+        dict(d=8, delta=0.0),
+        dict(d=8, alpha=1.0),
+        dict(d=8, tau=0.2, delta=1.5),
+        dict(d=8, proj="x"),
+    ):
         with pytest.raises(ValueError):
             sphere.ConeModel(**bad)
 
@@ -37,7 +45,7 @@ def test_cone_sample_respects_assumptions():
     assert s.u_pos.sum() == 60
     # orthogonal parts: unit, orthogonal to z_bar, mean close to 0 (uniform)
     t, e, perp = sphere.decompose(s.U, s.z_bar)
-    assert np.allclose(e, np.sqrt(1 - t ** 2)) and np.allclose(perp @ s.z_bar, 0, atol=1e-12)
+    assert np.allclose(e, np.sqrt(1 - t**2)) and np.allclose(perp @ s.z_bar, 0, atol=1e-12)
     b = sphere.bias_direction(rng, s.z_bar)
     assert abs(b @ s.z_bar) < 1e-12
     assert np.allclose(np.linalg.norm(sphere.perturb(s.z_bar, b, 0.7)), 1)
@@ -90,12 +98,12 @@ def test_theorem_4_3_m_above_alpha_leaks_exactly_the_excess():
 
 
 def test_theorem_4_3_bound_is_vacuous_where_recovery_already_holds():
-    gb = 0.6 ** 2 - 0.6 + 0.4
-    assert theorem_4_3.paper_bound(1024, 400, gb) < 0            # vacuous ...
+    gb = 0.6**2 - 0.6 + 0.4
+    assert theorem_4_3.paper_bound(1024, 400, gb) < 0  # vacuous ...
     assert theorem_4_3.bound_dimension(400, gb) > 8000
     rng = np.random.default_rng(4)
     model = sphere.ConeModel(d=1024, tau=0.6, delta=0.4, alpha=0.5, proj="boundary")
-    for _ in range(3):                                            # ... while the gap is positive
+    for _ in range(3):  # ... while the gap is positive
         s = sphere.sample_pu(rng, model, 100, 400)
         assert np.all(theorem_4_3.anchor_gaps(s) > 0)
         assert theorem_4_3.solve(s, 0.5).col_mass[~s.u_pos].sum() <= theorem_4_3.LEAK_TOL
@@ -128,9 +136,19 @@ def test_theorem_4_3_entropic_leak_grows_with_epsilon():
 
 def test_theorem_4_3_quick_cli_writes_results(tmp_path, monkeypatch):
     # the smallest end-to-end run: one tiny sweep through run() + plot + atomic writes
-    cfg = replace(theorem_4_3.QUICK, reps=2, dims=(8, 64), n_ps=(5, 20), n_us=(50, 100),
-                  m_ratios=(0.5, 1.5), epsilons=(0.1,), gap_grid=((0.9, 1.2),), gap_reps=2,
-                  n_p=20, n_u=60)
+    cfg = replace(
+        theorem_4_3.QUICK,
+        reps=2,
+        dims=(8, 64),
+        n_ps=(5, 20),
+        n_us=(50, 100),
+        m_ratios=(0.5, 1.5),
+        epsilons=(0.1,),
+        gap_grid=((0.9, 1.2),),
+        gap_reps=2,
+        n_p=20,
+        n_u=60,
+    )
     monkeypatch.setattr(theorem_4_3, "QUICK", cfg)
     res = theorem_4_3.main(["--quick", "--out", str(tmp_path)])
     data = json.loads((tmp_path / "theorem_4_3_quick.json").read_text())
@@ -143,9 +161,9 @@ def test_theorem_4_3_quick_cli_writes_results(tmp_path, monkeypatch):
 def test_theorem_4_5_expansion_uses_sqrt_one_minus_tau_squared():
     cfg = replace(theorem_4_5.QUICK, d=64)
     pw = theorem_4_5.pointwise(np.random.default_rng(7), cfg)
-    assert pw["max_abs_err_c1_sqrt_1_minus_tau2"] < 1e-4       # first order: eps_i = sqrt(1 - tau_i^2)
-    assert pw["max_abs_err_c1_sqrt_1_minus_tau"] > 0.1         # the A.2 formula is wrong
-    assert pw["max_abs_err_c2"] < 1e-4                          # second order: -tau_i / 2
+    assert pw["max_abs_err_c1_sqrt_1_minus_tau2"] < 1e-4  # first order: eps_i = sqrt(1 - tau_i^2)
+    assert pw["max_abs_err_c1_sqrt_1_minus_tau"] > 0.1  # the A.2 formula is wrong
+    assert pw["max_abs_err_c2"] < 1e-4  # second order: -tau_i / 2
     adv = [r for r in pw["rows"] if r["b"] == "adversarial"]
     assert all(r["c1_fit"] > r["c1_eps_sqrt_1_minus_tau"] + 0.03 for r in adv)  # bound violated
 
@@ -178,8 +196,8 @@ def test_theorem_a3_plateau_in_p_ratio():
     cfg = replace(theorem_a3.QUICK, n_h=400, split_seeds=2, p_ratios=(0.05, 0.2, 0.6))
     rows = theorem_a3.p_ratio_plateau(np.random.default_rng(10), cfg)["rows"]
     adj = [r["cons_adj"] for r in rows]
-    assert min(adj) > max(r["cons_orig"] for r in rows)          # the audit helps ...
-    assert max(adj) - min(adj) < 0.04                             # ... and flat across p_ratio
+    assert min(adj) > max(r["cons_orig"] for r in rows)  # the audit helps ...
+    assert max(adj) - min(adj) < 0.04  # ... and flat across p_ratio
     assert rows[0]["direction_error"] > 2 * rows[-1]["direction_error"]  # while z_hat still moves
 
 
@@ -216,5 +234,5 @@ def test_uda_theorem_2_strict_for_mixed_signs_and_fails_for_per_judge_alpha():
 def test_uda_theorem_2_real_adapter_is_not_the_idealised_shrinkage():
     real = uda_theorem_2.real_matrices()
     assert len(real["rows"]) == 10
-    assert real["n_models_increased"] >= 1        # the learned adapter increases S for some models
+    assert real["n_models_increased"] >= 1  # the learned adapter increases S for some models
     assert any(abs(r["mean_bias_uda"] - r["mean_bias_base"]) > 50 for r in real["rows"])

@@ -8,6 +8,7 @@ Features are hashed character 4-grams of the seed's encoder input (no model, ide
 machine), so the reference runs the whole audit on the real bundled tables in seconds. Each run is
 ``puaudit audit`` / ``puaudit evaluate`` through :func:`puaudit_jax.cli.main`, as a user calls it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,7 +48,7 @@ def _hashed(text: str) -> np.ndarray:
     """(DIM,) unit vector of hashed character 4-gram counts of ``text``."""
     v = np.zeros(DIM)
     for i in range(max(len(text) - 3, 1)):
-        v[zlib.crc32(text[i:i + 4].encode("utf-8")) % DIM] += 1.0
+        v[zlib.crc32(text[i : i + 4].encode("utf-8")) % DIM] += 1.0
     return v / max(np.linalg.norm(v), 1e-12)
 
 
@@ -88,19 +89,40 @@ def run_all(work: Path) -> dict[str, dict]:
     for name, (data, extra) in AUDITS.items():
         folder = work / name
         emb = _embeddings_file(data, extra, work)
-        assert main(["audit", data, "--embeddings", str(emb), "--no-figures", "--quiet", "--out", str(folder),
-                     *extra]) == 0
-        out[name] = {"items.csv": (folder / "items.csv").read_text(),
-                     "report.json": _stable_report(folder / "report.json")}
+        assert (
+            main(["audit", data, "--embeddings", str(emb), "--no-figures", "--quiet", "--out", str(folder), *extra])
+            == 0
+        )
+        out[name] = {
+            "items.csv": (folder / "items.csv").read_text(),
+            "report.json": _stable_report(folder / "report.json"),
+        }
     for name, (data, extra) in EVALUATIONS.items():
         folder = work / f"evaluate-{name}"
         emb = _embeddings_file(data, extra, work)
-        assert main(["evaluate", data, "--embeddings", str(emb), "--no-figures", "--quiet", "--out", str(folder),
-                     *EVALUATE_PAIRS, *extra]) == 0
+        assert (
+            main(
+                [
+                    "evaluate",
+                    data,
+                    "--embeddings",
+                    str(emb),
+                    "--no-figures",
+                    "--quiet",
+                    "--out",
+                    str(folder),
+                    *EVALUATE_PAIRS,
+                    *extra,
+                ]
+            )
+            == 0
+        )
         results = pd.read_csv(folder / "results.csv").drop(columns=list(VOLATILE), errors="ignore")
         per_seed = pd.read_csv(folder / "per_seed.csv").drop(columns=list(VOLATILE), errors="ignore")
-        out[f"evaluate-{name}"] = {"results.csv": results.to_csv(index=False),
-                                   "per_seed.csv": per_seed.to_csv(index=False)}
+        out[f"evaluate-{name}"] = {
+            "results.csv": results.to_csv(index=False),
+            "per_seed.csv": per_seed.to_csv(index=False),
+        }
     return out
 
 
@@ -142,8 +164,11 @@ def _json_differences(fresh, ref, where: str = "") -> list[str]:
     """Paths where two JSON values differ (floats to a relative 1e-9)."""
     if isinstance(fresh, dict) and isinstance(ref, dict):
         keys = sorted(set(fresh) | set(ref))
-        return [d for k in keys for d in (_json_differences(fresh.get(k, "<absent>"), ref.get(k, "<absent>"),
-                                                            f"{where}.{k}"))]
+        return [
+            d
+            for k in keys
+            for d in (_json_differences(fresh.get(k, "<absent>"), ref.get(k, "<absent>"), f"{where}.{k}"))
+        ]
     if isinstance(fresh, list) and isinstance(ref, list) and len(fresh) == len(ref):
         return [d for i, (f, r) in enumerate(zip(fresh, ref)) for d in _json_differences(f, r, f"{where}[{i}]")]
     numbers = (int, float)
