@@ -43,9 +43,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
+import time
 import uuid
 import warnings
 import weakref
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -291,11 +294,42 @@ def _chunks(body: list[int], width: int, overlap: int) -> list[list[int]]:
 # Disk cache
 
 
-class EmbeddingCache:
-    """Content-hash cache: `root/<namespace>/part-*.npz`, each with `keys` (str) and `values`."""
+_HEX_KEY = re.compile(r"^[0-9a-f]{64}$")
+STALE_TEMP_S = 3600  # a temporary shard older than this belongs to a killed writer
 
-    def __init__(self, root: str | Path, namespace: str):
+
+def _read_shard(path: Path, row_shape: tuple | None) -> tuple[list[str], np.ndarray]:
+    """(keys, values (k, *row_shape)) of one shard; ValueError saying what is wrong with it."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            if "keys" not in z or "values" not in z:
+                raise ValueError(f"arrays {sorted(z.files)}, need keys and values")
+            keys, values = z["keys"].tolist(), np.asarray(z["values"])
+    except (OSError, EOFError, zipfile.BadZipFile, KeyError) as err:
+        raise ValueError(f"unreadable: {type(err).__name__}: {err}") from None
+    if values.ndim < 1 or len(keys) != len(values):
+        raise ValueError(f"{len(keys)} keys but values of shape {values.shape}")
+    if row_shape is not None and values.shape[1:] != tuple(row_shape):
+        raise ValueError(f"rows of shape {values.shape[1:]}, this model and setting give {tuple(row_shape)}")
+    if not all(isinstance(k, str) and _HEX_KEY.match(k) for k in keys):
+        raise ValueError("keys are not content hashes")
+    if not np.isfinite(values).all():
+        raise ValueError("non-finite values")
+    return keys, values
+
+
+class EmbeddingCache:
+    """Content-hash cache: `root/<namespace>/part-*.npz`, each with `keys` (str) and `values`.
+
+    Every shard is checked when read (:func:`_read_shard`: readable, keys are hashes, one row per
+    key of ``row_shape`` when given, finite); a damaged one is reported with its path (a
+    RuntimeWarning), removed, and its rows are recomputed by the caller. Temporary shards left by
+    writers killed more than :data:`STALE_TEMP_S` seconds ago are removed.
+    """
+
+    def __init__(self, root: str | Path, namespace: str, row_shape: tuple | None = None):
         self.dir = Path(root) / namespace
+        self.row_shape = None if row_shape is None else tuple(row_shape)
         self._mem: dict[str, np.ndarray] | None = None
 
     @staticmethod
@@ -307,9 +341,28 @@ class EmbeddingCache:
             self._mem = {}
             if self.dir.is_dir():
                 for f in sorted(self.dir.glob("part-*.npz")):
-                    with np.load(f) as z:
-                        self._mem.update(zip(z["keys"].tolist(), z["values"]))
+                    self._load_shard(f)
+                self._remove_stale_temporaries()
         return self._mem
+
+    def _load_shard(self, path: Path) -> None:
+        try:
+            keys, values = _read_shard(path, self.row_shape)
+        except ValueError as err:
+            warnings.warn(f"probes.extract: damaged cache shard {path} ({err}); removed, its rows are recomputed",
+                          RuntimeWarning, stacklevel=4)  # fmt: skip
+            path.unlink(missing_ok=True)
+            return
+        self._mem.update(zip(keys, values))
+
+    def _remove_stale_temporaries(self) -> None:
+        now = time.time()
+        for f in self.dir.glob(".part-*"):
+            try:
+                if now - f.stat().st_mtime > STALE_TEMP_S:
+                    f.unlink()
+            except FileNotFoundError:  # its writer finished or another reader removed it
+                pass
 
     def put(self, keys: list[str], values: np.ndarray) -> None:
         if not keys:
@@ -443,8 +496,11 @@ def encode_ids(
     return_report: bool = False,
     micro_batch_tokens="auto",
     mesh: Mesh | None = None,
+    warn: bool = True,
 ):
-    """`encode` on token ids (lists of ints, special tokens included). See `encode`."""
+    """`encode` on token ids (lists of ints, special tokens included). See `encode`. ``warn``:
+    warn about inputs longer than the cap (``encode`` warns once for all its parts instead)."""
+    check_encode_settings(batch_size=batch_size, max_length=max_length)
     cfg = pre.config
     layer_idx, squeeze = resolve_layers(layers, cfg.num_layers + 1)
     pooling = pooling or ("last" if cfg.is_decoder else cfg.pooling)
@@ -474,8 +530,8 @@ def encode_ids(
         cut = _cut_long(seqs, cap, policy, head_fraction, report)
         report.n_chunks = len(cut)
         out = run(cut)
-    if over:
-        warnings.warn(f"probes.extract: {report.summary()}", stacklevel=3)
+    if over and warn:
+        warnings.warn(f"probes.extract: {report.summary()}", stacklevel=2)
     if normalize:
         out = out / np.maximum(np.linalg.norm(out, axis=-1, keepdims=True), 1e-12)
     if squeeze:
@@ -498,6 +554,7 @@ def encode(
     normalize: bool = False,
     progress: bool = True,
     cache_dir: str | Path | None = None,
+    cache_every: int = 512,
     return_report: bool = False,
     micro_batch_tokens="auto",
     mesh: Mesh | None = None,
@@ -511,9 +568,13 @@ def encode(
     `batch_size` rows are padded and sent together; `micro_batch_tokens` ("auto", an int, None)
     splits each into cache-sized steps on CPU (`resolve_micro_batch_tokens`); results agree to
     float rounding whatever the split. `mesh` splits each batch's rows over its devices (data
-    parallel, same results up to float rounding); None: one device.
+    parallel, same results up to float rounding); None: one device. `cache_dir`: a content-hash
+    disk cache (:class:`EmbeddingCache`), written every `cache_every` new inputs (an interrupted
+    run keeps what it encoded); damaged shards are reported and recomputed. Inputs cut to
+    `max_length` are counted in the report and warned about once.
     """
     inputs = list(inputs)
+    check_encode_settings(batch_size=batch_size, max_length=max_length, cache_every=cache_every)
     settings = dict(
         layers=layers if isinstance(layers, int) else list(layers),
         pooling=pooling,
@@ -531,18 +592,62 @@ def encode(
         return_report=True,
         micro_batch_tokens=micro_batch_tokens,
         mesh=mesh,
+        warn=False,
     )
     kwargs["layers"] = layers
-    if cache_dir is None:
+    if cache_dir is None or not inputs:
         out, report = encode_ids(pre, tokenize_inputs(pre.tokenizer, inputs), **kwargs)
     else:
-        # encode_ids is called from this frame so that its warnings point at encode's caller
-        cache, keys, n_cached, todo = _open_cache(pre, settings, cache_dir, inputs)
-        new, report = encode_ids(pre, tokenize_inputs(pre.tokenizer, [inputs[i] for i in todo]), **kwargs)
-        report.over_window = [todo[j] for j in report.over_window]
-        out = _store_and_gather(cache, keys, todo, new)
-        report.n_inputs, report.n_cached = len(inputs), n_cached
+        out, report = _encode_cached(pre, inputs, settings, cache_dir, cache_every, kwargs)
+    if report.n_over_window:
+        warnings.warn(f"probes.extract: {report.summary()}", stacklevel=2)
     return (out, report) if return_report else out
+
+
+def check_encode_settings(*, batch_size=16, max_length=None, cache_every=1) -> None:
+    """ValueError naming the setting when ``batch_size`` / ``cache_every`` are not integers >= 1 or
+    ``max_length`` is neither None nor an integer >= 1 (0 or a negative number would otherwise mean
+    "the whole window" or zero-size batches, silently)."""
+    for name, value, optional in (("batch_size", batch_size, False), ("max_length", max_length, True),
+                                  ("cache_every", cache_every, False)):  # fmt: skip
+        if value is None and optional:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1{' or None' if optional else ''}, got {value!r}")
+
+
+def _row_shape(pre: Pretrained, layers) -> tuple[int, ...]:
+    """Shape of one pooled output row: (d,) for an int ``layers``, else (len(layers), d)."""
+    d = pre.config.hidden_size
+    return (d,) if isinstance(layers, int) else (len(list(layers)), d)
+
+
+def _encode_cached(pre: Pretrained, inputs: list, settings: dict, cache_dir, cache_every: int, kwargs: dict):
+    """``encode`` through the disk cache, storing a shard every ``cache_every`` new inputs, so an
+    interrupted run keeps what it encoded. Returns ((n, ...) rows in input order, EncodeReport)."""
+    cache, keys, n_cached, todo = _open_cache(pre, settings, cache_dir, inputs)
+    cap, policy = _long_input_policy(pre.config, settings["max_length"], settings["long_inputs"])
+    report = EncodeReport(n_inputs=len(inputs), max_length=cap, policy=policy, n_cached=n_cached)
+    parts = [todo[k : k + cache_every] for k in range(0, len(todo), cache_every)]
+    bar = tqdm(total=len(todo), desc="encode", unit="input", disable=not kwargs["progress"] or len(parts) < 2)
+    for part in parts:
+        part_kwargs = {**kwargs, "progress": kwargs["progress"] and len(parts) == 1}
+        new, rep = encode_ids(pre, tokenize_inputs(pre.tokenizer, [inputs[i] for i in part]), **part_kwargs)
+        cache.put([keys[i] for i in part], new)
+        _add_report(report, rep, part)
+        bar.update(len(part))
+    bar.close()
+    stored = cache.load()
+    return np.stack([stored[k] for k in keys]), report
+
+
+def _add_report(report: EncodeReport, part: EncodeReport, rows: list[int]) -> None:
+    """Fold the report of one part (inputs ``rows`` of the whole call) into ``report``."""
+    report.n_over_window += part.n_over_window
+    report.n_tokens_cut += part.n_tokens_cut
+    report.over_window += [rows[j] for j in part.over_window]
+    report.n_chunks += part.n_chunks
+    report.longest = max(report.longest, part.longest)
 
 
 def _open_cache(pre: Pretrained, settings: dict, cache_dir, inputs: list):
@@ -552,20 +657,12 @@ def _open_cache(pre: Pretrained, settings: dict, cache_dir, inputs: list):
     are stored; todo, the sorted first index of every distinct key not stored (each encoded once).
     """
     namespace = EmbeddingCache.key([pre.fingerprint, settings])[:24]
-    cache = EmbeddingCache(cache_dir, namespace)
+    cache = EmbeddingCache(cache_dir, namespace, row_shape=_row_shape(pre, settings["layers"]))
     keys = [EmbeddingCache.key(x) for x in inputs]
     stored = cache.load()
     n_cached = sum(k in stored for k in keys)
     todo = sorted({k: i for i, k in reversed(list(enumerate(keys))) if k not in stored}.values())
     return cache, keys, n_cached, todo
-
-
-def _store_and_gather(cache: EmbeddingCache, keys: list, todo: list, new: np.ndarray) -> np.ndarray:
-    """Store the rows `new` (len(todo), ...) of inputs `todo` and return the rows of all n `keys`,
-    in input order, read back from the cache ((n, ...); `new` itself when there are no inputs)."""
-    cache.put([keys[i] for i in todo], new)
-    stored = cache.load()
-    return np.stack([stored[k] for k in keys]) if keys else new
 
 
 def encode_pairs(pre: Pretrained, questions, answers, *, style: str = "puaudit", **kwargs):

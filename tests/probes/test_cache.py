@@ -1,0 +1,144 @@
+"""The embedding disk cache (probes.extract): damaged shards are found, named and recomputed;
+encoding writes the cache as it goes, so a killed run leaves what it encoded for the next one."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from probes.extract import EmbeddingCache, encode
+
+ROOT = Path(__file__).resolve().parents[2]
+TEXTS = [f"text number {i} " + "abc " * (i % 7) for i in range(24)]
+
+
+def _shards(cache_dir: Path) -> list[Path]:
+    return sorted(cache_dir.rglob("part-*.npz"))
+
+
+@pytest.fixture(scope="module")
+def fresh(tiny_char_decoder):
+    """The vectors of TEXTS without any cache."""
+    return encode(tiny_char_decoder, TEXTS, batch_size=4, progress=False)
+
+
+def _damage(shard: Path, how: str) -> None:
+    if how == "truncated":
+        shard.write_bytes(shard.read_bytes()[: shard.stat().st_size // 2])
+    elif how == "garbage":
+        shard.write_bytes(b"not a zip file at all")
+    elif how == "empty":
+        shard.write_bytes(b"")
+    else:
+        with np.load(shard) as z:
+            keys, values = z["keys"], z["values"]
+        arrays = {
+            "wrong-dimension": dict(keys=keys, values=np.zeros((len(keys), 100), np.float32)),
+            "no-values": dict(keys=keys),
+            "nan": dict(keys=keys, values=np.full_like(values, np.nan)),
+            "length-mismatch": dict(keys=keys, values=values[:-1]),
+        }[how]
+        with open(shard, "wb") as fh:
+            np.savez(fh, **arrays)
+
+
+@pytest.mark.parametrize(
+    "how", ["truncated", "garbage", "empty", "wrong-dimension", "no-values", "nan", "length-mismatch"]
+)
+def test_a_damaged_shard_is_reported_with_its_path_removed_and_recomputed(tmp_path, tiny_char_decoder, fresh, how):
+    encode(tiny_char_decoder, TEXTS, batch_size=4, progress=False, cache_dir=tmp_path, cache_every=8)
+    shards = _shards(tmp_path)
+    assert len(shards) == 3
+    _damage(shards[1], how)
+    with pytest.warns(RuntimeWarning, match=f"damaged cache shard {shards[1]}"):
+        out, report = encode(
+            tiny_char_decoder, TEXTS, batch_size=4, progress=False, cache_dir=tmp_path, return_report=True
+        )
+    assert report.n_cached == 16 and not shards[1].exists()
+    np.testing.assert_allclose(out, fresh, atol=2e-5)
+    with warnings_as_errors():  # the recomputed rows were stored again: a third run is clean
+        again = encode(tiny_char_decoder, TEXTS, batch_size=4, progress=False, cache_dir=tmp_path)
+    np.testing.assert_array_equal(again, out)
+
+
+def warnings_as_errors():
+    import warnings
+
+    ctx = warnings.catch_warnings()
+    ctx.__enter__()
+    warnings.simplefilter("error")
+
+    class _Exit:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            ctx.__exit__(*exc)
+
+    return _Exit()
+
+
+def test_cache_keys_are_checked_too(tmp_path):
+    cache = EmbeddingCache(tmp_path, "ns", row_shape=(3,))
+    cache.put([EmbeddingCache.key("x")], np.ones((1, 3), np.float32))
+    with open(tmp_path / "ns" / "part-bad.npz", "wb") as fh:
+        np.savez(fh, keys=np.array(["not-a-hash"]), values=np.ones((1, 3), np.float32))
+    with pytest.warns(RuntimeWarning, match="part-bad.npz"):
+        stored = EmbeddingCache(tmp_path, "ns", row_shape=(3,)).load()
+    assert list(stored) == [EmbeddingCache.key("x")]
+
+
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("batch_size", 0, "batch_size"),
+        ("batch_size", -3, "batch_size"),
+        ("max_length", 0, "max_length"),
+        ("cache_every", 0, "cache_every"),
+    ],
+)
+def test_bad_settings_are_rejected_before_any_work(tmp_path, tiny_char_decoder, option, value, message):
+    with pytest.raises(ValueError, match=message):
+        encode(tiny_char_decoder, TEXTS, progress=False, cache_dir=tmp_path, **{option: value})
+    assert not _shards(tmp_path)
+
+
+KILLED = """
+import sys
+from probes.extract import encode
+from tests.helpers import make_tiny_char_decoder
+texts = [f"text number {i} " + "abc " * (i % 7) for i in range(int(sys.argv[2]))]
+encode(make_tiny_char_decoder(), texts, batch_size=2, progress=False, cache_dir=sys.argv[1], cache_every=4)
+"""
+
+
+def test_a_killed_encoding_leaves_what_it_encoded_for_the_rerun(tmp_path, tiny_char_decoder):
+    n = 4000
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.Popen([sys.executable, "-c", KILLED, str(tmp_path), str(n)], cwd=ROOT, env=env)
+    try:
+        deadline = time.monotonic() + 240
+        while len(_shards(tmp_path)) < 2 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() is None, "the encoding finished before it could be killed: raise n"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    shards = _shards(tmp_path)
+    stored = sum(len(np.load(s)["keys"]) for s in shards)
+    assert len(shards) >= 2 and stored >= 8
+    texts = [f"text number {i} " + "abc " * (i % 7) for i in range(stored + 6)]
+    out, report = encode(tiny_char_decoder, texts, batch_size=2, progress=False, cache_dir=tmp_path, return_report=True)
+    assert report.n_cached == stored
+    # float32 rows batched with other neighbours agree to rounding
+    np.testing.assert_allclose(out, encode(tiny_char_decoder, texts, batch_size=2, progress=False), atol=2e-5)
