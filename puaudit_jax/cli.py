@@ -27,7 +27,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
+import zipfile
+from pathlib import Path
 
 from probes.cli import add_probe_parser
 from probes.mesh import add_device_arguments, mesh_from_args
@@ -107,15 +110,35 @@ def _pairs(value: str) -> list[tuple[str, str]]:
 
 
 def _audit_config(args, **fields) -> AuditConfig:
-    """The :class:`AuditConfig` of the command line (``fields`` override)."""
-    return AuditConfig(**{**options_from_args(args, AuditConfig, include=AUDIT_FIELDS), **fields})
+    """The :class:`AuditConfig` of the command line (``fields`` override), validated."""
+    config = AuditConfig(**{**options_from_args(args, AuditConfig, include=AUDIT_FIELDS), **fields})
+    config.validate()
+    return config
+
+
+def _embed_config(args) -> EmbedConfig:
+    """The :class:`EmbedConfig` of the command line, validated."""
+    config = EmbedConfig(encoder=args.encoder, **options_from_args(args, EmbedConfig, include=EMBED_FIELDS))
+    config.validate()
+    return config
+
+
+def _check_out(folder: str) -> None:
+    """The output folder exists (created) and this process can write there: checked before any
+    expensive step, so a bad --out fails in a second, not after the embedding."""
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as err:
+        raise ValueError(f"--out {folder}: cannot write there ({err.strerror or err})") from None
 
 
 def _features(args, table):
     """PairEmbeddings from --embeddings, or computed by the probes encoder the options name."""
     if args.embeddings:
         return load_embeddings(args.embeddings)
-    config = EmbedConfig(encoder=args.encoder, **options_from_args(args, EmbedConfig, include=EMBED_FIELDS))
+    config = _embed_config(args)
     t = time.perf_counter()
     emb = table_embeddings(table, config, mesh=args.mesh_obj, progress=not args.quiet)
     print(
@@ -128,28 +151,34 @@ def _features(args, table):
     return emb
 
 
+def _checked_first(args) -> None:
+    """Everything that can be checked before loading data or a model: embedding options, --out."""
+    if not args.embeddings:
+        _embed_config(args)
+    _check_out(args.out)
+
+
 def cmd_audit(args) -> int:
     from .audit import run_audit, write_result
     from .evaluate import split_labels
     from .evaluate.consistency import with_hidden_labels
 
     args.mesh_obj = _mesh(args)
+    config = _audit_config(args, scorer=_scorer(args.scorer, args), rule=_rule(args.rule, args))
+    _checked_first(args)
     table = load_data(args.data, args.include_unlabelled)
     emb = _features(args, table)
     truth = None
     if args.hide_labels:
         split = split_labels(table, p_ratio=1 - args.hide_labels, seed=args.seed)
         table, truth = split.table, split.truth
-    config = _audit_config(args, scorer=_scorer(args.scorer, args), rule=_rule(args.rule, args))
     try:
         result = run_audit(table, emb, config)
     except ValueError as err:
-        hint = (
-            ""
-            if "U is empty" not in str(err)
-            else " (use --hide-labels F to audit a share of the labelled items, or --include-unlabelled)"
-        )
-        raise SystemExit(f"error: {err}{hint}") from None
+        if "U is empty" not in str(err):
+            raise
+        hint = " (use --hide-labels F to audit a share of the labelled items, or --include-unlabelled)"
+        raise ValueError(f"{err}{hint}") from None
     if truth is not None:
         result = with_hidden_labels(result, truth, args.hide_labels)
     if not _writes():
@@ -166,25 +195,44 @@ def cmd_audit(args) -> int:
     return 0
 
 
+def _sweep(value: str | None) -> tuple[str, list[float]] | None:
+    """--sweep p_ratio=V1,V2 | m=V1,V2 -> (param, values), checked before any work."""
+    if not value:
+        return None
+    param, _, text = value.partition("=")
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        values = []
+    if param not in ("p_ratio", "m") or not values:
+        raise ValueError(f"--sweep needs p_ratio=V1,V2,... or m=V1,V2,..., got {value!r}")
+    return param, values
+
+
+def _compared(args) -> dict:
+    """{"pairs": [...]} or the grid {"scorers": [...], "rules": [...]} the options ask for."""
+    if args.scorers or args.rules:
+        return {
+            "scorers": [_scorer(s, args) for s in _names(args.scorers or DEFAULT_SCORER, SCORERS, "scorers")],
+            "rules": [_rule(r, args) for r in _names(args.rules or f"{DEFAULT_RULE},seed", RULES, "rules")],
+        }
+    return {"pairs": [(_scorer(s, args), _rule(r, args)) for s, r in _pairs(args.pairs)]}
+
+
 def cmd_evaluate(args) -> int:
     from .evaluate import evaluate, summary_table, sweep, write_evaluation
 
     args.mesh_obj = _mesh(args)
+    config, compared, swept = _audit_config(args), _compared(args), _sweep(args.sweep)
+    proto = options_from_args(args, Protocol, include=("seeds", "p_ratio", "split_by", "ceiling"))
+    Protocol(**proto).validate()
+    _checked_first(args)
     table = load_data(args.data, args.include_unlabelled)
     emb = _features(args, table)
-    if args.scorers or args.rules:
-        grid = {
-            "scorers": [_scorer(s, args) for s in _names(args.scorers or DEFAULT_SCORER, SCORERS, "scorers")],
-            "rules": [_rule(r, args) for r in _names(args.rules or f"{DEFAULT_RULE},seed", RULES, "rules")],
-        }
-    else:
-        grid = {"pairs": [(_scorer(s, args), _rule(r, args)) for s, r in _pairs(args.pairs)]}
-    proto = options_from_args(args, Protocol, include=("seeds", "p_ratio", "split_by", "ceiling"))
-    kwargs = dict(config=_audit_config(args), progress=not args.quiet, **grid, **proto)
-    if args.sweep:
-        param, _, values = args.sweep.partition("=")
-        kwargs.pop(param, None)
-        res = sweep(table, emb, param=param, values=[float(v) for v in values.split(",") if v], **kwargs)
+    kwargs = dict(config=config, progress=not args.quiet, **compared, **proto)
+    if swept:
+        kwargs.pop(swept[0], None)
+        res = sweep(table, emb, param=swept[0], values=swept[1], **kwargs)
     else:
         res = evaluate(table, emb, **kwargs)
     if not _writes():
@@ -194,11 +242,8 @@ def cmd_evaluate(args) -> int:
         from .plots import evaluation_figures
 
         files += evaluation_figures(res, args.out, data=args.data)
-    print(
-        summary_table(res.summary)
-        if not args.sweep
-        else res.summary[res.summary.question_type == "all"].to_string(index=False, float_format=lambda v: f"{v:.4f}")
-    )
+    overall = res.summary[res.summary.question_type == "all"]
+    print(summary_table(res.summary) if not swept else overall.to_string(index=False, float_format="{:.4f}".format))
     print(f"wrote {args.out}/" + ", ".join(files))
     return 0
 
@@ -210,6 +255,9 @@ def cmd_demo(args) -> int:
     t0 = time.perf_counter()
     args.data, args.include_unlabelled = "mtbench", None
     args.mesh_obj = _mesh(args)
+    config = _audit_config(args)
+    Protocol(seeds=args.seeds, p_ratio=args.p_ratio).validate()
+    _checked_first(args)
     table = load_data("mtbench", None)
     emb = _features(args, table)
     t_embed = time.perf_counter() - t0
@@ -220,7 +268,7 @@ def cmd_demo(args) -> int:
         scorers=[_scorer(s, args) for s in names],
         default_rule=_rule(DEFAULT_RULE, args),
         seed_scorer=_scorer("pot", args),
-        config=_audit_config(args),
+        config=config,
         seeds=args.seeds,
         p_ratio=args.p_ratio,
         progress=not args.quiet,
@@ -336,6 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Audit LLM-judge verdicts with partial OT "
         "(PUAudit) and evaluate the audit against hidden human labels.",
     )
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error (anywhere on the line)")
     sub = parser.add_subparsers(dest="command", required=True)
     _add_audit_parser(sub)
     _add_evaluate_parser(sub)
@@ -346,11 +395,41 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class CommandError(SystemExit):
+    """A user error: its message is printed on stderr and the process exits with status 2."""
+
+    def __init__(self, message: str):
+        super().__init__(2)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+# What a bad file, option or folder can raise; anything else is a bug and keeps its traceback.
+USER_ERRORS = (ValueError, OSError, EOFError, zipfile.BadZipFile)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if getattr(args, "hide_labels", None) is not None and not 0 < args.hide_labels < 1:
-        raise SystemExit(f"error: --hide-labels must be in (0, 1), got {args.hide_labels}")
-    return args.func(args)
+    """Run a command. User errors print ``error: ...`` (naming the file, row, column or option) and
+    exit with status 2; ``--debug`` anywhere on the command line shows the traceback instead."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    args = build_parser().parse_args([a for a in argv if a != "--debug"])
+    try:
+        if getattr(args, "hide_labels", None) is not None and not 0 < args.hide_labels < 1:
+            raise ValueError(f"--hide-labels must be in (0, 1), got {args.hide_labels}")
+        return args.func(args)
+    except SystemExit as err:  # a command's own "error: ..." exit
+        if isinstance(err, CommandError) or not isinstance(err.code, str):
+            raise
+        message = err.code
+    except USER_ERRORS as err:
+        if debug:
+            raise
+        message = f"error: {err}"
+    print(message, file=sys.stderr)
+    raise CommandError(message)
 
 
 if __name__ == "__main__":  # pragma: no cover

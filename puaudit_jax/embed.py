@@ -19,6 +19,7 @@ are encoded once (many comparisons share a response).
 from __future__ import annotations
 
 import os
+import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -81,13 +82,17 @@ def save_embeddings(emb: PairEmbeddings, path: str | Path) -> Path:
 
 
 def load_embeddings(path: str | Path) -> PairEmbeddings:
-    """Read an .npz written by :func:`save_embeddings` (arrays ``id``, ``a``, ``b``)."""
-    with np.load(path, allow_pickle=False) as data:
-        missing = [k for k in ("id", "a", "b") if k not in data]
-        if missing:
-            raise ValueError(f"{path}: missing arrays {missing}; need id (n,), a (n, d), b (n, d)")
-        source = str(data["source"]) if "source" in data else str(path)
-        return PairEmbeddings(data["id"], data["a"], data["b"], source=source)
+    """Read an .npz written by :func:`save_embeddings` (arrays ``id``, ``a``, ``b``); a file that is
+    not such an .npz is a ValueError naming it."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            missing = [k for k in ("id", "a", "b") if k not in data]
+            if missing:
+                raise ValueError(f"missing arrays {missing}; need id (n,), a (n, d), b (n, d)")
+            source = str(data["source"]) if "source" in data else str(path)
+            return PairEmbeddings(data["id"], data["a"], data["b"], source=source)
+    except (OSError, EOFError, zipfile.BadZipFile, ValueError) as err:
+        raise ValueError(f"{path}: not a readable embeddings .npz ({err})") from None
 
 
 def side_input(question, history, response: str) -> str:
@@ -217,6 +222,12 @@ class EmbedConfig:
     batch_size: int = 16
     max_length: int | None = None
     long_inputs: str | None = field(default=None, metadata={"choices": ("chunk", "middle_out", "truncate", "error")})
+
+    def validate(self) -> None:
+        """ValueError naming a batch size or input cap that is not an integer >= 1."""
+        from probes.extract import check_encode_settings  # puaudit_jax -> probes, never the other way
+
+        check_encode_settings(batch_size=self.batch_size, max_length=self.max_length)
 
     def resolved(self) -> EmbedConfig:
         """The settings actually used: MiniLM gets its own input length (sentence-transformers'

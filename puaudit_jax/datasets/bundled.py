@@ -51,6 +51,8 @@ def load_data(data: str, include_unlabelled: bool | None = None, limit: int | No
         if not path.exists():
             raise FileNotFoundError(f"{data!r} is neither a file nor a bundled set ({', '.join(BUNDLED)})")
         table = load_comparisons(path)
+        if len(table) == 0:
+            raise ValueError(f"{data}: no comparisons in the file")
     if limit is not None:
         table = table.head(int(limit)).reset_index(drop=True)
     return table

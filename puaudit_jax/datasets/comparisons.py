@@ -402,6 +402,10 @@ def load_comparisons(path: str | os.PathLike, *, format: str | None = None) -> p
     """
     path = Path(path)
     kind = format or _format_of(path)
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder, not a comparison file")
+    if kind in ("jsonl", "csv"):
+        _check_utf8(path)
     if kind == "jsonl":
         frame, labels = _read_jsonl(path)
     elif kind == "csv":
@@ -417,6 +421,17 @@ def load_comparisons(path: str | os.PathLike, *, format: str | None = None) -> p
                 [_as_list_cell(v) for v in frame[column].tolist()], index=frame.index, dtype=object
             )
     return validate_comparisons(frame, source=str(path), row_labels=labels)
+
+
+def _check_utf8(path: Path) -> None:
+    """ValueError naming the line and byte of the first bytes that are not UTF-8 text."""
+    data = path.read_bytes()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise ValueError(f"{path}: line {line}: not UTF-8 text (byte {data[err.start]:#04x} at offset "
+                         f"{err.start}: {err.reason}); save the file as UTF-8") from None  # fmt: skip
 
 
 def _format_of(path: Path) -> str:
@@ -457,6 +472,11 @@ def _read_jsonl(path: Path) -> tuple[pd.DataFrame, list[str]]:
 
 
 def _read_csv(path: Path) -> tuple[pd.DataFrame, Callable[[int], str]]:
+    with open(path, encoding="utf-8", newline="") as handle:
+        raw_header = next(csv.reader(handle), [])
+    repeated = sorted({c for c in raw_header if raw_header.count(c) > 1})
+    if repeated:
+        raise ValueError(f"{path}: line 1: column(s) {repeated} appear more than once in the header")
     header = pd.read_csv(path, nrows=0).columns.tolist()
     as_text = [c for c in header if c in ("id", "judge", "human", "question_type") + TEXT_COLUMNS + LIST_COLUMNS]
     frame = pd.read_csv(

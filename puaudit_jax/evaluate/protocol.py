@@ -77,6 +77,15 @@ class Protocol:
     def seed_list(self) -> list[int]:
         return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
 
+    def validate(self) -> None:
+        """ValueError naming the first setting out of range (before any split or audit runs)."""
+        if isinstance(self.seeds, bool) or (isinstance(self.seeds, int) and self.seeds < 1):
+            raise ValueError(f"seeds must be >= 1 (the number of random splits), got {self.seeds!r}")
+        if not isinstance(self.seeds, int) and (not self.seed_list or len(set(self.seed_list)) < len(self.seed_list)):
+            raise ValueError(f"seeds must be a count or a non-empty list of distinct seeds, got {self.seeds!r}")
+        if not 0 < self.p_ratio < 1:
+            raise ValueError(f"p_ratio must be in (0, 1) (the share of labels kept visible), got {self.p_ratio!r}")
+
 
 @dataclass(frozen=True)
 class EvalResult:
@@ -213,6 +222,7 @@ def evaluate(
     t0 = time.perf_counter()
     proto_opts, audit_opts = _split_options(options)
     proto = replace(protocol or Protocol(), **proto_opts)
+    proto.validate()
     base = replace(config or AuditConfig(), **audit_opts)
     groups = pairs_by_scorer(pairs, scorers, rules)
     frames, first = [], None
