@@ -584,17 +584,8 @@ def encode(
         chunk_overlap=chunk_overlap,
         normalize=normalize,
     )
-    kwargs = dict(
-        settings,
-        batch_size=batch_size,
-        padding_side=padding_side,
-        progress=progress,
-        return_report=True,
-        micro_batch_tokens=micro_batch_tokens,
-        mesh=mesh,
-        warn=False,
-    )
-    kwargs["layers"] = layers
+    kwargs = dict(settings, layers=layers, batch_size=batch_size, padding_side=padding_side, progress=progress,
+                  return_report=True, micro_batch_tokens=micro_batch_tokens, mesh=mesh, warn=False)  # fmt: skip
     if cache_dir is None or not inputs:
         out, report = encode_ids(pre, tokenize_inputs(pre.tokenizer, inputs), **kwargs)
     else:

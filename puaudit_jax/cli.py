@@ -26,6 +26,7 @@ when the first scorer's rule is calibrated, ``DIR/calibration.png``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import tempfile
 import time
@@ -158,14 +159,26 @@ def _checked_first(args) -> None:
     _check_out(args.out)
 
 
+def _output_folder(args):
+    """The locked :class:`RunFolder` of --out for the process that writes, else a context of None."""
+    from .run_folder import RunFolder
+
+    return RunFolder(args.out, getattr(args, "argv", [])) if _writes() else contextlib.nullcontext(None)
+
+
 def cmd_audit(args) -> int:
+    args.mesh_obj = _mesh(args)
+    config = _audit_config(args, scorer=_scorer(args.scorer, args), rule=_rule(args.rule, args))
+    _checked_first(args)
+    with _output_folder(args) as run:
+        return _audit_command(args, config, run)
+
+
+def _audit_command(args, config: AuditConfig, run) -> int:
     from .audit import run_audit, write_result
     from .evaluate import split_labels
     from .evaluate.consistency import with_hidden_labels
 
-    args.mesh_obj = _mesh(args)
-    config = _audit_config(args, scorer=_scorer(args.scorer, args), rule=_rule(args.rule, args))
-    _checked_first(args)
     table = load_data(args.data, args.include_unlabelled)
     emb = _features(args, table)
     truth = None
@@ -181,13 +194,14 @@ def cmd_audit(args) -> int:
         raise ValueError(f"{err}{hint}") from None
     if truth is not None:
         result = with_hidden_labels(result, truth, args.hide_labels)
-    if not _writes():
+    if run is None:
         return 0
     files = write_result(result, args.out)
     if not args.no_figures:
         from .plots import audit_figures
 
         files += audit_figures(result, truth, args.out, title=args.data)
+    run.finish(files)
     print(result.report.summary())
     if truth is not None:
         print(result.report.hidden_labels.table())
@@ -220,13 +234,18 @@ def _compared(args) -> dict:
 
 
 def cmd_evaluate(args) -> int:
-    from .evaluate import evaluate, summary_table, sweep, write_evaluation
-
     args.mesh_obj = _mesh(args)
     config, compared, swept = _audit_config(args), _compared(args), _sweep(args.sweep)
     proto = options_from_args(args, Protocol, include=("seeds", "p_ratio", "split_by", "ceiling"))
     Protocol(**proto).validate()
     _checked_first(args)
+    with _output_folder(args) as run:
+        return _evaluate_command(args, config, compared, swept, proto, run)
+
+
+def _evaluate_command(args, config: AuditConfig, compared: dict, swept, proto: dict, run) -> int:
+    from .evaluate import evaluate, summary_table, sweep, write_evaluation
+
     table = load_data(args.data, args.include_unlabelled)
     emb = _features(args, table)
     kwargs = dict(config=config, progress=not args.quiet, **compared, **proto)
@@ -235,13 +254,14 @@ def cmd_evaluate(args) -> int:
         res = sweep(table, emb, param=swept[0], values=swept[1], **kwargs)
     else:
         res = evaluate(table, emb, **kwargs)
-    if not _writes():
+    if run is None:
         return 0
     files = write_evaluation(res, args.out, data=args.data)
     if not args.no_figures:
         from .plots import evaluation_figures
 
         files += evaluation_figures(res, args.out, data=args.data)
+    run.finish(files)
     overall = res.summary[res.summary.question_type == "all"]
     print(summary_table(res.summary) if not swept else overall.to_string(index=False, float_format="{:.4f}".format))
     print(f"wrote {args.out}/" + ", ".join(files))
@@ -249,41 +269,38 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from .evaluate import write_evaluation
-    from .evaluate.demo import demo_text, run_demo
-
     t0 = time.perf_counter()
     args.data, args.include_unlabelled = "mtbench", None
     args.mesh_obj = _mesh(args)
     config = _audit_config(args)
     Protocol(seeds=args.seeds, p_ratio=args.p_ratio).validate()
+    names = _names(args.scorers, SCORERS, "scorers")
     _checked_first(args)
+    with _output_folder(args) as run:
+        return _demo_command(args, config, names, run, t0)
+
+
+def _demo_command(args, config: AuditConfig, names: list[str], run, t0: float) -> int:
+    from .evaluate import write_evaluation
+    from .evaluate.demo import demo_text, run_demo
+
     table = load_data("mtbench", None)
     emb = _features(args, table)
     t_embed = time.perf_counter() - t0
-    names = _names(args.scorers, SCORERS, "scorers")
-    res = run_demo(
-        table,
-        emb,
-        scorers=[_scorer(s, args) for s in names],
-        default_rule=_rule(DEFAULT_RULE, args),
-        seed_scorer=_scorer("pot", args),
-        config=config,
-        seeds=args.seeds,
-        p_ratio=args.p_ratio,
-        progress=not args.quiet,
-    )
-    if not _writes():
+    res = run_demo(table, emb, scorers=[_scorer(s, args) for s in names], default_rule=_rule(DEFAULT_RULE, args),
+                   seed_scorer=_scorer("pot", args), config=config, seeds=args.seeds, p_ratio=args.p_ratio,
+                   progress=not args.quiet)  # fmt: skip
+    if run is None:
         return 0
     files = write_evaluation(res, args.out, data="mtbench")
     if not args.no_figures:
         from .plots import evaluation_figures
 
         files += evaluation_figures(res, args.out, data="mtbench")
+    run.finish(files)
     print(demo_text(res, first_scorer=names[0], eta=args.eta, p_ratio=args.p_ratio, source=emb.source))
-    print(
-        f"wrote {args.out}/" + ", ".join(files) + f" (embeddings {t_embed:.0f}s, total {time.perf_counter() - t0:.0f}s)"
-    )
+    total = time.perf_counter() - t0
+    print(f"wrote {args.out}/" + ", ".join(files) + f" (embeddings {t_embed:.0f}s, total {total:.0f}s)")
     return 0
 
 
@@ -416,6 +433,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     args = build_parser().parse_args([a for a in argv if a != "--debug"])
+    args.argv = ["puaudit", *argv]
     try:
         if getattr(args, "hide_labels", None) is not None and not 0 < args.hide_labels < 1:
             raise ValueError(f"--hide-labels must be in (0, 1), got {args.hide_labels}")
