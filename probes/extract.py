@@ -615,30 +615,32 @@ def _row_shape(pre: Pretrained, layers) -> tuple[int, ...]:
 
 def _encode_cached(pre: Pretrained, inputs: list, settings: dict, cache_dir, cache_every: int, kwargs: dict):
     """``encode`` through the disk cache, storing a shard every ``cache_every`` new inputs, so an
-    interrupted run keeps what it encoded. Returns ((n, ...) rows in input order, EncodeReport)."""
+    interrupted run keeps what it encoded. Returns ((n, ...) rows in input order, EncodeReport);
+    the report counts the long inputs of every input, cached or not."""
     cache, keys, n_cached, todo = _open_cache(pre, settings, cache_dir, inputs)
     cap, policy = _long_input_policy(pre.config, settings["max_length"], settings["long_inputs"])
-    report = EncodeReport(n_inputs=len(inputs), max_length=cap, policy=policy, n_cached=n_cached)
+    seqs = tokenize_inputs(pre.tokenizer, inputs)
+    report = _length_report(seqs, cap, policy, n_cached)
     parts = [todo[k : k + cache_every] for k in range(0, len(todo), cache_every)]
     bar = tqdm(total=len(todo), desc="encode", unit="input", disable=not kwargs["progress"] or len(parts) < 2)
     for part in parts:
         part_kwargs = {**kwargs, "progress": kwargs["progress"] and len(parts) == 1}
-        new, rep = encode_ids(pre, tokenize_inputs(pre.tokenizer, [inputs[i] for i in part]), **part_kwargs)
+        new, rep = encode_ids(pre, [seqs[i] for i in part], **part_kwargs)
         cache.put([keys[i] for i in part], new)
-        _add_report(report, rep, part)
+        report.n_chunks += rep.n_chunks
         bar.update(len(part))
     bar.close()
     stored = cache.load()
     return np.stack([stored[k] for k in keys]), report
 
 
-def _add_report(report: EncodeReport, part: EncodeReport, rows: list[int]) -> None:
-    """Fold the report of one part (inputs ``rows`` of the whole call) into ``report``."""
-    report.n_over_window += part.n_over_window
-    report.n_tokens_cut += part.n_tokens_cut
-    report.over_window += [rows[j] for j in part.over_window]
-    report.n_chunks += part.n_chunks
-    report.longest = max(report.longest, part.longest)
+def _length_report(seqs: list[list[int]], cap: int, policy: str, n_cached: int) -> EncodeReport:
+    """What ``cap`` and ``policy`` do to the token sequences ``seqs`` (windows encoded: filled in later)."""
+    over = [i for i, s in enumerate(seqs) if len(s) > cap]
+    cut = sum(len(seqs[i]) - cap for i in over) if policy in ("middle_out", "truncate") else 0
+    longest = max((len(s) for s in seqs), default=0)
+    return EncodeReport(n_inputs=len(seqs), max_length=cap, policy=policy, n_over_window=len(over),
+                        n_tokens_cut=cut, over_window=over, n_cached=n_cached, longest=longest)  # fmt: skip
 
 
 def _open_cache(pre: Pretrained, settings: dict, cache_dir, inputs: list):

@@ -38,13 +38,16 @@ Encoder = Callable[[list], np.ndarray]
 class PairEmbeddings:
     """F(x, o_A) and F(x, o_B) per comparison id.
 
-    ids: (n,) str; a, b: (n, d) float32. ``source`` says where they came from (for reports).
+    ids: (n,) str; a, b: (n, d) float32. ``source`` says where they came from (for reports);
+    ``encoding``: what the encoder reported about its inputs (distinct inputs, token cap and policy,
+    inputs over the cap, tokens cut, served from the cache), None when unknown (e.g. from a file).
     """
 
     ids: np.ndarray
     a: np.ndarray
     b: np.ndarray
     source: str = ""
+    encoding: dict | None = None
 
     def __post_init__(self):
         ids = np.asarray(self.ids).astype(str)
@@ -145,13 +148,20 @@ def embed_comparisons(table: pd.DataFrame, encoder: Encoder, *, source: str = "e
     index = {text: k for k, text in enumerate(unique)}
     a = vectors[[index[t] for t in xa]]
     b = vectors[[index[t] for t in xb]]
-    return PairEmbeddings(np.asarray(ids), a, b, source=source)
+    return PairEmbeddings(np.asarray(ids), a, b, source=source, encoding=getattr(encoder, "last_report", None))
 
 
 def default_cache_dir() -> Path:
     """``$PUAUDIT_CACHE`` or ``~/.cache/puaudit/embeddings``."""
     root = os.environ.get("PUAUDIT_CACHE")
     return Path(root) if root else Path.home() / ".cache" / "puaudit" / "embeddings"
+
+
+def _encoding_summary(report) -> dict:
+    """The JSON-able counts of a probes ``EncodeReport`` (see :attr:`PairEmbeddings.encoding`)."""
+    return {"inputs": report.n_inputs, "max_length": report.max_length, "long_inputs": report.policy,
+            "over_max_length": report.n_over_window, "tokens_cut": report.n_tokens_cut,
+            "longest": report.longest, "cached": report.n_cached}  # fmt: skip
 
 
 def probes_encoder(
@@ -192,10 +202,14 @@ def probes_encoder(
             long_inputs=long_inputs,
             progress=progress,
             cache_dir=cache,
+            return_report=True,
         )
         if mesh is not None and mesh.is_multi_process:
-            return np.asarray(encode_distributed(pre, list(inputs), **kwargs), np.float32)
-        return np.asarray(encode(pre, list(inputs), mesh=mesh, **kwargs), np.float32)
+            out, report = encode_distributed(pre, list(inputs), **kwargs)
+        else:
+            out, report = encode(pre, list(inputs), mesh=mesh, **kwargs)
+        encoder.last_report = _encoding_summary(report)
+        return np.asarray(out, np.float32)
 
     encoder.__name__ = f"probes:{name}"
     return encoder

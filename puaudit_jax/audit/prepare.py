@@ -27,7 +27,8 @@ class AuditData:
 
     table: the comparisons (index 0..n-1); ids, types, judge, human, status, reason: (n,) object
     arrays (types: question type, "(none)" where missing); ea, eb: (n, d) float64 F(x, o_A),
-    F(x, o_B) (zeros on excluded rows); source: where the embeddings came from.
+    F(x, o_B) (zeros on excluded rows); source: where the embeddings came from; encoding: the
+    encoder's counts of long inputs (None when the embeddings came ready-made).
     """
 
     table: pd.DataFrame = field(repr=False)
@@ -40,6 +41,7 @@ class AuditData:
     ea: np.ndarray = field(repr=False)
     eb: np.ndarray = field(repr=False)
     source: str = ""
+    encoding: dict | None = None
 
     @property
     def n(self) -> int:
@@ -158,4 +160,5 @@ def prepare(comparisons: pd.DataFrame, features: PairEmbeddings | Encoder, confi
         ea=ea,
         eb=eb,
         source=emb.source,
+        encoding=emb.encoding,
     )
