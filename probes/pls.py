@@ -391,6 +391,23 @@ def _check_array(A, name: str, dtype, ndim=(2,)) -> np.ndarray:
     return A
 
 
+def _power_of_two_scale(A) -> float:
+    """2**k that brings max |A| (finite entries) near 1 when it lies outside [2**-40, 2**40], else 1.
+
+    float32 moments of such columns overflow (1e20**2) or vanish (1e-30**2): the fit would see
+    constant columns. Dividing by a power of two is exact, and the fit undoes it on the raw scale.
+    """
+    A = np.asarray(A)
+    if A.size == 0 or not np.issubdtype(A.dtype, np.number):  # bad types are _check_array's to report
+        return 1.0
+    A = A.astype(np.float64)
+    finite = np.abs(A[np.isfinite(A)])
+    top = float(finite.max()) if finite.size else 0.0
+    if top == 0.0 or 2.0**-40 <= top <= 2.0**40:
+        return 1.0
+    return float(2.0 ** np.round(np.log2(top)))
+
+
 # ---------------------------------------------------------------------------------------------
 # The estimator
 
@@ -451,8 +468,9 @@ class PLSRegression:
     def fit(self, X, y):
         """X (n, d), y (n,) or (n, q). Returns self."""
         dt = _dtype(self.dtype)
-        X = _check_array(X, "X", dt)
-        y = _check_array(y, "y", dt, ndim=(1, 2))
+        sx, sy = _power_of_two_scale(X), _power_of_two_scale(y)
+        X = _check_array(np.asarray(X, np.float64) / sx if sx != 1 else X, "X", dt)
+        y = _check_array(np.asarray(y, np.float64) / sy if sy != 1 else y, "y", dt, ndim=(1, 2))
         if len(X) != len(y):
             raise ValueError(f"X has {len(X)} samples but y has {len(y)}")
         n, d = X.shape
@@ -493,7 +511,9 @@ class PLSRegression:
         if Y.shape[1] > 1 and np.any(n_iter >= self.max_iter):
             warnings.warn("Maximum number of iterations reached", UserWarning, stacklevel=2)
         self.n_iter_ = n_iter.tolist()
-        self._x_mean, self._x_std, self._y_mean, self._y_std = r["x_mean"], r["x_std"], r["y_mean"], r["y_std"]
+        # back to the raw scale of X and y (sx = sy = 1 unless their magnitudes were extreme)
+        self._x_mean, self._x_std = (r["x_mean"] * sx).astype(dt), (r["x_std"] * sx).astype(dt)
+        self._y_mean, self._y_std = (r["y_mean"] * sy).astype(dt), (r["y_std"] * sy).astype(dt)
         for name in ("x_weights", "y_weights", "x_loadings", "y_loadings", "x_scores", "y_scores"):
             setattr(self, name + "_", r[name][:, :k])
         self.x_rotations_, self.y_rotations_, self.coef_ = _rotations(

@@ -246,3 +246,21 @@ def test_power_method_max_iter_warns():
         pls = PLSRegression(2, max_iter=2, tol=0.0).fit(X, Y)
     assert any("Maximum number of iterations" in str(w.message) for w in rec)
     assert pls.n_iter_ == [2, 2]
+
+
+@pytest.mark.parametrize("factor", [1e20, 1e-30])
+@pytest.mark.parametrize("scale", [True, False])
+def test_extreme_magnitudes_fit_like_the_unscaled_data_in_float32(factor, scale):
+    """float32 moments of 1e20 (squares overflow) or 1e-30 (squares vanish) used to give constant
+    predictions with a rank warning; the fit now divides by an exact power of two and undoes it."""
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 6))
+    y = X @ rng.normal(size=6) + 0.1 * rng.normal(size=80)
+    with jax.enable_x64(False):
+        ref = PLSRegression(n_components=3, scale=scale).fit(X, y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            big = PLSRegression(n_components=3, scale=scale).fit(X * factor, y * factor)
+        np.testing.assert_allclose(big.predict(X * factor) / factor, ref.predict(X), rtol=1e-3, atol=1e-3)
+        assert big.score(X * factor, y * factor) == pytest.approx(ref.score(X, y), abs=1e-4)
