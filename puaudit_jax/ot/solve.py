@@ -126,6 +126,19 @@ def _check_settings(method, dtype, epsilon, tol, max_iter, block_size, eps_decay
         raise ValueError(f"eps_decay must lie in (0, 1) (or be None: no epsilon scaling); got {eps_decay!r}")
 
 
+def _check_sqeuclidean_range(x: np.ndarray, y: np.ndarray, dtype) -> None:
+    """ValueError when the squared distances would all vanish in ``dtype``: every cost reads 0 and
+    the plan is arbitrary, though the points differ (e.g. coordinates of 1e-30 in float32)."""
+    scale = max(float(np.abs(x).max()), float(np.abs(y).max()))
+    tiny = np.finfo(dtype).tiny
+    if 0 < scale and scale**2 < tiny * 1e3:
+        raise ValueError(
+            f"x, y: coordinates of magnitude {scale:.1e} give squared distances below the smallest normal "
+            f"{dtype} ({tiny:.1e}): every Sinkhorn cost would read 0. Rescale the points, pass dtype='float64' "
+            "or method='exact'"
+        )
+
+
 # long: public entry point; its signature and argument docs are 50 of the lines, the body ~30
 def solve_partial(
     x,
@@ -191,6 +204,8 @@ def solve_partial(
 
     if method == "exact":
         return _exact(x, y, matrix, cost, a, b, m, exact_backend, return_plan, None)
+    if isinstance(cost, str) and cost == "sqeuclidean":
+        _check_sqeuclidean_range(x, y, dtype)
 
     if block_size is None and matrix is None and n_dev * k_dev * itemsize > memory_budget:
         block_size = max(1, min(1024, memory_budget // (4 * max(n_dev, k_dev) * itemsize)))

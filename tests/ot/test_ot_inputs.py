@@ -159,3 +159,11 @@ def test_cosine_cost_ignores_the_scale_of_the_rows(scale):
     assert res.converged and res.method == "sinkhorn"
     assert res.cost == pytest.approx(ref.cost, abs=1e-6)
     np.testing.assert_allclose(res.col_mass, ref.col_mass, atol=1e-6)
+
+
+def test_sqeuclidean_costs_that_vanish_in_float32_are_an_error_not_a_zero_cost():
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(6, 3)) * 1e-30, rng.normal(size=(7, 3)) * 1e-30
+    with pytest.raises(ValueError, match="every Sinkhorn cost would read 0"):
+        solve_partial(x, y, 0.5, cost="sqeuclidean")
+    assert solve_partial(x, y, 0.5, cost="sqeuclidean", method="exact").cost > 0
