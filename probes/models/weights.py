@@ -57,8 +57,11 @@ def _read_header(path: Path) -> dict[str, LazyTensor]:
         if len(raw) != 8:
             raise ValueError(f"{path}: not a safetensors file (too short)")
         (n,) = struct.unpack("<Q", raw)
-        header = json.loads(f.read(n))
-    base = 8 + n
+        try:
+            header = json.loads(f.read(n))
+        except ValueError:  # JSON or UTF-8 errors: a truncated or damaged file
+            raise ValueError(f"{path}: damaged safetensors file (unreadable header)") from None
+    base, size = 8 + n, path.stat().st_size
     out = {}
     for name, info in header.items():
         if name == "__metadata__":
@@ -66,6 +69,10 @@ def _read_header(path: Path) -> dict[str, LazyTensor]:
         if info["dtype"] not in _DTYPES:
             raise ValueError(f"{path}: tensor {name!r} has unsupported dtype {info['dtype']}")
         start, end = info["data_offsets"]
+        if base + end > size:
+            raise ValueError(
+                f"{path}: truncated safetensors file: tensor {name!r} ends at byte {base + end}, the file has {size}"
+            )
         out[name] = LazyTensor(path, name, _DTYPES[info["dtype"]], info["shape"], base + start, base + end)
     return out
 

@@ -184,3 +184,18 @@ def test_the_option_parser_never_accepts_an_invalid_value_silently(option, value
 
 class _Stop(Exception):
     pass
+
+
+def test_model_folders_that_are_files_or_truncated_are_named(files, tmp_path, capsys):
+    from probes.models.pretrained import resolve
+
+    (files / "ok.jsonl").write_text(json.dumps(ROW) + "\n")
+    argv = ["audit", str(files / "ok.jsonl"), "--out", str(tmp_path / "o"), "--quiet", "--no-cache", "--encoder"]
+    assert "nosuffix: no such model folder" in _fail([*argv, str(files / "nosuffix")], capsys)
+    source, broken = resolve("minilm"), tmp_path / "broken-minilm"
+    broken.mkdir()
+    for item in source.iterdir():
+        if item.name != "model.safetensors":
+            (broken / item.name).symlink_to(item)
+    (broken / "model.safetensors").write_bytes((source / "model.safetensors").read_bytes()[: 1 << 20])
+    assert "model.safetensors: truncated safetensors file" in _fail([*argv, str(broken)], capsys)
