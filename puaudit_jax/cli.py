@@ -43,6 +43,8 @@ from .datasets import BUNDLED
 from .embed import EmbedConfig, load_embeddings, save_embeddings, table_embeddings
 from .evaluate.protocol import DEFAULT_PAIRS, Protocol
 from .options import add_options, options_from_args
+from .quantify.estimators import check_level
+from .quantify.targets import QuantifyConfig
 from .rules import RULES, CalibratedRule, get_rule, needs_crossfit
 from .scorers import SCORERS, get_scorer
 
@@ -383,6 +385,40 @@ def _add_evaluate_parser(sub) -> None:
     p.set_defaults(func=cmd_evaluate)
 
 
+def cmd_quantify(args) -> int:
+    from .quantify import quantify, write_quantification
+
+    level = options_from_args(args, QuantifyConfig)["level"]
+    check_level(level)
+    _check_out(args.out)
+    with _output_folder(args) as run:
+        result = quantify(load_data(args.data, args.include_unlabelled), level=level)
+        files = write_quantification(result, args.out, data=args.data)
+        if not args.no_figures:
+            import matplotlib.pyplot as plt
+
+            from .plots import forest_plot
+
+            plt.close(forest_plot(result.to_frame(), Path(args.out) / "forest.png", title=f"{args.data}"))
+            files.append("forest.png")
+        run.finish(files)
+    columns = ["target", "estimator", "estimate", "lower", "upper", "n_labelled", "n_unlabelled", "note"]
+    print(result.to_frame()[columns].to_string(index=False, float_format="{:.4f}".format))
+    print(f"wrote {args.out}/" + ", ".join(files))
+    return 0
+
+
+def _add_quantify_parser(sub) -> None:
+    p = sub.add_parser("quantify", help="agreement, A share and per-model win rates with intervals (PPI++)")
+    p.add_argument("data", help=f"comparison file or bundled set ({', '.join(BUNDLED)})")
+    p.add_argument("--include-unlabelled", action="store_true", default=None,
+                   help="bundled sets: add the judge-only comparisons (LLMFAO: 1,097 pairs)")  # fmt: skip
+    add_options(p, QuantifyConfig)
+    p.add_argument("--out", default="puaudit-quantify")
+    p.add_argument("--no-figures", action="store_true")
+    p.set_defaults(func=cmd_quantify)
+
+
 def _add_demo_parser(sub) -> None:
     from .evaluate.demo import DEMO_SCORERS
 
@@ -406,6 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_audit_parser(sub)
     _add_evaluate_parser(sub)
     _add_demo_parser(sub)
+    _add_quantify_parser(sub)
     add_attack_parsers(sub)
     add_consensus_parser(sub)
     add_probe_parser(sub)

@@ -340,3 +340,26 @@ def evaluation_figures(res, out: str | Path, *, data: str) -> list[str]:
         )
         names.append("calibration.png")
     return names
+
+
+def forest_plot(frame: pd.DataFrame, path: str | Path | None = None, *, title: str = ""):
+    """Estimates with intervals, one row per target, one marker per estimator (a
+    :meth:`~puaudit_jax.quantify.Quantification.to_frame` table); not-estimable rows are skipped."""
+    frame = frame[frame["note"] == ""]
+    targets = list(dict.fromkeys(frame["target"]))
+    estimators = list(dict.fromkeys(frame["estimator"]))
+    fig, ax = plt.subplots(figsize=(8, 0.32 * len(targets) + 1.5))
+    for k, est in enumerate(estimators):
+        part = frame[frame["estimator"] == est].set_index("target").reindex(targets)
+        y = np.arange(len(targets)) + (k - (len(estimators) - 1) / 2) * 0.22
+        ax.errorbar(part["estimate"], y, xerr=[part["estimate"] - part["lower"], part["upper"] - part["estimate"]],
+                    fmt="o", ms=3, lw=1, capsize=2, label=est)  # fmt: skip
+    ax.set_yticks(np.arange(len(targets)), targets, fontsize=7)
+    ax.invert_yaxis()
+    ax.set(xlabel=f"estimate, {int(round(100 * frame['level'].iloc[0]))}% interval" if len(frame) else "estimate")
+    ax.legend(fontsize=8, loc="lower right")
+    fig.suptitle(title or "estimates by estimator")
+    fig.tight_layout()
+    if path is not None:
+        save_figure(fig, path, dpi=120)
+    return fig

@@ -1,0 +1,114 @@
+"""Means with confidence intervals from few human labels and many judge verdicts (issue 17).
+
+Three estimators of the mean of a human-defined outcome Y over a pool of comparisons:
+
+=================  =====================================================================
+``judge only``     mean of the judge's outcome Yhat over every item, labelled or not: biased
+                   whenever the judge is (shown for contrast), its interval says nothing about it
+``human only``     the classical mean of Y over the n labelled items (CLT interval)
+``ppi++``          prediction-powered inference with power tuning (Angelopoulos, Duchi & Zrnic,
+                   "PPI++", arXiv:2311.01453, §2 and Eq. 3): theta = lam mean(Yhat_unlabelled) +
+                   mean(Y - lam Yhat_labelled), lam chosen to minimise the variance (clipped to
+                   [0, 1]; lam = 0 is the classical estimate, lam = 1 plain PPI). Valid whatever
+                   the judge, provided the labelled items are a random sample of the pool.
+=================  =====================================================================
+
+Intervals are two-sided normal (z) intervals at ``level``, as ``ppi_py.ppi_mean_ci`` and
+``ppi_py.classical_mean_ci`` compute them (standard deviations with ddof = 0); ``ppi-python`` is
+the test reference (equal to 1e-6). A target that cannot be estimated (fewer than 2 labelled items,
+no unlabelled item for PPI) gives NaNs and a ``note`` saying why, never a silent number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import norm
+
+JUDGE_ONLY, HUMAN_ONLY, PPI = "judge only", "human only", "ppi++"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One estimator's answer: point estimate, interval [lower, upper] at ``level``, the numbers of
+    labelled / unlabelled items it used, PPI++'s lam, and a note when it is not estimable."""
+
+    estimator: str
+    estimate: float
+    lower: float
+    upper: float
+    level: float
+    n_labelled: int
+    n_unlabelled: int
+    lam: float | None = None
+    note: str = ""
+
+    @property
+    def estimable(self) -> bool:
+        return not self.note
+
+
+def check_level(level: float) -> float:
+    """``level`` as a float in (0, 1), or ValueError."""
+    if not (isinstance(level, (int, float)) and 0 < float(level) < 1):
+        raise ValueError(f"level must be in (0, 1) (the coverage of the intervals), got {level!r}")
+    return float(level)
+
+
+def _interval(estimate: float, se: float, level: float) -> tuple[float, float]:
+    half = float(norm.ppf(1 - (1 - level) / 2)) * se
+    return estimate - half, estimate + half
+
+
+def _not_estimable(estimator, level, n, n_unl, why) -> Estimate:
+    return Estimate(estimator, np.nan, np.nan, np.nan, level, n, n_unl, note=f"not estimable: {why}")
+
+
+def human_only(y, level: float, n_unlabelled: int = 0) -> Estimate:
+    """Classical mean of the labelled outcomes ``y`` (n,) with a CLT interval."""
+    y, level = np.asarray(y, np.float64), check_level(level)
+    if len(y) < 2:
+        return _not_estimable(HUMAN_ONLY, level, len(y), n_unlabelled, f"{len(y)} labelled items (need 2)")
+    lo, hi = _interval(y.mean(), y.std() / np.sqrt(len(y)), level)
+    return Estimate(HUMAN_ONLY, float(y.mean()), lo, hi, level, len(y), n_unlabelled)
+
+
+def judge_only(yhat_labelled, yhat_unlabelled, level: float) -> Estimate:
+    """Mean of the judge's outcomes over all items (biased where the judge is), CLT interval."""
+    both = np.concatenate([np.asarray(yhat_labelled, np.float64), np.asarray(yhat_unlabelled, np.float64)])
+    level, n, n_unl = check_level(level), len(yhat_labelled), len(yhat_unlabelled)
+    if len(both) < 2:
+        return _not_estimable(JUDGE_ONLY, level, n, n_unl, f"{len(both)} items (need 2)")
+    lo, hi = _interval(both.mean(), both.std() / np.sqrt(len(both)), level)
+    return Estimate(JUDGE_ONLY, float(both.mean()), lo, hi, level, n, n_unl)
+
+
+def ppi_lambda(y, yhat, yhat_unlabelled) -> float:
+    """PPI++'s variance-minimising lam for a mean (ppi_py ``_calc_lam_glm``, clipped to [0, 1]):
+    cov(Y, Yhat) / ((1 + n/N) var(Yhat over all items)), biased covariance, ddof = 1 variance."""
+    n, big_n = len(y), len(yhat_unlabelled)
+    first = yhat_unlabelled.mean() + (y - yhat).mean()  # plain PPI (lam = 1): the centring point
+    g, gh = y - first, yhat - first
+    cov = ((g - g.mean()) * (gh - gh.mean())).mean()
+    var = np.var(np.concatenate([yhat, yhat_unlabelled]) - first, ddof=1)
+    if not var > 0:
+        return 0.0  # constant predictions carry no information: the classical estimate
+    return float(np.clip(cov / ((1 + n / big_n) * var), 0.0, 1.0))
+
+
+def ppi_mean(y, yhat, yhat_unlabelled, level: float, lam: float | None = None) -> Estimate:
+    """PPI++ mean of Y from labelled (y, yhat) (n,) and unlabelled predictions (N,) (module docstring)."""
+    y, yhat = np.asarray(y, np.float64), np.asarray(yhat, np.float64)
+    yhat_unlabelled, level = np.asarray(yhat_unlabelled, np.float64), check_level(level)
+    n, big_n = len(y), len(yhat_unlabelled)
+    if len(yhat) != n:
+        raise ValueError(f"y has {n} labelled outcomes but yhat {len(yhat)} predictions")
+    if n < 2 or big_n < 1:
+        why = f"{n} labelled items (need 2)" if n < 2 else "no unlabelled item"
+        return _not_estimable(PPI, level, n, big_n, why)
+    lam = ppi_lambda(y, yhat, yhat_unlabelled) if lam is None else float(lam)
+    estimate = (lam * yhat_unlabelled).mean() + (y - lam * yhat).mean()
+    se = np.sqrt(((lam * yhat_unlabelled).std() / np.sqrt(big_n)) ** 2 + ((y - lam * yhat).std() / np.sqrt(n)) ** 2)
+    lo, hi = _interval(float(estimate), float(se), level)
+    return Estimate(PPI, float(estimate), lo, hi, level, n, big_n, lam=lam)

@@ -1,0 +1,129 @@
+"""The quantities an evaluation exists for, each estimated three ways (:mod:`.estimators`).
+
+Every row of a comparison table with a judge verdict (A, B or tie) takes part: labelled when the
+human verdict is A, B or tie, unlabelled when it is missing. Ties count one half.
+
+- ``agreement m``: P(judge verdict == human verdict), the seed's mass; only labelled items say it
+  (human only; a judge cannot estimate its own agreement).
+- ``share of A wins``: P(response A is better) (ties 1/2), outcome of the human (Y) and of the
+  judge (Yhat).
+- ``win rate: <model>``: P(<model>'s response is better) over the comparisons it is in, for tables
+  that name the models (``model_a`` / ``model_b`` columns: MT-Bench, LLMFAO, a user's). A model
+  with fewer than 2 labelled comparisons gets "not estimable" rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..datasets.verdicts import MISSING, TIE, A, B
+from .estimators import Estimate, check_level, human_only, judge_only, ppi_mean
+
+MODEL_COLUMNS = ("model_a", "model_b")
+
+
+@dataclass(frozen=True)
+class TargetEstimate:
+    """One (target, estimator) row: the target's name and the :class:`Estimate`."""
+
+    target: str
+    estimate: Estimate
+
+    def to_dict(self) -> dict:
+        return {"target": self.target, **asdict(self.estimate)}
+
+
+def _score(verdicts: np.ndarray, side) -> np.ndarray:
+    """(n,) 1 where the verdict prefers ``side`` ("A" or "B", or an (n,) array of them), 1/2 for a
+    tie, 0 otherwise."""
+    return np.where(verdicts == side, 1.0, np.where(verdicts == TIE, 0.5, 0.0))
+
+
+def _three_ways(target: str, y, yhat_lab, yhat_unl, level: float) -> list[TargetEstimate]:
+    return [TargetEstimate(target, e) for e in (judge_only(yhat_lab, yhat_unl, level),
+                                                human_only(y, level, len(yhat_unl)),
+                                                ppi_mean(y, yhat_lab, yhat_unl, level))]  # fmt: skip
+
+
+def usable_rows(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(labelled, unlabelled) row masks: a judge verdict and a human one (A/B/tie) or none."""
+    judge, human = table["judge"].to_numpy(dtype=object), table["human"].to_numpy(dtype=object)
+    has_judge = np.isin(judge, (A, B, TIE))
+    return has_judge & np.isin(human, (A, B, TIE)), has_judge & (human == MISSING)
+
+
+def agreement(table: pd.DataFrame, level: float) -> list[TargetEstimate]:
+    lab, unl = usable_rows(table)
+    y = (table["judge"].to_numpy(dtype=object)[lab] == table["human"].to_numpy(dtype=object)[lab]).astype(float)
+    return [TargetEstimate("agreement m", human_only(y, level, int(unl.sum())))]
+
+
+def a_share(table: pd.DataFrame, level: float) -> list[TargetEstimate]:
+    lab, unl = usable_rows(table)
+    judge, human = table["judge"].to_numpy(dtype=object), table["human"].to_numpy(dtype=object)
+    return _three_ways("share of A wins", _score(human[lab], A), _score(judge[lab], A), _score(judge[unl], A), level)
+
+
+def win_rates(table: pd.DataFrame, level: float) -> list[TargetEstimate]:
+    """Per model named in ``model_a`` / ``model_b``: its win rate three ways (sorted by name)."""
+    missing = [c for c in MODEL_COLUMNS if c not in table.columns]
+    if missing:
+        raise ValueError(f"per-model win rates need the columns {list(MODEL_COLUMNS)}; missing {missing}")
+    lab, unl = usable_rows(table)
+    judge, human = table["judge"].to_numpy(dtype=object), table["human"].to_numpy(dtype=object)
+    ma, mb = table["model_a"].astype(str).to_numpy(), table["model_b"].astype(str).to_numpy()
+    rows = []
+    for model in sorted(set(ma[lab | unl]) | set(mb[lab | unl])):
+        side = np.where(ma == model, A, np.where(mb == model, B, ""))
+        li, ui = lab & (side != ""), unl & (side != "")
+        rows += _three_ways(f"win rate: {model}", _score(human[li], side[li]), _score(judge[li], side[li]),
+                            _score(judge[ui], side[ui]), level)  # fmt: skip
+    return rows
+
+
+@dataclass(frozen=True)
+class QuantifyConfig:
+    """Settings of :func:`quantify` (the CLI's options are generated from them).
+
+    Fields:
+        level: coverage of the confidence intervals, in (0, 1)
+    """
+
+    level: float = 0.9
+
+
+@dataclass(frozen=True)
+class Quantification:
+    """Every target's estimates at ``level``; :meth:`to_frame` is the leaderboard table."""
+
+    rows: tuple[TargetEstimate, ...]
+    level: float
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([r.to_dict() for r in self.rows])
+
+
+def quantify(table: pd.DataFrame, *, level: float = QuantifyConfig.level) -> Quantification:
+    """Agreement m, the share of A wins and (when the table names the models) per-model win rates,
+    each by the judge alone, the humans alone and PPI++ (module docstring)."""
+    level = check_level(level)
+    rows = agreement(table, level) + a_share(table, level)
+    if all(c in table.columns for c in MODEL_COLUMNS):
+        rows += win_rates(table, level)
+    return Quantification(tuple(rows), level)
+
+
+def write_quantification(result: Quantification, folder, *, data: str) -> list[str]:
+    """leaderboard.csv and leaderboard.json (with the level and the data's name) in ``folder``."""
+    from pathlib import Path
+
+    from ..outputs import write_csv, write_json
+
+    frame = result.to_frame()
+    write_csv(frame, Path(folder) / "leaderboard.csv")
+    write_json({"data": data, "level": result.level, "rows": frame.to_dict(orient="records")},
+               Path(folder) / "leaderboard.json")  # fmt: skip
+    return ["leaderboard.csv", "leaderboard.json"]

@@ -1,0 +1,81 @@
+"""puaudit_jax.quantify: PPI++ means equal to ppi-python's, targets, not-estimable rows, the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from puaudit_jax.cli import main
+from puaudit_jax.quantify import HUMAN_ONLY, JUDGE_ONLY, PPI, human_only, ppi_mean, quantify
+from puaudit_jax.quantify.targets import win_rates
+
+ppi_py = pytest.importorskip("ppi_py")
+
+
+@pytest.mark.parametrize("n, big_n", [(30, 300), (200, 50), (8, 1000)])
+@pytest.mark.parametrize("lam", [None, 0.0, 0.5, 1.0])
+def test_ppi_mean_equals_ppi_python(n, big_n, lam):
+    rng = np.random.default_rng(n + big_n)
+    y = rng.binomial(1, 0.6, n).astype(float)
+    yhat = np.clip(y + rng.normal(0, 0.4, n), 0, 1)
+    yhat_unl = np.clip(rng.binomial(1, 0.6, big_n) + rng.normal(0, 0.4, big_n), 0, 1)
+    ours = ppi_mean(y, yhat, yhat_unl, 0.9, lam=lam)
+    lo, hi = ppi_py.ppi_mean_ci(y, yhat, yhat_unl, alpha=0.1, lam=lam)
+    point = ppi_py.ppi_mean_pointestimate(y, yhat, yhat_unl, lam=lam)
+    np.testing.assert_allclose([ours.estimate, ours.lower, ours.upper], np.ravel([point, lo, hi]), atol=1e-6)
+    c_lo, c_hi = ppi_py.classical_mean_ci(y, alpha=0.2)
+    classical = human_only(y, 0.8)
+    np.testing.assert_allclose([classical.lower, classical.upper], [c_lo, c_hi], atol=1e-6)
+
+
+def test_ppi_uses_a_good_judge_and_ignores_a_useless_one():
+    rng = np.random.default_rng(0)
+    truth = rng.binomial(1, 0.3, 2200).astype(float)
+    y, unl = truth[:200], truth[200:]
+    good = ppi_mean(y, y, unl, 0.9)  # predictions equal to the outcome: all the information
+    useless = ppi_mean(y, rng.random(200), rng.random(2000), 0.9)
+    classical = human_only(y, 0.9)
+    assert good.lam > 0.9 and (good.upper - good.lower) < 0.5 * (classical.upper - classical.lower)
+    assert useless.lam < 0.2 and (useless.upper - useless.lower) <= 1.05 * (classical.upper - classical.lower)
+
+
+def _table(rows):
+    return pd.DataFrame(rows, columns=["id", "judge", "human", "model_a", "model_b"])
+
+
+def test_targets_and_not_estimable_rows():
+    rows = [(f"{i}", "A", "A" if i % 3 else "B", "x", "y") for i in range(12)]
+    rows += [("u1", "B", "missing", "x", "z"), ("u2", "A", "missing", "z", "y"), ("t", "tie", "tie", "y", "x")]
+    frame = quantify(_table(rows), level=0.8).to_frame().set_index(["target", "estimator"])
+    assert frame.loc[("agreement m", HUMAN_ONLY), "estimate"] == pytest.approx(9 / 13)
+    assert frame.loc[("win rate: x", HUMAN_ONLY), "estimate"] == pytest.approx((8 + 0.5) / 13)
+    z_human = frame.loc[("win rate: z", HUMAN_ONLY)]
+    assert np.isnan(z_human["estimate"]) and z_human["note"].startswith("not estimable: 0 labelled")
+    assert frame.loc[("win rate: z", JUDGE_ONLY), "estimate"] == pytest.approx(1.0)  # z won both its judged pairs
+    assert frame.loc[("win rate: z", PPI), "note"].startswith("not estimable")
+    assert set(frame["level"]) == {0.8}
+
+
+def test_bad_levels_and_missing_model_columns_are_errors():
+    table = _table([("1", "A", "A", "x", "y"), ("2", "B", "A", "x", "y")])
+    for level in (0, 1, 1.5, -0.1):
+        with pytest.raises(ValueError, match="level must be in"):
+            quantify(table, level=level)
+    with pytest.raises(ValueError, match="need the columns"):
+        win_rates(table.drop(columns="model_b"), 0.9)
+    targets = set(quantify(table.drop(columns="model_b")).to_frame()["target"])
+    assert targets == {"agreement m", "share of A wins"}
+
+
+def test_the_cli_writes_the_leaderboard_of_a_bundled_set(tmp_path):
+    out = tmp_path / "q"
+    assert main(["quantify", "llmfao-gpt4", "--include-unlabelled", "--level", "0.8", "--out", str(out)]) == 0
+    frame = pd.read_csv(out / "leaderboard.csv", keep_default_na=False, na_values=[""])
+    assert set(frame["estimator"]) == {JUDGE_ONLY, HUMAN_ONLY, PPI} and (frame["level"] == 0.8).all()
+    ok = frame[frame["note"].isna()]
+    assert ((ok["lower"] <= ok["estimate"]) & (ok["estimate"] <= ok["upper"])).all()
+    assert json.loads((out / "leaderboard.json").read_text())["level"] == 0.8
+    assert (out / "forest.png").stat().st_size > 0
