@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..embed import Encoder, PairEmbeddings
+from ..quantify.targets import audit_agreement
 from ..rules import CrossFit, get_rule, needs_crossfit, rule_name
 from ..scorers import scorer_name
 from .config import AuditConfig
@@ -172,6 +173,7 @@ def audit_report(data, mass, refs, scores, items, decision, cf_summary, config, 
         decision=decision,
         crossfit=cf_summary,
         timings_s=dict(clock.seconds),
+        agreement=audit_agreement(items),
     )
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..datasets.exclusions import EXCLUDED, LABELLED
+from ..quantify.targets import TargetEstimate
 from ..rules import DecisionSummary
 from .config import AuditConfig
 from .crossfit import CrossfitSummary
@@ -101,6 +102,7 @@ class AuditReport:
     crossfit: CrossfitSummary | None = None
     timings_s: dict = field(default_factory=dict)
     hidden_labels: HiddenLabels | None = None
+    agreement: tuple[TargetEstimate, ...] = ()
     format_version: int = FORMAT_VERSION
 
     @property
@@ -138,6 +140,8 @@ class AuditReport:
         }
         if self.hidden_labels is not None:
             out["hidden_labels"] = self.hidden_labels.to_dict()
+        if self.agreement:
+            out["agreement"] = [row.to_dict() for row in self.agreement]
         return out
 
     @classmethod
@@ -161,6 +165,7 @@ class AuditReport:
             denoising=tuple(DenoisingGroup.from_dict(g) for g in data["denoising"]),
             groups=tuple(ScoringGroup.from_dict(g) for g in data["groups"]),
             timings_s=data.get("timings_s", {}),
+            agreement=tuple(TargetEstimate.from_dict(r) for r in data.get("agreement", ())),
             format_version=FORMAT_VERSION,
             **{k: None if data.get(k) is None else kind.from_dict(data[k]) for k, kind in optional.items()},
         )
@@ -179,6 +184,11 @@ class AuditReport:
         ]
         if self.decision is not None:
             lines.append(_decision_line(self.decision))
+        for row in self.agreement:
+            e = row.estimate
+            lines.append(f"agreement m, {e.estimator}: " + (e.note if not e.estimable else
+                         f"{e.estimate:.3f} [{e.lower:.3f}, {e.upper:.3f}] ({100 * e.level:.0f}% interval, "
+                         f"{e.n_labelled} labelled, {e.n_unlabelled} pool items)"))  # fmt: skip
         return "\n".join(lines)
 
 

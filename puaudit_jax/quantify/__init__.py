@@ -8,7 +8,17 @@ verdicts on the unlabelled items without trusting them.
 """
 
 from .estimators import HUMAN_ONLY, JUDGE_ONLY, PPI, Estimate, human_only, judge_only, ppi_lambda, ppi_mean
-from .targets import Quantification, QuantifyConfig, TargetEstimate, quantify, write_quantification
+from .targets import (
+    AUDIT_PPI,
+    Quantification,
+    QuantifyConfig,
+    TargetEstimate,
+    audit_agreement,
+    quantify,
+    write_quantification,
+)
 
-__all__ = ["HUMAN_ONLY", "JUDGE_ONLY", "PPI", "Estimate", "Quantification", "QuantifyConfig", "TargetEstimate",
-           "human_only", "judge_only", "ppi_lambda", "ppi_mean", "quantify", "write_quantification"]  # fmt: skip
+__all__ = [
+    "AUDIT_PPI", "HUMAN_ONLY", "JUDGE_ONLY", "PPI", "Estimate", "Quantification", "QuantifyConfig", "TargetEstimate",
+    "audit_agreement", "human_only", "judge_only", "ppi_lambda", "ppi_mean", "quantify", "write_quantification",
+]  # fmt: skip

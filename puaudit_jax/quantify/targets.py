@@ -14,7 +14,7 @@ human verdict is A, B or tie, unlabelled when it is missing. Ties count one half
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -34,6 +34,11 @@ class TargetEstimate:
 
     def to_dict(self) -> dict:
         return {"target": self.target, **asdict(self.estimate)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> TargetEstimate:
+        fields = {k: (np.nan if v is None and k in ("estimate", "lower", "upper") else v) for k, v in data.items()}
+        return cls(fields.pop("target"), Estimate(**fields))
 
 
 def _score(verdicts: np.ndarray, side) -> np.ndarray:
@@ -127,3 +132,25 @@ def write_quantification(result: Quantification, folder, *, data: str) -> list[s
     write_json({"data": data, "level": result.level, "rows": frame.to_dict(orient="records")},
                Path(folder) / "leaderboard.json")  # fmt: skip
     return ["leaderboard.csv", "leaderboard.json"]
+
+
+AUDIT_PPI = "ppi++ (audit)"
+
+
+def audit_agreement(items: pd.DataFrame, level: float = QuantifyConfig.level) -> tuple[TargetEstimate, ...]:
+    """The agreement m = P(judge == human) on an audit's usable rows (verdicts A/B), human only, and
+    -- when a calibrated rule gave P(judge wrong) -- PPI++ with 1 - P(judge wrong) as the prediction:
+    out of fold for the labelled rows, so no labelled item predicts itself (cross-prediction,
+    Zrnic & Candes 2024), from the calibrated map for the pool. ``items``: an audit's items table."""
+    level = check_level(level)
+    status, role = items["status"].to_numpy(), items["role"].to_numpy()
+    lab, pool = status == "labelled", role == "U"
+    y = (items["judge"].to_numpy(dtype=object) == items["human"].to_numpy(dtype=object))[lab].astype(float)
+    rows = [TargetEstimate("agreement m", human_only(y, level, int(pool.sum())))]
+    p_wrong = items["p_wrong"].to_numpy(float)
+    scored = np.isfinite(p_wrong[lab])
+    if scored.any() and np.isfinite(p_wrong[pool]).all():
+        est = ppi_mean(y[scored], 1 - p_wrong[lab][scored], 1 - p_wrong[pool], level)
+        note = est.note or ("" if scored.all() else f"{int((~scored).sum())} unscored labelled rows left out")
+        rows.append(TargetEstimate("agreement m", replace(est, estimator=AUDIT_PPI, note=note)))
+    return tuple(rows)

@@ -79,3 +79,24 @@ def test_the_cli_writes_the_leaderboard_of_a_bundled_set(tmp_path):
     assert ((ok["lower"] <= ok["estimate"]) & (ok["estimate"] <= ok["upper"])).all()
     assert json.loads((out / "leaderboard.json").read_text())["level"] == 0.8
     assert (out / "forest.png").stat().st_size > 0
+
+
+def test_the_audit_reports_m_with_intervals_and_its_cross_fitted_ppi(cone_model):
+    """report.agreement: m by the labelled rows alone and by PPI++ with the audit's out-of-fold
+    1 - P(judge wrong); equal to calling the estimators on the items by hand."""
+    from puaudit_jax.audit import AuditConfig, AuditReport, run_audit
+    from puaudit_jax.quantify import AUDIT_PPI
+
+    result = run_audit(cone_model.table, cone_model.embeddings, AuditConfig(scorer="centroid", rule="two-sided"))
+    human, audit_ppi = result.report.agreement
+    assert (human.estimate.estimator, audit_ppi.estimate.estimator) == (HUMAN_ONLY, AUDIT_PPI)
+    items = result.items
+    lab, pool = items[items.status == "labelled"], items[items.role == "U"]
+    y = (lab.judge == lab.human).to_numpy(float)
+    assert human.estimate.estimate == pytest.approx(y.mean())
+    by_hand = ppi_mean(y, 1 - lab.p_wrong.to_numpy(), 1 - pool.p_wrong.to_numpy(), 0.9)
+    assert audit_ppi.estimate.estimate == pytest.approx(by_hand.estimate) and audit_ppi.estimate.lam == by_hand.lam
+    back = AuditReport.from_dict(json.loads(json.dumps(result.report.to_dict())))
+    assert back.agreement == result.report.agreement
+    seed_rule = run_audit(cone_model.table, cone_model.embeddings, AuditConfig(scorer="centroid", rule="seed"))
+    assert [r.estimate.estimator for r in seed_rule.report.agreement] == [HUMAN_ONLY]  # no P(judge wrong)
