@@ -404,6 +404,8 @@ def cmd_quantify(args) -> int:
         run.finish(files)
     columns = ["target", "estimator", "estimate", "lower", "upper", "n_labelled", "n_unlabelled", "note"]
     print(result.to_frame()[columns].to_string(index=False, float_format="{:.4f}".format))
+    if result.check is not None and result.check.warning:
+        print(f"warning: {result.check.warning}")
     print(f"wrote {args.out}/" + ", ".join(files))
     return 0
 

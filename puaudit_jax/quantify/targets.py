@@ -101,11 +101,55 @@ class QuantifyConfig:
 
 
 @dataclass(frozen=True)
+class SampleCheck:
+    """Is the labelled share the same in every question type? PPI++ (and the human-only estimate of
+    a pool mean) assume the labelled items are a random sample of all items; a share that differs
+    across types (chi-square test of independence, ``p_value``) says they are not.
+    ``shares``: type -> (items, labelled share); ``warning``: a sentence when p < ``alpha``."""
+
+    shares: dict
+    p_value: float | None
+    alpha: float = 0.01
+
+    @property
+    def warning(self) -> str:
+        if self.p_value is None or self.p_value >= self.alpha:
+            return ""
+        return (f"the labelled share differs across question types (chi-square p = {self.p_value:.2g}): the "
+                "labelled items are not a random sample of the pool, which PPI++ and the human-only "
+                "estimates of pool means assume")  # fmt: skip
+
+    def to_dict(self) -> dict:
+        return {"shares": {k: list(v) for k, v in self.shares.items()}, "p_value": self.p_value,
+                "alpha": self.alpha, "warning": self.warning}  # fmt: skip
+
+
+def sample_check(table: pd.DataFrame) -> SampleCheck:
+    """:class:`SampleCheck` of the usable rows of ``table`` by ``question_type`` (None p-value when
+    there is one type or no unlabelled item)."""
+    from scipy.stats import chi2_contingency
+
+    from ..datasets.verdicts import question_types
+
+    lab, unl = usable_rows(table)
+    types = question_types(table["question_type"]) if "question_type" in table else np.full(len(table), "all")
+    used = lab | unl
+    names = sorted(set(types[used]))
+    counts = np.array([[int((lab & (types == t)).sum()), int((unl & (types == t)).sum())] for t in names])
+    shares = {t: (int(c.sum()), float(c[0] / c.sum())) for t, c in zip(names, counts)}
+    if len(names) < 2 or counts[:, 1].sum() == 0 or counts[:, 0].sum() == 0:
+        return SampleCheck(shares, None)
+    return SampleCheck(shares, float(chi2_contingency(counts)[1]))
+
+
+@dataclass(frozen=True)
 class Quantification:
-    """Every target's estimates at ``level``; :meth:`to_frame` is the leaderboard table."""
+    """Every target's estimates at ``level``; :meth:`to_frame` is the leaderboard table; ``check``:
+    the random-sample check of the labelled items (:class:`SampleCheck`)."""
 
     rows: tuple[TargetEstimate, ...]
     level: float
+    check: SampleCheck | None = None
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([r.to_dict() for r in self.rows])
@@ -118,7 +162,7 @@ def quantify(table: pd.DataFrame, *, level: float = QuantifyConfig.level) -> Qua
     rows = agreement(table, level) + a_share(table, level)
     if all(c in table.columns for c in MODEL_COLUMNS):
         rows += win_rates(table, level)
-    return Quantification(tuple(rows), level)
+    return Quantification(tuple(rows), level, sample_check(table))
 
 
 def write_quantification(result: Quantification, folder, *, data: str) -> list[str]:
@@ -129,8 +173,9 @@ def write_quantification(result: Quantification, folder, *, data: str) -> list[s
 
     frame = result.to_frame()
     write_csv(frame, Path(folder) / "leaderboard.csv")
-    write_json({"data": data, "level": result.level, "rows": frame.to_dict(orient="records")},
-               Path(folder) / "leaderboard.json")  # fmt: skip
+    check = None if result.check is None else result.check.to_dict()
+    write_json({"data": data, "level": result.level, "random_sample_check": check,
+                "rows": frame.to_dict(orient="records")}, Path(folder) / "leaderboard.json")  # fmt: skip
     return ["leaderboard.csv", "leaderboard.json"]
 
 

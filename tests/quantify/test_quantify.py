@@ -100,3 +100,19 @@ def test_the_audit_reports_m_with_intervals_and_its_cross_fitted_ppi(cone_model)
     assert back.agreement == result.report.agreement
     seed_rule = run_audit(cone_model.table, cone_model.embeddings, AuditConfig(scorer="centroid", rule="seed"))
     assert [r.estimate.estimator for r in seed_rule.report.agreement] == [HUMAN_ONLY]  # no P(judge wrong)
+
+
+def test_the_random_sample_check_flags_a_type_without_labels():
+    from puaudit_jax.quantify.targets import sample_check
+
+    rng = np.random.default_rng(0)
+    n = 600
+    types = np.array(["t1", "t2", "t3"])[rng.integers(0, 3, n)]
+    random_split = np.where(rng.random(n) < 0.5, "A", "missing")
+    table = pd.DataFrame({"id": np.arange(n).astype(str), "judge": "A", "human": random_split,
+                          "question_type": types})  # fmt: skip
+    assert sample_check(table).warning == "" and sample_check(table).p_value > 0.01
+    skewed = table.assign(human=np.where(types == "t3", "missing", random_split))
+    check = sample_check(skewed)
+    assert check.p_value < 1e-6 and "not a random sample" in check.warning and check.shares["t3"][1] == 0.0
+    assert quantify(skewed).check.warning == check.warning
