@@ -388,11 +388,11 @@ def _add_evaluate_parser(sub) -> None:
 def cmd_quantify(args) -> int:
     from .quantify import quantify, write_quantification
 
-    level = options_from_args(args, QuantifyConfig)["level"]
-    check_level(level)
+    options = options_from_args(args, QuantifyConfig)
+    check_level(options["level"])
     _check_out(args.out)
     with _output_folder(args) as run:
-        result = quantify(load_data(args.data, args.include_unlabelled), level=level)
+        result = quantify(load_data(args.data, args.include_unlabelled), **options)
         files = write_quantification(result, args.out, data=args.data)
         if not args.no_figures:
             import matplotlib.pyplot as plt

@@ -65,22 +65,37 @@ def _not_estimable(estimator, level, n, n_unl, why) -> Estimate:
     return Estimate(estimator, np.nan, np.nan, np.nan, level, n, n_unl, note=f"not estimable: {why}")
 
 
-def human_only(y, level: float, n_unlabelled: int = 0) -> Estimate:
-    """Classical mean of the labelled outcomes ``y`` (n,) with a CLT interval."""
+def clustered_se(terms: list[np.ndarray], clusters: list[np.ndarray]) -> float:
+    """Cluster-robust (CR0) standard error of an estimator whose deviation is the sum of the
+    influence terms ``terms`` (arrays, one value per item): sqrt(sum_c (sum_{i in c} term_i)^2),
+    ``clusters`` the items' cluster labels (same shapes). One cluster per item gives the usual
+    sqrt(sum term_i^2); items of one prompt (LLMFAO reuses a prompt's responses) share a cluster."""
+    _, codes = np.unique(np.concatenate([np.asarray(c).astype(str) for c in clusters]), return_inverse=True)
+    sums = np.bincount(codes, weights=np.concatenate(terms))
+    return float(np.sqrt((sums**2).sum()))
+
+
+def human_only(y, level: float, n_unlabelled: int = 0, clusters=None) -> Estimate:
+    """Classical mean of the labelled outcomes ``y`` (n,) with a CLT interval (cluster-robust when
+    ``clusters`` (n,) are given)."""
     y, level = np.asarray(y, np.float64), check_level(level)
     if len(y) < 2:
         return _not_estimable(HUMAN_ONLY, level, len(y), n_unlabelled, f"{len(y)} labelled items (need 2)")
-    lo, hi = _interval(y.mean(), y.std() / np.sqrt(len(y)), level)
+    se = y.std() / np.sqrt(len(y)) if clusters is None else clustered_se([(y - y.mean()) / len(y)], [clusters])
+    lo, hi = _interval(y.mean(), se, level)
     return Estimate(HUMAN_ONLY, float(y.mean()), lo, hi, level, len(y), n_unlabelled)
 
 
-def judge_only(yhat_labelled, yhat_unlabelled, level: float) -> Estimate:
-    """Mean of the judge's outcomes over all items (biased where the judge is), CLT interval."""
+def judge_only(yhat_labelled, yhat_unlabelled, level: float, clusters=None) -> Estimate:
+    """Mean of the judge's outcomes over all items (biased where the judge is), CLT interval;
+    ``clusters``: (labelled (n,), unlabelled (N,)) cluster labels for a cluster-robust one."""
     both = np.concatenate([np.asarray(yhat_labelled, np.float64), np.asarray(yhat_unlabelled, np.float64)])
     level, n, n_unl = check_level(level), len(yhat_labelled), len(yhat_unlabelled)
     if len(both) < 2:
         return _not_estimable(JUDGE_ONLY, level, n, n_unl, f"{len(both)} items (need 2)")
-    lo, hi = _interval(both.mean(), both.std() / np.sqrt(len(both)), level)
+    se = (both.std() / np.sqrt(len(both)) if clusters is None else
+          clustered_se([(both - both.mean()) / len(both)], [np.concatenate(clusters)]))  # fmt: skip
+    lo, hi = _interval(both.mean(), se, level)
     return Estimate(JUDGE_ONLY, float(both.mean()), lo, hi, level, n, n_unl)
 
 
@@ -97,8 +112,10 @@ def ppi_lambda(y, yhat, yhat_unlabelled) -> float:
     return float(np.clip(cov / ((1 + n / big_n) * var), 0.0, 1.0))
 
 
-def ppi_mean(y, yhat, yhat_unlabelled, level: float, lam: float | None = None) -> Estimate:
-    """PPI++ mean of Y from labelled (y, yhat) (n,) and unlabelled predictions (N,) (module docstring)."""
+def ppi_mean(y, yhat, yhat_unlabelled, level: float, lam: float | None = None, clusters=None) -> Estimate:
+    """PPI++ mean of Y from labelled (y, yhat) (n,) and unlabelled predictions (N,) (module docstring);
+    ``clusters``: (labelled (n,), unlabelled (N,)) cluster labels for a cluster-robust interval (a
+    cluster may hold labelled and unlabelled items: their terms are summed together)."""
     y, yhat = np.asarray(y, np.float64), np.asarray(yhat, np.float64)
     yhat_unlabelled, level = np.asarray(yhat_unlabelled, np.float64), check_level(level)
     n, big_n = len(y), len(yhat_unlabelled)
@@ -108,7 +125,12 @@ def ppi_mean(y, yhat, yhat_unlabelled, level: float, lam: float | None = None) -
         why = f"{n} labelled items (need 2)" if n < 2 else "no unlabelled item"
         return _not_estimable(PPI, level, n, big_n, why)
     lam = ppi_lambda(y, yhat, yhat_unlabelled) if lam is None else float(lam)
-    estimate = (lam * yhat_unlabelled).mean() + (y - lam * yhat).mean()
-    se = np.sqrt(((lam * yhat_unlabelled).std() / np.sqrt(big_n)) ** 2 + ((y - lam * yhat).std() / np.sqrt(n)) ** 2)
+    imputed, rectifier = lam * yhat_unlabelled, y - lam * yhat
+    estimate = imputed.mean() + rectifier.mean()
+    if clusters is None:
+        se = np.sqrt((imputed.std() / np.sqrt(big_n)) ** 2 + (rectifier.std() / np.sqrt(n)) ** 2)
+    else:
+        terms = [(rectifier - rectifier.mean()) / n, (imputed - imputed.mean()) / big_n]
+        se = clustered_se(terms, list(clusters))
     lo, hi = _interval(float(estimate), float(se), level)
     return Estimate(PPI, float(estimate), lo, hi, level, n, big_n, lam=lam)

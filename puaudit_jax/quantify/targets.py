@@ -47,10 +47,27 @@ def _score(verdicts: np.ndarray, side) -> np.ndarray:
     return np.where(verdicts == side, 1.0, np.where(verdicts == TIE, 0.5, 0.0))
 
 
-def _three_ways(target: str, y, yhat_lab, yhat_unl, level: float) -> list[TargetEstimate]:
-    return [TargetEstimate(target, e) for e in (judge_only(yhat_lab, yhat_unl, level),
-                                                human_only(y, level, len(yhat_unl)),
-                                                ppi_mean(y, yhat_lab, yhat_unl, level))]  # fmt: skip
+def _three_ways(target: str, y, yhat_lab, yhat_unl, level: float, clusters=None) -> list[TargetEstimate]:
+    """``clusters``: (labelled, unlabelled) cluster labels or None."""
+    lab_clusters = None if clusters is None else clusters[0]
+    return [TargetEstimate(target, e) for e in (judge_only(yhat_lab, yhat_unl, level, clusters),
+                                                human_only(y, level, len(yhat_unl), lab_clusters),
+                                                ppi_mean(y, yhat_lab, yhat_unl, level, clusters=clusters))]  # fmt: skip
+
+
+def cluster_labels(table: pd.DataFrame, column: str | None) -> np.ndarray | None:
+    """(n,) str cluster of every row from ``column`` (None: no clustering); a missing value on a
+    usable row is an error naming it."""
+    if column is None:
+        return None
+    if column not in table.columns:
+        raise ValueError(f"cluster_by={column!r} is not a column of the comparisons (columns: {list(table.columns)})")
+    lab, unl = usable_rows(table)
+    missing = table[column].isna().to_numpy() & (lab | unl)
+    if missing.any():
+        ids = table.loc[missing, "id"].astype(str).tolist()[:3]
+        raise ValueError(f"cluster column {column!r} is missing on rows {ids}")
+    return table[column].astype(str).to_numpy()
 
 
 def usable_rows(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -60,19 +77,22 @@ def usable_rows(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return has_judge & np.isin(human, (A, B, TIE)), has_judge & (human == MISSING)
 
 
-def agreement(table: pd.DataFrame, level: float) -> list[TargetEstimate]:
+def agreement(table: pd.DataFrame, level: float, clusters=None) -> list[TargetEstimate]:
     lab, unl = usable_rows(table)
     y = (table["judge"].to_numpy(dtype=object)[lab] == table["human"].to_numpy(dtype=object)[lab]).astype(float)
-    return [TargetEstimate("agreement m", human_only(y, level, int(unl.sum())))]
+    lab_clusters = None if clusters is None else clusters[lab]
+    return [TargetEstimate("agreement m", human_only(y, level, int(unl.sum()), lab_clusters))]
 
 
-def a_share(table: pd.DataFrame, level: float) -> list[TargetEstimate]:
+def a_share(table: pd.DataFrame, level: float, clusters=None) -> list[TargetEstimate]:
     lab, unl = usable_rows(table)
     judge, human = table["judge"].to_numpy(dtype=object), table["human"].to_numpy(dtype=object)
-    return _three_ways("share of A wins", _score(human[lab], A), _score(judge[lab], A), _score(judge[unl], A), level)
+    pairs = None if clusters is None else (clusters[lab], clusters[unl])
+    return _three_ways("share of A wins", _score(human[lab], A), _score(judge[lab], A), _score(judge[unl], A), level,
+                       pairs)  # fmt: skip
 
 
-def win_rates(table: pd.DataFrame, level: float) -> list[TargetEstimate]:
+def win_rates(table: pd.DataFrame, level: float, clusters=None) -> list[TargetEstimate]:
     """Per model named in ``model_a`` / ``model_b``: its win rate three ways (sorted by name)."""
     missing = [c for c in MODEL_COLUMNS if c not in table.columns]
     if missing:
@@ -84,8 +104,9 @@ def win_rates(table: pd.DataFrame, level: float) -> list[TargetEstimate]:
     for model in sorted(set(ma[lab | unl]) | set(mb[lab | unl])):
         side = np.where(ma == model, A, np.where(mb == model, B, ""))
         li, ui = lab & (side != ""), unl & (side != "")
+        pairs = None if clusters is None else (clusters[li], clusters[ui])
         rows += _three_ways(f"win rate: {model}", _score(human[li], side[li]), _score(judge[li], side[li]),
-                            _score(judge[ui], side[ui]), level)  # fmt: skip
+                            _score(judge[ui], side[ui]), level, pairs)  # fmt: skip
     return rows
 
 
@@ -95,9 +116,11 @@ class QuantifyConfig:
 
     Fields:
         level: coverage of the confidence intervals, in (0, 1)
+        cluster_by: column grouping rows that share texts (e.g. prompt): cluster-robust intervals
     """
 
     level: float = 0.9
+    cluster_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -150,19 +173,22 @@ class Quantification:
     rows: tuple[TargetEstimate, ...]
     level: float
     check: SampleCheck | None = None
+    cluster_by: str | None = None
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([r.to_dict() for r in self.rows])
 
 
-def quantify(table: pd.DataFrame, *, level: float = QuantifyConfig.level) -> Quantification:
+def quantify(table: pd.DataFrame, *, level: float = QuantifyConfig.level,
+             cluster_by: str | None = QuantifyConfig.cluster_by) -> Quantification:  # fmt: skip
     """Agreement m, the share of A wins and (when the table names the models) per-model win rates,
     each by the judge alone, the humans alone and PPI++ (module docstring)."""
     level = check_level(level)
-    rows = agreement(table, level) + a_share(table, level)
+    clusters = cluster_labels(table, cluster_by)
+    rows = agreement(table, level, clusters) + a_share(table, level, clusters)
     if all(c in table.columns for c in MODEL_COLUMNS):
-        rows += win_rates(table, level)
-    return Quantification(tuple(rows), level, sample_check(table))
+        rows += win_rates(table, level, clusters)
+    return Quantification(tuple(rows), level, sample_check(table), cluster_by)
 
 
 def write_quantification(result: Quantification, folder, *, data: str) -> list[str]:
@@ -174,7 +200,7 @@ def write_quantification(result: Quantification, folder, *, data: str) -> list[s
     frame = result.to_frame()
     write_csv(frame, Path(folder) / "leaderboard.csv")
     check = None if result.check is None else result.check.to_dict()
-    write_json({"data": data, "level": result.level, "random_sample_check": check,
+    write_json({"data": data, "level": result.level, "cluster_by": result.cluster_by, "random_sample_check": check,
                 "rows": frame.to_dict(orient="records")}, Path(folder) / "leaderboard.json")  # fmt: skip
     return ["leaderboard.csv", "leaderboard.json"]
 

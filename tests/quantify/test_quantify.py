@@ -116,3 +116,41 @@ def test_the_random_sample_check_flags_a_type_without_labels():
     check = sample_check(skewed)
     assert check.p_value < 1e-6 and "not a random sample" in check.warning and check.shares["t3"][1] == 0.0
     assert quantify(skewed).check.warning == check.warning
+
+
+def test_cluster_robust_intervals():
+    """One cluster per item: the plain intervals. Every item copied three times into one cluster:
+    the intervals of the original data (copies add no information), where the plain ones shrink."""
+    from puaudit_jax.quantify import judge_only
+
+    rng = np.random.default_rng(3)
+    y = rng.binomial(1, 0.6, 60).astype(float)
+    yhat = np.clip(y + rng.normal(0, 0.4, 60), 0, 1)
+    yhat_unl = np.clip(rng.binomial(1, 0.6, 200) + rng.normal(0, 0.4, 200), 0, 1)
+    own = (np.arange(60), np.arange(60, 260))
+    for plain, clustered in (
+        (ppi_mean(y, yhat, yhat_unl, 0.9), ppi_mean(y, yhat, yhat_unl, 0.9, clusters=own)),
+        (human_only(y, 0.9), human_only(y, 0.9, clusters=own[0])),
+        (judge_only(yhat, yhat_unl, 0.9), judge_only(yhat, yhat_unl, 0.9, clusters=own)),
+    ):
+        assert (clustered.lower, clustered.upper) == pytest.approx((plain.lower, plain.upper), abs=1e-12)
+    rep = lambda a: np.repeat(a, 3)  # noqa: E731
+    tripled = ppi_mean(rep(y), rep(yhat), rep(yhat_unl), 0.9, lam=0.5, clusters=(rep(own[0]), rep(own[1])))
+    original = ppi_mean(y, yhat, yhat_unl, 0.9, lam=0.5)
+    naive = ppi_mean(rep(y), rep(yhat), rep(yhat_unl), 0.9, lam=0.5)
+    assert tripled.upper - tripled.lower == pytest.approx(original.upper - original.lower, rel=1e-9)
+    assert naive.upper - naive.lower == pytest.approx((original.upper - original.lower) / np.sqrt(3), rel=1e-9)
+
+
+def test_quantify_by_prompt_widens_llmfao_intervals_and_names_bad_columns():
+    from puaudit_jax.datasets import load_bundled
+
+    table = load_bundled("llmfao-gpt4", include_unlabelled=True)
+    plain = quantify(table).to_frame().set_index(["target", "estimator"])
+    by_prompt = quantify(table, cluster_by="prompt").to_frame().set_index(["target", "estimator"])
+    key = ("share of A wins", HUMAN_ONLY)
+    assert by_prompt.loc[key, "estimate"] == plain.loc[key, "estimate"]
+    width = lambda f: f.loc[key, "upper"] - f.loc[key, "lower"]  # noqa: E731
+    assert width(by_prompt) > width(plain)
+    with pytest.raises(ValueError, match="cluster_by='nope'"):
+        quantify(table, cluster_by="nope")
