@@ -43,16 +43,20 @@ def field_docs(cls) -> dict[str, str]:
     return out
 
 
-def _scalar_type(f: dataclasses.Field, cls) -> tuple[type, bool]:
-    """(python type, optional) of a field annotated ``int | float | str | bool`` (``| None`` allowed)."""
-    hints = typing.get_type_hints(cls)
-    hint = hints[f.name]
+def _scalar_type(name: str, hint, cls) -> tuple[type, bool]:
+    """(python type, optional) of field ``name`` annotated ``int | float | str | bool`` (``| None`` allowed)."""
     args = typing.get_args(hint) or (hint,)
     optional = type(None) in args
     kinds = [a for a in args if a is not type(None)]
     if len(kinds) != 1 or kinds[0] not in _SCALARS.values():
-        raise TypeError(f"{cls.__name__}.{f.name}: only int/float/str/bool (| None) fields become options")
+        raise TypeError(f"{cls.__name__}.{name}: only int/float/str/bool (| None) fields become options")
     return kinds[0], optional
+
+
+def _selected(cls, include, exclude) -> tuple[dict, list[str]]:
+    """({name: Field} of dataclass ``cls``, the names chosen by ``include`` (in order) or ``exclude``)."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    return fields, (list(include) if include is not None else [n for n in fields if n not in exclude])
 
 
 def option_name(name: str, rename: dict | None = None) -> str:
@@ -67,11 +71,10 @@ def add_options(parser: argparse.ArgumentParser, cls, *, include=None, exclude=(
     extra ``add_argument`` keywords (e.g. a different help). Booleans become ``store_true`` flags;
     ``str | None`` fields with ``choices`` metadata accept ``none`` for None.
     """
-    docs, fields = field_docs(cls), {f.name: f for f in dataclasses.fields(cls)}
-    names = list(include) if include is not None else [n for n in fields if n not in exclude]
+    (fields, names), docs, hints = _selected(cls, include, exclude), field_docs(cls), typing.get_type_hints(cls)
     for name in names:
         f = fields[name]
-        kind, optional = _scalar_type(f, cls)
+        kind, optional = _scalar_type(name, hints[name], cls)
         if name not in docs:
             raise ValueError(f"{cls.__name__}.{name} has no help text in its docstring's Fields: section")
         kwargs = {"default": f.default, "help": docs[name], "dest": (rename or {}).get(name, name)}
@@ -91,8 +94,7 @@ def add_options(parser: argparse.ArgumentParser, cls, *, include=None, exclude=(
 
 def options_from_args(args: argparse.Namespace, cls, *, include=None, exclude=(), rename=None) -> dict:
     """``{field: value}`` of the options :func:`add_options` added (``"none"`` choices -> None)."""
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    names = list(include) if include is not None else [n for n in fields if n not in exclude]
+    fields, names = _selected(cls, include, exclude)
     out = {}
     for name in names:
         value = getattr(args, (rename or {}).get(name, name))

@@ -86,13 +86,21 @@ class AuditConfig:
             raise ValueError(f"group_by must be 'question_type' or None, got {self.group_by!r}")
         if self.min_group_size < 1:
             raise ValueError(f"min_group_size must be >= 1, got {self.min_group_size!r}")
-        get_scorer(self.scorer, **dict(self.scorer_options))
-        get_rule(self.rule, **dict(self.rule_options))
+        self.make_scorer()
+        self.decision_rule()
         unknown = set(self.crossfit_features) - set(FEATURES)
         if unknown:
             raise ValueError(f"crossfit_features must be among {FEATURES}, got {sorted(unknown)}")
         if self.folds < 2:
             raise ValueError(f"folds must be >= 2 (cross-fitting), got {self.folds!r}")
+
+    def make_scorer(self):
+        """The scorer ``scorer`` names, with ``scorer_options`` (:func:`~puaudit_jax.scorers.get_scorer`)."""
+        return get_scorer(self.scorer, **dict(self.scorer_options))
+
+    def decision_rule(self):
+        """The rule ``rule`` names, with ``rule_options`` (:func:`~puaudit_jax.rules.get_rule`)."""
+        return get_rule(self.rule, **dict(self.rule_options))
 
     def to_dict(self) -> dict:
         """JSON-able form (scorer and rule by name)."""

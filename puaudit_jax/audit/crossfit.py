@@ -18,7 +18,6 @@ import numpy as np
 
 from ..calibration import crossfit_folds
 from ..rules import CrossFit
-from ..scorers import get_scorer
 from .config import AuditConfig
 from .mass import MassEstimate
 from .orient import Oriented, judge_oriented
@@ -107,7 +106,7 @@ def crossfit(
     data: AuditData, oriented: Oriented, mass: MassEstimate, kinds: tuple[str, ...], config: AuditConfig
 ) -> tuple[CrossFit, CrossfitSummary]:
     """Cross-fitted features ``kinds`` of the labelled rows and the pool (see the module docstring)."""
-    scorer = get_scorer(config.scorer, **dict(config.scorer_options))
+    scorer = config.make_scorer()
     labelled, pool = data.labelled, oriented.unlabelled
     clusters = _clusters(data, labelled, config.cluster_by)
     fold = crossfit_folds(data.types[labelled], clusters, config.folds, mass.generator())

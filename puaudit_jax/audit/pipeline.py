@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..embed import Encoder, PairEmbeddings
 from ..quantify.targets import audit_agreement
-from ..rules import CrossFit, get_rule, needs_crossfit, rule_name
+from ..rules import CrossFit, needs_crossfit, rule_name
 from ..scorers import scorer_name
 from .config import AuditConfig
 from .crossfit import crossfit
@@ -106,7 +106,7 @@ def items_table(data: AuditData, role: np.ndarray, scores: Scores) -> pd.DataFra
 
 def crossfit_kinds(config: AuditConfig) -> tuple[str, ...]:
     """The cross-fitted features to compute: those asked for and the rule's (sorted)."""
-    rule = get_rule(config.rule, **dict(config.rule_options))
+    rule = config.decision_rule()
     return tuple(sorted(set(config.crossfit_features) | ({rule.feature} if needs_crossfit(rule) else set())))
 
 
@@ -143,7 +143,7 @@ def run_audit(comparisons: pd.DataFrame, features: PairEmbeddings | Encoder, con
     role = roles(data, mass, oriented, refs)
     items, decision = apply_rule(
         items_table(data, role, scores),
-        get_rule(config.rule, **dict(config.rule_options)),
+        config.decision_rule(),
         crossfit=cf,
         m=mass.value,
         eta=config.eta,
@@ -166,7 +166,7 @@ def audit_report(data, mass, refs, scores, items, decision, cf_summary, config, 
         m=mass,
         config=config,
         scorer=scorer_name(config.scorer),
-        rule=rule_name(get_rule(config.rule, **dict(config.rule_options))),
+        rule=rule_name(config.decision_rule()),
         embeddings={"source": data.source, "dim": data.dim, **({"encoding": data.encoding} if data.encoding else {})},
         denoising=refs.groups,
         groups=groups,

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from ..scorers import get_scorer, scorer_name
+from ..scorers import scorer_name
 from .config import AuditConfig
 from .orient import Oriented
 from .prepare import AuditData
@@ -83,7 +83,7 @@ def scored(
 
 def score(data: AuditData, oriented: Oriented, refs: References, m: float, config: AuditConfig) -> Scores:
     """Score the pool, one scoring group at a time."""
-    scorer = get_scorer(config.scorer, **dict(config.scorer_options))
+    scorer = config.make_scorer()
     score_raw, score_norm = np.full(data.n, np.nan), np.full(data.n, np.nan)
     group = np.array([""] * data.n, dtype=object)
     groups, solver_s = [], 0.0

@@ -3,9 +3,12 @@ flip rate and precision per question type and overall, and the hindsight ceiling
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 
+from ..audit import HiddenLabels
 from ..datasets.verdicts import question_types
 
 ALL = "all"
@@ -60,10 +63,6 @@ def hindsight_flips(pool: pd.DataFrame, truth: pd.Series) -> np.ndarray:
 def with_hidden_labels(result, truth: pd.Series, share: float):
     """``result`` (an :class:`~puaudit_jax.audit.AuditResult` of a table with hidden labels) with the
     hidden verdicts in an ``items`` column ``human_hidden`` and their consistency in the report."""
-    from dataclasses import replace
-
-    from ..audit import HiddenLabels
-
     cons = consistency(result.pool, truth)
     report = replace(result.report, hidden_labels=HiddenLabels(share, tuple(cons.to_dict(orient="records"))))
     items = result.items.assign(human_hidden=result.items["id"].map(truth))
