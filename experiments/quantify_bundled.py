@@ -1,0 +1,56 @@
+"""The README's quantification numbers: each bundled set through ``puaudit_jax.quantify.quantify``.
+
+    OMP_NUM_THREADS=1 python experiments/quantify_bundled.py
+
+Prints, per set: labelled / unlabelled items, m (human only), the share of A wins by the three
+estimators with PPI++'s lam, models and how many have no human label, the median ratio of PPI++ to
+human-only interval widths over the win rates, the random-sample check's p-value; then, for
+LLMFAO GPT-4, the widening of the intervals when they are clustered by prompt (side by side).
+"""
+
+from __future__ import annotations
+
+from puaudit_jax.datasets import load_bundled
+from puaudit_jax.quantify import HUMAN_ONLY, JUDGE_ONLY, PPI, quantify
+
+SETS = (("mtbench", None), ("llmfao-gpt4", True), ("llmfao-gpt3", True))
+
+
+def width(frame):
+    return frame["upper"] - frame["lower"]
+
+
+def summary(name: str, include) -> str:
+    result = quantify(load_bundled(name, include_unlabelled=include))
+    f = result.to_frame()
+    m = f[f.target == "agreement m"].iloc[0]
+    a = f[f.target == "share of A wins"].set_index("estimator")
+    wins = f[f.target.str.startswith("win rate")]
+    ok = wins[wins.note == ""]
+    pair = ok[ok.estimator == PPI].merge(ok[ok.estimator == HUMAN_ONLY], on="target", suffixes=("_p", "_h"))
+    ratio = ((pair.upper_p - pair.lower_p) / (pair.upper_h - pair.lower_h)).median()
+    no_labels = int(((wins.estimator == HUMAN_ONLY) & (wins.note != "")).sum())
+    return (f"{name}: {int(m.n_labelled)} / {int(m.n_unlabelled)}; m {m.estimate:.3f} [{m.lower:.3f}, {m.upper:.3f}]; "
+            f"A share {a.loc[JUDGE_ONLY, 'estimate']:.3f} / {a.loc[HUMAN_ONLY, 'estimate']:.3f} / "
+            f"{a.loc[PPI, 'estimate']:.3f} [{a.loc[PPI, 'lower']:.3f}, {a.loc[PPI, 'upper']:.3f}], lam "
+            f"{a.loc[PPI, 'lam']:.2f}; models {wins.target.nunique()} ({no_labels} without labels); median width "
+            f"PPI++/human {ratio:.3f}; random-sample p {result.check.p_value}")  # fmt: skip
+
+
+def clustered_widening(name: str = "llmfao-gpt4") -> str:
+    table = load_bundled(name, include_unlabelled=True)
+    plain, by_prompt = quantify(table).to_frame(), quantify(table, cluster_by="prompt").to_frame()
+    ratio = width(by_prompt) / width(plain)
+    parts = []
+    for est in (HUMAN_ONLY, PPI):
+        keep = (plain.estimator == est) & (plain.note == "")
+        a_share = ratio[keep & (plain.target == "share of A wins")].iloc[0]
+        wins = ratio[keep & plain.target.str.startswith("win rate")].median()
+        parts.append(f"{est}: A share x{a_share:.2f}, win rates median x{wins:.2f}")
+    return f"{name} clustered by prompt vs not: " + "; ".join(parts)
+
+
+if __name__ == "__main__":
+    for name, include in SETS:
+        print(summary(name, include))
+    print(clustered_widening())
