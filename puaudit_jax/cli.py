@@ -44,7 +44,7 @@ from .embed import EmbedConfig, load_embeddings, save_embeddings, table_embeddin
 from .evaluate.protocol import DEFAULT_PAIRS, Protocol
 from .options import add_options, options_from_args
 from .quantify.estimators import check_level
-from .quantify.targets import QuantifyConfig
+from .quantify.pipeline import QuantifyConfig
 from .rules import RULES, CalibratedRule, get_rule, needs_crossfit
 from .scorers import SCORERS, get_scorer
 
@@ -386,13 +386,15 @@ def _add_evaluate_parser(sub) -> None:
 
 
 def cmd_quantify(args) -> int:
+    from .audit.write import read_items
     from .quantify import quantify, write_quantification
 
     options = options_from_args(args, QuantifyConfig)
     check_level(options["level"])
     _check_out(args.out)
     with _output_folder(args) as run:
-        result = quantify(load_data(args.data, args.include_unlabelled), **options)
+        audit_items = None if args.audit is None else read_items(args.audit)
+        result = quantify(load_data(args.data, args.include_unlabelled), audit_items=audit_items, **options)
         files = write_quantification(result, args.out, data=args.data)
         if not args.no_figures:
             import matplotlib.pyplot as plt
@@ -404,8 +406,8 @@ def cmd_quantify(args) -> int:
         run.finish(files)
     columns = ["target", "estimator", "estimate", "lower", "upper", "n_labelled", "n_unlabelled", "note"]
     print(result.to_frame()[columns].to_string(index=False, float_format="{:.4f}".format))
-    if result.check is not None and result.check.warning:
-        print(f"warning: {result.check.warning}")
+    for warning in result.warnings:
+        print(f"warning: {warning}")
     print(f"wrote {args.out}/" + ", ".join(files))
     return 0
 
@@ -416,6 +418,8 @@ def _add_quantify_parser(sub) -> None:
     p.add_argument("--include-unlabelled", action="store_true", default=None,
                    help="bundled sets: add the judge-only comparisons (LLMFAO: 1,097 pairs)")  # fmt: skip
     add_options(p, QuantifyConfig)
+    p.add_argument("--audit", help="an audit's output folder (or its items.csv), run with a calibrated rule on the "
+                   "same data: adds PPI++ with the audit's expected human verdicts")  # fmt: skip
     p.add_argument("--out", default="puaudit-quantify")
     p.add_argument("--no-figures", action="store_true")
     p.set_defaults(func=cmd_quantify)

@@ -59,3 +59,14 @@ def write_text(text: str, path: str | Path) -> Path:
     with atomic_path(path) as tmp:
         Path(tmp).write_text(text)
     return Path(path)
+
+
+def markdown_table(frame: pd.DataFrame, digits: int = 3) -> str:
+    """``frame`` as a GitHub markdown table, floats with ``digits`` decimals (no tabulate needed)."""
+
+    def cell(v) -> str:
+        return f"{v:.{digits}f}" if isinstance(v, float) else str(v)
+
+    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "---|" * len(frame.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join(lines)

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..embed import Encoder, PairEmbeddings
+from ..quantify.sample_check import audit_sample_checks
 from ..quantify.targets import audit_agreement
 from ..rules import CrossFit, needs_crossfit, rule_name
 from ..scorers import scorer_name
@@ -174,6 +175,7 @@ def audit_report(data, mass, refs, scores, items, decision, cf_summary, config, 
         crossfit=cf_summary,
         timings_s=dict(clock.seconds),
         agreement=audit_agreement(items),
+        sample_checks=audit_sample_checks(data.types, data.status, data.table, config.cluster_by),
     )
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..datasets.exclusions import EXCLUDED, LABELLED
+from ..quantify.sample_check import SampleCheck
 from ..quantify.targets import TargetEstimate
 from ..rules import DecisionSummary
 from .config import AuditConfig
@@ -103,6 +104,7 @@ class AuditReport:
     timings_s: dict = field(default_factory=dict)
     hidden_labels: HiddenLabels | None = None
     agreement: tuple[TargetEstimate, ...] = ()
+    sample_checks: tuple[SampleCheck, ...] = ()
     format_version: int = FORMAT_VERSION
 
     @property
@@ -142,6 +144,8 @@ class AuditReport:
             out["hidden_labels"] = self.hidden_labels.to_dict()
         if self.agreement:
             out["agreement"] = [row.to_dict() for row in self.agreement]
+        if self.sample_checks:
+            out["random_sample_checks"] = [c.to_dict() for c in self.sample_checks]
         return out
 
     @classmethod
@@ -166,6 +170,7 @@ class AuditReport:
             groups=tuple(ScoringGroup.from_dict(g) for g in data["groups"]),
             timings_s=data.get("timings_s", {}),
             agreement=tuple(TargetEstimate.from_dict(r) for r in data.get("agreement", ())),
+            sample_checks=tuple(SampleCheck.from_dict(c) for c in data.get("random_sample_checks", ())),
             format_version=FORMAT_VERSION,
             **{k: None if data.get(k) is None else kind.from_dict(data[k]) for k, kind in optional.items()},
         )
@@ -189,6 +194,7 @@ class AuditReport:
             lines.append(f"agreement m, {e.estimator}: " + (e.note if not e.estimable else
                          f"{e.estimate:.3f} [{e.lower:.3f}, {e.upper:.3f}] ({100 * e.level:.0f}% interval, "
                          f"{e.n_labelled} labelled, {e.n_unlabelled} pool items)"))  # fmt: skip
+        lines += [f"warning: {c.warning}" for c in self.sample_checks if c.warning]
         return "\n".join(lines)
 
 

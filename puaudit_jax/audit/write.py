@@ -18,3 +18,28 @@ def write_result(result: AuditResult, folder: str | Path) -> list[str]:
     write_parquet(result.items.astype({"question_type": "string"}), folder / "items.parquet")
     write_json(result.report.to_dict(), folder / "report.json")
     return list(FILES)
+
+
+ITEM_COLUMNS = ("id", "judge", "human", "status", "p_wrong")
+
+
+def read_items(path: str | Path):
+    """An audit's items table from its output folder (items.parquet, else items.csv) or from the file
+    itself; ValueError when there is none or a column the readers need is missing."""
+    import pandas as pd
+
+    path = Path(path)
+    if path.is_dir():
+        found = [path / f for f in ("items.parquet", "items.csv") if (path / f).exists()]
+        if not found:
+            raise ValueError(f"{path}: no items.parquet or items.csv in that folder (an audit's --out)")
+        path = found[0]
+    if path.suffix == ".parquet":
+        items = pd.read_parquet(path)
+    else:
+        items = pd.read_csv(path, dtype={"id": str, "judge": str, "human": str}, keep_default_na=False,
+                            na_values={"p_wrong": [""]})  # fmt: skip
+    missing = [c for c in ITEM_COLUMNS if c not in items.columns]
+    if missing:
+        raise ValueError(f"{path}: not an audit's items table (missing columns {missing})")
+    return items

@@ -1,24 +1,36 @@
 """Quantification with confidence intervals (issue 17; DESIGN "Quantification"): judge-human
-agreement, the share of A wins and per-model win rates, each by the judge alone (biased, for
-contrast), the human labels alone, and prediction-powered inference (PPI++) that uses the judge's
-verdicts on the unlabelled items without trusting them.
+agreement, the share of A wins, per-model win rates and the Bradley-Terry leaderboard, each by the
+judge alone (biased, for contrast), the human labels alone, and prediction-powered inference (PPI++)
+that uses the judge's verdicts -- or an audit's expected human verdicts -- on the unlabelled items
+without trusting them.
 
-``estimators.py``: the three mean estimators and their intervals; ``targets.py``: the targets and
-:func:`quantify`.
+``estimators.py``: the mean estimators and their intervals; ``m_estimation.py``: PPI++ logistic
+M-estimation (vmappable); ``leaderboard.py``: Bradley-Terry on the Elo scale; ``targets.py``: the
+targets and the predictions; ``sample_check.py``: is the labelled set a random sample?;
+``pipeline.py``: :func:`quantify` and the leaderboard files; ``coverage.py``: the coverage study.
 """
 
-from .estimators import HUMAN_ONLY, JUDGE_ONLY, PPI, Estimate, human_only, judge_only, ppi_lambda, ppi_mean
-from .targets import (
-    AUDIT_PPI,
-    Quantification,
-    QuantifyConfig,
-    TargetEstimate,
-    audit_agreement,
-    quantify,
-    write_quantification,
+from .estimators import (
+    HUMAN_ONLY,
+    JUDGE_ONLY,
+    PPI,
+    STRATIFIED,
+    Estimate,
+    human_only,
+    judge_only,
+    ppi_lambda,
+    ppi_mean,
+    stratified_ppi_mean,
 )
+from .m_estimation import MFit, ppi_logistic, ppi_logistic_splits
+from .pipeline import Quantification, QuantifyConfig, quantify, write_quantification
+from .targets import AUDIT_PPI, TargetEstimate, audit_agreement, audit_predictions
+
+ESTIMATORS = (JUDGE_ONLY, HUMAN_ONLY, PPI, AUDIT_PPI, STRATIFIED)  # the order tables and figures show them in
 
 __all__ = [
-    "AUDIT_PPI", "HUMAN_ONLY", "JUDGE_ONLY", "PPI", "Estimate", "Quantification", "QuantifyConfig", "TargetEstimate",
-    "audit_agreement", "human_only", "judge_only", "ppi_lambda", "ppi_mean", "quantify", "write_quantification",
+    "AUDIT_PPI", "ESTIMATORS", "HUMAN_ONLY", "JUDGE_ONLY", "PPI", "STRATIFIED", "Estimate", "MFit", "Quantification",
+    "QuantifyConfig", "TargetEstimate", "audit_agreement", "audit_predictions", "human_only", "judge_only",
+    "ppi_lambda", "ppi_logistic", "ppi_logistic_splits", "ppi_mean", "quantify", "stratified_ppi_mean",
+    "write_quantification",
 ]  # fmt: skip

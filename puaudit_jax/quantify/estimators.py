@@ -32,7 +32,8 @@ JUDGE_ONLY, HUMAN_ONLY, PPI = "judge only", "human only", "ppi++"
 @dataclass(frozen=True)
 class Estimate:
     """One estimator's answer: point estimate, interval [lower, upper] at ``level``, the numbers of
-    labelled / unlabelled items it used, PPI++'s lam, and a note when it is not estimable."""
+    labelled / unlabelled items it used, PPI++'s lam, a ``note`` when it is not estimable (NaN numbers)
+    and a ``caveat`` about an estimable one (rows left out)."""
 
     estimator: str
     estimate: float
@@ -43,6 +44,7 @@ class Estimate:
     n_unlabelled: int
     lam: float | None = None
     note: str = ""
+    caveat: str = ""
 
     @property
     def estimable(self) -> bool:
@@ -56,8 +58,13 @@ def check_level(level: float) -> float:
     return float(level)
 
 
+def z_value(level: float) -> float:
+    """The two-sided normal quantile of a ``level`` interval (1.645 at 0.9)."""
+    return float(norm.ppf(1 - (1 - level) / 2))
+
+
 def _interval(estimate: float, se: float, level: float) -> tuple[float, float]:
-    half = float(norm.ppf(1 - (1 - level) / 2)) * se
+    half = z_value(level) * se
     return estimate - half, estimate + half
 
 
@@ -134,3 +141,76 @@ def ppi_mean(y, yhat, yhat_unlabelled, level: float, lam: float | None = None, c
         se = clustered_se(terms, list(clusters))
     lo, hi = _interval(float(estimate), float(se), level)
     return Estimate(PPI, float(estimate), lo, hi, level, n, big_n, lam=lam)
+
+
+STRATIFIED = "ppi++ (stratified)"
+MIN_PER_STRATUM = 10  # labelled items per stratum: below it the per-stratum lam and variance under-cover
+
+
+def stratified_ppi_mean(y, yhat, yhat_unlabelled, strata, strata_unlabelled, level: float, clusters=None) -> Estimate:
+    """PPI++ within each stratum (question type), combined with the strata's shares of all items:
+    theta = sum_t w_t theta_t, se^2 = sum_t w_t^2 se_t^2, w_t = (n_t + N_t) / (n + N). Valid when the
+    labelled items are a random sample *within* each stratum, a weaker assumption than a random sample
+    of the pool (LLMFAO's labelled share differs across types). A stratum without unlabelled items
+    contributes its classical mean; one with < MIN_PER_STRATUM labelled items makes the target not
+    estimable (with 2-9 labels per stratum the intervals under-covered in the coverage study).
+    ``clusters``: (labelled, unlabelled) labels, assumed nested in the strata."""
+    y, yhat, yhat_unlabelled = (np.asarray(a, np.float64) for a in (y, yhat, yhat_unlabelled))
+    strata, strata_unlabelled, level = np.asarray(strata), np.asarray(strata_unlabelled), check_level(level)
+    n, big_n = len(y), len(yhat_unlabelled)
+    total, var = 0.0, 0.0
+    for t in sorted(set(strata.tolist()) | set(strata_unlabelled.tolist())):
+        lab, unl = strata == t, strata_unlabelled == t
+        sub = None if clusters is None else (clusters[0][lab], clusters[1][unl])
+        if lab.sum() < MIN_PER_STRATUM:
+            return _not_estimable(STRATIFIED, level, n, big_n, f"stratum {t!r} has {int(lab.sum())} labelled items "
+                                  f"(need {MIN_PER_STRATUM})")  # fmt: skip
+        if unl.any():
+            est = ppi_mean(y[lab], yhat[lab], yhat_unlabelled[unl], level, clusters=sub)
+        else:
+            est = human_only(y[lab], level, 0, None if sub is None else sub[0])
+        if not est.estimable:
+            return _not_estimable(
+                STRATIFIED, level, n, big_n, f"stratum {t!r}: {est.note.removeprefix('not estimable: ')}"
+            )
+        w = (lab.sum() + unl.sum()) / (n + big_n)
+        total, var = total + w * est.estimate, var + (w * (est.upper - est.lower) / (2 * z_value(level))) ** 2
+    lo, hi = _interval(total, float(np.sqrt(var)), level)
+    return Estimate(STRATIFIED, float(total), lo, hi, level, n, big_n)
+
+
+def mean_splits(y, yhat, labelled, unlabelled, level: float) -> dict:
+    """Human-only and PPI++ means for S splits at once (the coverage study): y / yhat (R,), labelled /
+    unlabelled (S, R) masks -> {HUMAN_ONLY: (estimate, lower, upper), PPI: (...)}, each an (S,)
+    array, equal split by split to :func:`human_only` and :func:`ppi_mean` (tests check it); NaN
+    where a split has < 2 labelled or no unlabelled item."""
+    y, yhat = np.nan_to_num(np.asarray(y, np.float64)), np.asarray(yhat, np.float64)
+    lab, unl = np.asarray(labelled, np.float64), np.asarray(unlabelled, np.float64)
+    n, big_n = lab.sum(1), unl.sum(1)
+    z = z_value(check_level(level))
+
+    def mean(v, m, count):
+        return (m * v).sum(1) / count
+
+    def var(v, m, count, ddof=0):  # per split, of the values v (R,) or (S, R) where m is 1
+        centre = mean(v, m, count)[:, None]
+        return (m * (v - centre) ** 2).sum(1) / (count - ddof)
+
+    out = {}
+    with np.errstate(invalid="ignore", divide="ignore"):
+        human = mean(y, lab, n)
+        out[HUMAN_ONLY] = _bounds(np.where(n >= 2, human, np.nan), np.sqrt(var(y, lab, n) / n), z)
+        first = mean(yhat, unl, big_n) + mean(y - yhat, lab, n)  # ppi_lambda's centring point
+        g, gh = y - first[:, None], yhat - first[:, None]
+        cov = mean((g - mean(g, lab, n)[:, None]) * (gh - mean(gh, lab, n)[:, None]), lab, n)
+        spread = var(gh, lab + unl, n + big_n, ddof=1)
+        lam = np.clip(np.where(spread > 0, cov / ((1 + n / big_n) * spread), 0.0), 0.0, 1.0)
+        imputed, rect = lam[:, None] * yhat, y - lam[:, None] * yhat
+        est = mean(imputed, unl, big_n) + mean(rect, lab, n)
+        se = np.sqrt(var(imputed, unl, big_n) / big_n + var(rect, lab, n) / n)
+        out[PPI] = _bounds(np.where((n >= 2) & (big_n >= 1), est, np.nan), se, z)
+    return out
+
+
+def _bounds(estimate, se, z):
+    return estimate, estimate - z * se, estimate + z * se

@@ -1,15 +1,22 @@
-"""The quantities an evaluation exists for, each estimated three ways (:mod:`.estimators`).
+"""The quantities an evaluation exists for, each estimated several ways (:mod:`.estimators`,
+:mod:`.leaderboard`).
 
 Every row of a comparison table with a judge verdict (A, B or tie) takes part: labelled when the
 human verdict is A, B or tie, unlabelled when it is missing. Ties count one half.
 
-- ``agreement m``: P(judge verdict == human verdict), the seed's mass; only labelled items say it
-  (human only; a judge cannot estimate its own agreement).
-- ``share of A wins``: P(response A is better) (ties 1/2), outcome of the human (Y) and of the
-  judge (Yhat).
+- ``agreement m``: P(judge verdict == human verdict), the seed's mass; the judge cannot estimate its
+  own agreement, so: human only, stratified, and PPI++ with the audit's P(judge right).
+- ``share of A wins``: P(response A is better), outcome of the human (Y) and predicted (Yhat).
 - ``win rate: <model>``: P(<model>'s response is better) over the comparisons it is in, for tables
-  that name the models (``model_a`` / ``model_b`` columns: MT-Bench, LLMFAO, a user's). A model
-  with fewer than 2 labelled comparisons gets "not estimable" rows.
+  that name the models (``model_a`` / ``model_b`` columns: MT-Bench, LLMFAO, a user's).
+- ``elo: <model>``: the Bradley-Terry leaderboard (:mod:`.leaderboard`).
+
+Predictions of the human outcome (the Yhat of PPI++), one per estimator:
+
+- ``ppi++``: the judge's verdict (1 / 0.5 / 0),
+- ``ppi++ (audit)``: the audit's expected human verdict, 1 - P(judge wrong) for the judge's side and
+  P(judge wrong) for the other (:func:`audit_predictions`; out of fold on labelled rows),
+- ``ppi++ (stratified)``: the judge's verdict, PPI++ per question type (:func:`.estimators.stratified_ppi_mean`).
 """
 
 from __future__ import annotations
@@ -19,10 +26,12 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 import pandas as pd
 
-from ..datasets.verdicts import MISSING, TIE, A, B
-from .estimators import Estimate, check_level, human_only, judge_only, ppi_mean
+from ..datasets.verdicts import MISSING, TIE, A, B, question_types
+from .estimators import PPI, Estimate, check_level, human_only, judge_only, ppi_mean, stratified_ppi_mean
+from .leaderboard import bt_leaderboard
 
 MODEL_COLUMNS = ("model_a", "model_b")
+AUDIT_PPI = "ppi++ (audit)"
 
 
 @dataclass(frozen=True)
@@ -47,12 +56,11 @@ def _score(verdicts: np.ndarray, side) -> np.ndarray:
     return np.where(verdicts == side, 1.0, np.where(verdicts == TIE, 0.5, 0.0))
 
 
-def _three_ways(target: str, y, yhat_lab, yhat_unl, level: float, clusters=None) -> list[TargetEstimate]:
-    """``clusters``: (labelled, unlabelled) cluster labels or None."""
-    lab_clusters = None if clusters is None else clusters[0]
-    return [TargetEstimate(target, e) for e in (judge_only(yhat_lab, yhat_unl, level, clusters),
-                                                human_only(y, level, len(yhat_unl), lab_clusters),
-                                                ppi_mean(y, yhat_lab, yhat_unl, level, clusters=clusters))]  # fmt: skip
+def usable_rows(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(labelled, unlabelled) row masks: a judge verdict and a human one (A/B/tie) or none."""
+    judge, human = table["judge"].to_numpy(dtype=object), table["human"].to_numpy(dtype=object)
+    has_judge = np.isin(judge, (A, B, TIE))
+    return has_judge & np.isin(human, (A, B, TIE)), has_judge & (human == MISSING)
 
 
 def cluster_labels(table: pd.DataFrame, column: str | None) -> np.ndarray | None:
@@ -70,145 +78,134 @@ def cluster_labels(table: pd.DataFrame, column: str | None) -> np.ndarray | None
     return table[column].astype(str).to_numpy()
 
 
-def usable_rows(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """(labelled, unlabelled) row masks: a judge verdict and a human one (A/B/tie) or none."""
-    judge, human = table["judge"].to_numpy(dtype=object), table["human"].to_numpy(dtype=object)
-    has_judge = np.isin(judge, (A, B, TIE))
-    return has_judge & np.isin(human, (A, B, TIE)), has_judge & (human == MISSING)
+def audit_predictions(table: pd.DataFrame, items: pd.DataFrame) -> np.ndarray:
+    """(R,) the audit's expected human A-outcome for every row of ``table``: 1 - p_wrong when the
+    judge said A, p_wrong when it said B, the judge's own outcome where the audit gave no p_wrong
+    (ties, excluded rows). ``items``: the items table of an audit of the same comparisons with a
+    calibrated rule; every id must match and the labelled rows must be the same (else ValueError)."""
+    if "p_wrong" not in items.columns or not np.isfinite(items["p_wrong"].to_numpy(float)).any():
+        raise ValueError("the audit has no P(judge wrong): run it with a calibrated rule (--rule calibrated)")
+    items = items.set_index(items["id"].astype(str))
+    ids = table["id"].astype(str)
+    unknown = ids[~ids.isin(items.index)]
+    if len(unknown):
+        raise ValueError(f"{len(unknown)} rows are not in the audit, e.g. id {unknown.iloc[0]!r}: audit the same data")
+    items = items.loc[ids]
+    labelled_here, _ = usable_rows(table)
+    differ = (items["status"].to_numpy() == "labelled") & ~labelled_here
+    if differ.any():
+        row = ids.iloc[int(np.flatnonzero(differ)[0])]
+        raise ValueError(f"row {row!r} is labelled in the audit but not here: the audit saw other human labels "
+                         "(e.g. --hide-labels); quantify the table it audited")  # fmt: skip
+    judge, p_wrong = table["judge"].to_numpy(dtype=object), items["p_wrong"].to_numpy(float)
+    audit = np.where(judge == A, 1 - p_wrong, np.where(judge == B, p_wrong, np.nan))
+    return np.where(np.isfinite(audit), audit, _score(judge, A))
 
 
-def agreement(table: pd.DataFrame, level: float, clusters=None) -> list[TargetEstimate]:
+@dataclass(frozen=True)
+class Inputs:
+    """The per-row arrays every target reads (R rows of the table).
+
+    labelled / unlabelled: masks; y: human A-outcome (NaN where unlabelled); judge: the judge's
+    verdicts; predictions: estimator -> predicted A-outcome, the judge's first; clusters / strata:
+    labels or None; level: interval coverage."""
+
+    labelled: np.ndarray
+    unlabelled: np.ndarray
+    y: np.ndarray
+    judge: np.ndarray
+    predictions: dict
+    clusters: np.ndarray | None
+    strata: np.ndarray | None
+    level: float
+
+
+def inputs(table: pd.DataFrame, level: float, cluster_by: str | None = None, audit_items=None) -> Inputs:
+    """:class:`Inputs` of ``table``; ``audit_items`` adds the ``ppi++ (audit)`` predictions."""
     lab, unl = usable_rows(table)
-    y = (table["judge"].to_numpy(dtype=object)[lab] == table["human"].to_numpy(dtype=object)[lab]).astype(float)
-    lab_clusters = None if clusters is None else clusters[lab]
-    return [TargetEstimate("agreement m", human_only(y, level, int(unl.sum()), lab_clusters))]
+    human, judge = table["human"].to_numpy(dtype=object), table["judge"].to_numpy(dtype=object)
+    predictions = {PPI: _score(judge, A)}
+    if audit_items is not None:
+        predictions[AUDIT_PPI] = audit_predictions(table, audit_items)
+    types = question_types(table["question_type"]) if "question_type" in table.columns else None
+    strata = types if types is not None and len(set(types[lab | unl])) > 1 else None
+    y = np.where(lab, _score(human, A), np.nan)
+    return Inputs(lab, unl, y, judge, predictions, cluster_labels(table, cluster_by), strata, check_level(level))
 
 
-def a_share(table: pd.DataFrame, level: float, clusters=None) -> list[TargetEstimate]:
-    lab, unl = usable_rows(table)
-    judge, human = table["judge"].to_numpy(dtype=object), table["human"].to_numpy(dtype=object)
-    pairs = None if clusters is None else (clusters[lab], clusters[unl])
-    return _three_ways("share of A wins", _score(human[lab], A), _score(judge[lab], A), _score(judge[unl], A), level,
-                       pairs)  # fmt: skip
+def _means(target: str, inp: Inputs, rows: np.ndarray, flip: np.ndarray, truth: np.ndarray | None = None) -> list:
+    """Every estimator of the mean outcome over ``rows`` (mask); ``flip``: rows whose outcome is B's
+    (1 - the A-outcome); ``truth``: the human outcome when it is not the A-outcome (agreement)."""
+    lab, unl = inp.labelled & rows, inp.unlabelled & rows
+    y = np.where(flip, 1 - inp.y, inp.y) if truth is None else truth
+    preds = {k: np.where(flip, 1 - v, v) for k, v in inp.predictions.items()}
+    cl = None if inp.clusters is None else (inp.clusters[lab], inp.clusters[unl])
+    out = [judge_only(preds[PPI][lab], preds[PPI][unl], inp.level, cl)] if truth is None else []
+    out.append(human_only(y[lab], inp.level, int(unl.sum()), None if cl is None else cl[0]))
+    for name, yhat in preds.items():
+        if name == PPI and truth is not None:
+            continue  # the judge predicts its own agreement as 1: no information
+        est = ppi_mean(y[lab], yhat[lab], yhat[unl], inp.level, clusters=cl)
+        out.append(replace(est, estimator=name))
+    if inp.strata is not None:
+        out.append(stratified_ppi_mean(y[lab], preds[PPI][lab], preds[PPI][unl], inp.strata[lab], inp.strata[unl],
+                                       inp.level, cl))  # fmt: skip
+    return [TargetEstimate(target, e) for e in out]
 
 
-def win_rates(table: pd.DataFrame, level: float, clusters=None) -> list[TargetEstimate]:
-    """Per model named in ``model_a`` / ``model_b``: its win rate three ways (sorted by name)."""
+def agreement_inputs(inp: Inputs) -> Inputs:
+    """``inp`` recast for the agreement m = P(judge == human): y is 1 where they agree (NaN where
+    unlabelled); predictions of agreement: 1 (the judge's, constant: only the stratified estimator
+    uses it), and the audit's P(judge right) where the judge said A or B (elsewhere the mean of those
+    predictions over the unlabelled rows, which no label touches). Predictions may be (R,) or (S, R)."""
+    agree = np.where(inp.judge == A, inp.y == 1.0, np.where(inp.judge == B, inp.y == 0.0, inp.y == 0.5))
+    preds = {PPI: np.ones(len(agree))}
+    if AUDIT_PPI in inp.predictions:
+        p_a = inp.predictions[AUDIT_PPI]
+        right = np.where(inp.judge == A, p_a, np.where(inp.judge == B, 1 - p_a, np.nan))
+        pool = inp.unlabelled & np.isfinite(right)
+        count = pool.sum(axis=-1, keepdims=True)
+        fill = np.where(count > 0, np.where(pool, right, 0.0).sum(axis=-1, keepdims=True) / np.maximum(count, 1), 0.5)
+        preds[AUDIT_PPI] = np.where(np.isfinite(right), right, fill)
+    return replace(inp, y=np.where(inp.labelled, agree, np.nan), predictions=preds)
+
+
+def agreement(inp: Inputs) -> list[TargetEstimate]:
+    """P(judge == human) by human only, PPI++ with the audit's P(judge right), stratified."""
+    agree = agreement_inputs(inp)
+    rows = np.ones(len(agree.y), bool)
+    return _means("agreement m", agree, rows, np.zeros(len(rows), bool), truth=agree.y)
+
+
+def a_share(inp: Inputs) -> list[TargetEstimate]:
+    return _means("share of A wins", inp, np.ones(len(inp.y), bool), np.zeros(len(inp.y), bool))
+
+
+def _models(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     missing = [c for c in MODEL_COLUMNS if c not in table.columns]
     if missing:
-        raise ValueError(f"per-model win rates need the columns {list(MODEL_COLUMNS)}; missing {missing}")
-    lab, unl = usable_rows(table)
-    judge, human = table["judge"].to_numpy(dtype=object), table["human"].to_numpy(dtype=object)
-    ma, mb = table["model_a"].astype(str).to_numpy(), table["model_b"].astype(str).to_numpy()
+        raise ValueError(f"per-model targets need the columns {list(MODEL_COLUMNS)}; missing {missing}")
+    return table["model_a"].astype(str).to_numpy(), table["model_b"].astype(str).to_numpy()
+
+
+def win_rates(table: pd.DataFrame, inp: Inputs) -> list[TargetEstimate]:
+    """Per model named in ``model_a`` / ``model_b``: its win rate by every estimator (sorted by name)."""
+    ma, mb = _models(table)
+    used = inp.labelled | inp.unlabelled
     rows = []
-    for model in sorted(set(ma[lab | unl]) | set(mb[lab | unl])):
-        side = np.where(ma == model, A, np.where(mb == model, B, ""))
-        li, ui = lab & (side != ""), unl & (side != "")
-        pairs = None if clusters is None else (clusters[li], clusters[ui])
-        rows += _three_ways(f"win rate: {model}", _score(human[li], side[li]), _score(judge[li], side[li]),
-                            _score(judge[ui], side[ui]), level, pairs)  # fmt: skip
+    for model in sorted(set(ma[used]) | set(mb[used])):
+        rows += _means(f"win rate: {model}", inp, (ma == model) | (mb == model), mb == model)
     return rows
 
 
-@dataclass(frozen=True)
-class QuantifyConfig:
-    """Settings of :func:`quantify` (the CLI's options are generated from them).
-
-    Fields:
-        level: coverage of the confidence intervals, in (0, 1)
-        cluster_by: column grouping rows that share texts (e.g. prompt): cluster-robust intervals
-    """
-
-    level: float = 0.9
-    cluster_by: str | None = None
+def leaderboard(table: pd.DataFrame, inp: Inputs) -> list[TargetEstimate]:
+    """Bradley-Terry scores (Elo scale) of every model by every estimator (:mod:`.leaderboard`)."""
+    ma, mb = _models(table)
+    rows = bt_leaderboard(ma, mb, inp.y, inp.predictions, inp.labelled, inp.unlabelled, inp.level, inp.clusters)
+    return [TargetEstimate(f"elo: {m}", e) for m, e in sorted(rows, key=lambda r: r[0])]
 
 
-@dataclass(frozen=True)
-class SampleCheck:
-    """Is the labelled share the same in every question type? PPI++ (and the human-only estimate of
-    a pool mean) assume the labelled items are a random sample of all items; a share that differs
-    across types (chi-square test of independence, ``p_value``) says they are not.
-    ``shares``: type -> (items, labelled share); ``warning``: a sentence when p < ``alpha``."""
-
-    shares: dict
-    p_value: float | None
-    alpha: float = 0.01
-
-    @property
-    def warning(self) -> str:
-        if self.p_value is None or self.p_value >= self.alpha:
-            return ""
-        return (f"the labelled share differs across question types (chi-square p = {self.p_value:.2g}): the "
-                "labelled items are not a random sample of the pool, which PPI++ and the human-only "
-                "estimates of pool means assume")  # fmt: skip
-
-    def to_dict(self) -> dict:
-        return {"shares": {k: list(v) for k, v in self.shares.items()}, "p_value": self.p_value,
-                "alpha": self.alpha, "warning": self.warning}  # fmt: skip
-
-
-def sample_check(table: pd.DataFrame) -> SampleCheck:
-    """:class:`SampleCheck` of the usable rows of ``table`` by ``question_type`` (None p-value when
-    there is one type or no unlabelled item)."""
-    from scipy.stats import chi2_contingency
-
-    from ..datasets.verdicts import question_types
-
-    lab, unl = usable_rows(table)
-    types = question_types(table["question_type"]) if "question_type" in table else np.full(len(table), "all")
-    used = lab | unl
-    names = sorted(set(types[used]))
-    counts = np.array([[int((lab & (types == t)).sum()), int((unl & (types == t)).sum())] for t in names])
-    shares = {t: (int(c.sum()), float(c[0] / c.sum())) for t, c in zip(names, counts)}
-    if len(names) < 2 or counts[:, 1].sum() == 0 or counts[:, 0].sum() == 0:
-        return SampleCheck(shares, None)
-    return SampleCheck(shares, float(chi2_contingency(counts)[1]))
-
-
-@dataclass(frozen=True)
-class Quantification:
-    """Every target's estimates at ``level``; :meth:`to_frame` is the leaderboard table; ``check``:
-    the random-sample check of the labelled items (:class:`SampleCheck`)."""
-
-    rows: tuple[TargetEstimate, ...]
-    level: float
-    check: SampleCheck | None = None
-    cluster_by: str | None = None
-
-    def to_frame(self) -> pd.DataFrame:
-        return pd.DataFrame([r.to_dict() for r in self.rows])
-
-
-def quantify(table: pd.DataFrame, *, level: float = QuantifyConfig.level,
-             cluster_by: str | None = QuantifyConfig.cluster_by) -> Quantification:  # fmt: skip
-    """Agreement m, the share of A wins and (when the table names the models) per-model win rates,
-    each by the judge alone, the humans alone and PPI++ (module docstring)."""
-    level = check_level(level)
-    clusters = cluster_labels(table, cluster_by)
-    rows = agreement(table, level, clusters) + a_share(table, level, clusters)
-    if all(c in table.columns for c in MODEL_COLUMNS):
-        rows += win_rates(table, level, clusters)
-    return Quantification(tuple(rows), level, sample_check(table), cluster_by)
-
-
-def write_quantification(result: Quantification, folder, *, data: str) -> list[str]:
-    """leaderboard.csv and leaderboard.json (with the level and the data's name) in ``folder``."""
-    from pathlib import Path
-
-    from ..outputs import write_csv, write_json
-
-    frame = result.to_frame()
-    write_csv(frame, Path(folder) / "leaderboard.csv")
-    check = None if result.check is None else result.check.to_dict()
-    write_json({"data": data, "level": result.level, "cluster_by": result.cluster_by, "random_sample_check": check,
-                "rows": frame.to_dict(orient="records")}, Path(folder) / "leaderboard.json")  # fmt: skip
-    return ["leaderboard.csv", "leaderboard.json"]
-
-
-AUDIT_PPI = "ppi++ (audit)"
-
-
-def audit_agreement(items: pd.DataFrame, level: float = QuantifyConfig.level) -> tuple[TargetEstimate, ...]:
+def audit_agreement(items: pd.DataFrame, level: float = 0.9) -> tuple[TargetEstimate, ...]:
     """The agreement m = P(judge == human) on an audit's usable rows (verdicts A/B), human only, and
     -- when a calibrated rule gave P(judge wrong) -- PPI++ with 1 - P(judge wrong) as the prediction:
     out of fold for the labelled rows, so no labelled item predicts itself (cross-prediction,
@@ -222,6 +219,6 @@ def audit_agreement(items: pd.DataFrame, level: float = QuantifyConfig.level) ->
     scored = np.isfinite(p_wrong[lab])
     if scored.any() and np.isfinite(p_wrong[pool]).all():
         est = ppi_mean(y[scored], 1 - p_wrong[lab][scored], 1 - p_wrong[pool], level)
-        note = est.note or ("" if scored.all() else f"{int((~scored).sum())} unscored labelled rows left out")
-        rows.append(TargetEstimate("agreement m", replace(est, estimator=AUDIT_PPI, note=note)))
+        caveat = "" if scored.all() else f"{int((~scored).sum())} unscored labelled rows left out"
+        rows.append(TargetEstimate("agreement m", replace(est, estimator=AUDIT_PPI, caveat=caveat)))
     return tuple(rows)

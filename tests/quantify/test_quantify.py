@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from puaudit_jax.cli import main
-from puaudit_jax.quantify import HUMAN_ONLY, JUDGE_ONLY, PPI, human_only, ppi_mean, quantify
-from puaudit_jax.quantify.targets import win_rates
+from puaudit_jax.quantify import HUMAN_ONLY, JUDGE_ONLY, PPI, STRATIFIED, human_only, ppi_mean, quantify
+from puaudit_jax.quantify.targets import inputs, win_rates
 
 ppi_py = pytest.importorskip("ppi_py")
 
@@ -65,7 +65,7 @@ def test_bad_levels_and_missing_model_columns_are_errors():
         with pytest.raises(ValueError, match="level must be in"):
             quantify(table, level=level)
     with pytest.raises(ValueError, match="need the columns"):
-        win_rates(table.drop(columns="model_b"), 0.9)
+        win_rates(table.drop(columns="model_b"), inputs(table, 0.9))
     targets = set(quantify(table.drop(columns="model_b")).to_frame()["target"])
     assert targets == {"agreement m", "share of A wins"}
 
@@ -74,7 +74,8 @@ def test_the_cli_writes_the_leaderboard_of_a_bundled_set(tmp_path):
     out = tmp_path / "q"
     assert main(["quantify", "llmfao-gpt4", "--include-unlabelled", "--level", "0.8", "--out", str(out)]) == 0
     frame = pd.read_csv(out / "leaderboard.csv", keep_default_na=False, na_values=[""])
-    assert set(frame["estimator"]) == {JUDGE_ONLY, HUMAN_ONLY, PPI} and (frame["level"] == 0.8).all()
+    assert set(frame["estimator"]) == {JUDGE_ONLY, HUMAN_ONLY, PPI, STRATIFIED} and (frame["level"] == 0.8).all()
+    assert frame["target"].str.startswith("elo: ").any()
     ok = frame[frame["note"].isna()]
     assert ((ok["lower"] <= ok["estimate"]) & (ok["estimate"] <= ok["upper"])).all()
     assert json.loads((out / "leaderboard.json").read_text())["level"] == 0.8
@@ -103,7 +104,8 @@ def test_the_audit_reports_m_with_intervals_and_its_cross_fitted_ppi(cone_model)
 
 
 def test_the_random_sample_check_flags_a_type_without_labels():
-    from puaudit_jax.quantify.targets import sample_check
+    from puaudit_jax.quantify.sample_check import sample_check
+    from puaudit_jax.quantify.targets import usable_rows
 
     rng = np.random.default_rng(0)
     n = 600
@@ -111,11 +113,14 @@ def test_the_random_sample_check_flags_a_type_without_labels():
     random_split = np.where(rng.random(n) < 0.5, "A", "missing")
     table = pd.DataFrame({"id": np.arange(n).astype(str), "judge": "A", "human": random_split,
                           "question_type": types})  # fmt: skip
-    assert sample_check(table).warning == "" and sample_check(table).p_value > 0.01
+    check = sample_check(types, *usable_rows(table), "question_type")
+    assert check.warning == "" and check.p_value > 0.01
     skewed = table.assign(human=np.where(types == "t3", "missing", random_split))
-    check = sample_check(skewed)
+    check = sample_check(types, *usable_rows(skewed), "question_type")
     assert check.p_value < 1e-6 and "not a random sample" in check.warning and check.shares["t3"][1] == 0.0
-    assert quantify(skewed).check.warning == check.warning
+    assert quantify(skewed).warnings == [check.warning]
+    clustered = quantify(skewed.assign(prompt=types), cluster_by="prompt")
+    assert [c.by for c in clustered.checks] == ["question_type", "prompt"] and len(clustered.warnings) == 2
 
 
 def test_cluster_robust_intervals():

@@ -1,0 +1,128 @@
+"""Bradley-Terry leaderboards with confidence intervals from few human labels (issue 17).
+
+The model: P(model a's response beats model b's) = sigmoid(theta_a - theta_b), a tie counting one
+half (the ``ties="half"`` convention of :mod:`puaudit_jax.consensus.bradley_terry`). The strengths
+are identified up to a constant; we fix sum theta = 0 by writing theta = C beta with the K x (K-1)
+contrast C = [I; -1 ... -1], so each row's covariates are x = (e_a - e_b) C and beta is an ordinary
+logistic regression without intercept. Scores are reported on the Elo scale,
+``elo = 1000 + 400 / ln(10) * theta`` (the leaderboard averages 1000; 400 points = 10:1 odds),
+with the delta-method interval C Sigma C^T.
+
+Estimators (each an M-estimate, :mod:`.m_estimation`):
+
+- ``judge only``: the BT fit of the judge's verdicts on every row (biased where the judge is),
+- ``human only``: the BT fit of the human verdicts on the labelled rows (classical),
+- ``ppi++``: PPI++ with a predictor of the human outcome -- the judge's verdict, or with
+  ``ppi++ (audit)`` the audit's expected human verdict (:func:`.targets.audit_predictions`).
+
+Only models with at least :data:`MIN_LABELLED` labelled comparisons get scores (the scale is theirs;
+rows naming another model are left out of every fit, counted in the rows' note); the others get
+"not estimable" rows. The human-only fit also needs the labelled comparison graph to identify the
+strengths (strongly connected, :func:`~puaudit_jax.consensus.bradley_terry.check_identifiable`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from ..consensus.bradley_terry import ELO_PER_NAT, ComparisonGraphError, check_identifiable, count_matrices
+from .estimators import HUMAN_ONLY, JUDGE_ONLY, Estimate, check_level, z_value
+from .m_estimation import MFit, ppi_logistic
+
+MIN_LABELLED = 2
+ELO_MEAN = 1000.0
+
+
+def contrast(k: int) -> np.ndarray:
+    """C (k, k-1): theta = C beta has sum 0 for every beta."""
+    return np.vstack([np.eye(k - 1), -np.ones((1, k - 1))])
+
+
+def design(model_a, model_b, models: list[str]) -> np.ndarray:
+    """X (R, K-1): row i is (e_{a_i} - e_{b_i}) C for the comparison of model_a[i] and model_b[i]."""
+    index = {m: k for k, m in enumerate(models)}
+    onehot = np.zeros((len(model_a), len(models)))
+    rows = np.arange(len(model_a))
+    onehot[rows, [index[m] for m in model_a]] += 1.0
+    onehot[rows, [index[m] for m in model_b]] -= 1.0
+    return onehot @ contrast(len(models))
+
+
+def scored_models(model_a, model_b, labelled) -> tuple[list[str], list[str]]:
+    """(models with >= MIN_LABELLED labelled comparisons, the rest), each sorted."""
+    seen = pd.Series(np.concatenate([model_a, model_b])).value_counts()
+    counts = pd.Series(np.concatenate([model_a[labelled], model_b[labelled]])).value_counts()
+    counts = counts.reindex(seen.index, fill_value=0)
+    return sorted(counts.index[counts >= MIN_LABELLED]), sorted(counts.index[counts < MIN_LABELLED])
+
+
+def elo_estimates(fit: MFit, models: list[str], estimator: str, level: float, n: int, n_unl: int) -> list:
+    """(model, Estimate) on the Elo scale for every model of a converged fit."""
+    c = contrast(len(models))
+    theta, cov = c @ fit.theta, c @ fit.cov @ c.T
+    half = z_value(level) * np.sqrt(np.clip(np.diag(cov), 0, None))
+    lam = None if estimator in (JUDGE_ONLY, HUMAN_ONLY) else fit.lam
+    return [(m, Estimate(estimator, ELO_MEAN + ELO_PER_NAT * t, ELO_MEAN + ELO_PER_NAT * (t - h),
+                         ELO_MEAN + ELO_PER_NAT * (t + h), level, n, n_unl, lam=lam))
+            for m, t, h in zip(models, theta, half)]  # fmt: skip
+
+
+def _human_graph_problem(model_a, model_b, y, models: list[str]) -> str:
+    """'' when these (labelled) comparisons identify the BT strengths, else why not."""
+    index = {m: k for k, m in enumerate(models)}
+    outcome = np.select([y == 1.0, y == 0.0], [1, 0], 2)
+    codes = np.stack([[index[m] for m in model_a], [index[m] for m in model_b], outcome], axis=1)
+    try:
+        check_identifiable(*count_matrices(codes.reshape(-1, 3), len(models)), models)
+    except ComparisonGraphError as err:
+        return str(err).split(";")[0]
+    return ""
+
+
+def _fit_or_note(X, y, yhat, lab, unl, lam, clusters) -> tuple[MFit | None, str]:
+    fit = ppi_logistic(X, y, yhat, lab, unl, lam=lam, clusters=clusters)
+    ok = fit.converged and np.isfinite(fit.cov).all() and np.abs(fit.theta).max() < 30
+    return (fit, "") if ok else (None, "the Bradley-Terry fit did not converge (a model never lost or never won)")
+
+
+def bt_leaderboard(model_a, model_b, y, predictions: dict, labelled, unlabelled, level: float,
+                   clusters=None) -> list[tuple[str, Estimate]]:  # fmt: skip
+    """(model, Estimate) rows of every estimator. model_a / model_b (R,) names, y (R,) human
+    A-outcome (1 / 0.5 / 0; read on labelled rows), predictions: estimator name -> (R,) predicted
+    A-outcome (the first is the judge's: its verdicts make the judge-only fit), labelled / unlabelled
+    (R,) masks, clusters (R,) or None."""
+    level = check_level(level)
+    model_a, model_b = np.asarray(model_a).astype(str), np.asarray(model_b).astype(str)
+    used = labelled | unlabelled
+    models, dropped = scored_models(model_a[used], model_b[used], labelled[used])
+    keep = used & np.isin(model_a, models) & np.isin(model_b, models)
+    lab, unl = labelled & keep, unlabelled & keep
+    n, n_unl = int(lab.sum()), int(unl.sum())
+    caveat = f"{int((used & ~keep).sum())} rows with a model of < {MIN_LABELLED} labelled comparisons left out"
+    rows = [(m, _not_estimable(est, level, f"fewer than {MIN_LABELLED} labelled comparisons"))
+            for m in dropped for est in (JUDGE_ONLY, HUMAN_ONLY, *predictions)]  # fmt: skip
+    if len(models) < 2:
+        return rows
+    X, clusters = design(model_a[keep], model_b[keep], models), None if clusters is None else clusters[keep]
+    y, lab, unl, none = np.asarray(y, float)[keep], lab[keep], unl[keep], np.zeros(int(keep.sum()), bool)
+    judge = np.asarray(next(iter(predictions.values())), float)[keep]
+    fits = {JUDGE_ONLY: _fit_or_note(X, judge, judge, lab | unl, none, 0.0, clusters)}
+    problem = _human_graph_problem(model_a[keep][lab], model_b[keep][lab], y[lab], models)
+    fits[HUMAN_ONLY] = (None, problem) if problem else _fit_or_note(X, y, y, lab, none, 0.0, clusters)
+    for est, yhat in predictions.items():
+        fits[est] = (_fit_or_note(X, y, np.asarray(yhat, float)[keep], lab, unl, None, clusters) if n_unl else
+                     (None, "no unlabelled item"))  # fmt: skip
+    for est, (fit, why) in fits.items():
+        rows += (
+            [(m, _not_estimable(est, level, why)) for m in models]
+            if fit is None
+            else elo_estimates(fit, models, est, level, n, n_unl)
+        )
+    return rows if not dropped else [(m, e if e.note else replace(e, caveat=caveat)) for m, e in rows]
+
+
+def _not_estimable(estimator: str, level: float, why: str) -> Estimate:
+    return Estimate(estimator, np.nan, np.nan, np.nan, level, 0, 0, note=f"not estimable: {why}")

@@ -1,0 +1,70 @@
+"""``quantify``: every target by every estimator, the random-sample checks, and the leaderboard files."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from .sample_check import SampleCheck, sample_check
+from .targets import MODEL_COLUMNS, TargetEstimate, a_share, agreement, inputs, leaderboard, win_rates
+
+
+@dataclass(frozen=True)
+class QuantifyConfig:
+    """Settings of :func:`quantify` (the CLI's options are generated from them).
+
+    Fields:
+        level: coverage of the confidence intervals, in (0, 1)
+        cluster_by: column grouping rows that share texts (e.g. prompt): cluster-robust intervals
+    """
+
+    level: float = 0.9
+    cluster_by: str | None = None
+
+
+@dataclass(frozen=True)
+class Quantification:
+    """Every target's estimates at ``level``; :meth:`to_frame` is the leaderboard table; ``checks``:
+    the random-sample checks of the labelled items (by question type, and by cluster when clustered)."""
+
+    rows: tuple[TargetEstimate, ...]
+    level: float
+    checks: tuple[SampleCheck, ...] = ()
+    cluster_by: str | None = None
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([r.to_dict() for r in self.rows])
+
+    @property
+    def warnings(self) -> list[str]:
+        return [c.warning for c in self.checks if c.warning]
+
+
+def quantify(table: pd.DataFrame, *, level: float = QuantifyConfig.level,
+             cluster_by: str | None = QuantifyConfig.cluster_by, audit_items: pd.DataFrame | None = None,
+             ) -> Quantification:  # fmt: skip
+    """Agreement m, the share of A wins and, when the table names the models, per-model win rates and
+    the Bradley-Terry leaderboard, each by every estimator of :mod:`.targets`. ``audit_items``: the
+    items table of a calibrated audit of the same table (adds ``ppi++ (audit)``)."""
+    inp = inputs(table, level, cluster_by, audit_items)
+    rows = agreement(inp) + a_share(inp)
+    if all(c in table.columns for c in MODEL_COLUMNS):
+        rows += win_rates(table, inp) + leaderboard(table, inp)
+    checks = [sample_check(inp.strata, inp.labelled, inp.unlabelled, "question_type")] if inp.strata is not None else []
+    if inp.clusters is not None:
+        checks.append(sample_check(inp.clusters, inp.labelled, inp.unlabelled, cluster_by))
+    return Quantification(tuple(rows), inp.level, tuple(checks), cluster_by)
+
+
+def write_quantification(result: Quantification, folder, *, data: str) -> list[str]:
+    """leaderboard.csv and leaderboard.json (with the level and the data's name) in ``folder``."""
+    from ..outputs import write_csv, write_json
+
+    frame = result.to_frame()
+    write_csv(frame, Path(folder) / "leaderboard.csv")
+    checks = [c.to_dict() for c in result.checks]
+    write_json({"data": data, "level": result.level, "cluster_by": result.cluster_by, "random_sample_checks": checks,
+                "rows": frame.to_dict(orient="records")}, Path(folder) / "leaderboard.json")  # fmt: skip
+    return ["leaderboard.csv", "leaderboard.json"]

@@ -1,0 +1,69 @@
+"""Is the labelled set a random sample of the pool? The assumption every pool-mean estimate here
+(human only, PPI++) rests on, checked where the data allow: the labelled share should not depend on
+the question type, nor on the cluster (prompt) a row belongs to.
+
+A chi-square test of independence of (group x labelled / unlabelled) counts; a p-value below
+``alpha`` puts a warning in the leaderboard, the CLI's output and the audit report. A failed check
+does not make the stratified estimator (:func:`.estimators.stratified_ppi_mean`) invalid when the
+groups are the strata: it only asks for a random sample within each type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import chi2_contingency
+
+
+@dataclass(frozen=True)
+class SampleCheck:
+    """The labelled share by group (``by``: "question_type" or a cluster column) and the chi-square
+    p-value of "the share is the same in every group" (None: one group, or no unlabelled or no
+    labelled row). ``shares``: group -> (items, labelled share); ``warning``: a sentence when p < alpha."""
+
+    by: str
+    shares: dict
+    p_value: float | None
+    alpha: float = 0.01
+
+    @property
+    def warning(self) -> str:
+        if self.p_value is None or self.p_value >= self.alpha:
+            return ""
+        return (f"the labelled share differs across {self.by} values (chi-square p = {self.p_value:.2g}): the "
+                "labelled items are not a random sample of the pool, which PPI++ and the human-only "
+                "estimates of pool means assume (the stratified estimator needs it only within types)")  # fmt: skip
+
+    def to_dict(self) -> dict:
+        return {"by": self.by, "shares": {k: list(v) for k, v in self.shares.items()}, "p_value": self.p_value,
+                "alpha": self.alpha, "warning": self.warning}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: dict) -> SampleCheck:
+        shares = {k: (int(v[0]), float(v[1])) for k, v in data["shares"].items()}
+        return cls(data["by"], shares, data["p_value"], data.get("alpha", 0.01))
+
+
+def sample_check(groups, labelled, unlabelled, by: str) -> SampleCheck:
+    """:class:`SampleCheck` of rows with (R,) ``groups`` labels and (R,) labelled / unlabelled masks."""
+    groups = np.asarray(groups).astype(str)
+    names = sorted(set(groups[labelled | unlabelled]))
+    counts = np.array([[int((labelled & (groups == g)).sum()), int((unlabelled & (groups == g)).sum())] for g in names])
+    shares = {g: (int(c.sum()), float(c[0] / c.sum())) for g, c in zip(names, counts)}
+    if len(names) < 2 or counts[:, 1].sum() == 0 or counts[:, 0].sum() == 0:
+        return SampleCheck(by, shares, None)
+    return SampleCheck(by, shares, float(chi2_contingency(counts)[1]))
+
+
+def audit_sample_checks(types, status, table, cluster_by: str | None) -> tuple[SampleCheck, ...]:
+    """The checks of an audit's rows: ``types`` / ``status`` (n,) (status "labelled" / "unlabelled";
+    excluded rows take no part), by question type when there are several, and by ``cluster_by``'s
+    column of ``table`` when the audit clusters."""
+    labelled, unlabelled = np.asarray(status) == "labelled", np.asarray(status) == "unlabelled"
+    checks = []
+    if len(set(np.asarray(types)[labelled | unlabelled])) > 1:
+        checks.append(sample_check(types, labelled, unlabelled, "question_type"))
+    if cluster_by is not None:
+        checks.append(sample_check(table[cluster_by].to_numpy(), labelled, unlabelled, cluster_by))
+    return tuple(checks)
