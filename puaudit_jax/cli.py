@@ -40,6 +40,7 @@ from .attack_cli import add_attack_parsers, load_data
 from .audit import DEFAULT_RULE, DEFAULT_SCORER, AuditConfig
 from .consensus.cli import add_consensus_parser
 from .datasets import BUNDLED
+from .datasets.verdicts import MISSING
 from .embed import EmbedConfig, load_embeddings, save_embeddings, table_embeddings
 from .evaluate.protocol import DEFAULT_PAIRS, Protocol
 from .options import add_options, options_from_args
@@ -388,13 +389,18 @@ def _add_evaluate_parser(sub) -> None:
 def cmd_quantify(args) -> int:
     from .audit.write import read_items
     from .quantify import quantify, write_quantification
+    from .quantify.targets import audit_for_quantify
 
     options = options_from_args(args, QuantifyConfig)
     check_level(options["level"])
-    _check_out(args.out)
+    args.mesh_obj = _mesh(args) if args.with_audit else None
+    _checked_first(args)
     with _output_folder(args) as run:
+        table = load_data(args.data, args.include_unlabelled)
         audit_items = None if args.audit is None else read_items(args.audit)
-        result = quantify(load_data(args.data, args.include_unlabelled), audit_items=audit_items, **options)
+        if args.with_audit:
+            audit_items = audit_for_quantify(table, _features(args, table.assign(human=MISSING)))
+        result = quantify(table, audit_items=audit_items, **options)
         files = write_quantification(result, args.out, data=args.data)
         if not args.no_figures:
             import matplotlib.pyplot as plt
@@ -413,15 +419,16 @@ def cmd_quantify(args) -> int:
 
 
 def _add_quantify_parser(sub) -> None:
-    p = sub.add_parser("quantify", help="agreement, A share and per-model win rates with intervals (PPI++)")
-    p.add_argument("data", help=f"comparison file or bundled set ({', '.join(BUNDLED)})")
-    p.add_argument("--include-unlabelled", action="store_true", default=None,
-                   help="bundled sets: add the judge-only comparisons (LLMFAO: 1,097 pairs)")  # fmt: skip
+    p = sub.add_parser("quantify", help="agreement, A share, win rates and the Elo leaderboard with intervals (PPI++)")
+    _data_options(p)
     add_options(p, QuantifyConfig)
-    p.add_argument("--audit", help="an audit's output folder (or its items.csv), run with a calibrated rule on the "
-                   "same data: adds PPI++ with the audit's expected human verdicts")  # fmt: skip
+    audit = p.add_mutually_exclusive_group()
+    audit.add_argument("--with-audit", action="store_true",
+                       help="also run the default calibrated audit (tie labels hidden; embeddings as for "
+                       "`puaudit audit`) and add PPI++ with its expected human verdicts")  # fmt: skip
+    audit.add_argument("--audit", help="an audit's output folder (or its items.csv) of the same data, run with "
+                       "a calibrated rule and the tie labels hidden: adds PPI++ with its expected human verdicts")  # fmt: skip
     p.add_argument("--out", default="puaudit-quantify")
-    p.add_argument("--no-figures", action="store_true")
     p.set_defaults(func=cmd_quantify)
 
 

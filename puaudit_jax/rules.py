@@ -169,7 +169,11 @@ class DecisionSummary:
 class Decision:
     """A calibrated rule's output. ``flips``, ``p_wrong``, ``p_wrong_lo``, ``p_wrong_hi``: (n_U,)
     pool arrays; ``labelled_p_wrong`` (n_L,) out-of-fold P(judge wrong) of the labelled items;
-    ``info``: the run's :class:`DecisionSummary`."""
+    ``info``: the run's :class:`DecisionSummary`; ``p_wrong_cross`` (n_U,): the pool's P(judge
+    wrong) by cross-prediction, the mean over folds k of the map fitted without fold k applied to
+    the pool's fold-k feature -- the same function of the data that predicts a fold-k labelled
+    item, so a prediction-powered estimate's rectifier sees no train/test shift (Zrnic & Candes,
+    "Cross-prediction-powered inference", PNAS 2024). The flips use ``p_wrong``."""
 
     flips: np.ndarray
     p_wrong: np.ndarray
@@ -177,6 +181,7 @@ class Decision:
     p_wrong_hi: np.ndarray
     labelled_p_wrong: np.ndarray
     info: DecisionSummary
+    p_wrong_cross: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -279,6 +284,16 @@ class CalibratedRule:
         x_pool, groups = np.asarray(cf.pool[self.feature], np.float64), np.asarray(cf.pool_group, dtype=object)
         return np.mean([1.0 - fitted(x_pool[:, k], groups) for k in range(x_pool.shape[1])], axis=0)
 
+    def _pool_cross(self, cf: CrossFit, cal: _Calibration) -> np.ndarray:
+        """(n_U,) :attr:`Decision.p_wrong_cross`: mean over folds k of map_{-k}(pool feature k)."""
+        x_pool, groups = np.asarray(cf.pool[self.feature], np.float64), np.asarray(cf.pool_group, dtype=object)
+        out = []
+        for k in np.unique(cal.fold):
+            train = cal.fold != k
+            fitted = fit_map(self.method, cal.x[train], cal.c[train], cal.groups[train])
+            out.append(1.0 - fitted(x_pool[:, k], groups))
+        return np.mean(out, axis=0)
+
     def decide(self, cf: CrossFit, seed: int = 0) -> Decision:
         """Calibrate on ``cf``'s labelled items, decide on its pool (see the class docstring)."""
         rng = np.random.default_rng(seed)
@@ -316,7 +331,7 @@ class CalibratedRule:
         summary = self._summary(
             cf, cal, abstained=abstained, reason=reason, n_flipped=int(flips.sum()), evidence=evidence
         )
-        return Decision(flips, p, p_lo, p_hi, labelled_p, summary)
+        return Decision(flips, p, p_lo, p_hi, labelled_p, summary, self._pool_cross(cf, cal))
 
     def _reason(self, abstained: bool, flip_lab, gain_lab, lcb: float) -> str:
         if not abstained:

@@ -15,7 +15,7 @@ from ..datasets.exclusions import LABELLED
 from ..datasets.verdicts import flip_verdict
 from ..rules import CrossFit, DecisionSummary, RuleContext, get_rule, needs_crossfit, rule_name
 
-P_WRONG = ("p_wrong", "p_wrong_lo", "p_wrong_hi")
+P_WRONG = ("p_wrong", "p_wrong_lo", "p_wrong_hi", "p_wrong_cross")
 
 
 def with_flips(items: pd.DataFrame, flips: np.ndarray) -> pd.DataFrame:
@@ -40,10 +40,12 @@ def _calibrated(
         )
     decision = rule.decide(crossfit, seed=seed)
     labelled = np.flatnonzero(items["status"].to_numpy() == LABELLED)
-    for col, pool_values in zip(P_WRONG, (decision.p_wrong, decision.p_wrong_lo, decision.p_wrong_hi)):
+    cross = decision.p_wrong_cross if decision.p_wrong_cross is not None else np.full(len(pool), np.nan)
+    pool_values = (decision.p_wrong, decision.p_wrong_lo, decision.p_wrong_hi, cross)
+    for col, values_u in zip(P_WRONG, pool_values):
         values = np.full(len(items), np.nan)
-        values[pool] = pool_values
-        if col == "p_wrong":
+        values[pool] = values_u
+        if col in ("p_wrong", "p_wrong_cross"):
             values[labelled] = decision.labelled_p_wrong
         items[col] = values
     return decision.flips, decision.info

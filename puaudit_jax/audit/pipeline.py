@@ -48,6 +48,7 @@ ITEM_COLUMNS = (
     "p_wrong",
     "p_wrong_lo",
     "p_wrong_hi",
+    "p_wrong_cross",
 )
 
 
@@ -101,6 +102,7 @@ def items_table(data: AuditData, role: np.ndarray, scores: Scores) -> pd.DataFra
             "p_wrong": nan,
             "p_wrong_lo": nan.copy(),
             "p_wrong_hi": nan.copy(),
+            "p_wrong_cross": nan.copy(),
         }
     )
 

@@ -208,6 +208,28 @@ class Geometry:
         col_sums = jnp.exp(self.log_sum_exp(u, v, eps, axis=0, stable=True))
         return s.sum(row[:, 0], "cols"), col_sums, s.sum(jnp.sum(row[:, 1]), "all")
 
+    def max_plus(self, u: jax.Array, v: jax.Array, axis: int) -> jax.Array:
+        """max over ``axis`` of u_i + v_j - C_ij (axis=0: (m,), axis=1: (n,)): the hard c-transform
+        of the certificate's dual bound (one pass; -inf entries of u, v take no part)."""
+        keep, red = (u, v) if axis == 1 else (v, u)
+
+        def body(c, kb):  # c: (block, other) costs, kb: (block,) kept potentials
+            return jnp.max(kb[:, None] + red[None, :] - c, axis=1)
+
+        if not self.is_blocked:
+            local = body(self.matrix if axis == 1 else self.matrix.T, keep)
+        else:
+            local = self._blocks(axis, body, keep)
+        return self.split.max(local, "cols" if axis == 1 else "rows")
+
+    def cost_matvec(self, v: jax.Array) -> jax.Array:
+        """C v, shape (n,), for v (m,) (one pass in blocked mode; summed over split columns)."""
+        if not self.is_blocked:
+            local = self.matrix @ v
+        else:
+            local = self._blocks(1, lambda c, ub: c @ v, jnp.zeros(self.shape[0], self.dtype))
+        return self.split.sum(local, "cols")
+
     def plan(self, u: jax.Array, v: jax.Array, eps) -> jax.Array:
         """The dense (n, m) plan exp((u_i + v_j - C_ij) / eps) (this device's block when split)."""
         return jnp.exp((u[:, None] + v[None, :] - self.cost_matrix()) / eps)

@@ -33,6 +33,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from probes.mesh import COLS, ROWS, pad_to_multiple
+from puaudit_jax.ot.certificate import Certificate
 from puaudit_jax.ot.geometry import Geometry
 from puaudit_jax.ot.problem import PartialProblem, pad_points
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn, SinkhornOutput
@@ -106,7 +107,7 @@ class Layout:
         r, c = self.rows, self.cols
         return dict(x=P(r, None), y=P(c, None), a=P(r), b=P(c), m=P(), matrix=P(r, c), plan=P(r, c))
 
-    def output_specs(self) -> SinkhornOutput:
+    def output_specs(self, certify: bool = False) -> SinkhornOutput:
         rep, r, c = P(), P(self.rows), P(self.cols)
         return SinkhornOutput(
             f=r,
@@ -123,6 +124,7 @@ class Layout:
             converged=rep,
             stable_steps=rep,
             epsilon=rep,
+            certificate=Certificate(rep, rep, rep, rep) if certify else None,
         )
 
 
@@ -149,7 +151,7 @@ def _program(solver: PartialSinkhorn, layout: Layout, cost, block_size, with_pla
 
     in_specs = (sp["x"], sp["y"]) if points else (sp["matrix"],)
     in_specs += (sp["a"], sp["b"], sp["m"])
-    out_specs = (layout.output_specs(), sp["plan"] if with_plan else None)
+    out_specs = (layout.output_specs(solver.certify), sp["plan"] if with_plan else None)
     return jax.jit(jax.shard_map(run, mesh=layout.mesh, in_specs=in_specs, out_specs=out_specs))
 
 
@@ -280,7 +282,7 @@ def solve_process_local(
         # U's outputs stay where they are (this process's share); the rest is whole on every process
         fields = {f.name: getattr(out, f.name) for f in dataclasses.fields(out)}
         own = {name: _local_rows(fields.pop(name))[: len(y_local)] for name in ("g", "col_mass")}
-        whole = {name: _to_host(value) for name, value in fields.items()}
+        whole = {name: jax.tree.map(_to_host, value) for name, value in fields.items()}
     return SinkhornOutput(**whole, **own)
 
 

@@ -18,6 +18,7 @@ import numpy as np
 from probes.mesh import make_mesh
 from puaudit_jax.ot import exact as exact_lib
 from puaudit_jax.ot import sharded
+from puaudit_jax.ot.certificate import Certificate
 from puaudit_jax.ot.geometry import Geometry
 from puaudit_jax.ot.problem import PartialProblem, validate
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn, SinkhornOutput
@@ -26,6 +27,8 @@ METHODS = ("auto", "sinkhorn", "exact")
 #: Default cap on a materialised cost matrix; above it the cosine / callable costs are
 #: computed block by block and the plan is not returned.
 DEFAULT_MEMORY_BUDGET = 1 << 30
+#: ``gap_tol``: at most this many solves (epsilon / 4 each time: 4^5 ~ 1000x smaller at the last).
+MAX_GAP_ROUNDS = 6
 #: The exact solvers are dense float64; refuse to build more than this for a fallback.
 EXACT_MEMORY_LIMIT = 8 << 30
 
@@ -49,6 +52,13 @@ class PartialOTResult:
       epsilon: entropic regularisation of the result (None for exact).
       reg_cost: regularised (dual) cost for Sinkhorn results, else None.
       blocked: whether the cost matrix was computed block by block.
+      certificate: for Sinkhorn results solved with ``certify=True`` (the default), bounds on the
+        exact partial cost OPT (floats): ``upper`` (cost of a rounded feasible plan),
+        ``lower`` (a dual-feasible value), ``gap`` = upper - lower, ``violation`` (the rounded
+        plan's largest constraint violation: float rounding); None for the exact solvers (their
+        cost is OPT) and without certification. ``plan``, when returned, is then the rounded plan.
+      gap_met: with ``gap_tol``, whether the certified gap reached it; else None.
+      rounds: solves run (> 1 when ``gap_tol`` lowered epsilon).
     """
 
     plan: np.ndarray | None
@@ -64,6 +74,9 @@ class PartialOTResult:
     epsilon: float | None = None
     reg_cost: float | None = None
     blocked: bool = False
+    certificate: Certificate | None = None
+    gap_met: bool | None = None
+    rounds: int = 1
 
 
 def _violation(row, col, a, b, m) -> float:
@@ -108,7 +121,7 @@ def _dense_cost_np(x, y, matrix, cost) -> np.ndarray:
         return np.asarray(geom.matrix)
 
 
-def _check_settings(method, dtype, epsilon, tol, max_iter, block_size, eps_decay) -> None:
+def _check_settings(method, dtype, epsilon, tol, max_iter, block_size, eps_decay, gap_tol=None) -> None:
     """Raise ValueError naming the first bad solver setting of `solve_partial` (the data are
     checked by ``problem.validate``)."""
     if method not in METHODS:
@@ -122,6 +135,8 @@ def _check_settings(method, dtype, epsilon, tol, max_iter, block_size, eps_decay
     for name, value in (("max_iter", max_iter), ("block_size", block_size)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
             raise ValueError(f"{name} must be a positive integer; got {value!r}")
+    if gap_tol is not None and not (gap_tol > 0 and np.isfinite(gap_tol)):
+        raise ValueError(f"gap_tol must be positive and finite (cost units) or None; got {gap_tol!r}")
     if eps_decay is not None and not 0 < eps_decay < 1:
         raise ValueError(f"eps_decay must lie in (0, 1) (or be None: no epsilon scaling); got {eps_decay!r}")
 
@@ -159,6 +174,8 @@ def solve_partial(
     return_plan: bool = True,
     exact_backend: str = "emd",
     mesh=None,
+    certify: bool = True,
+    gap_tol: float | None = None,
 ) -> PartialOTResult:
     """Solve min <C, G> s.t. G >= 0, G 1 <= a, G^T 1 <= b, 1^T G 1 = m.
 
@@ -185,12 +202,17 @@ def solve_partial(
         axis, P over the rows axis of a 2-D mesh; see ``sharded.py``). ``memory_budget`` then
         applies to each device's block of the cost matrix. Every process of a cluster passes
         the same full inputs (``sharded.solve_process_local`` when each holds a share of U).
+      certify: attach a :class:`~puaudit_jax.ot.certificate.Certificate` (bounds on the exact
+        cost from a rounded feasible plan and a dual-feasible point; about 25 more passes over C).
+      gap_tol: stop only when the certified gap is <= gap_tol (cost units): while it is larger,
+        solve again with epsilon / 4, at most ``MAX_GAP_ROUNDS`` solves (``result.gap_met``
+        says whether it was reached; ``result.epsilon`` is the last epsilon).
     Returns:
       :class:`PartialOTResult`.
     Raises:
       ValueError naming the argument for bad input (see ``problem.validate``).
     """
-    _check_settings(method, dtype, epsilon, tol, max_iter, block_size, eps_decay)
+    _check_settings(method, dtype, epsilon, tol, max_iter, block_size, eps_decay, gap_tol)
     x, y, matrix, a, b, m = validate(x, y, m, a=a, b=b, cost=cost, dtype=np.float64)
     if isinstance(cost, str) and cost == "cosine":
         # normalise here, in float64: a float32 norm of rows scaled by 1e20 overflows (every
@@ -210,28 +232,23 @@ def solve_partial(
     if block_size is None and matrix is None and n_dev * k_dev * itemsize > memory_budget:
         block_size = max(1, min(1024, memory_budget // (4 * max(n_dev, k_dev) * itemsize)))
     blocked = block_size is not None and matrix is None
-    solver = PartialSinkhorn(epsilon=float(epsilon), tol=float(tol), max_iter=int(max_iter), eps_decay=eps_decay)
-    with_plan = return_plan and not blocked
-    if layout is not None:
-        out, plan = sharded.solve(
-            solver,
-            x,
-            y,
-            a,
-            b,
-            m,
-            layout,
-            cost=cost,
-            matrix=matrix,
-            block_size=block_size if blocked else None,
-            with_plan=with_plan,
-            dtype=dtype,
-        )
-    else:
-        out, plan = _solve_one_device(
-            x, y, matrix, a, b, m, solver, cost, block_size if blocked else None, with_plan, dtype
-        )
-    result = _from_sinkhorn(out, plan, a, b, m, blocked)
+    solver = PartialSinkhorn(epsilon=float(epsilon), tol=float(tol), max_iter=int(max_iter), eps_decay=eps_decay,
+                             certify=certify or gap_tol is not None)  # fmt: skip
+    with_plan, block = return_plan and not blocked, block_size if blocked else None
+
+    def run(solver):
+        if layout is not None:
+            return sharded.solve(solver, x, y, a, b, m, layout, cost=cost, matrix=matrix, block_size=block,
+                                 with_plan=with_plan, dtype=dtype)  # fmt: skip
+        return _solve_one_device(x, y, matrix, a, b, m, solver, cost, block, with_plan, dtype)
+
+    out, plan = run(solver)
+    rounds = 1
+    while gap_tol is not None and rounds < MAX_GAP_ROUNDS and float(out.certificate.gap) > gap_tol:
+        solver, rounds = dataclasses.replace(solver, epsilon=solver.epsilon / 4), rounds + 1
+        out, plan = run(solver)
+    gap_met = None if gap_tol is None else bool(float(out.certificate.gap) <= gap_tol)
+    result = dataclasses.replace(_from_sinkhorn(out, plan, a, b, m, blocked), gap_met=gap_met, rounds=rounds)
     return (
         result
         if method != "auto"
@@ -298,6 +315,7 @@ def _from_sinkhorn(out: SinkhornOutput, plan, a, b, m, blocked) -> PartialOTResu
         epsilon=float(out.epsilon),
         reg_cost=float(out.reg_cost),
         blocked=blocked,
+        certificate=None if out.certificate is None else jax.tree.map(float, out.certificate),
     )
 
 

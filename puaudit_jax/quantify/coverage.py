@@ -240,19 +240,17 @@ def audit_split_predictions(table: pd.DataFrame, features, masks: np.ndarray, au
                             progress: bool = True) -> np.ndarray:  # fmt: skip
     """(S, R) the audit's expected human A-outcomes (:func:`.targets.audit_predictions`) for each
     split: the labels outside ``masks[s]`` are hidden and the audit (``audit_config``, default
-    :class:`~puaudit_jax.audit.AuditConfig`, a calibrated rule) runs on what is left, so no split's
-    predictions saw a hidden label. ``table``: the population (the human-labelled rows, as
-    :func:`coverage_study` takes them); ``features``: embeddings of every row (PairEmbeddings or an
-    encoder)."""
+    :class:`~puaudit_jax.audit.AuditConfig`, a calibrated rule) runs on what is left, tie labels
+    hidden too (:func:`.targets.audit_for_quantify`), so no prediction saw its own label.
+    ``table``: the population (the human-labelled rows, as :func:`coverage_study` takes them);
+    ``features``: embeddings of every row (PairEmbeddings or an encoder)."""
     from tqdm.auto import tqdm
 
-    from ..audit import AuditConfig, run_audit
     from ..datasets.verdicts import MISSING
-    from .targets import audit_predictions
+    from .targets import audit_for_quantify, audit_predictions
 
-    config = audit_config or AuditConfig()
     out = np.empty(masks.shape)
     for s in tqdm(range(len(masks)), desc="audits", disable=not progress):
         split = table.assign(human=np.where(masks[s], table["human"].to_numpy(dtype=object), MISSING))
-        out[s] = audit_predictions(split, run_audit(split, features, config).items)
+        out[s] = audit_predictions(split, audit_for_quantify(split, features, audit_config))
     return out

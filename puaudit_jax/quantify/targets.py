@@ -78,10 +78,19 @@ def cluster_labels(table: pd.DataFrame, column: str | None) -> np.ndarray | None
     return table[column].astype(str).to_numpy()
 
 
+def _p_wrong_column(items: pd.DataFrame) -> str:
+    """``p_wrong_cross`` (the pool by cross-prediction, :class:`~puaudit_jax.rules.Decision`) when
+    the audit wrote it, else ``p_wrong`` (items tables of older versions)."""
+    if "p_wrong_cross" in items.columns and np.isfinite(items["p_wrong_cross"].to_numpy(float)).any():
+        return "p_wrong_cross"
+    return "p_wrong"
+
+
 def audit_predictions(table: pd.DataFrame, items: pd.DataFrame) -> np.ndarray:
-    """(R,) the audit's expected human A-outcome for every row of ``table``: 1 - p_wrong when the
-    judge said A, p_wrong when it said B, the judge's own outcome where the audit gave no p_wrong
-    (ties, excluded rows). ``items``: the items table of an audit of the same comparisons with a
+    """(R,) the audit's expected human A-outcome for every row of ``table``: 1 - p when the judge
+    said A, p when it said B, p = P(judge wrong) (out of fold on labelled rows, by cross-prediction
+    on the pool: ``p_wrong_cross``), the judge's own outcome where the audit gave none (ties,
+    excluded rows). ``items``: the items table of an audit of the same comparisons with a
     calibrated rule; every id must match and the labelled rows must be the same (else ValueError)."""
     if "p_wrong" not in items.columns or not np.isfinite(items["p_wrong"].to_numpy(float)).any():
         raise ValueError("the audit has no P(judge wrong): run it with a calibrated rule (--rule calibrated)")
@@ -92,14 +101,32 @@ def audit_predictions(table: pd.DataFrame, items: pd.DataFrame) -> np.ndarray:
         raise ValueError(f"{len(unknown)} rows are not in the audit, e.g. id {unknown.iloc[0]!r}: audit the same data")
     items = items.loc[ids]
     labelled_here, _ = usable_rows(table)
+    by_label = items["reason"].astype(str).str.contains("human tie|human split vote").to_numpy() & labelled_here
+    if by_label.any():
+        first = ids.iloc[int(np.flatnonzero(by_label)[0])]
+        raise ValueError(f"the audit excluded {int(by_label.sum())} rows for their tie label (e.g. {first!r}): "
+                         "their prediction would depend on their own label. Audit with tie labels hidden "
+                         "(audit_for_quantify; CLI: puaudit quantify --with-audit)")  # fmt: skip
     differ = (items["status"].to_numpy() == "labelled") & ~labelled_here
     if differ.any():
         row = ids.iloc[int(np.flatnonzero(differ)[0])]
         raise ValueError(f"row {row!r} is labelled in the audit but not here: the audit saw other human labels "
                          "(e.g. --hide-labels); quantify the table it audited")  # fmt: skip
-    judge, p_wrong = table["judge"].to_numpy(dtype=object), items["p_wrong"].to_numpy(float)
+    judge, p_wrong = table["judge"].to_numpy(dtype=object), items[_p_wrong_column(items)].to_numpy(float)
     audit = np.where(judge == A, 1 - p_wrong, np.where(judge == B, p_wrong, np.nan))
     return np.where(np.isfinite(audit), audit, _score(judge, A))
+
+
+def audit_for_quantify(table: pd.DataFrame, features, config=None) -> pd.DataFrame:
+    """The items of an audit of ``table`` whose predictions PPI++ may use: the audit runs with the
+    tie labels hidden, so those rows are scored like the pool (the audit learns only from A/B labels
+    and would otherwise exclude them, their prediction then depending on their own label).
+    ``features``: embeddings of every row (PairEmbeddings or an encoder); ``config``: AuditConfig
+    (default: the default calibrated audit)."""
+    from ..audit import AuditConfig, run_audit
+
+    hidden = table.assign(human=np.where(table["human"].to_numpy(dtype=object) == TIE, MISSING, table["human"]))
+    return run_audit(hidden, features, config or AuditConfig()).items
 
 
 @dataclass(frozen=True)
@@ -208,14 +235,14 @@ def leaderboard(table: pd.DataFrame, inp: Inputs) -> list[TargetEstimate]:
 def audit_agreement(items: pd.DataFrame, level: float = 0.9) -> tuple[TargetEstimate, ...]:
     """The agreement m = P(judge == human) on an audit's usable rows (verdicts A/B), human only, and
     -- when a calibrated rule gave P(judge wrong) -- PPI++ with 1 - P(judge wrong) as the prediction:
-    out of fold for the labelled rows, so no labelled item predicts itself (cross-prediction,
-    Zrnic & Candes 2024), from the calibrated map for the pool. ``items``: an audit's items table."""
+    out of fold for the labelled rows, so no labelled item predicts itself, and by cross-prediction
+    for the pool (Zrnic & Candes 2024; ``p_wrong_cross``). ``items``: an audit's items table."""
     level = check_level(level)
     status, role = items["status"].to_numpy(), items["role"].to_numpy()
     lab, pool = status == "labelled", role == "U"
     y = (items["judge"].to_numpy(dtype=object) == items["human"].to_numpy(dtype=object))[lab].astype(float)
     rows = [TargetEstimate("agreement m", human_only(y, level, int(pool.sum())))]
-    p_wrong = items["p_wrong"].to_numpy(float)
+    p_wrong = items[_p_wrong_column(items)].to_numpy(float)
     scored = np.isfinite(p_wrong[lab])
     if scored.any() and np.isfinite(p_wrong[pool]).all():
         est = ppi_mean(y[scored], 1 - p_wrong[lab][scored], 1 - p_wrong[pool], level)

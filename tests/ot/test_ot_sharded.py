@@ -52,8 +52,9 @@ def run(mesh, solver_mode="auto", block_size=None, entropy="augmented", eps_deca
         r = solve_partial(None, None, 0.6, cost=C, **kw)
     else:
         r = solve_partial(X, Y, 0.6, **kw)
+    cert = r.certificate
     return dict(col=r.col_mass, row=r.row_mass, cost=r.cost, reg=r.reg_cost, it=r.iterations, conv=r.converged,
-                plan=r.plan, blocked=r.blocked)
+                plan=r.plan, blocked=r.blocked, cert=[cert.upper, cert.lower, cert.gap, cert.violation])
 
 out = {}
 for name, kw in modes.items():
@@ -64,7 +65,7 @@ for name, kw in modes.items():
 
 # vmap over a batch of problems, split across the devices (5 problems on 8 devices)
 xs = np.stack([X + 0.1 * i for i in range(5)]); ys = np.stack([Y - 0.05 * i for i in range(5)])
-solver = PartialSinkhorn(epsilon=0.05, tol=1e-10, max_iter=3000, one_pass=False)
+solver = PartialSinkhorn(epsilon=0.05, tol=1e-10, max_iter=3000, one_pass=False, certify=True)
 batch = {k: solve_partial_batch(jnp.asarray(xs), jnp.asarray(ys), 0.5, solver=solver, mesh=v)
          for k, v in [("single", None), ("8", meshes["8"])]}
 
@@ -76,7 +77,8 @@ def grads(mesh):
     return dict(val=val, gx=gx, gy=gy)
 
 grad = {"single": grads(None), "2x4": grads(meshes["2x4"]), "8": grads(meshes["8"])}
-emit(dict(modes=out, batch={k: dict(col=v.col_mass, it=v.iterations) for k, v in batch.items()}, grad=grad))
+emit(dict(modes=out, batch={k: dict(col=v.col_mass, it=v.iterations, upper=v.certificate.upper,
+                                    lower=v.certificate.lower) for k, v in batch.items()}, grad=grad))
 """
 )
 
@@ -99,6 +101,9 @@ def test_sharded_equals_single_device(sharded_results, mode):
             np.testing.assert_allclose(r[key], ref[key], atol=1e-6, rtol=0, err_msg=f"{mode} {key} on mesh {mesh}")
         for key in ("cost", "reg"):
             assert abs(r[key] - ref[key]) < 1e-6, f"{mode} {key} on mesh {mesh}"
+        # the certificate (rounding, dual bound) is computed on the split geometry too
+        np.testing.assert_allclose(r["cert"], ref["cert"], atol=1e-6, rtol=0, err_msg=f"{mode} certificate, {mesh}")
+        assert ref["cert"][1] <= ref["cost"] + 1e-9 and ref["cert"][2] >= 0
         if ref["plan"] is not None:
             np.testing.assert_allclose(r["plan"], ref["plan"], atol=1e-6, rtol=0, err_msg=f"{mode} plan, mesh {mesh}")
 
@@ -108,6 +113,9 @@ def test_sharded_batch_and_gradients(sharded_results):
     assert np.asarray(batch["8"]["col"]).shape == (5, 101)
     np.testing.assert_allclose(batch["8"]["col"], batch["single"]["col"], atol=1e-6, rtol=0)
     assert batch["8"]["it"] == batch["single"]["it"]
+    for key in ("upper", "lower"):
+        assert np.asarray(batch["8"][key]).shape == (5,)
+        np.testing.assert_allclose(batch["8"][key], batch["single"][key], atol=1e-6, rtol=0)
     grad = sharded_results["grad"]
     ref = grad["single"]
     assert np.abs(np.asarray(ref["gy"])).max() > 1e-4  # a real gradient, not zeros

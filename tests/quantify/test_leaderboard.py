@@ -175,6 +175,7 @@ def test_audit_predictions_check_the_audit_matches_the_table():
     items = pd.DataFrame({"id": ["1", "2", "3", "4"], "judge": ["A", "B", "tie", "A"],
                           "human": ["A", "missing", "tie", "missing"],
                           "status": ["labelled", "unlabelled", "excluded", "unlabelled"],
+                          "reason": ["", "", "judge tie", ""],
                           "p_wrong": [0.2, 0.3, np.nan, 0.9]})  # fmt: skip
     np.testing.assert_allclose(audit_predictions(table, items), [0.8, 0.3, 0.5, 0.1])
     with pytest.raises(ValueError, match="not in the audit"):
@@ -183,34 +184,42 @@ def test_audit_predictions_check_the_audit_matches_the_table():
         audit_predictions(table.assign(human=["missing", "missing", "tie", "missing"]), items)
     with pytest.raises(ValueError, match="calibrated rule"):
         audit_predictions(table, items.assign(p_wrong=np.nan))
+    with pytest.raises(ValueError, match="for their tie label"):
+        audit_predictions(table, items.assign(reason=["", "", "judge tie; human tie", ""]))
 
 
 def test_quantify_with_a_real_audit_adds_audit_powered_rows(tmp_path):
-    """MT-Bench with 70 % of the labels hidden, hashed features (no model): the audit's predictions
-    give valid-looking, estimable rows for every target, and the CLI reads the audit's folder."""
+    """MT-Bench with 70 % of the labels hidden, hashed features (no model): an audit with the tie labels
+    hidden gives estimable, never much wider rows for every target; a plain audit (which excludes the
+    tie-labelled rows, so their prediction would depend on their label) is refused; the CLI agrees."""
     from puaudit_jax.audit import AuditConfig, run_audit
-    from puaudit_jax.cli import main
+    from puaudit_jax.cli import CommandError, main
     from puaudit_jax.datasets import load_bundled
     from puaudit_jax.embed import save_embeddings
+    from puaudit_jax.quantify.targets import audit_for_quantify
     from tests.data.golden.record import hashed_embeddings
 
     table = load_bundled("mtbench")
     rng = np.random.default_rng(0)
     table = table.assign(human=np.where(rng.random(len(table)) < 0.7, "missing", table.human))
-    features = hashed_embeddings(table)
-    items = run_audit(table, features, AuditConfig()).items
+    features = hashed_embeddings(table.assign(human="missing"))
+    items = audit_for_quantify(table, features)
     frame = quantify(table, audit_items=items).to_frame()
     audit_rows = frame[frame.estimator == AUDIT_PPI]
     assert set(audit_rows.target) == set(frame.target) and (audit_rows.note == "").all()
     human = frame[frame.estimator == HUMAN_ONLY].set_index("target")
     widths = (audit_rows.set_index("target").eval("upper - lower") / human.eval("upper - lower")).dropna()
     assert (widths < 1.05).all(), widths  # PPI++ never much wider than the labels alone
-    out = tmp_path / "audit"
+    with pytest.raises(ValueError, match="tie label"):
+        quantify(table, audit_items=run_audit(table, features, AuditConfig()).items)
     save_embeddings(features, tmp_path / "emb.npz")
     table.to_csv(tmp_path / "data.csv", index=False)
-    assert main(["audit", str(tmp_path / "data.csv"), "--embeddings", str(tmp_path / "emb.npz"), "--out", str(out),
-                 "--no-figures"]) == 0  # fmt: skip
-    assert main(["quantify", str(tmp_path / "data.csv"), "--audit", str(out), "--out", str(tmp_path / "q"),
-                 "--no-figures"]) == 0  # fmt: skip
+    args = [str(tmp_path / "data.csv"), "--embeddings", str(tmp_path / "emb.npz"), "--no-figures", "--quiet"]
+    assert main(["quantify", *args, "--with-audit", "--out", str(tmp_path / "q")]) == 0
     written = pd.read_csv(tmp_path / "q" / "leaderboard.csv")
     assert AUDIT_PPI in set(written.estimator)
+    np.testing.assert_allclose(written[written.estimator == AUDIT_PPI].estimate, audit_rows.estimate, atol=1e-9)
+    assert main(["audit", *args, "--out", str(tmp_path / "a")]) == 0
+    with pytest.raises(CommandError) as info:  # the plain audit excluded the tie-labelled rows
+        main(["quantify", *args, "--audit", str(tmp_path / "a"), "--out", str(tmp_path / "q2")])
+    assert info.value.code == 2

@@ -95,7 +95,7 @@ def test_the_audit_reports_m_with_intervals_and_its_cross_fitted_ppi(cone_model)
     lab, pool = items[items.status == "labelled"], items[items.role == "U"]
     y = (lab.judge == lab.human).to_numpy(float)
     assert human.estimate.estimate == pytest.approx(y.mean())
-    by_hand = ppi_mean(y, 1 - lab.p_wrong.to_numpy(), 1 - pool.p_wrong.to_numpy(), 0.9)
+    by_hand = ppi_mean(y, 1 - lab.p_wrong.to_numpy(), 1 - pool.p_wrong_cross.to_numpy(), 0.9)
     assert audit_ppi.estimate.estimate == pytest.approx(by_hand.estimate) and audit_ppi.estimate.lam == by_hand.lam
     back = AuditReport.from_dict(json.loads(json.dumps(result.report.to_dict())))
     assert back.agreement == result.report.agreement

@@ -1,0 +1,116 @@
+"""Certified partial plans (``puaudit_jax.ot.certificate``): the rounded plan is feasible and the
+certificate brackets the exact cost (POT's network simplex) on random and adversarial problems, in
+dense, blocked and vmapped modes; ``gap_tol`` drives epsilon down until the gap is met."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from puaudit_jax.ot import Geometry, PartialProblem, PartialSinkhorn, solve_partial, solve_partial_batch
+from puaudit_jax.ot import exact as exact_lib
+from puaudit_jax.ot.certificate import round_dense, round_plan, rounded_plan
+from tests.ot.ot_cases import cosine_matrix
+
+# (name, n, k, share of the largest feasible mass, epsilon, zero-weight rows)
+CASES = [
+    ("random", 40, 55, 0.6, 0.01, 0),
+    ("tiny m", 40, 55, 0.01, 0.01, 0),
+    ("m = min mass", 40, 55, 1.0, 0.01, 0),
+    ("m = min mass, square", 30, 30, 1.0, 0.02, 0),
+    ("eps 1e-4", 30, 45, 0.5, 1e-4, 0),
+    ("zero-weight padding", 40, 55, 0.7, 0.01, 6),
+    ("large eps", 25, 35, 0.4, 0.5, 0),
+]
+
+
+def _problem(n, k, share, zeros, seed):
+    rng = np.random.default_rng(seed)
+    x, y = rng.normal(size=(n, 5)) + 0.2, rng.normal(size=(k, 5))
+    a, b = rng.uniform(0.5, 1.5, n), rng.uniform(0.5, 1.5, k)
+    a[:zeros] = 0.0
+    a, b = a / a.sum(), b / b.sum() * 1.3
+    return x, y, a, b, share * min(a.sum(), b.sum())
+
+
+def _solve(x, y, a, b, m, eps, block_size=None, max_iter=4000):
+    with jax.enable_x64(True):
+        geom = Geometry.from_points(jnp.asarray(x), jnp.asarray(y), "cosine", block_size=block_size)
+        prob = PartialProblem(geom, jnp.asarray(a), jnp.asarray(b), jnp.asarray(m))
+        out = PartialSinkhorn(epsilon=eps, tol=1e-6, max_iter=max_iter, certify=True)(prob)
+        rounding = round_plan(prob, out.f, out.g, out.epsilon)
+        plan = None if block_size else np.asarray(rounded_plan(prob, rounding, out.epsilon))
+        return out, jax.tree.map(float, out.certificate), plan
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_rounded_plans_are_feasible_and_the_gap_bounds_the_exact_gap(case):
+    _, n, k, share, eps, zeros = case
+    x, y, a, b, m = _problem(n, k, share, zeros, seed=n + k)
+    out, cert, plan = _solve(x, y, a, b, m, eps, max_iter=300 if eps < 1e-3 else 4000)
+    opt = exact_lib.solve_exact(cosine_matrix(x, y), a, b, m).cost
+    assert plan.min() >= 0 and (plan.sum(1) <= a + 1e-12).all() and (plan.sum(0) <= b + 1e-12).all()
+    assert plan.sum() == pytest.approx(m, abs=1e-12) and (plan[:zeros] == 0).all()
+    assert cert.violation < 1e-12
+    assert (plan * cosine_matrix(x, y)).sum() == pytest.approx(cert.upper, abs=1e-10)
+    assert cert.lower <= opt + 1e-10 <= cert.upper + 2e-10  # the bounds bracket the optimum
+    assert cert.upper - opt <= cert.gap + 1e-10 and cert.gap >= 0
+    if eps <= 0.02 and out.converged:
+        assert cert.gap <= 20 * eps * m  # not vacuous: the gap is of the order of the entropic bias
+
+
+def test_the_certificate_holds_for_an_unconverged_solve_and_the_plan_entropy():
+    x, y, a, b, m = _problem(30, 40, 0.5, 0, seed=1)
+    opt = exact_lib.solve_exact(cosine_matrix(x, y), a, b, m).cost
+    out, cert, plan = _solve(x, y, a, b, m, 0.001, max_iter=3)
+    assert not bool(out.converged) and cert.lower <= opt <= cert.upper and cert.violation < 1e-12
+    with jax.enable_x64(True):
+        prob = PartialProblem(Geometry.from_points(jnp.asarray(x), jnp.asarray(y)), jnp.asarray(a), jnp.asarray(b),
+                              jnp.asarray(m))  # fmt: skip
+        plan_entropy = PartialSinkhorn(epsilon=0.01, tol=1e-8, entropy="plan", certify=True)(prob).certificate
+        assert float(plan_entropy.lower) <= opt <= float(plan_entropy.upper)
+
+
+def test_blocked_and_vmapped_certificates_equal_the_dense_one():
+    x, y, a, b, m = _problem(37, 53, 0.6, 0, seed=2)
+    _, dense, _ = _solve(x, y, a, b, m, 0.01)
+    _, blocked, _ = _solve(x, y, a, b, m, 0.01, block_size=8)
+    for key in ("upper", "lower", "gap"):
+        assert getattr(blocked, key) == pytest.approx(getattr(dense, key), abs=1e-9)
+    rng = np.random.default_rng(3)
+    xs, ys = rng.normal(size=(3, 20, 4)), rng.normal(size=(3, 30, 4))
+    solver = PartialSinkhorn(epsilon=0.02, tol=1e-6, one_pass=False, certify=True)
+    with jax.enable_x64(True):
+        batch = solve_partial_batch(jnp.asarray(xs), jnp.asarray(ys), 0.5, solver=solver).certificate
+    for i in range(3):
+        one = solve_partial(xs[i], ys[i], 0.5, epsilon=0.02, tol=1e-6, dtype="float64", method="sinkhorn")
+        assert float(batch.upper[i]) == pytest.approx(one.certificate.upper, abs=1e-7)
+        assert float(batch.lower[i]) == pytest.approx(one.certificate.lower, abs=1e-7)
+
+
+def test_round_dense_makes_any_plan_feasible():
+    rng = np.random.default_rng(4)
+    a, b = rng.uniform(size=12), rng.uniform(size=9)
+    for m in (0.05, min(a.sum(), b.sum()) * 0.7, min(a.sum(), b.sum())):
+        for plan in (rng.uniform(size=(12, 9)), 1e-6 * rng.uniform(size=(12, 9))):  # too much, too little
+            out = round_dense(plan, a, b, m)
+            assert out.min() >= 0 and (out.sum(1) <= a + 1e-12).all() and (out.sum(0) <= b + 1e-12).all()
+            assert out.sum() == pytest.approx(m, abs=1e-12)
+
+
+def test_gap_tol_lowers_epsilon_until_the_gap_is_met():
+    x, y, a, b, m = _problem(60, 80, 0.6, 0, seed=5)
+    opt = exact_lib.solve_exact(cosine_matrix(x, y), a, b, m).cost
+    loose = solve_partial(x, y, m, a=a, b=b, epsilon=0.05, dtype="float64")
+    tight = solve_partial(x, y, m, a=a, b=b, epsilon=0.05, dtype="float64", gap_tol=1e-3)
+    assert loose.gap_met is None and loose.rounds == 1 and loose.certificate.gap > 1e-3
+    assert tight.gap_met and tight.certificate.gap <= 1e-3 and tight.rounds > 1
+    assert tight.epsilon == pytest.approx(0.05 / 4 ** (tight.rounds - 1))
+    assert tight.certificate.lower <= opt <= tight.certificate.upper <= opt + 1e-3
+    assert solve_partial(x, y, m, a=a, b=b, method="exact").certificate is None
+    assert solve_partial(x, y, m, a=a, b=b, certify=False).certificate is None
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="gap_tol"):
+            solve_partial(x, y, m, gap_tol=bad)
