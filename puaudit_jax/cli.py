@@ -426,8 +426,8 @@ def _add_quantify_parser(sub) -> None:
     audit.add_argument("--with-audit", action="store_true",
                        help="also run the default calibrated audit (tie labels hidden; embeddings as for "
                        "`puaudit audit`) and add PPI++ with its expected human verdicts")  # fmt: skip
-    audit.add_argument("--audit", help="an audit's output folder (or its items.csv) of the same data, run with "
-                       "a calibrated rule and the tie labels hidden: adds PPI++ with its expected human verdicts")  # fmt: skip
+    audit.add_argument("--audit", help="an audit's output folder (or its items.csv) of the same data, run "
+                       "with a calibrated rule and the tie labels hidden: adds PPI++ with its predictions")  # fmt: skip
     p.add_argument("--out", default="puaudit-quantify")
     p.set_defaults(func=cmd_quantify)
 
