@@ -95,15 +95,43 @@ def _violation(row, col, n, k, mass):
     return (float(np.maximum(row - 1 / n, 0).sum() + np.maximum(col - 1 / k, 0).sum()), float(abs(mass - M)))
 
 
-def run_ours(x, y, eps, tol, max_iter, blocked=False, mesh=None):
+def run_ours(x, y, eps, tol, max_iter, blocked=False, mesh=None, certify=False):
     from puaudit_jax.ot import solve_partial
 
     kw = dict(method="sinkhorn", epsilon=eps, tol=tol, max_iter=max_iter, return_plan=False, mesh=mesh)
     if blocked:
         kw["block_size"] = 256
-    r = solve_partial(x, y, M, **kw)
+    r = solve_partial(x, y, M, certify=certify, **kw)
     viol, merr = _violation(r.row_mass, r.col_mass, len(x), len(y), r.mass)
-    return dict(cost=r.cost, iterations=r.iterations, converged=r.converged, mass_error=merr, violation=viol)
+    out = dict(cost=r.cost, iterations=r.iterations, converged=r.converged, mass_error=merr, violation=viol)
+    if r.certificate is not None:
+        c = r.certificate
+        out.update(cert_upper=c.upper, cert_lower=c.lower, cert_gap=c.gap, cert_violation=c.violation)
+    return out
+
+
+PATH_MASSES = tuple(np.round(np.linspace(0.1, 0.9, 9), 2))
+
+
+def run_ours_path(x, y, eps, tol, max_iter, independent=False):
+    """The mass path over PATH_MASSES: one compiled, warm-started call (``solve_mass_path``), or
+    (``independent``) one ``solve_partial`` per mass; no certificate in either."""
+    from puaudit_jax.ot import solve_partial
+    from puaudit_jax.ot.mass_path import solve_mass_path
+
+    if independent:
+        runs = [solve_partial(x, y, m, method="sinkhorn", epsilon=eps, tol=tol, max_iter=max_iter, return_plan=False,
+                              certify=False) for m in PATH_MASSES]  # fmt: skip
+        cols, its, conv = (
+            np.stack([r.col_mass for r in runs]),
+            [r.iterations for r in runs],
+            [r.converged for r in runs],
+        )
+    else:
+        path = solve_mass_path(x, y, PATH_MASSES, epsilon=eps, tol=tol, max_iter=max_iter, certify=False)
+        cols, its, conv = path.col_mass, path.iterations.tolist(), path.converged.tolist()
+    return dict(cost=0.0, iterations=int(sum(its)), converged=bool(all(conv)), mass_error=0.0, violation=0.0,
+                col_mass=cols)  # fmt: skip
 
 
 def run_ours_exact(x, y, **_):
@@ -187,8 +215,13 @@ def run_ott(x, y, eps, tol, max_iter, matrix=False):
 
 
 SOLVERS = {
-    "ours": lambda x, y, eps, tol, max_iter, mesh=None: run_ours(x, y, eps, tol, max_iter, mesh=mesh),
-    "ours-blocked": lambda x, y, eps, tol, max_iter, mesh=None: run_ours(x, y, eps, tol, max_iter, True, mesh),
+    "ours": lambda x, y, eps, tol, max_iter, mesh=None, certify=False: run_ours(
+        x, y, eps, tol, max_iter, mesh=mesh, certify=certify
+    ),
+    "ours-blocked": lambda x, y, eps, tol, max_iter, mesh=None, certify=False: run_ours(
+        x, y, eps, tol, max_iter, True, mesh, certify=certify
+    ),
+    "ours-path": run_ours_path,
     "ours-exact": run_ours_exact,
     "pot-exact": run_pot_exact,
     "pot-entropic": lambda x, y, eps, tol, max_iter: run_pot_entropic(x, y, eps, tol, max_iter),
@@ -241,20 +274,63 @@ def worker(spec: dict) -> dict:
     res.update(
         time=med, first=first if warm else times[0], compile=max(first - med, 0.0) if warm else 0.0, peak_mb=peak
     )
-    if spec.get("short_iter") and spec["solver"].startswith("ours") and res["iterations"] > spec["short_iter"]:
-        # Time per iteration net of fixed costs (cost matrix, final passes): difference
-        # with a run capped at a few iterations.
-        t_short = []
-        for _ in range(2):
-            t = time.perf_counter()
-            fn(x, y, eps=spec["eps"], tol=spec["tol"], max_iter=spec["short_iter"])
-            t_short.append(time.perf_counter() - t)
-        res["per_iter"] = (res["time"] - min(t_short)) / (res["iterations"] - spec["short_iter"])
+    if spec["solver"] == "ours-path":
+        res.update(_independent_masses(x, y, kw, res))
+    elif spec.get("short_iter") and spec["solver"].startswith("ours"):
+        res.update(_per_iteration(fn, x, y, spec))
+        res.update(_certified(fn, x, y, kw, med))
     elif res["iterations"] and res["iterations"] > 0:
         res["per_iter"] = res["time"] / res["iterations"]
     if not np.isfinite(res["cost"]):
         res["failed"] = "non-finite plan (kernel exp(-C/eps) underflows)"
     return res
+
+
+def _per_iteration(fn, x, y, spec) -> dict:
+    """Time per iteration and fixed cost (cost matrix, kernel, final passes) from two runs that never
+    converge (tol 1e-30) at N1 = short_iter and N2 = N1 + span iterations (40; 10 blocked), medians
+    of ``repeats`` runs each:
+    per_iter = (t2 - t1) / (N2 - N1), fixed = t1 - N1 per_iter. Independent of how many iterations
+    the converged run took (the old difference with the converged run went negative at 15 iterations,
+    below the timing noise)."""
+    n1 = spec["short_iter"]
+    n2 = n1 + spec.get("span", 40)
+
+    def median_time(iters):
+        fn(x, y, eps=spec["eps"], tol=1e-30, max_iter=iters)  # compile this max_iter
+        times = []
+        for _ in range(spec["repeats"]):
+            t = time.perf_counter()
+            fn(x, y, eps=spec["eps"], tol=1e-30, max_iter=iters)
+            times.append(time.perf_counter() - t)
+        return statistics.median(times)
+
+    t1, t2 = median_time(n1), median_time(n2)
+    per = (t2 - t1) / (n2 - n1)
+    return dict(per_iter=per if per > 0 else None, fixed=t1 - n1 * per if per > 0 else None)
+
+
+def _independent_masses(x, y, kw, res) -> dict:
+    """The path's baseline: one solve_partial per mass (after a warm-up), its time, the ratio and the
+    largest score difference from the path."""
+    cols = res.pop("col_mass")
+    run_ours_path(x, y, independent=True, **kw)
+    t = time.perf_counter()
+    ind = run_ours_path(x, y, independent=True, **kw)
+    elapsed = time.perf_counter() - t
+    return dict(independent_time=elapsed, path_ratio=elapsed / res["time"], independent_iterations=ind["iterations"],
+                path_col_diff=float(np.abs(ind["col_mass"] - cols).max()))  # fmt: skip
+
+
+def _certified(fn, x, y, kw, plain_time) -> dict:
+    """The same solve with the certificate (rounded feasible plan, dual bound, gap): its extra time
+    and the certificate's numbers."""
+    fn(x, y, certify=True, **kw)  # compile
+    t = time.perf_counter()
+    out = fn(x, y, certify=True, **kw)
+    elapsed = time.perf_counter() - t
+    keys = ("cert_upper", "cert_lower", "cert_gap", "cert_violation")
+    return dict({k: out[k] for k in keys if k in out}, cert_time=elapsed - plain_time)
 
 
 def xla_memory(n: int, k: int, block_size: int | None, matrix_ott: bool = False) -> dict:
@@ -450,7 +526,7 @@ def main(argv=None):
                     short_iter=10,
                 )
                 if solver.startswith("ours-blocked"):
-                    spec.update(max_iter=30, short_iter=5, repeats=1)
+                    spec.update(max_iter=30, short_iter=5, repeats=1, span=10)
                 if solver.endswith(MESH_SUFFIX):
                     spec["mesh"] = mesh
                 if solver.startswith("pot-entropic"):
@@ -469,7 +545,7 @@ def main(argv=None):
                 r = spawn(spec, args.timeout, forced if solver.endswith(MESH_SUFFIX) else None)
                 if solver == "pot-exact" and "cost" in r:
                     ref = r["cost"]
-                if ref is not None and "cost" in r:
+                if ref is not None and "cost" in r and solver != "ours-path":
                     r["gap"] = (r["cost"] - ref) / ref
                 if r.get("per_iter"):
                     r["bound"] = 2 * n * k * 4 / (bw * 1e9)  # two float32 passes over C
@@ -509,19 +585,28 @@ def gap_cell(r) -> str:
     return fmt(r.get("gap"), ".2%") if r.get("gap") is not None else "-"
 
 
+def cert_cell(r) -> str:
+    """The certified gap relative to the rounded plan's cost (an upper bound on its distance to OPT)."""
+    if r.get("cert_gap") is None:
+        return "-"
+    return f"{r['cert_gap'] / r['cert_upper']:.2%}" if r.get("cert_upper") else fmt(r["cert_gap"])
+
+
 def render(rows) -> str:
     """Markdown table with ratios against ott-jax and POT's exact solver."""
     by = {(r["solver"], r["n"], r["k"], r["eps"]): r for r in rows}
     head = (
-        "| n_P x n_U | eps | solver | time (s) | compile (s) | iters | ms/iter | x bound "
-        "| |mass-m| | violation | gap to exact | peak MB | best ott / ours | POT exact / this |"
+        "| n_P x n_U | eps | solver | time (s) | compile (s) | iters | ms/iter | x bound | fixed (s) "
+        "| |mass-m| | violation | gap to exact | certified gap | certificate (s) | peak MB | best ott / ours "
+        "| POT exact / this |"
     )
-    lines = [head, "|" + "---|" * 14]
-    for r in rows:
+    lines = [head, "|" + "---|" * 17]
+    paths = [r for r in rows if r["solver"] == "ours-path" and "time" in r]
+    for r in [r for r in rows if r["solver"] != "ours-path"]:
         key = (r["n"], r["k"])
         if "skipped" in r:
             lines.append(
-                f"| {key[0]}x{key[1]} | {fmt(r['eps'])} | {r['solver']} | skipped: {r['skipped']} |" + " |" * 10
+                f"| {key[0]}x{key[1]} | {fmt(r['eps'])} | {r['solver']} | skipped: {r['skipped']} |" + " |" * 13
             )
             continue
         otts = [by.get((o, *key, r["eps"])) for o in ("ott", "ott-matrix")]
@@ -534,11 +619,18 @@ def render(rows) -> str:
         lines.append(
             f"| {key[0]}x{key[1]} | {fmt(r['eps'])} | {r['solver']} | {r['time']:.3f} | "
             f"{r['compile']:.2f} | {r['iterations']} | {fmt(per * 1e3 if per else None)} | "
-            f"{fmt(per / r['bound'] if per and r.get('bound') else None, '.1f')} | "
+            f"{fmt(per / r['bound'] if per and r.get('bound') else None, '.1f')} | {fmt(r.get('fixed'))} | "
             f"{fmt(r['mass_error'], '.1e')} | {fmt(r['violation'], '.1e')} | "
-            f"{gap_cell(r)} | {r['peak_mb']:.0f} | "
+            f"{gap_cell(r)} | {cert_cell(r)} | {fmt(r.get('cert_time'))} | {r['peak_mb']:.0f} | "
             f"{vs_ott} | {vs_pot} |"
         )
+    if paths:
+        lines += ["", f"Mass path over m = {list(PATH_MASSES)} (no certificate):", "",
+                  "| n_P x n_U | eps | path (s) | iters | independent solves (s) | iters | independent / path "
+                  "| max score difference |", "|" + "---|" * 8]  # fmt: skip
+        lines += [f"| {r['n']}x{r['k']} | {fmt(r['eps'])} | {r['time']:.3f} | {r['iterations']} | "
+                  f"{r['independent_time']:.3f} | {r['independent_iterations']} | {r['path_ratio']:.2f} | "
+                  f"{r['path_col_diff']:.1e} |" for r in paths]  # fmt: skip
     return "\n".join(lines)
 
 

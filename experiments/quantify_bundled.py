@@ -34,7 +34,8 @@ def summary(name: str, include) -> str:
             f"A share {a.loc[JUDGE_ONLY, 'estimate']:.3f} / {a.loc[HUMAN_ONLY, 'estimate']:.3f} / "
             f"{a.loc[PPI, 'estimate']:.3f} [{a.loc[PPI, 'lower']:.3f}, {a.loc[PPI, 'upper']:.3f}], lam "
             f"{a.loc[PPI, 'lam']:.2f}; models {wins.target.nunique()} ({no_labels} without labels); median width "
-            f"PPI++/human {ratio:.3f}; random-sample p {result.check.p_value}")  # fmt: skip
+            f"PPI++/human {ratio:.3f}; random-sample p "
+            f"{[c.p_value for c in result.checks]}")  # fmt: skip
 
 
 def clustered_widening(name: str = "llmfao-gpt4") -> str:

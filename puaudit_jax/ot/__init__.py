@@ -10,15 +10,23 @@ Geometry (costs) -> problem -> solver, as in ott-jax:
 - :func:`solve_partial` (``solve.py``): the validated entry point with exact fallback.
 - ``sharded.py``: the same solver split over the devices of a mesh / the processes of a
   cluster (``mesh=`` on the functions below, :class:`Layout`).
+- ``certificate.py``: a feasible rounded plan, a dual lower bound and their gap for any
+  entropic solution (``solve_partial(certify=True)``, ``gap_tol``).
+- ``mass_path.py``: :func:`solve_mass_path`, a grid of masses in one warm-started call.
 """
 
+from puaudit_jax.ot.certificate import Certificate
 from puaudit_jax.ot.geometry import Geometry
+from puaudit_jax.ot.mass_path import MassPath, solve_mass_path
 from puaudit_jax.ot.problem import PartialProblem
 from puaudit_jax.ot.sharded import Layout
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn, SinkhornOutput
 from puaudit_jax.ot.solve import PartialOTResult, entropic_partial_cost, solve_partial, solve_partial_batch
 
 __all__ = [
+    "Certificate",
+    "MassPath",
+    "solve_mass_path",
     "Geometry",
     "PartialProblem",
     "Layout",

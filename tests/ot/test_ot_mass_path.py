@@ -1,0 +1,50 @@
+"""The mass path (``puaudit_jax.ot.mass_path``): one compiled, warm-started call over a grid of
+masses equals independent solves at the same tolerance, with a certificate per mass."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from puaudit_jax.ot import exact as exact_lib
+from puaudit_jax.ot import solve_mass_path, solve_partial
+from tests.ot.ot_cases import cone_clouds, cosine_matrix
+
+MASSES = np.array([0.1, 0.3, 0.5, 0.7, 0.9])
+
+
+@pytest.fixture(scope="module")
+def clouds():
+    return cone_clouds(np.random.default_rng(0), 60, 90, 8)
+
+
+def test_the_path_equals_independent_solves(clouds):
+    x, y = clouds
+    path = solve_mass_path(x, y, MASSES, epsilon=0.01, tol=1e-6, dtype="float64")
+    cold = solve_mass_path(x, y, MASSES, epsilon=0.01, tol=1e-6, dtype="float64", warm_start=False)
+    assert path.converged.all() and path.col_mass.shape == (5, 90) and path.row_mass.shape == (5, 60)
+    for i, m in enumerate(MASSES):
+        one = solve_partial(x, y, m, method="sinkhorn", epsilon=0.01, tol=1e-6, dtype="float64")
+        np.testing.assert_allclose(path.col_mass[i], one.col_mass, atol=1e-6)
+        assert path.cost[i] == pytest.approx(one.cost, abs=1e-6)
+        assert path.upper[i] == pytest.approx(one.certificate.upper, abs=1e-6)
+        assert one.iterations == cold.iterations[i]  # the cold path is the independent solves
+    np.testing.assert_allclose(path.col_mass.sum(1), MASSES, atol=1e-5)
+    assert path.iterations[1:].sum() < cold.iterations[1:].sum()  # the warm start saves iterations
+
+
+def test_the_path_certificates_bracket_the_exact_costs(clouds):
+    x, y = clouds
+    path = solve_mass_path(x, y, MASSES, epsilon=0.005, tol=1e-6, dtype="float64")
+    C, a, b = cosine_matrix(x, y), np.full(60, 1 / 60), np.full(90, 1 / 90)
+    exact = np.array([exact_lib.solve_exact(C, a, b, m).cost for m in MASSES])
+    assert (path.lower <= exact + 1e-9).all() and (exact <= path.upper + 1e-9).all()
+    assert (path.gap == path.upper - path.lower).all() and np.diff(exact).min() > 0
+
+
+def test_bad_grids_are_named(clouds):
+    x, y = clouds
+    with pytest.raises(ValueError, match="m must lie in"):
+        solve_mass_path(x, y, [0.2, 1.5])
+    with pytest.raises(ValueError, match="non-empty 1-D"):
+        solve_mass_path(x, y, [])
