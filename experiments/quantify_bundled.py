@@ -5,13 +5,20 @@
 Prints, per set: labelled / unlabelled items, m (human only), the share of A wins by the three
 estimators with PPI++'s lam, models and how many have no human label, the median ratio of PPI++ to
 human-only interval widths over the win rates, the random-sample check's p-value; then, for
-LLMFAO GPT-4, the widening of the intervals when they are clustered by prompt (side by side).
+LLMFAO GPT-4, the widening of the intervals when they are clustered by prompt (side by side);
+then an MT-Bench leaderboard from 20 % of the labels (seed 0) by every estimator, the audit-powered
+one included (MiniLM embeddings), beside the all-label leaderboard.
 """
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
+
 from puaudit_jax.datasets import load_bundled
-from puaudit_jax.quantify import HUMAN_ONLY, JUDGE_ONLY, PPI, quantify
+from puaudit_jax.datasets.verdicts import MISSING
+from puaudit_jax.outputs import markdown_table
+from puaudit_jax.quantify import AUDIT_PPI, HUMAN_ONLY, JUDGE_ONLY, PPI, quantify
 
 SETS = (("mtbench", None), ("llmfao-gpt4", True), ("llmfao-gpt3", True))
 
@@ -51,7 +58,31 @@ def clustered_widening(name: str = "llmfao-gpt4") -> str:
     return f"{name} clustered by prompt vs not: " + "; ".join(parts)
 
 
+def leaderboard_example(fraction: float = 0.2, seed: int = 0) -> str:
+    """MT-Bench Elo scores [90 % intervals] from ``fraction`` of the labels by each estimator, and
+    from all labels (the truth the coverage study uses)."""
+    from puaudit_jax.embed import EmbedConfig, table_embeddings
+    from puaudit_jax.quantify.targets import audit_for_quantify
+
+    full = load_bundled("mtbench")
+    hide = np.random.default_rng(seed).random(len(full)) > fraction
+    table = full.assign(human=np.where(hide, MISSING, full["human"].to_numpy(dtype=object)))
+    features = table_embeddings(table.assign(human=MISSING), EmbedConfig(), progress=False)
+    part = quantify(table, audit_items=audit_for_quantify(table, features)).to_frame()
+    truth = quantify(full).to_frame()
+    cells = {}
+    for frame, names in ((part, (JUDGE_ONLY, HUMAN_ONLY, PPI, AUDIT_PPI)), (truth, (HUMAN_ONLY,))):
+        for est in names:
+            rows = frame[frame.target.str.startswith("elo: ") & (frame.estimator == est)].set_index("target")
+            label = est if frame is part else "all labels (human only)"
+            cells[label] = rows.apply(lambda r: f"{r.estimate:.0f} [{r.lower:.0f}, {r.upper:.0f}]", axis=1)
+    out = pd.DataFrame(cells)
+    out.index = out.index.str.removeprefix("elo: ")
+    return markdown_table(out.reset_index(names="model"))
+
+
 if __name__ == "__main__":
     for name, include in SETS:
         print(summary(name, include))
     print(clustered_widening())
+    print(leaderboard_example())
