@@ -178,6 +178,38 @@ def test_gradient_matches_finite_differences(x64, cost, block_size):
             assert abs(float(g[idx]) - float(fd)) < 1e-6 * max(1.0, abs(float(fd)))
 
 
+def test_gradients_in_the_weights_and_the_mass_match_finite_differences(x64):
+    """The regularised cost's gradient in a, b and m (envelope theorem: f + gd, g + fd, -(fd + gd)),
+    and jax.grad through solve_partial_batch equal to the single problems' gradients."""
+    rng = np.random.default_rng(11)
+    x, y = jnp.asarray(rng.normal(size=(9, 3))), jnp.asarray(rng.normal(size=(12, 3)))
+    a, b = jnp.asarray(rng.uniform(0.5, 1.5, 9)), jnp.asarray(rng.uniform(0.5, 1.5, 12))
+    a, b = a / a.sum(), b / b.sum() * 1.2
+    solver = PartialSinkhorn(epsilon=0.1, tol=1e-13, max_iter=100_000)
+
+    @jax.jit
+    def f(a, b, m):
+        return entropic_partial_cost(x, y, m, a=a, b=b, solver=solver)
+
+    ga, gb, gm = jax.jit(jax.grad(f, argnums=(0, 1, 2)))(a, b, 0.6)
+    h = 1e-6
+    for arg, grad, idx in ((0, ga, 2), (0, ga, 7), (1, gb, 0), (1, gb, 11)):
+        e = jnp.zeros_like((a, b)[arg]).at[idx].set(h)
+        args_p, args_m = [a, b, 0.6], [a, b, 0.6]
+        args_p[arg], args_m[arg] = args_p[arg] + e, args_m[arg] - e
+        fd = (f(*args_p) - f(*args_m)) / (2 * h)
+        assert abs(float(grad[idx]) - float(fd)) < 1e-6 * max(1.0, abs(float(fd)))
+    fd_m = (f(a, b, 0.6 + h) - f(a, b, 0.6 - h)) / (2 * h)
+    assert abs(float(gm) - float(fd_m)) < 1e-6 * max(1.0, abs(float(fd_m)))
+
+    xs, ys = jnp.stack([x, x + 0.1]), jnp.stack([y, y - 0.2])
+    batch_solver = PartialSinkhorn(epsilon=0.1, tol=1e-13, max_iter=100_000, one_pass=False)
+    total = jax.grad(lambda xs: solve_partial_batch(xs, ys, 0.5, solver=batch_solver).reg_cost.sum())(xs)
+    for i in range(2):
+        one = jax.grad(lambda x, y: entropic_partial_cost(x, y, 0.5, solver=batch_solver))(xs[i], ys[i])
+        np.testing.assert_allclose(total[i], one, atol=1e-9)
+
+
 def test_auto_falls_back_to_exact_when_sinkhorn_stops_early():
     rng = np.random.default_rng(9)
     x, y = cone_clouds(rng, 20, 25, 5)
