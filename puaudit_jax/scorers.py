@@ -123,6 +123,7 @@ class POTScorer:
             tol=self.tol,
             max_iter=self.max_iter,
             eps_decay=self.eps_decay,
+            certify=False,  # the scores need the plan's masses, not bounds on its cost
             dtype=self.dtype,
             return_plan=False,
             mesh=self.mesh,

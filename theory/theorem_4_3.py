@@ -170,6 +170,7 @@ def solve(s: sphere.PUSample, m: float, *, method: str = "exact", epsilon: float
         max_iter=20000,
         eps_decay=0.9 if method == "sinkhorn" else None,
         return_plan=False,
+        certify=False,
     )
 
 
