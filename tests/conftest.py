@@ -1,5 +1,9 @@
 """Fixtures shared by the test folders (plain helpers are in tests/helpers.py).
 
+Process hygiene (autouse)
+    _release_executables  after each test module, drop JAX's compiled executables: each holds a
+                          few memory maps, and the whole suite in one process would otherwise pass
+                          the kernel's vm.max_map_count (65530), where XLA's next compile crashes
 Numerics
     x64                   float64 JAX for the test (``with jax.enable_x64(True)``); a module that
                           needs it everywhere says ``pytestmark = pytest.mark.usefixtures("x64")``
@@ -25,10 +29,25 @@ Library modules are imported inside the fixtures, so collecting one folder does 
 
 from __future__ import annotations
 
+import gc
+import sys
+
 import numpy as np
 import pytest
 
 from tests.helpers import make_tiny_char_decoder, make_tiny_decoder, unit
+
+# --------------------------------------------------------------------------------------------------
+# process hygiene
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _release_executables():
+    yield
+    if "jax" in sys.modules:  # a module that never imported JAX has nothing to release
+        sys.modules["jax"].clear_caches()
+        gc.collect()
+
 
 # --------------------------------------------------------------------------------------------------
 # numerics
