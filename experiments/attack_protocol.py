@@ -2,6 +2,13 @@
 
     OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python experiments/attack_protocol.py \
         [--distraction-per-type 6] [--rewrite-per-type 3] [--max-new-tokens 320] [--emotion cheerful]
+        [--served [--threads 2]]
+
+``--served`` runs the same model behind llama.cpp's real server (``puaudit serve-local``, the
+``serve`` extra): the rewrites come from ``OpenAIChatGenerator`` and the verdicts, clean and
+attacked, from ``OpenAILogprobJudge`` (the local judge's rule through ``top_logprobs``), so the
+clean verdicts are re-judged by the served judge instead of read from the input file. Outputs go
+to ``results/attack_protocol_served*`` unless ``--out`` says otherwise.
 
 Input: ``results/local_judge/mtbench_local.csv`` (written by ``experiments/local_judge_mtbench.py``:
 MT-Bench expert-labelled pairs with the local judge's verdicts). The original verdicts are that
@@ -76,8 +83,41 @@ def main(argv=None) -> int:
     ap.add_argument("--max-length", type=int, default=2048, help="judge prompt cap (same as the judged file)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cache-dir", default=str(ROOT / "results" / "tmp" / "judge_cache"))
-    ap.add_argument("--out", default=str(ROOT / "results" / "attack_protocol"))
+    ap.add_argument("--out", help="output prefix (default results/attack_protocol[_served])")
+    ap.add_argument("--served", action="store_true", help="generator and judge behind llama.cpp's server")
+    ap.add_argument("--threads", type=int, default=2, help="--served: server CPU threads")
+    ap.add_argument("--port", type=int, default=8765, help="--served: fixed, so cached answers are found again")
     args = ap.parse_args(argv)
+    args.out = args.out or str(ROOT / "results" / ("attack_protocol_served" if args.served else "attack_protocol"))
+    if args.served:
+        from puaudit_jax.judges.serve import LocalServer, ServeConfig
+
+        log = str(ROOT / "results" / "tmp" / "served.log")
+        with LocalServer(ServeConfig(port=args.port, threads=args.threads, log=log)) as server:
+            return run(args, server)
+    return run(args, None)
+
+
+def _stats(obj) -> dict:
+    """The numeric counters of a judge / generator (local: .stats; HTTP: .client.stats)."""
+    stats = getattr(obj, "stats", None) or getattr(getattr(obj, "client", None), "stats", None) or {}
+    return {k: v for k, v in stats.items() if isinstance(v, (int, float))}
+
+
+def _served_models(args, server):
+    from probes.models.pretrained import resolve
+    from probes.models.tokenizer import load_tokenizer
+    from puaudit_jax.judges import OpenAIChatGenerator, OpenAILogprobJudge
+
+    cache = Path(args.cache_dir).parent / "served_cache"
+    judge = OpenAILogprobJudge(server.base_url, server.config.alias, cache_dir=cache, concurrency=1)
+    generator = OpenAIChatGenerator(
+        server.base_url, server.config.alias, max_tokens=args.max_new_tokens, cache_dir=cache, concurrency=1
+    )
+    return judge, generator, load_tokenizer(resolve("smollm2"))
+
+
+def run(args, server) -> int:
 
     table = load_comparisons(args.input)
     ordered = stratified_order(table, args.seed)
@@ -90,14 +130,18 @@ def main(argv=None) -> int:
         for r in table.itertuples()
     }
     t0 = time.perf_counter()
-    judge = LocalJudge("smollm2", max_length=args.max_length, cache_dir=args.cache_dir)
-    generator = LocalGenerator(
-        pre=judge.pre,
-        max_new_tokens=args.max_new_tokens,
-        batch_size=args.gen_batch_size,
-        cache_dir=Path(args.cache_dir).parent / "gen_cache",
-    )
-    tok = judge.pre.tokenizer
+    if server is not None:
+        judge, generator, tok = _served_models(args, server)
+        original = None  # the served judge re-judges the clean pairs
+    else:
+        judge = LocalJudge("smollm2", max_length=args.max_length, cache_dir=args.cache_dir)
+        generator = LocalGenerator(
+            pre=judge.pre,
+            max_new_tokens=args.max_new_tokens,
+            batch_size=args.gen_batch_size,
+            cache_dir=Path(args.cache_dir).parent / "gen_cache",
+        )
+        tok = judge.pre.tokenizer
     attacks = {
         "distraction": (Distraction(), args.distraction_per_type),
         "length": (LengthExpansion(), args.rewrite_per_type),
@@ -107,10 +151,14 @@ def main(argv=None) -> int:
     summary = {
         "input": shown,
         "judge": judge.name,
-        "judge_max_length": judge.max_length,
+        "judge_max_length": getattr(judge, "max_length", "server context (8192)"),
         "generator": f"{generator.name} greedy, max_new_tokens={args.max_new_tokens}",
         "seed": args.seed,
-        "original_verdicts": "the local judge's verdicts in the input file (both orders, averaged margin)",
+        "original_verdicts": (
+            "the served judge on the clean pairs"
+            if server is not None
+            else "the local judge's verdicts in the input file (both orders, averaged margin)"
+        ),
         "attacks": {},
     }
     tables = []
@@ -118,13 +166,13 @@ def main(argv=None) -> int:
         attack, per_type = attacks[name]
         rows = ordered[ordered._rank < per_type].drop(columns="_rank").reset_index(drop=True)
         t = time.perf_counter()
-        g0, j0 = dict(generator.stats), dict(judge.stats)
+        g0, j0 = _stats(generator), _stats(judge)
         res = run_attack(
             rows,
             judge,
             attack,
             generator if attack.needs_generator else None,
-            original={i: original[i] for i in rows.id},
+            original=None if original is None else {i: original[i] for i in rows.id},
             progress=True,
         )
         secs = time.perf_counter() - t
@@ -158,9 +206,8 @@ def main(argv=None) -> int:
             "by_question_type": flip_rates_by(res).to_dict(orient="records"),
             "lengths": lengths,
             "seconds": secs,
-            "judge_forward_passes": judge.stats["forward_passes"] - j0["forward_passes"],
-            "generated": generator.stats["generated"] - g0["generated"],
-            "generation_seconds": generator.stats["seconds"] - g0["seconds"],
+            "judge_counters": {k: v - j0.get(k, 0) for k, v in _stats(judge).items()},
+            "generator_counters": {k: v - g0.get(k, 0) for k, v in _stats(generator).items()},
         }
         tables.append(tab)
         save_comparisons(res.comparisons(rows), Path(f"{args.out}_{name}_comparisons.csv"))  # for puaudit evaluate
@@ -177,7 +224,8 @@ def main(argv=None) -> int:
     lines = [
         "# Attack-judge protocol on the local judge (seed §5.2, Algorithm 2)",
         "",
-        f"Judge: {judge.name} (seed Figure 10 prompt, verdict from next-token log-probs, both orders). "
+        f"Judge: {judge.name} (seed Figure 10 prompt, verdict from next-token log-probs, both orders); "
+        f"rewrites: {summary['generator']}. "
         f"Rows: `{shown}` (MT-Bench expert-labelled pairs), stratified by question type, seed {args.seed}. "
         "Attacks modify the judge's losing response only; flip = the re-judged verdict differs from the original.",
         "",

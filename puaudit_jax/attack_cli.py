@@ -1,8 +1,9 @@
-"""Command line of the attack-judge protocol: ``puaudit attack`` and ``judge``.
+"""Command line of the attack-judge protocol: ``puaudit attack``, ``judge`` and ``serve-local``.
 
     puaudit attack DATA --judge local|openai --attack distraction|length|sentiment [--emotion E]
                    [--limit N] [--base-url URL --model NAME] [--generator local|openai] --out DIR
-    puaudit judge DATA --judge local|openai [--limit N] --out DIR
+    puaudit judge DATA --judge local|openai [--verdict text|logprob] [--limit N] --out DIR
+    puaudit serve-local [--model smollm2] [--port 8765] [--n-ctx 8192]
 
 attack (seed Algorithm 2, Phase 2): the judge's verdict on each clean pair (``--original rejudge``,
 default; or the table's ``judge`` column with ``--original column``), the loser attacked, the
@@ -19,8 +20,16 @@ human verdicts where present).
 
 DATA is a comparison file or a bundled set name (``mtbench``, ``llmfao-gpt4``, ``llmfao-gpt3``).
 ``--judge openai`` needs ``--base-url`` (e.g. http://127.0.0.1:8000/v1) and ``--model``; the API
-key is read from ``$OPENAI_API_KEY`` (``--api-key-env`` names another variable). Every file is
-written atomically.
+key is read from ``$OPENAI_API_KEY`` (``--api-key-env`` names another variable). ``--verdict
+text`` (default) parses the judge's written ``[[A]]/[[B]]/[[C]]``; ``--verdict logprob`` takes the
+local judge's rule (log p("A") vs log p("B") after ``[[``, both orders) from the completions
+endpoint's ``top_logprobs``, the prompt rendered with ``--chat-template`` (the served model's
+template: a model name or folder; default smollm2). Failed requests are rows with an ``error``
+status (printed with their ids); answered requests are cached, so rerunning resumes.
+
+serve-local: llama.cpp's OpenAI-compatible server (the ``serve`` extra) on 127.0.0.1 serving a
+GGUF model (default the bundled SmolLM2-135M-Instruct), in the foreground until Ctrl-C.
+Every file is written atomically.
 """
 
 from __future__ import annotations
@@ -58,17 +67,20 @@ def make_judge(args):
         )
     if not args.base_url or not args.model:
         raise SystemExit("error: --judge openai needs --base-url and --model")
-    from .judges import OpenAIChatJudge
+    from .judges import OpenAIChatJudge, OpenAILogprobJudge
 
-    return OpenAIChatJudge(
-        args.base_url,
-        args.model,
-        api_key_env=args.api_key_env,
-        timeout=args.timeout,
-        concurrency=args.concurrency,
-        max_retries=args.max_retries,
-        cache_dir=args.cache_dir,
-    )
+    client = {
+        "api_key_env": args.api_key_env,
+        "timeout": args.timeout,
+        "concurrency": args.concurrency,
+        "max_retries": args.max_retries,
+        "cache_dir": args.cache_dir,
+    }
+    if args.verdict == "logprob":
+        return OpenAILogprobJudge(
+            args.base_url, args.model, chat_template=args.chat_template, top_logprobs=args.top_logprobs, **client
+        )
+    return OpenAIChatJudge(args.base_url, args.model, **client)
 
 
 def make_generator(args, judge):
@@ -107,6 +119,18 @@ def _judge_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per HTTP request")
     p.add_argument("--concurrency", type=int, default=4, help="parallel HTTP requests")
     p.add_argument("--max-retries", type=int, default=4)
+    p.add_argument(
+        "--verdict",
+        choices=["text", "logprob"],
+        default="text",
+        help="openai judge: parse the written [[A]]/[[B]]/[[C]], or log p(A) vs log p(B) after [[ (both orders)",
+    )
+    p.add_argument(
+        "--chat-template",
+        default="smollm2",
+        help="--verdict logprob: model name or folder whose chat template renders the prompt",
+    )
+    p.add_argument("--top-logprobs", type=int, default=20, help="--verdict logprob: tokens returned per position")
     p.add_argument("--max-length", type=int, help="local judge prompt cap in tokens (middle-out above; default window)")
     p.add_argument(
         "--predict-type",
@@ -217,24 +241,76 @@ def cmd_judge(args) -> int:
         summary["position_consistency"] = float(result.consistent.dropna().astype(bool).mean())
     if result.judge_type.notna().any():  # the judge's [[TYPE:X]] letters; "none" where it gave none
         summary["judge_types"] = result.judge_type.fillna("none").value_counts().sort_index().to_dict()
+    failed = result[result.judge_status.str.startswith("error")]
+    summary["errors"] = [{"id": str(r.id), "status": r.judge_status} for r in failed.itertuples()]
     write_json(summary, out / "judge.json")
     print(
         f"{judge.name} judged {len(result)} comparisons: status {summary['status']}; agreement with human "
         f"{summary['agreement_with_human']} (previous judge {summary['agreement_original_with_human']}) "
         f"on {len(labelled)} labelled rows"
     )
+    for r in summary["errors"][:5]:
+        print(f"  pair {r['id']}: {r['status']}", file=sys.stderr)
+    if len(failed):
+        more = f" ({len(failed) - 5} more in judge.json)" if len(failed) > 5 else ""
+        print(
+            f"{len(failed)} pairs failed{more}; answered requests are cached: rerun the same command to resume",
+            file=sys.stderr,
+        )
     print(f"wrote {out}/comparisons.csv, judge.json")
     return 0
 
 
+def add_serve_arguments(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``puaudit serve-local``: the fields of :class:`~.judges.serve.ServeConfig`."""
+    from .judges.serve import ServeConfig
+    from .options import add_options
+
+    add_options(p, ServeConfig)
+
+
+def cmd_serve(args) -> int:
+    import signal
+
+    from .judges.serve import LocalServer, ServeConfig
+    from .options import options_from_args
+
+    try:
+        config = ServeConfig(**options_from_args(args, ServeConfig))
+    except ValueError as err:
+        raise SystemExit(f"error: {err}") from None
+    server = LocalServer(config)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # `kill` ends it as Ctrl-C does
+    try:
+        server.start()
+    except (RuntimeError, TimeoutError, FileNotFoundError) as err:
+        raise SystemExit(f"error: {err}") from None
+    print(f"serving {config.model} as {config.alias!r} on {server.base_url} (log {server.log_path}); Ctrl-C stops")
+    sys.stdout.flush()
+    try:
+        while server.process is not None and server.process.poll() is None:
+            time.sleep(0.5)
+        code = server.process.returncode if server.process is not None else 0
+        print(f"the server exited with code {code}:\n{server.log_tail()}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        server.stop()
+
+
 def add_attack_parsers(sub) -> None:
-    """Register ``attack`` and ``judge`` on a subparsers object (``puaudit`` and this module's own CLI)."""
+    """Register ``attack``, ``judge`` and ``serve-local`` on a subparsers object (``puaudit`` and
+    this module's own CLI)."""
     p = sub.add_parser("attack", help="attack the judge's losers and re-judge (seed Algorithm 2)")
     add_attack_arguments(p)
     p.set_defaults(func=cmd_attack)
     p = sub.add_parser("judge", help="re-judge every comparison with a local or OpenAI-compatible judge")
     add_judge_arguments(p)
     p.set_defaults(func=cmd_judge)
+    p = sub.add_parser("serve-local", help="llama.cpp's OpenAI-compatible server on 127.0.0.1 (the serve extra)")
+    add_serve_arguments(p)
+    p.set_defaults(func=cmd_serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

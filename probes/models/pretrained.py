@@ -84,6 +84,22 @@ def resolve(path_or_name: str | Path) -> Path:
     raise FileNotFoundError(f"{p}: no such model folder or file (known names: {sorted(BUNDLED)})")
 
 
+def gguf_file(path_or_name: str | Path) -> Path:
+    """The GGUF file behind a bundled name ("smollm2"), a ``.gguf`` path or a folder holding
+    exactly one, for runtimes that read GGUF themselves (llama.cpp)."""
+    name = str(path_or_name)
+    if name.lower() in BUNDLED:
+        folder = _package_dir(BUNDLED[name.lower()])
+    else:
+        folder = Path(name).expanduser()
+        if folder.is_file() and folder.suffix == ".gguf":
+            return folder
+    ggufs = sorted(folder.glob("*.gguf")) if folder.is_dir() else []
+    if len(ggufs) != 1:
+        raise FileNotFoundError(f"{folder}: expected one .gguf file, found {len(ggufs)}")
+    return ggufs[0]
+
+
 def build_model(config: ModelConfig, dtype=jnp.float32, return_cache: bool = False) -> nn.Module:
     if config.is_decoder:
         return Llama(config, dtype, return_cache)

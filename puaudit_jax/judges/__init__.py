@@ -3,8 +3,10 @@
 - :class:`Verdict`, the :class:`Judge` / :class:`Generator` protocols, :func:`parse_verdict`
   (seed Figure 10 output format), the prompt templates (package data under ``templates/``) and the
   on-disk response cache: :mod:`.base`.
-- :class:`OpenAIChatJudge`, :class:`OpenAIChatGenerator`, :class:`ChatClient`: an
-  OpenAI-compatible ``/v1/chat/completions`` endpoint, standard library only: :mod:`.openai_chat`.
+- :class:`OpenAIChatJudge`, :class:`OpenAILogprobJudge`, :class:`OpenAIChatGenerator`,
+  :class:`ChatClient`: an OpenAI-compatible server (chat and completions endpoints), standard
+  library only: :mod:`.openai_chat`.
+- :class:`~.serve.LocalServer`: llama.cpp's server on loopback (the ``serve`` extra): :mod:`.serve`.
 - :class:`LocalJudge`, :class:`LocalGenerator`: in-process Flax SmolLM2-135M-Instruct (imported
   lazily, so the HTTP clients do not load JAX models): :mod:`.local`.
 - :func:`judge_table`: re-judge a comparison table: :mod:`.run`.
@@ -26,7 +28,7 @@ from .base import (
     row_inputs,
     template,
 )
-from .openai_chat import ChatAPIError, ChatClient, OpenAIChatGenerator, OpenAIChatJudge
+from .openai_chat import ChatAPIError, ChatClient, OpenAIChatGenerator, OpenAIChatJudge, OpenAILogprobJudge
 from .run import judge_table
 
 __all__ = [
@@ -40,6 +42,7 @@ __all__ = [
     "OK",
     "OpenAIChatGenerator",
     "OpenAIChatJudge",
+    "OpenAILogprobJudge",
     "ResponseCache",
     "UNPARSED",
     "Verdict",

@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from ..datasets.verdicts import JUDGE_VERDICTS, normalize_verdict
+from ..datasets.verdicts import JUDGE_VERDICTS, TIE, A, B, normalize_verdict
 from ..outputs import atomic_path
 
 OK, UNPARSED, ERROR = "ok", "unparsed", "error"
@@ -198,6 +198,50 @@ def parse_verdict(text: str | None, *, tail_lines: int = 3) -> Verdict:
             None, qtype, str(text), UNPARSED, {"reason": f"conflicting verdicts {sorted(mapped)} in the last lines"}
         )
     return Verdict(mapped.pop(), qtype, str(text), OK)
+
+
+# --------------------------------------------------------------------------------------------------
+# verdicts from next-token log-probabilities (the local judge and a served judge's logprob mode)
+
+VERDICT_LETTERS = ("A", "B", "C")  # the letters after "[[" in the seed's prompt; C is a tie
+
+
+def logprob_winner(logp: Sequence[float], *, tie_margin: float = 0.0, c_is_tie: bool = False) -> str:
+    """Winner of (log p("A"), log p("B"), log p("C")): the sign of the A - B margin (nats); a tie
+    when |margin| < ``tie_margin`` or the margin is 0, or (``c_is_tie``) when "C" is the most
+    likely of the three."""
+    la, lb, lc = (float(x) for x in logp)
+    margin = la - lb
+    if c_is_tie and lc > max(la, lb):
+        return TIE
+    if abs(margin) < tie_margin or margin == 0.0:
+        return TIE
+    return A if margin > 0 else B
+
+
+def two_order_verdict(
+    logp_ab: Sequence[float], logp_ba: Sequence[float], *, tie_margin: float = 0.0, c_is_tie: bool = False
+) -> tuple[str, dict]:
+    """(winner, details) of a pair judged in both presentation orders.
+
+    ``logp_ab``: log p(A, B, C) with the pair shown as (A, B); ``logp_ba``: shown as (B, A), already
+    swapped back so that the original A comes first. The winner is :func:`logprob_winner` of the
+    two orders' mean; details: verdict_ab, verdict_ba (per order, original labels), logp_ab,
+    logp_ba, margin (mean log p(A) - log p(B), nats), consistent (both orders agree).
+    """
+    ab, ba = [float(x) for x in logp_ab], [float(x) for x in logp_ba]
+    mean = [(x + y) / 2 for x, y in zip(ab, ba)]
+    rule = {"tie_margin": tie_margin, "c_is_tie": c_is_tie}
+    v_ab, v_ba = logprob_winner(ab, **rule), logprob_winner(ba, **rule)
+    details = {
+        "verdict_ab": v_ab,
+        "verdict_ba": v_ba,
+        "logp_ab": ab,
+        "logp_ba": ba,
+        "margin": mean[0] - mean[1],
+        "consistent": v_ab == v_ba,
+    }
+    return logprob_winner(mean, **rule), details
 
 
 # --------------------------------------------------------------------------------------------------

@@ -63,6 +63,7 @@ from .base import (
     default_cache_dir,
     judge_messages,
     progress_iter,
+    two_order_verdict,
 )
 
 VERDICT_LETTER = {A: "A", B: "B", TIE: "C"}  # verdict -> the seed prompt's letter ([[C]] = tie)
@@ -259,15 +260,6 @@ class LocalJudge:
         return out
 
     # -- judging ---------------------------------------------------------------------------------
-    def _decide(self, logp: np.ndarray, margin: float) -> str:
-        """Winner of (A, B, C) log-probabilities: the sign of the A - B margin; a tie when
-        |margin| < tie_margin, or (``c_is_tie``) when "C" is the most likely of the three."""
-        if self.c_is_tie and logp[2] > max(logp[0], logp[1]):
-            return TIE
-        if abs(margin) < self.tie_margin or margin == 0.0:
-            return TIE
-        return A if margin > 0 else B
-
     def judge(self, question: str, response_a: str, response_b: str) -> Verdict:
         return self.judge_many([(question, response_a, response_b)])[0]
 
@@ -281,9 +273,9 @@ class LocalJudge:
             seqs += [self.prompt_ids(q, a2, b2), self.prompt_ids(q, b2, a2)]
         lp = self.order_logprobs(seqs, progress=progress)
         lp_ab, lp_ba = lp[0::2], lp[1::2][:, [1, 0, 2]]  # swap back: original A's logp first
-        lp_mean = (lp_ab + lp_ba) / 2
-        margins = [float(m[0] - m[1]) for m in lp_mean]
-        winners = [self._decide(m, margin) for m, margin in zip(lp_mean, margins)]
+        rule = {"tie_margin": self.tie_margin, "c_is_tie": self.c_is_tie}
+        decided = [two_order_verdict(ab, ba, **rule) for ab, ba in zip(lp_ab, lp_ba)]
+        winners = [w for w, _ in decided]
         lp_type = (
             self.next_logprobs(
                 [self.type_prompt_ids(q, a, b, w) for (q, a, b, _), w in zip(fitted, winners)],
@@ -295,19 +287,9 @@ class LocalJudge:
         )
         verdicts = []
         for k, (q, a, b, omitted) in enumerate(fitted):
-            ab, ba, margin, winner = lp_ab[k], lp_ba[k], margins[k], winners[k]
-            m_ab, m_ba = float(ab[0] - ab[1]), float(ba[0] - ba[1])
-            v_ab, v_ba = self._decide(ab, m_ab), self._decide(ba, m_ba)
-            details = {
-                "verdict_ab": v_ab,
-                "verdict_ba": v_ba,
-                "logp_ab": ab.tolist(),
-                "logp_ba": ba.tolist(),
-                "margin": margin,
-                "consistent": v_ab == v_ba,
-                "omitted_tokens": omitted,
-                "prompt_tokens": len(seqs[2 * k]),
-            }
+            ab, ba, (winner, details) = lp_ab[k], lp_ba[k], decided[k]
+            margin = details["margin"]
+            details.update(omitted_tokens=omitted, prompt_tokens=len(seqs[2 * k]))
             raw = (
                 f"logp(A,B,C) order AB {np.round(ab, 3).tolist()}, order BA (swapped back) "
                 f"{np.round(ba, 3).tolist()}; margin {margin:+.3f}"

@@ -7,9 +7,12 @@ llama.cpp server, hosted APIs), standard library only (urllib).
   is honoured instead (capped at ``max_backoff``). Any other 4xx raises :class:`ChatAPIError`
   at once with the server's error message. The API key is read from the environment variable
   named ``api_key_env`` (default ``OPENAI_API_KEY``); no key -> no Authorization header (local
-  servers). Successful completions are cached on disk (content hash of base URL, model, messages
-  and decoding settings); empty completions are returned but not cached.
+  servers). Successful answers are cached on disk (content hash of URL, model, prompt and
+  decoding settings); empty completions are returned but not cached. Once the server cannot be
+  reached after the retries, the client's later requests fail at once (no retry storm).
 - :class:`OpenAIChatJudge`: the seed's Figure 10 prompt, :func:`~.base.parse_verdict` of the reply.
+- :class:`OpenAILogprobJudge`: the local judge's verdict rule (log p("A") vs log p("B") after
+  ``[[``, both orders) from the completions endpoint's ``top_logprobs``.
 - :class:`OpenAIChatGenerator`: completions for the rewrite attacks (seed Figures 8-9).
 
 Both run their batch through a thread pool of ``concurrency`` workers.
@@ -29,6 +32,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .base import (
     ERROR,
+    OK,
+    UNPARSED,
+    VERDICT_LETTERS,
     ResponseCache,
     Verdict,
     content_key,
@@ -36,6 +42,7 @@ from .base import (
     judge_messages,
     parse_verdict,
     progress_iter,
+    two_order_verdict,
 )
 
 
@@ -69,11 +76,17 @@ def _retry_after(headers) -> float | None:
 
 
 class ChatClient:
-    """One OpenAI-compatible chat endpoint (see module docstring).
+    """One OpenAI-compatible server (see module docstring): chat completions and next-token
+    log-probabilities through the legacy completions endpoint.
 
-    ``base_url``: e.g. ``http://127.0.0.1:8000/v1`` (``/chat/completions`` is appended unless
-    already there). ``timeout``: seconds per request. ``max_retries``: extra attempts after the
-    first. ``params``: decoding settings sent with every request (default temperature 0).
+    ``base_url``: e.g. ``http://127.0.0.1:8000/v1`` (a trailing ``/chat/completions`` is accepted).
+    ``timeout``: seconds per request. ``max_retries``: extra attempts after the first. ``params``:
+    decoding settings sent with every chat request (default temperature 0).
+
+    Once a request has failed on every attempt because the server could not be reached, later
+    requests fail at once with that reason (``stats["not_sent"]`` counts them) instead of each
+    waiting through its own retries: a batch against a stopped server ends in seconds, and what
+    was answered before stays in the cache for the rerun.
     """
 
     def __init__(
@@ -91,8 +104,8 @@ class ChatClient:
         cache_dir=None,
         sleep=time.sleep,
     ):
-        base = base_url.rstrip("/")
-        self.url = base if base.endswith("/chat/completions") else base + "/chat/completions"
+        base = base_url.rstrip("/").removesuffix("/chat/completions")
+        self.url, self.completions_url = base + "/chat/completions", base + "/completions"
         self.model, self.api_key_env = model, api_key_env
         self.timeout, self.max_retries = float(timeout), int(max_retries)
         self.backoff, self.max_backoff, self.concurrency = float(backoff), float(max_backoff), max(1, int(concurrency))
@@ -103,7 +116,8 @@ class ChatClient:
             else ResponseCache((default_cache_dir() / "openai") if cache_dir is None else cache_dir)
         )
         self._sleep = sleep
-        self.stats = {"requests": 0, "retries": 0, "cache_hits": 0}
+        self._unreachable: ChatAPIError | None = None
+        self.stats = {"requests": 0, "retries": 0, "cache_hits": 0, "not_sent": 0}
 
     def _headers(self) -> dict:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -112,50 +126,48 @@ class ChatClient:
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
-    def _once(self, body: bytes) -> str:
-        req = urllib.request.Request(self.url, data=body, headers=self._headers(), method="POST")
+    def _once(self, url: str, body: bytes, extract):
+        """One POST; ``extract(json) -> value`` (a KeyError / TypeError / ... means malformed)."""
+        req = urllib.request.Request(url, data=body, headers=self._headers(), method="POST")
         self.stats["requests"] += 1
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                 raw = resp.read()
         except urllib.error.HTTPError as err:
             payload = err.read()
-            msg = f"HTTP {err.code} from {self.url}: {_server_message(payload)}"
+            msg = f"HTTP {err.code} from {url}: {_server_message(payload)}"
             retryable = err.code == 429 or err.code >= 500 or err.code == 408
             exc = ChatAPIError(msg, err.code, retryable)
             exc.retry_after = _retry_after(err.headers)
             raise exc from None
         except TimeoutError as err:
-            raise ChatAPIError(f"timeout after {self.timeout}s from {self.url}", None, True) from err
+            raise ChatAPIError(f"timeout after {self.timeout}s from {url}", None, True) from err
         except urllib.error.URLError as err:
             if isinstance(err.reason, (socket.timeout, TimeoutError)):
-                raise ChatAPIError(f"timeout after {self.timeout}s from {self.url}", None, True) from err
-            raise ChatAPIError(f"cannot reach {self.url}: {err.reason}", None, True) from err
+                raise ChatAPIError(f"timeout after {self.timeout}s from {url}", None, True) from err
+            raise _unreachable(f"cannot reach {url}: {err.reason}") from err
         except (ConnectionError, http.client.HTTPException) as err:
-            raise ChatAPIError(f"connection error from {self.url}: {err!r}", None, True) from err
+            raise _unreachable(f"connection error from {url}: {err!r}") from err
         try:
-            data = json.loads(raw.decode("utf-8"))
-            content = data["choices"][0]["message"].get("content")
+            return extract(json.loads(raw.decode("utf-8")))
         except (ValueError, KeyError, IndexError, TypeError, AttributeError, UnicodeDecodeError):
-            raise ChatAPIError(f"malformed response from {self.url}: {raw[:200]!r}", 200, True) from None
-        return "" if content is None else str(content)
+            raise ChatAPIError(f"malformed response from {url}: {raw[:200]!r}", 200, True) from None
 
-    def complete(self, messages: list[dict]) -> str:
-        """The completion text of ``messages`` (cached); raises :class:`ChatAPIError` after the retries."""
-        key = content_key("openai-chat-v1", self.url, self.model, list(messages), self.params)
-        if self.cache is not None:
-            hit = self.cache.get(key)
-            if hit is not None:
-                self.stats["cache_hits"] += 1
-                return hit["content"]
-        body = json.dumps({"model": self.model, "messages": list(messages), **self.params}).encode("utf-8")
+    def post(self, url: str, payload: dict, extract):
+        """``extract`` of the JSON answer to ``payload``, retried as the module docstring says;
+        raises :class:`ChatAPIError` after the retries (or at once once the server is unreachable)."""
+        if self._unreachable is not None:
+            self.stats["not_sent"] += 1
+            raise ChatAPIError(f"not sent: {self._unreachable}", None, False)
+        body = json.dumps(payload).encode("utf-8")
         attempt = 0
         while True:
             try:
-                content = self._once(body)
-                break
+                return self._once(url, body, extract)
             except ChatAPIError as err:
                 if not err.retryable or attempt >= self.max_retries:
+                    if getattr(err, "unreachable", False):
+                        self._unreachable = err
                     if attempt:
                         raise ChatAPIError(f"{err} (after {attempt + 1} attempts)", err.status, err.retryable) from err
                     raise
@@ -164,23 +176,72 @@ class ChatClient:
                 attempt += 1
                 self.stats["retries"] += 1
                 self._sleep(wait)
-        if content.strip() and self.cache is not None:
-            self.cache.put(key, {"content": content, "model": self.model})
-        return content
+
+    def _cached(self, key: str, field: str, fetch, keep):
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                self.stats["cache_hits"] += 1
+                return hit[field]
+        value = fetch()
+        if keep(value) and self.cache is not None:
+            self.cache.put(key, {field: value, "model": self.model})
+        return value
+
+    def complete(self, messages: list[dict]) -> str:
+        """The completion text of ``messages`` (cached); raises :class:`ChatAPIError` after the retries.
+        Empty completions are returned but not cached."""
+        key = content_key("openai-chat-v1", self.url, self.model, list(messages), self.params)
+        payload = {"model": self.model, "messages": list(messages), **self.params}
+
+        def content(data):
+            text = data["choices"][0]["message"].get("content")
+            return "" if text is None else str(text)
+
+        return self._cached(key, "content", lambda: self.post(self.url, payload, content), lambda c: bool(c.strip()))
+
+    def next_token_logprobs(self, prompt: str, top: int = 20) -> dict[str, float]:
+        """log p of the ``top`` most likely next tokens after the raw ``prompt`` (nats, by token
+        text), from ``POST /completions`` with ``max_tokens=1, logprobs=top, temperature=0``
+        (the legacy OpenAI format that vLLM, SGLang and llama.cpp serve). Cached."""
+        key = content_key("openai-next-logprobs-v1", self.completions_url, self.model, prompt, int(top))
+        payload = {"model": self.model, "prompt": prompt, "max_tokens": 1, "logprobs": int(top), "temperature": 0.0}
+
+        def top_logprobs(data):
+            first = data["choices"][0]["logprobs"]["top_logprobs"][0]
+            return {str(tok): float(lp) for tok, lp in dict(first).items()}
+
+        return self._cached(
+            key, "top_logprobs", lambda: self.post(self.completions_url, payload, top_logprobs), lambda d: bool(d)
+        )
+
+    def _many(self, fn, inputs: Sequence, progress: bool, desc: str) -> list:
+        def one(x):
+            try:
+                return fn(x)
+            except ChatAPIError as err:
+                return err
+
+        with ThreadPoolExecutor(self.concurrency) as pool:
+            return list(progress_iter(pool.map(one, inputs), len(inputs), progress, desc))
 
     def complete_many(
         self, conversations: Sequence[list[dict]], *, progress: bool = False, desc: str = "chat"
     ) -> list[str | Exception]:
         """Completions of many chats through ``concurrency`` threads; failed items are the exception."""
+        return self._many(self.complete, conversations, progress, desc)
 
-        def one(msgs):
-            try:
-                return self.complete(msgs)
-            except ChatAPIError as err:
-                return err
+    def next_token_logprobs_many(
+        self, prompts: Sequence[str], top: int = 20, *, progress: bool = False, desc: str = "logprobs"
+    ) -> list[dict[str, float] | Exception]:
+        """:meth:`next_token_logprobs` of many prompts through ``concurrency`` threads."""
+        return self._many(lambda p: self.next_token_logprobs(p, top), prompts, progress, desc)
 
-        with ThreadPoolExecutor(self.concurrency) as pool:
-            return list(progress_iter(pool.map(one, conversations), len(conversations), progress, desc))
+
+def _unreachable(message: str) -> ChatAPIError:
+    err = ChatAPIError(message, None, True)
+    err.unreachable = True
+    return err
 
 
 class OpenAIChatJudge:
@@ -203,6 +264,93 @@ class OpenAIChatJudge:
             else parse_verdict(r)
             for r in replies
         ]
+
+
+class OpenAILogprobJudge:
+    """The local judge's verdict rule through a server: log p("A") vs log p("B") of the token after
+    an assistant turn opened with ``[[``, in both presentation orders (swapped back and averaged:
+    :func:`~.base.two_order_verdict`), read from the completions endpoint's ``top_logprobs``.
+
+    The prompt is the seed's Figure 10 chat rendered by ``chat_template`` (the served model's own
+    template: an object whose ``apply_chat_template(messages, add_generation_prompt=True)`` returns
+    the text, e.g. a ``probes`` tokenizer, or a model name or folder whose tokenizer files carry
+    it, such as ``"smollm2"``) followed by ``[[``; it goes to ``POST /completions`` as raw text so the
+    server does not template it again. A letter missing from the ``top`` returned tokens gets the
+    smallest returned log-probability (an upper bound; ``details["bounded"]`` lists it per order);
+    a pair where neither "A" nor "B" is returned in some order is "unparsed". One verdict per item,
+    failed requests as ``status="error"`` with the server's message.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        chat_template="smollm2",
+        top_logprobs: int = 20,
+        tie_margin: float = 0.0,
+        c_is_tie: bool = False,
+        assistant_prefix: str = "[[",
+        **client_kwargs,
+    ):
+        self.client = ChatClient(base_url, model, **client_kwargs)
+        self.name = f"openai-logprob:{model}"
+        self.template = _template_renderer(chat_template)
+        self.top, self.assistant_prefix = int(top_logprobs), assistant_prefix
+        self.rule = {"tie_margin": float(tie_margin), "c_is_tie": bool(c_is_tie)}
+
+    def prompt(self, question: str, response_a: str, response_b: str) -> str:
+        """The raw completion prompt: the templated Figure 10 chat and the assistant's ``[[``."""
+        text = self.template.apply_chat_template(
+            judge_messages(question, response_a, response_b), add_generation_prompt=True
+        )
+        return text + self.assistant_prefix
+
+    def judge(self, question: str, response_a: str, response_b: str) -> Verdict:
+        return self.judge_many([(question, response_a, response_b)])[0]
+
+    def judge_many(self, items: Sequence[tuple[str, str, str]], *, progress: bool = False) -> list[Verdict]:
+        prompts = [p for q, a, b in items for p in (self.prompt(q, a, b), self.prompt(q, b, a))]
+        tops = self.client.next_token_logprobs_many(prompts, self.top, progress=progress, desc=self.name)
+        return [self._verdict(tops[2 * k], tops[2 * k + 1]) for k in range(len(items))]
+
+    def _verdict(self, top_ab, top_ba) -> Verdict:
+        for r in (top_ab, top_ba):
+            if isinstance(r, Exception):
+                return Verdict(None, None, str(r), ERROR, {"http_status": r.status})
+        (ab, bounded_ab), (ba, bounded_ba) = _letter_logprobs(top_ab), _letter_logprobs(top_ba)
+        ba = [ba[1], ba[0], ba[2]]  # swap back: the original A first
+        bounded_ba = sorted({"A": "B", "B": "A", "C": "C"}[x] for x in bounded_ba)
+        raw = f"top-{self.top} logp(A,B,C) order AB {_rounded(ab)}, order BA (swapped back) {_rounded(ba)}"
+        if {"A", "B"} <= set(bounded_ab) or {"A", "B"} <= set(bounded_ba):
+            return Verdict(None, None, raw, UNPARSED, {"reason": f"neither A nor B among the top {self.top} tokens"})
+        winner, details = two_order_verdict(ab, ba, **self.rule)
+        details["bounded"] = {"ab": bounded_ab, "ba": bounded_ba}
+        return Verdict(winner, None, raw + f"; margin {details['margin']:+.3f}", OK, details)
+
+
+def _letter_logprobs(top: dict[str, float]) -> tuple[list[float], list[str]]:
+    """log p of "A", "B", "C" from a top-k dict; a missing letter gets the smallest returned value."""
+    floor = min(top.values())
+    return [top.get(x, floor) for x in VERDICT_LETTERS], [x for x in VERDICT_LETTERS if x not in top]
+
+
+def _rounded(values) -> list[float]:
+    return [round(float(v), 3) for v in values]
+
+
+def _template_renderer(chat_template):
+    """An object with ``apply_chat_template``: the argument itself, or the tokenizer of a model
+    name / folder (``probes.models``; its files must carry a chat template)."""
+    if hasattr(chat_template, "apply_chat_template"):
+        return chat_template
+    from probes.models.pretrained import resolve
+    from probes.models.tokenizer import load_tokenizer
+
+    tok = load_tokenizer(resolve(chat_template))
+    if tok is None or not tok.chat_template:
+        raise ValueError(f"{chat_template!r}: no tokenizer with a chat template to render the judge prompt")
+    return tok
 
 
 class OpenAIChatGenerator:

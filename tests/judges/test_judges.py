@@ -16,6 +16,7 @@ from puaudit_jax.judges import (
     ChatClient,
     OpenAIChatGenerator,
     OpenAIChatJudge,
+    OpenAILogprobJudge,
     ResponseCache,
     Verdict,
     judge_inputs,
@@ -162,9 +163,11 @@ def _handler(stub: _Stub):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             with stub.lock:
                 stub.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
-                content = body["messages"][-1]["content"]
+                content = body["prompt"] if "prompt" in body else body["messages"][-1]["content"]
                 script = next((ln[7:].strip() for ln in content.splitlines() if ln.startswith("SCRIPT ")), "ok")
                 n = stub.calls[script] = stub.calls.get(script, 0) + 1
+            if self.path == "/v1/completions":
+                return self._send(200, _next_token(content, script))
             if self.path != "/v1/chat/completions":
                 return self._send(404, {"error": {"message": f"no route {self.path}"}})
 
@@ -202,6 +205,20 @@ def _handler(stub: _Stub):
             return self._send(200, completion(f"echo {script}"))
 
     return Handler
+
+
+def _next_token(prompt: str, script: str) -> dict:
+    """A legacy completions answer with one position's top_logprobs: the response holding "GOOD"
+    gets its letter 1 nat above the other's, whatever the order it is shown in."""
+    if script == "lp_none":
+        top = {"C": -0.1, "X": -3.0}
+    elif script == "lp_no_b":
+        top = {"A": -0.2, "C": -1.0, " A": -2.5}
+    else:
+        first = "A" if prompt.index("GOOD") < prompt.index("BAD") else "B"
+        top = {first: -0.4, {"A": "B", "B": "A"}[first]: -1.4, "C": -2.0, " A": -3.0}
+    logprobs = {"tokens": ["A"], "token_logprobs": [-0.4], "top_logprobs": [top], "text_offset": [0]}
+    return {"object": "text_completion", "choices": [{"index": 0, "text": "A", "logprobs": logprobs}]}
 
 
 @pytest.fixture()
@@ -413,3 +430,60 @@ def test_local_judge_mtbench_pairs(local_judge, mtbench):
     v1, v2 = local_judge.judge_many(items), local_judge.judge_many(items)
     assert [v.winner for v in v1] == [v.winner for v in v2]
     assert all(v.status == "ok" and v.details["verdict_ab"] in ("A", "B", "tie") for v in v1)
+
+
+class _Template:
+    """A chat template in the probes tokenizer's interface."""
+
+    def apply_chat_template(self, messages, add_generation_prompt=False):
+        text = "".join(f"<{m['role']}>{m['content']}</{m['role']}>" for m in messages)
+        return text + ("<assistant>" if add_generation_prompt else "")
+
+
+def test_openai_logprob_judge_both_orders_and_bounds(stub_server, tmp_path):
+    judge = OpenAILogprobJudge(
+        stub_server.base_url,
+        "stub-model",
+        chat_template=_Template(),
+        top_logprobs=5,
+        cache_dir=tmp_path,
+        max_retries=0,
+        concurrency=1,
+    )
+    items = [
+        ("q\nSCRIPT lp", "GOOD answer", "BAD answer"),
+        ("q\nSCRIPT lp", "BAD answer", "GOOD answer"),
+        ("q\nSCRIPT lp_no_b", "x", "y"),
+        ("q\nSCRIPT lp_none", "x", "y"),
+    ]
+    good_a, good_b, no_b, none = judge.judge_many(items)
+    assert (good_a.winner, good_a.details["consistent"], good_a.details["margin"]) == ("A", True, pytest.approx(1.0))
+    assert (good_b.winner, good_b.details["margin"]) == ("B", pytest.approx(-1.0))
+    assert good_a.details["logp_ba"] == pytest.approx([-0.4, -1.4, -2.0])  # order (B, A) swapped back
+    # "B" missing in both orders: bounded by the smallest returned value (-2.5, not " A"'s letter)
+    assert no_b.details["bounded"] == {"ab": ["B"], "ba": ["A"]}
+    assert no_b.details["logp_ab"] == pytest.approx([-0.2, -2.5, -1.0]) and no_b.winner == "tie"
+    assert none.status == "unparsed" and "neither A nor B" in none.details["reason"]
+    req = [r for r in stub_server.requests if r["path"] == "/v1/completions"]
+    # 8 prompts, 6 distinct: the second pair's orders are the first pair's, answered from the cache
+    assert len(req) == 6 and judge.client.stats["cache_hits"] == 2 and {r["body"]["max_tokens"] for r in req} == {1}
+    body = req[0]["body"]
+    assert body["prompt"].startswith("<system>Please act as an impartial judge")
+    assert body["prompt"].endswith("<assistant>[[") and body["logprobs"] == 5 and body["temperature"] == 0.0
+    again = OpenAILogprobJudge(
+        stub_server.base_url, "stub-model", chat_template=_Template(), top_logprobs=5, cache_dir=tmp_path
+    )
+    assert again.judge_many(items[:2]) == [good_a, good_b] and again.client.stats["cache_hits"] == 4
+
+
+def test_client_stops_sending_once_the_server_is_unreachable(tmp_path):
+    from puaudit_jax.judges.serve import free_port
+
+    url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    client = ChatClient(url, "m", cache_dir=False, max_retries=2, backoff=0.01, concurrency=2)
+    with pytest.raises(ChatAPIError, match="cannot reach.*after 3 attempts"):
+        client.complete(_msgs("ok"))
+    t = time.perf_counter()
+    out = client.complete_many([_msgs("a"), _msgs("b"), _msgs("c")])
+    assert all(isinstance(e, ChatAPIError) and "not sent: cannot reach" in str(e) for e in out)
+    assert client.stats["requests"] == 3 and client.stats["not_sent"] == 3 and time.perf_counter() - t < 0.5
