@@ -4,6 +4,7 @@ installed (``make serve-install``; ``.ci/run`` installs it, so CI runs these).""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -74,9 +75,9 @@ def test_text_verdicts_through_the_chat_endpoint(server, tmp_path):
     assert judge.client.stats["requests"] == 2 and len(list(tmp_path.rglob("*.json"))) == 2
 
 
-def test_request_over_the_context_is_a_clear_error_with_the_pair_id(server, tmp_path):
+def _short_and_long() -> pd.DataFrame:
     long = " ".join(["word"] * (2 * N_CTX))
-    table = pd.DataFrame(
+    return pd.DataFrame(
         {
             "id": ["short-1", "long-1"],
             "question": [PAIRS[0][0], "Summarise this."],
@@ -86,10 +87,27 @@ def test_request_over_the_context_is_a_clear_error_with_the_pair_id(server, tmp_
             "human": ["A", "B"],
         }
     )
-    out = judge_table(table, _logprob_judge(server, tmp_path), progress=False)
+
+
+def test_request_over_the_context_is_a_clear_error_with_the_pair_id(server, tmp_path):
+    out = judge_table(_short_and_long(), _logprob_judge(server, tmp_path), progress=False)
     status = dict(zip(out.id, out.judge_status))
     assert status["short-1"] == "ok"
     assert status["long-1"].startswith("error: HTTP 400") and f"maximum context length is {N_CTX}" in status["long-1"]
+
+
+def test_judge_cli_through_the_server_names_the_failed_pair(server, tmp_path, capsys):
+    from puaudit_jax.cli import main
+    from puaudit_jax.datasets import save_comparisons
+
+    save_comparisons(_short_and_long(), tmp_path / "pairs.csv")
+    args = ["judge", str(tmp_path / "pairs.csv"), "--judge", "openai", "--verdict", "logprob", "--quiet"]
+    args += ["--base-url", server.base_url, "--model", server.config.alias, "--out", str(tmp_path / "out")]
+    assert main([*args, "--cache-dir", str(tmp_path / "cache")]) == 0
+    err = capsys.readouterr().err
+    assert "pair long-1: error: HTTP 400" in err and "rerun the same command to resume" in err
+    summary = json.loads((tmp_path / "out" / "judge.json").read_text())
+    assert summary["status"] == {"ok": 1, "error": 1} and summary["errors"][0]["id"] == "long-1"
 
 
 def test_server_killed_mid_run_then_the_rerun_resumes(tmp_path):
