@@ -222,7 +222,9 @@ def run(args, server) -> int:
     summary["seconds_total"] = time.perf_counter() - t0
     write_json(summary, Path(str(args.out) + ".json"))
     lines = [
-        "# Attack-judge protocol on the local judge (seed §5.2, Algorithm 2)",
+        "# Attack-judge protocol on the "
+        + ("served judge (llama.cpp's server)" if server is not None else "local judge")
+        + " (seed §5.2, Algorithm 2)",
         "",
         f"Judge: {judge.name} (seed Figure 10 prompt, verdict from next-token log-probs, both orders); "
         f"rewrites: {summary['generator']}. "

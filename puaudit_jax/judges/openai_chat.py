@@ -145,9 +145,9 @@ class ChatClient:
         except urllib.error.URLError as err:
             if isinstance(err.reason, (socket.timeout, TimeoutError)):
                 raise ChatAPIError(f"timeout after {self.timeout}s from {url}", None, True) from err
-            raise _unreachable(f"cannot reach {url}: {err.reason}") from err
+            raise _unreachable_error(f"cannot reach {url}: {err.reason}") from err
         except (ConnectionError, http.client.HTTPException) as err:
-            raise _unreachable(f"connection error from {url}: {err!r}") from err
+            raise _unreachable_error(f"connection error from {url}: {err!r}") from err
         try:
             return extract(json.loads(raw.decode("utf-8")))
         except (ValueError, KeyError, IndexError, TypeError, AttributeError, UnicodeDecodeError):
@@ -238,7 +238,7 @@ class ChatClient:
         return self._many(lambda p: self.next_token_logprobs(p, top), prompts, progress, desc)
 
 
-def _unreachable(message: str) -> ChatAPIError:
+def _unreachable_error(message: str) -> ChatAPIError:
     err = ChatAPIError(message, None, True)
     err.unreachable = True
     return err
