@@ -20,7 +20,9 @@ the distraction rows). Writes ``results/attack_protocol.json`` / ``.md`` (flip-u
 per attack, overall and per type, counts, timings), ``results/attack_protocol_rows.csv`` (the
 per-row tables) and ``results/attack_protocol_<attack>_comparisons.csv`` (the attacked rows as
 comparisons: judge = the attacked verdict, the attacked loser's text in place; input for
-``puaudit evaluate``). Resumable through the judge / generator disk caches.
+``puaudit evaluate``); with ``--served`` also ``..._<attack>_original_comparisons.csv`` (the same
+rows with the served judge's clean verdicts: the audit's "before"). Resumable through the judge /
+generator disk caches.
 """
 
 from __future__ import annotations
@@ -211,6 +213,8 @@ def run(args, server) -> int:
         }
         tables.append(tab)
         save_comparisons(res.comparisons(rows), Path(f"{args.out}_{name}_comparisons.csv"))  # for puaudit evaluate
+        if original is None:  # the judge re-judged the clean pairs: its verdicts are the audit's "before"
+            save_comparisons(res.original_comparisons(rows), Path(f"{args.out}_{name}_original_comparisons.csv"))
         print(
             f"{name}: {c['judged']} re-judged, flip-under-attack {res.flip_rate:.3f}, loser now wins "
             f"{res.to_loser_rate:.3f}, skipped {c['skipped']} ({secs:.0f}s)",

@@ -163,6 +163,8 @@ def main(argv=None) -> int:
 
 
 def _r(x: dict) -> str:
+    if not x["n"]:
+        return "- (n = 0)"
     lo, hi = x["ci95"]
     return f"{100 * x['rate']:.1f} % ({100 * lo:.1f}-{100 * hi:.1f}, n = {x['n']})"
 

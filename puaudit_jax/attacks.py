@@ -127,13 +127,14 @@ class AttackResult:
 
     def comparisons(self, source: pd.DataFrame) -> pd.DataFrame:
         """``source`` (the attacked comparisons) with ``judge`` = the attacked verdict, the attacked
-        loser's text in place, and ``judge_original`` / ``attack_status`` columns; rows without an
+        loser's text in place, ``judge_original`` (the verdict before the attack, as
+        :meth:`original_comparisons`) and ``attack_status`` columns; rows without an
         attacked verdict keep the original verdict (or "tie" when there is none, which the audit
         excludes with a count), ``attack_status`` says which."""
         out = source.copy().reset_index(drop=True)
         out = out.drop(columns=[c for c in ("judge_original", "attack_status") if c in out.columns])
         t = self.table.set_index("id").loc[out["id"].astype(str)]
-        out.insert(out.columns.get_loc("judge") + 1, "judge_original", out["judge"])
+        out.insert(out.columns.get_loc("judge") + 1, "judge_original", self.original_comparisons(source)["judge"])
         judge, status = [], []
         for i, r in enumerate(t.itertuples()):
             if r.status == "attacked" and r.attacked_status == OK:
@@ -147,6 +148,15 @@ class AttackResult:
                 judge.append(TIE)
                 status.append(f"no verdict (tie placeholder): {r.reason}")
         out["judge"], out["attack_status"] = judge, status
+        return out
+
+    def original_comparisons(self, source: pd.DataFrame) -> pd.DataFrame:
+        """``source`` with ``judge`` = the verdict before the attack (the "before" of an audit when the
+        judge re-judged the clean pairs itself); no verdict -> "tie", which the audit excludes with
+        a count."""
+        out = source.copy().reset_index(drop=True)
+        t = self.table.set_index("id").loc[out["id"].astype(str)]
+        out["judge"] = [r.original if r.original_status == OK else TIE for r in t.itertuples()]
         return out
 
 

@@ -222,6 +222,19 @@ def test_attacked_comparisons_table(tmp_path):
     assert list(back.judge) == list(comp.judge)
 
 
+def test_original_verdicts_are_the_rejudged_ones_not_the_file_column():
+    table = _table()
+    table.loc[table.id == "a-wins", "judge"] = "B"  # a stale verdict in the file: the judge says A
+    res = run_attack(table, FakeJudge(), "distraction")  # original=None: the clean pairs are re-judged
+    before = res.original_comparisons(table).set_index("id")
+    assert list(before.index) == list(table.id)  # every row, in input order
+    assert before.loc["a-wins", "judge"] == "A" and before.loc["a-wins", "response_b"] == "plain b"
+    assert before.loc["unparsed", "judge"] == "tie" and before.loc["error", "judge"] == "tie"
+    after = res.comparisons(table).set_index("id")
+    assert after.loc["a-wins", "judge_original"] == "A" and after.loc["a-wins", "judge"] == "B"
+    validate_comparisons(res.original_comparisons(table))
+
+
 def test_row_inputs_of_table_rows():
     r = _table().to_dict("records")[-1]
     q, a, b = row_inputs(r)
