@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from puaudit_jax.ot.geometry import Geometry
-from puaudit_jax.ot.problem import PartialProblem, validate
+from puaudit_jax.ot.problem import PartialProblem, unit_rows, validate
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn
 
 
@@ -43,7 +43,7 @@ class MassPath:
 
 @functools.partial(jax.jit, static_argnames=("solver", "cost", "warm"))
 def _path(x, y, a, b, ms, *, solver: PartialSinkhorn, cost, warm: bool):
-    geom = Geometry.from_points(x, y, cost)
+    geom = Geometry.from_points(x, y, cost, normalised=True)  # rows: unit_rows on the host
 
     def one(pots, m):
         out = solver(PartialProblem(geom, a, b, m), init=pots if warm else None)
@@ -66,6 +66,7 @@ def solve_mass_path(x, y, ms, *, a=None, b=None, cost: str = "cosine", epsilon: 
         raise ValueError(f"ms must be a non-empty 1-D grid of masses, got shape {ms.shape}")
     for m in ms:
         x_, y_, _, a_, b_, _ = validate(x, y, m, a=a, b=b, cost=cost)
+    x_, y_ = unit_rows(x_, y_, cost)
     solver = PartialSinkhorn(epsilon=float(epsilon), tol=float(tol), max_iter=int(max_iter), certify=certify)
     with jax.enable_x64(dtype == "float64"):
         jd = jnp.dtype(dtype)

@@ -59,6 +59,16 @@ def pad_points(z: np.ndarray, w: np.ndarray, size: int) -> tuple[np.ndarray, np.
     return np.concatenate([z, np.repeat(z[:1], extra, 0)]), np.concatenate([w, np.zeros(extra, w.dtype)])
 
 
+def unit_rows(x: np.ndarray, y: np.ndarray, cost) -> tuple[np.ndarray, np.ndarray]:
+    """For the cosine cost, x (n, d) and y (k, d) with rows scaled to unit norm, in float64 on the
+    host (a float32 norm of rows scaled by 1e20 overflows and of rows scaled by 1e-30 underflows);
+    other costs: unchanged. The solvers then build their geometry with ``normalised=True``."""
+    if not (isinstance(cost, str) and cost == "cosine"):
+        return x, y
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    return x / np.linalg.norm(x, axis=1, keepdims=True), y / np.linalg.norm(y, axis=1, keepdims=True)
+
+
 def _finite(name: str, arr: np.ndarray) -> None:
     bad = ~np.isfinite(arr)
     if bad.any():

@@ -35,7 +35,7 @@ from jax.sharding import PartitionSpec as P
 from probes.mesh import COLS, ROWS, pad_to_multiple
 from puaudit_jax.ot.certificate import Certificate
 from puaudit_jax.ot.geometry import Geometry
-from puaudit_jax.ot.problem import PartialProblem, pad_points
+from puaudit_jax.ot.problem import PartialProblem, pad_points, unit_rows
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn, SinkhornOutput
 from puaudit_jax.ot.split import Split
 
@@ -133,9 +133,10 @@ class Layout:
 
 
 def _geometry(x, y, matrix, cost, block_size, split) -> Geometry:
+    """One device's geometry; x, y rows normalised on the host already (``unit_rows``)."""
     if matrix is not None:
         return Geometry.from_matrix(matrix, split=split)
-    return Geometry.from_points(x, y, cost, block_size=block_size, split=split)
+    return Geometry.from_points(x, y, cost, block_size=block_size, split=split, normalised=True)
 
 
 @functools.lru_cache(maxsize=64)
@@ -213,6 +214,7 @@ def solve(
             a_p, b_p = np.pad(a, (0, N - n)).astype(jd), np.pad(b, (0, K - k)).astype(jd)
             args = (_place(C, layout, sp["matrix"]),)
         else:
+            x, y = unit_rows(x, y, cost)
             (x_p, a_p), (y_p, b_p) = pad_points(x, a, N), pad_points(y, b, K)
             args = (_place(x_p.astype(jd), layout, sp["x"]), _place(y_p.astype(jd), layout, sp["y"]))
             a_p, b_p = a_p.astype(jd), b_p.astype(jd)
@@ -257,6 +259,7 @@ def solve_process_local(
     a = np.full(len(x), 1.0 / len(x)) if a is None else np.asarray(a, np.float64)
     b_local = None if b_local is None else np.asarray(b_local, np.float64)
     shares = _agree_on_shares(x, y_local, a, b_local, m, layout)
+    x, y_local = unit_rows(x, y_local, cost)
     n_proc = len(shares)
     if b_local is None:
         b_local = np.full(len(y_local), 1.0 / shares[:, 0].sum())

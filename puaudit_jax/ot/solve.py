@@ -20,7 +20,7 @@ from puaudit_jax.ot import exact as exact_lib
 from puaudit_jax.ot import sharded
 from puaudit_jax.ot.certificate import Certificate
 from puaudit_jax.ot.geometry import Geometry
-from puaudit_jax.ot.problem import PartialProblem, validate
+from puaudit_jax.ot.problem import PartialProblem, unit_rows, validate
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn, SinkhornOutput
 
 METHODS = ("auto", "sinkhorn", "exact")
@@ -85,7 +85,8 @@ def _violation(row, col, a, b, m) -> float:
 
 @functools.partial(jax.jit, static_argnames=("solver", "cost", "block_size", "with_plan"))
 def _run_points(x, y, a, b, m, *, solver, cost, block_size, with_plan):
-    geom = Geometry.from_points(x, y, cost, block_size=block_size)
+    """x, y: rows normalised on the host already (``unit_rows``)."""
+    geom = Geometry.from_points(x, y, cost, block_size=block_size, normalised=True)
     out = solver(PartialProblem(geom, a, b, m))
     plan = geom.plan(out.f, out.g, out.epsilon) if with_plan else None
     return out, plan
@@ -214,10 +215,8 @@ def solve_partial(
     """
     _check_settings(method, dtype, epsilon, tol, max_iter, block_size, eps_decay, gap_tol)
     x, y, matrix, a, b, m = validate(x, y, m, a=a, b=b, cost=cost, dtype=np.float64)
-    if isinstance(cost, str) and cost == "cosine":
-        # normalise here, in float64: a float32 norm of rows scaled by 1e20 overflows (every
-        # cosine then reads 0) and of rows scaled by 1e-30 underflows (NaN)
-        x, y = (z / np.linalg.norm(z, axis=1, keepdims=True) for z in (x, y))
+    if matrix is None:
+        x, y = unit_rows(x, y, cost)
     n, k = matrix.shape if matrix is not None else (x.shape[0], y.shape[0])
     itemsize = np.dtype(dtype).itemsize
     layout = layout_for(mesh)

@@ -48,3 +48,14 @@ def test_bad_grids_are_named(clouds):
         solve_mass_path(x, y, [0.2, 1.5])
     with pytest.raises(ValueError, match="non-empty 1-D"):
         solve_mass_path(x, y, [])
+
+
+def test_the_cosine_path_ignores_the_length_of_the_rows(clouds):
+    """Rows are scaled to unit norm on the host and the geometry skips its own normalisation
+    (``normalised=True``): without the host step the cost would read 1 - <x, y> of raw rows."""
+    x, y = clouds
+    lengths = np.random.default_rng(1).uniform(0.1, 50.0, size=(len(x), 1))
+    ref = solve_mass_path(x, y, MASSES[:2], epsilon=0.02, tol=1e-6, dtype="float64", certify=False)
+    res = solve_mass_path(x * lengths, y * 7.0, MASSES[:2], epsilon=0.02, tol=1e-6, dtype="float64", certify=False)
+    np.testing.assert_allclose(res.cost, ref.cost, atol=1e-9)
+    np.testing.assert_allclose(res.col_mass, ref.col_mass, atol=1e-9)
