@@ -18,7 +18,7 @@ $(STAMP): setup.cfg pyproject.toml requirements-models.txt
 
 install: $(STAMP)
 
-# llama.cpp's OpenAI-compatible server (the `serve` extra), compiled from source (~4 min on 2 cores).
+# llama.cpp's OpenAI-compatible server (the `serve` extra), compiled from source (9-10 min on 2 cores with the base install).
 # Portable x86-64 flags (AVX2/FMA), not -march=native, so a cached wheel runs on any such CPU.
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
 	-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF
