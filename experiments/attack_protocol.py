@@ -22,12 +22,14 @@ per-row tables) and ``results/attack_protocol_<attack>_comparisons.csv`` (the at
 comparisons: judge = the attacked verdict, the attacked loser's text in place; input for
 ``puaudit evaluate``); with ``--served`` also ``..._<attack>_original_comparisons.csv`` (the same
 rows with the served judge's clean verdicts: the audit's "before"). Resumable through the judge /
-generator disk caches.
+generator disk caches; ``--extend`` reads an earlier run's rows back from ``{out}_rows.csv`` and
+attacks only the rows a larger ``--rewrite-per-type`` adds (the caches may be gone).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -40,7 +42,9 @@ from puaudit_jax.attacks import (
     Distraction,
     LengthExpansion,
     SentimentRestyle,
+    combine_results,
     flip_rates_by,
+    read_result,
     response_column,
     run_attack,
 )
@@ -86,6 +90,12 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cache-dir", default=str(ROOT / "results" / "tmp" / "judge_cache"))
     ap.add_argument("--out", help="output prefix (default results/attack_protocol[_served])")
+    ap.add_argument(
+        "--extend",
+        action="store_true",
+        help="read the rows of an earlier run back from {out}_rows.csv and attack only the rows it lacks "
+        "(a larger --rewrite-per-type extends it; no disk cache needed)",
+    )
     ap.add_argument("--served", action="store_true", help="generator and judge behind llama.cpp's server")
     ap.add_argument("--threads", type=int, default=2, help="--served: server CPU threads")
     ap.add_argument("--port", type=int, default=8765, help="--served: fixed, so cached answers are found again")
@@ -117,6 +127,38 @@ def _served_models(args, server):
         server.base_url, server.config.alias, max_tokens=args.max_new_tokens, cache_dir=cache, concurrency=1
     )
     return judge, generator, load_tokenizer(resolve("smollm2"))
+
+
+def _earlier_run(args) -> dict:
+    """The rows table and per-attack seconds of the earlier run at ``args.out`` (--extend)."""
+    path = Path(f"{args.out}_rows.csv")
+    if not path.exists():
+        raise SystemExit(f"error: --extend: no earlier run at {path}")
+    js = Path(f"{args.out}.json")
+    summary = json.loads(js.read_text()) if js.exists() else {"attacks": {}}
+    return {
+        "rows": pd.read_csv(path, dtype={"id": str}),
+        "attacks": summary["attacks"],
+        "seconds": {k: v.get("seconds", 0.0) for k, v in summary["attacks"].items()},
+        "judge": summary.get("judge"),
+    }
+
+
+def _earlier_result(earlier: dict, name: str, attack, judge: str, rows: pd.DataFrame):
+    """The earlier run's result for attack ``name`` (None if it has none); its rows must be among ``rows``."""
+    if not earlier:
+        return None
+    if earlier["judge"] not in (None, judge):
+        raise SystemExit(f"error: --extend: the earlier run's judge is {earlier['judge']!r}, not {judge!r}")
+    table = earlier["rows"][earlier["rows"].attack == name].drop(columns="attack")
+    if table.empty:
+        return None
+    extra = sorted(set(table.id) - set(rows.id))
+    if extra:
+        raise SystemExit(
+            f"error: --extend: {len(extra)} earlier {name} rows are not in this selection, e.g. {extra[:3]}"
+        )
+    return read_result(table, attack, judge)
 
 
 def run(args, server) -> int:
@@ -163,21 +205,33 @@ def run(args, server) -> int:
         ),
         "attacks": {},
     }
-    tables = []
-    for name in [a.strip() for a in args.attacks.split(",") if a.strip()]:
+    names = [a.strip() for a in args.attacks.split(",") if a.strip()]
+    tables, earlier = [], _earlier_run(args) if args.extend else {}
+    for name, entry in earlier.get("attacks", {}).items():
+        if name not in names:  # not redone by this run: its rows and numbers stay in the outputs
+            summary["attacks"][name] = entry
+            tables.append(earlier["rows"][earlier["rows"].attack == name])
+    for name in names:
         attack, per_type = attacks[name]
         rows = ordered[ordered._rank < per_type].drop(columns="_rank").reset_index(drop=True)
+        before = _earlier_result(earlier, name, attack, judge.name, rows)
+        todo = rows if before is None else rows[~rows.id.isin(set(before.table.id))].reset_index(drop=True)
         t = time.perf_counter()
         g0, j0 = _stats(generator), _stats(judge)
-        res = run_attack(
-            rows,
-            judge,
-            attack,
-            generator if attack.needs_generator else None,
-            original=None if original is None else {i: original[i] for i in rows.id},
-            progress=True,
+        new = (
+            None
+            if before is not None and todo.empty
+            else run_attack(
+                todo,
+                judge,
+                attack,
+                generator if attack.needs_generator else None,
+                original=None if original is None else {i: original[i] for i in todo.id},
+                progress=True,
+            )
         )
-        secs = time.perf_counter() - t
+        res = before if new is None else new if before is None else combine_results(before, new)
+        secs = time.perf_counter() - t + (earlier.get("seconds", {}).get(name, 0.0) if before is not None else 0.0)
         tab = res.table.assign(attack=name)
         attacked = tab[tab.status == "attacked"]
         src = rows.set_index("id")
@@ -208,6 +262,7 @@ def run(args, server) -> int:
             "by_question_type": flip_rates_by(res).to_dict(orient="records"),
             "lengths": lengths,
             "seconds": secs,
+            "rows_read_back": 0 if before is None else len(before.table),
             "judge_counters": {k: v - j0.get(k, 0) for k, v in _stats(judge).items()},
             "generator_counters": {k: v - g0.get(k, 0) for k, v in _stats(generator).items()},
         }

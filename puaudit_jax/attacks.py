@@ -297,18 +297,52 @@ def run_attack(
     )
     _record_attacked(rows, judged, attacked, texts)
     table = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
+    params = {k: getattr(attack, k) for k in getattr(attack, "__dataclass_fields__", {})}
+    return _result(attack.name, getattr(judge, "name", type(judge).__name__), table, params)
+
+
+def _result(attack: str, judge: str, table: pd.DataFrame, params: Mapping[str, object]) -> AttackResult:
+    """An AttackResult whose counts and rates are computed from ``table``."""
     counts = _attack_counts(table)
     n = counts["judged"]
-    params = {k: getattr(attack, k) for k in getattr(attack, "__dataclass_fields__", {})}
     return AttackResult(
-        attack=attack.name,
-        judge=getattr(judge, "name", type(judge).__name__),
+        attack=attack,
+        judge=judge,
         table=table,
         counts=counts,
         flip_rate=counts["flipped"] / n if n else float("nan"),
         to_loser_rate=counts["to_loser"] / n if n else float("nan"),
-        params=params,
+        params=dict(params),
     )
+
+
+def combine_results(earlier: AttackResult, later: AttackResult) -> AttackResult:
+    """One result from two runs of the same attack and judge on disjoint rows (a run extended by
+    more rows): ``earlier``'s rows, then ``later``'s; counts and rates recomputed. Raises if the
+    attack, the judge, the parameters or the row sets disagree."""
+    for what in ("attack", "judge", "params"):
+        if getattr(earlier, what) != getattr(later, what):
+            raise ValueError(
+                f"cannot combine attack results with different {what}: "
+                f"{getattr(earlier, what)!r} vs {getattr(later, what)!r}"
+            )
+    both = set(earlier.table.id.astype(str)) & set(later.table.id.astype(str))
+    if both:
+        raise ValueError(f"cannot combine attack results that share rows, e.g. {sorted(both)[:3]}")
+    table = pd.concat([earlier.table, later.table], ignore_index=True)
+    return _result(earlier.attack, earlier.judge, table, earlier.params)
+
+
+def read_result(table: pd.DataFrame, attack, judge: str) -> AttackResult:
+    """An AttackResult from a result table read back from a file (``RESULT_COLUMNS``; e.g. the
+    rows of an earlier run of ``attack``, an operator instance, by ``judge``, its name)."""
+    missing = [c for c in RESULT_COLUMNS if c not in table.columns]
+    if missing:
+        raise ValueError(f"attack result table lacks columns {missing}")
+    t = table[list(RESULT_COLUMNS)].reset_index(drop=True)
+    t = t.astype({"id": str})
+    params = {k: getattr(attack, k) for k in getattr(attack, "__dataclass_fields__", {})}
+    return _result(attack.name, judge, t, params)
 
 
 def flip_rates_by(result: AttackResult, column: str = "question_type") -> pd.DataFrame:

@@ -14,8 +14,10 @@ from puaudit_jax.attacks import (
     Distraction,
     LengthExpansion,
     SentimentRestyle,
+    combine_results,
     flip_rates_by,
     get_attack,
+    read_result,
     run_attack,
 )
 from puaudit_jax.datasets import load_comparisons, validate_comparisons
@@ -233,6 +235,26 @@ def test_original_verdicts_are_the_rejudged_ones_not_the_file_column():
     after = res.comparisons(table).set_index("id")
     assert after.loc["a-wins", "judge_original"] == "A" and after.loc["a-wins", "judge"] == "B"
     validate_comparisons(res.original_comparisons(table))
+
+
+def test_a_run_split_in_two_and_read_back_from_csv_combines_to_the_whole_run(tmp_path):
+    """experiments/attack_protocol.py --extend: the earlier rows read back from the rows CSV plus a
+    run on the rest give the single run's table, counts, rates and comparisons."""
+    table = _table()
+    whole = run_attack(table, FakeJudge(), "distraction")
+    first, rest = table.iloc[:3], table.iloc[3:]
+    path = tmp_path / "rows.csv"
+    run_attack(first, FakeJudge(), "distraction").table.to_csv(path, index=False)
+    earlier = read_result(pd.read_csv(path, dtype={"id": str}), get_attack("distraction"), FakeJudge().name)
+    both = combine_results(earlier, run_attack(rest, FakeJudge(), "distraction"))
+    assert both.counts == whole.counts and both.flip_rate == whole.flip_rate
+    assert both.to_loser_rate == whole.to_loser_rate
+    assert both.comparisons(table).equals(whole.comparisons(table))
+    assert both.original_comparisons(table).equals(whole.original_comparisons(table))
+    with pytest.raises(ValueError, match="share rows"):
+        combine_results(earlier, whole)
+    with pytest.raises(ValueError, match="different attack"):
+        combine_results(earlier, run_attack(rest, FakeJudge(), "length", FakeGenerator()))
 
 
 def test_row_inputs_of_table_rows():
