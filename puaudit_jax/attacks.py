@@ -297,8 +297,12 @@ def run_attack(
     )
     _record_attacked(rows, judged, attacked, texts)
     table = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
-    params = {k: getattr(attack, k) for k in getattr(attack, "__dataclass_fields__", {})}
-    return _result(attack.name, getattr(judge, "name", type(judge).__name__), table, params)
+    return _result(attack.name, getattr(judge, "name", type(judge).__name__), table, _params(attack))
+
+
+def _params(attack) -> dict:
+    """An attack operator's parameters (its dataclass fields)."""
+    return {k: getattr(attack, k) for k in getattr(attack, "__dataclass_fields__", {})}
 
 
 def _result(attack: str, judge: str, table: pd.DataFrame, params: Mapping[str, object]) -> AttackResult:
@@ -340,9 +344,7 @@ def read_result(table: pd.DataFrame, attack, judge: str) -> AttackResult:
     if missing:
         raise ValueError(f"attack result table lacks columns {missing}")
     t = table[list(RESULT_COLUMNS)].reset_index(drop=True)
-    t = t.astype({"id": str})
-    params = {k: getattr(attack, k) for k in getattr(attack, "__dataclass_fields__", {})}
-    return _result(attack.name, judge, t, params)
+    return _result(attack.name, judge, t.astype({"id": str}), _params(attack))
 
 
 def flip_rates_by(result: AttackResult, column: str = "question_type") -> pd.DataFrame:
