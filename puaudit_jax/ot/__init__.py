@@ -13,6 +13,7 @@ Geometry (costs) -> problem -> solver, as in ott-jax:
 - ``certificate.py``: a feasible rounded plan, a dual lower bound and their gap for any
   entropic solution (``solve_partial(certify=True)``, ``gap_tol``).
 - ``mass_path.py``: :func:`solve_mass_path`, a grid of masses in one warm-started call.
+- ``relaxation.py``: over-relaxed Sinkhorn steps and their controller (``relaxation="auto"``).
 """
 
 from puaudit_jax.ot.certificate import Certificate

@@ -20,8 +20,8 @@ def clouds():
 
 def test_the_path_equals_independent_solves(clouds):
     x, y = clouds
-    path = solve_mass_path(x, y, MASSES, epsilon=0.01, tol=1e-6, dtype="float64")
-    cold = solve_mass_path(x, y, MASSES, epsilon=0.01, tol=1e-6, dtype="float64", warm_start=False)
+    path = solve_mass_path(x, y, MASSES, epsilon=0.01, tol=1e-6, dtype="float64")  # over-relaxed (auto)
+    cold = solve_mass_path(x, y, MASSES, epsilon=0.01, tol=1e-6, dtype="float64", warm_start=False, relaxation=1.0)
     assert path.converged.all() and path.col_mass.shape == (5, 90) and path.row_mass.shape == (5, 60)
     for i, m in enumerate(MASSES):
         one = solve_partial(x, y, m, method="sinkhorn", epsilon=0.01, tol=1e-6, dtype="float64")
@@ -30,7 +30,7 @@ def test_the_path_equals_independent_solves(clouds):
         assert path.upper[i] == pytest.approx(one.certificate.upper, abs=1e-6)
         assert one.iterations == cold.iterations[i]  # the cold path is the independent solves
     np.testing.assert_allclose(path.col_mass.sum(1), MASSES, atol=1e-5)
-    assert path.iterations[1:].sum() < cold.iterations[1:].sum()  # the warm start saves iterations
+    assert path.iterations[1:].sum() < cold.iterations[1:].sum()  # warm start and relaxation save iterations
 
 
 def test_the_path_certificates_bracket_the_exact_costs(clouds):
