@@ -33,14 +33,16 @@ modes = dict(
     plan_entropy=dict(entropy="plan"),
     eps_scaling=dict(eps_decay=0.5),
     matrix=dict(matrix=True),
+    relaxed=dict(relaxation="auto"),
 )
 meshes = {"8": make_mesh(8), "2x4": make_mesh(8, "2x4"), "4x2": make_mesh(8, "4x2")}
 C = 1.0 - (X / np.linalg.norm(X, axis=1, keepdims=True)) @ (Y / np.linalg.norm(Y, axis=1, keepdims=True)).T
 
-def run(mesh, solver_mode="auto", block_size=None, entropy="augmented", eps_decay=None, matrix=False):
+def run(mesh, solver_mode="auto", block_size=None, entropy="augmented", eps_decay=None, matrix=False,
+        relaxation=1.0):
     import puaudit_jax.ot.solve as S
     kw = dict(method="sinkhorn", epsilon=0.05, tol=1e-10, max_iter=3000, dtype="float64", eps_decay=eps_decay,
-              block_size=block_size, mesh=mesh)
+              block_size=block_size, mesh=mesh, relaxation=relaxation)
     if solver_mode != "auto" or entropy != "augmented":   # the solver knobs solve_partial does not expose
         orig = S.PartialSinkhorn
         S.PartialSinkhorn = lambda **k: orig(mode=solver_mode, entropy=entropy, **k)
@@ -88,15 +90,17 @@ def sharded_results():
     return run_devices(_MODES, 8, timeout=600)
 
 
-@pytest.mark.parametrize("mode", ["scaling", "log", "blocked", "plan_entropy", "eps_scaling", "matrix"])
+@pytest.mark.parametrize("mode", ["scaling", "log", "blocked", "plan_entropy", "eps_scaling", "matrix", "relaxed"])
 def test_sharded_equals_single_device(sharded_results, mode):
     res = sharded_results["modes"][mode]
     ref = res["single"]
     assert ref["conv"], f"{mode}: the single-device reference did not converge"
     assert ref["blocked"] == (mode == "blocked")
     assert np.asarray(ref["col"]).shape == (101,) and np.asarray(ref["row"]).shape == (37,)
+    # over-relaxation: omega follows the error, whose float rounding differs with the split
+    slack = 2 if mode == "relaxed" else 0
     for mesh, r in res.items():
-        assert r["conv"] and r["it"] == ref["it"], f"{mode} on mesh {mesh}: {r['it']} vs {ref['it']} iterations"
+        assert r["conv"] and abs(r["it"] - ref["it"]) <= slack, f"{mode} on {mesh}: {r['it']} vs {ref['it']} iterations"
         for key in ("col", "row"):
             np.testing.assert_allclose(r[key], ref[key], atol=1e-6, rtol=0, err_msg=f"{mode} {key} on mesh {mesh}")
         for key in ("cost", "reg"):
