@@ -563,6 +563,7 @@ def main(argv=None):
                 if r.get("per_iter"):
                     r["bound"] = 2 * n * k * 4 / (bw * 1e9)  # two float32 passes over C
                 rows.append(r)
+                _write(ROOT / args.out, rows, args.tol, bw)  # after every row: a cut-off run keeps its rows
                 print(
                     f"{solver:18s} {n}x{k} eps={eps}: "
                     + (
@@ -573,23 +574,21 @@ def main(argv=None):
                     flush=True,
                 )
 
-    table = render(rows)
-    print("\n" + table)
     out = ROOT / args.out
-    payload = dict(
-        seed=SEED,
-        d=D,
-        m=M,
-        alpha=ALPHA,
-        tol=args.tol,
-        bandwidth_gbs=bw,
-        rows=rows,
-        machine=dict(cpus=os.cpu_count(), omp=os.environ.get("OMP_NUM_THREADS")),
-    )
+    print("\n" + _write(out, rows, args.tol, bw))
+    print(f"\nwrote {out} and {out.with_suffix('.md')}")
+
+
+def _write(out: Path, rows: list, tol: float, bw: float) -> str:
+    """The rows so far as ``out`` (JSON) and its .md table, both written atomically; returns the table."""
+    table = render(rows)
+    payload = dict(seed=SEED, d=D, m=M, alpha=ALPHA, tol=tol, bandwidth_gbs=bw, rows=rows,
+                   machine=dict(cpus=os.cpu_count(), omp=os.environ.get("OMP_NUM_THREADS")))  # fmt: skip
     with atomic_path(out) as tmp, open(tmp, "w") as fh:
         json.dump(payload, fh, indent=1)
-    (out.with_suffix(".md")).write_text(table + "\n")
-    print(f"\nwrote {out} and {out.with_suffix('.md')}")
+    with atomic_path(out.with_suffix(".md")) as tmp:
+        Path(tmp).write_text(table + "\n")
+    return table
 
 
 def gap_cell(r) -> str:

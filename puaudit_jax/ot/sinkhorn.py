@@ -210,8 +210,8 @@ class PartialSinkhorn:
         potentials then satisfy G = exp((f + g - C) / eps) with lam split between f and g,
         and fd = gd = -inf (no slack entries).
       relaxation: 1.0 (default, plain Sinkhorn), a fixed omega in (1, 2), or "auto": over-relaxed
-        scaling steps u <- u^(1 - omega) (a / K v)^omega, omega set from the measured rate of
-        plain Sinkhorn and halved when the error grows (``relaxation.py``). Same fixed point;
+        scaling steps u <- u^(1 - omega) (a / K v)^omega, omega set from the measured rate
+        (Young's SOR relation) and halved when the error blows up (``relaxation.py``). Same fixed point;
         far fewer iterations where plain Sinkhorn is slow (small eps, a mass near the class
         prior). Not with entropy="plan".
     """
