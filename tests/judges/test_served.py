@@ -160,7 +160,7 @@ def test_serve_local_cli_starts_and_stops_cleanly(tmp_path):
         assert f"on http://127.0.0.1:{port}/v1" in line, line
         assert LocalServer(ServeConfig(port=port)).ready()
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(30) == 0
+        assert proc.wait(90) == 0  # bounded; 30 s was too short on one loaded core
         time.sleep(0.5)
         assert not LocalServer(ServeConfig(port=port)).ready()  # the server went with it
     finally:
