@@ -154,6 +154,8 @@ def test_serve_local_cli_starts_and_stops_cleanly(tmp_path):
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        # a shell's background job inherits SIGINT ignored, and Python then keeps ignoring it
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         line = proc.stdout.readline()
