@@ -87,12 +87,17 @@ def update(state: Relaxation, it: jax.Array, err: jax.Array) -> Relaxation:
     omega = jnp.where(rise, jnp.maximum(state.omega, optimal_omega(plain_rate(rho, state.omega))), state.omega)
     blew_up = err > BLOWUP * state.best
     new = Relaxation(
-        jnp.where(blew_up, 1.0 + 0.5 * (omega - 1.0), omega).astype(state.omega.dtype),
+        jnp.where(blew_up, halved(omega), omega).astype(state.omega.dtype),
         err.astype(state.mark.dtype),
         jnp.where(blew_up, err, jnp.minimum(err, state.best)).astype(state.best.dtype),
         state.adaptive,
     )
     return jax.tree.map(lambda n, o: jnp.where(at_mark, n, o), new, state)
+
+
+def halved(omega: jax.Array) -> jax.Array:
+    """omega halved towards 1: the safeguard's step (a blow-up here, a non-finite update in ``sinkhorn.py``)."""
+    return 1.0 + 0.5 * (omega - 1.0)
 
 
 def scaled(old: jax.Array, plain: jax.Array, omega: jax.Array) -> jax.Array:

@@ -470,7 +470,7 @@ class PartialSinkhorn:
         pots, err = jax.lax.cond(ok, lambda p: (p, err), rescue, pots)
         bad = (~ok).astype(jnp.int32)
         # a non-finite update under over-relaxation: go on with half the overrelaxation
-        relax = relax._replace(omega=jnp.where(ok, relax.omega, 1.0 + 0.5 * (relax.omega - 1.0)))
+        relax = relax._replace(omega=jnp.where(ok, relax.omega, rx.halved(relax.omega)))
         return _ScalingState(pots, it + bad, err, eps, s.stable_steps + bad, relax)
 
     def _scaling_inner(self, kernel, tg, split: Split, eps, eps0, log_t, ones, it, err, relax):
