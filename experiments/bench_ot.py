@@ -136,7 +136,7 @@ def run_ours_path(x, y, eps, tol, max_iter, independent=False, relaxation=1.0):
         path = solve_mass_path(x, y, PATH_MASSES, epsilon=eps, tol=tol, max_iter=max_iter, certify=False)
         cols, its, conv = path.col_mass, path.iterations.tolist(), path.converged.tolist()
     return dict(cost=0.0, iterations=int(sum(its)), converged=bool(all(conv)), mass_error=0.0, violation=0.0,
-                col_mass=cols)  # fmt: skip
+                col_mass=cols, iterations_per_mass=[int(i) for i in its])  # fmt: skip
 
 
 def run_ours_exact(x, y, **_):
@@ -331,7 +331,8 @@ def _independent_masses(x, y, kw, res) -> dict:
         elapsed = time.perf_counter() - t
         diff = float(np.abs(ind["col_mass"] - cols).max())
         out.update({f"{tag}_time": elapsed, f"{tag}_ratio": elapsed / res["time"],
-                    f"{tag}_iterations": ind["iterations"], f"{tag}_col_diff": diff})  # fmt: skip
+                    f"{tag}_iterations": ind["iterations"], f"{tag}_col_diff": diff,
+                    f"{tag}_iterations_per_mass": ind["iterations_per_mass"]})  # fmt: skip
     return dict(out, path_ratio=out["independent_ratio"], path_col_diff=out["independent_col_diff"])
 
 
@@ -648,7 +649,24 @@ def render(rows) -> str:
                   f"{fmt(r.get('relaxed_time'))} | {r.get('relaxed_iterations', '')} | "
                   f"{fmt(r.get('relaxed_ratio'), '.2f')} | "
                   f"{r['path_col_diff']:.1e} |" for r in paths]  # fmt: skip
+        lines += per_mass_table(paths)
     return "\n".join(lines)
+
+
+def per_mass_table(paths) -> list[str]:
+    """Iterations at each mass of the path rows: one plain solve, one over-relaxed solve, the path's
+    warm-started over-relaxed solve (where the iterations go, and what relaxation saves at each m)."""
+    paths = [r for r in paths if r.get("relaxed_iterations_per_mass")]
+    if not paths:
+        return []
+    lines = ["", "Iterations per mass (tol as above): plain solve / over-relaxed solve / the path's warm-started one:",
+             "", "| n_P x n_U | eps | " + " | ".join(f"m = {m:g}" for m in PATH_MASSES) + " |",
+             "|" + "---|" * (2 + len(PATH_MASSES))]  # fmt: skip
+    for r in paths:
+        cells = zip(r["independent_iterations_per_mass"], r["relaxed_iterations_per_mass"], r["iterations_per_mass"])
+        lines.append(f"| {r['n']}x{r['k']} | {fmt(r['eps'])} | " + " | ".join(f"{p} / {x} / {w}" for p, x, w in cells)
+                     + " |")  # fmt: skip
+    return lines
 
 
 if __name__ == "__main__":
