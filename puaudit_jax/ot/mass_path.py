@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from puaudit_jax.ot.geometry import Geometry
-from puaudit_jax.ot.problem import PartialProblem, unit_rows, validate
+from puaudit_jax.ot.problem import PartialProblem, checked_mass, unit_rows, validate
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn
 
 
@@ -70,8 +70,8 @@ def solve_mass_path(x, y, ms, *, a=None, b=None, cost: str = "cosine", epsilon: 
     ms = np.atleast_1d(np.asarray(ms, np.float64))
     if ms.ndim != 1 or len(ms) == 0:
         raise ValueError(f"ms must be a non-empty 1-D grid of masses, got shape {ms.shape}")
-    for m in ms:
-        x_, y_, _, a_, b_, _ = validate(x, y, m, a=a, b=b, cost=cost)
+    x_, y_, _, a_, b_, _ = validate(x, y, ms[0], a=a, b=b, cost=cost)  # the data once, then every mass
+    ms = np.array([checked_mass(m, a_, b_) for m in ms])
     x_, y_ = unit_rows(x_, y_, cost)
     solver = PartialSinkhorn(epsilon=float(epsilon), tol=float(tol), max_iter=int(max_iter), certify=certify,
                              relaxation=relaxation)  # fmt: skip

@@ -144,6 +144,11 @@ def validate(x, y, m, a=None, b=None, cost="cosine", dtype=np.float64):
         n, k = x.shape[0], y.shape[0]
     a = _weights("a", a, n, dtype)
     b = _weights("b", b, k, dtype)
+    return x, y, matrix, a, b, checked_mass(m, a, b)
+
+
+def checked_mass(m, a: np.ndarray, b: np.ndarray) -> float:
+    """m as a float in (0, min(|a|, |b|)] (rounding above the cap clipped to it); ValueError otherwise."""
     try:
         m = float(m)
     except (TypeError, ValueError):
@@ -151,4 +156,4 @@ def validate(x, y, m, a=None, b=None, cost="cosine", dtype=np.float64):
     cap = min(a.sum(), b.sum())
     if not np.isfinite(m) or m <= 0 or m > cap * (1 + 1e-12):
         raise ValueError(f"m must lie in (0, min(|a|, |b|)] = (0, {cap:.6g}]; got {m!r}")
-    return x, y, matrix, a, b, min(m, cap)
+    return min(m, cap)

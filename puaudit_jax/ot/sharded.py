@@ -140,18 +140,23 @@ def _geometry(x, y, matrix, cost, block_size, split) -> Geometry:
 
 
 @functools.lru_cache(maxsize=64)
-def _program(solver: PartialSinkhorn, layout: Layout, cost, block_size, with_plan: bool, points: bool):
-    """jit(shard_map(one device's solve)): (x, y, a, b, m) or (matrix, a, b, m) -> (out, plan)."""
+def _program(solver: PartialSinkhorn, layout: Layout, cost, block_size, with_plan: bool, points: bool,
+             warm: bool = False):  # fmt: skip
+    """jit(shard_map(one device's solve)): (x, y, a, b, m) or (matrix, a, b, m) -> (out, plan);
+    ``warm``: four more arguments, the potentials (f (n,), g (k,), fd, gd) to start from."""
     split, sp = layout.split, layout.specs
 
     def run(*args):
+        args, init = (args[:-4], args[-4:]) if warm else (args, None)
         (x, y, a, b, m), matrix = (args, None) if points else ((None, None, *args[1:]), args[0])
         geom = _geometry(x, y, matrix, cost, block_size, split)
-        out = solver(PartialProblem(geom, a, b, m))
+        out = solver(PartialProblem(geom, a, b, m), init=init)
         return out, (geom.plan(out.f, out.g, out.epsilon) if with_plan else None)
 
     in_specs = (sp["x"], sp["y"]) if points else (sp["matrix"],)
     in_specs += (sp["a"], sp["b"], sp["m"])
+    if warm:  # potentials are split like the weights they belong to
+        in_specs += (sp["a"], sp["b"], sp["m"], sp["m"])
     out_specs = (layout.output_specs(solver.certify), sp["plan"] if with_plan else None)
     return jax.jit(jax.shard_map(run, mesh=layout.mesh, in_specs=in_specs, out_specs=out_specs))
 
@@ -192,6 +197,7 @@ def solve(
     block_size: int | None = None,
     with_plan: bool = False,
     dtype="float32",
+    init=None,
 ):
     """Solve one problem over the devices of ``layout`` (numpy in, numpy out).
 
@@ -200,6 +206,8 @@ def solve(
         validated host arrays (``problem.validate``), held in full by every process.
       layout: :class:`Layout`. cost, block_size: as ``Geometry.from_points``; with_plan: also
         return the (n, k) plan (dense geometries only).
+      init: None or potentials (f (n,), g (k,), fd, gd) to start from (a returned output's:
+        ``gap_tol`` rounds); padded with -inf, the potential of a zero-weight point.
     Returns:
       (SinkhornOutput of numpy arrays, plan (n, k) or None), padding removed.
     """
@@ -219,7 +227,13 @@ def solve(
             args = (_place(x_p.astype(jd), layout, sp["x"]), _place(y_p.astype(jd), layout, sp["y"]))
             a_p, b_p = a_p.astype(jd), b_p.astype(jd)
         args += (_place(a_p, layout, sp["a"]), _place(b_p, layout, sp["b"]), jnp.asarray(m, jd))
-        program = _program(solver, layout, None if matrix is not None else cost, block_size, with_plan, matrix is None)
+        if init is not None:
+            f, g, fd, gd = (np.asarray(p, jd) for p in init)
+            pad = functools.partial(np.pad, mode="constant", constant_values=-np.inf)
+            args += (_place(pad(f, (0, N - n)), layout, sp["a"]), _place(pad(g, (0, K - k)), layout, sp["b"]),
+                     jnp.asarray(fd), jnp.asarray(gd))  # fmt: skip
+        program = _program(solver, layout, None if matrix is not None else cost, block_size, with_plan, matrix is None,
+                           init is not None)  # fmt: skip
         out, plan = program(*args)
         out = jax.tree.map(_to_host, out)
         plan = None if plan is None else _to_host(plan)[:n, :k]

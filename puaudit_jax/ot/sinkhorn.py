@@ -52,6 +52,7 @@ solver is a frozen dataclass, so it is hashable and can be closed over by ``jax.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import NamedTuple
 
 import jax
@@ -286,7 +287,10 @@ class PartialSinkhorn:
         else:
             f, g, fd, gd = (jnp.asarray(t, dtype) for t in init)
         mode = self.mode if self.mode != "auto" else ("log" if geom.is_blocked else "scaling")
-        run = self._run_scaling if mode == "scaling" else self._run_log
+        if mode == "scaling":
+            run = functools.partial(self._run_scaling, warm=init is not None)
+        else:
+            run = self._run_log
         f, g, fd, gd, it, err, eps_last, stable_steps = run(geom, tg, (f, g, fd, gd), eps0)
         converged = (eps_last <= self.epsilon) & (err < self.tol)
         eps = jnp.asarray(self.epsilon, dtype)
@@ -420,11 +424,17 @@ class PartialSinkhorn:
     def _absorbed(pots, scal, eps, split):
         return _recentre(tuple(p + eps * _safe_log(s) for p, s in zip(pots, scal)), split)
 
-    def _run_scaling(self, geom, tg, pots, eps0):
+    def _run_scaling(self, geom, tg, pots, eps0, warm=False):
         """Outer loop: absorb scalings, rebuild the kernel (one exp pass). Inner loop:
         scaling iterations against that fixed kernel until convergence, a change of eps,
         a scaling outside [1/T, T], or a non-finite update (then the last good scalings
-        are absorbed and one stable log-domain iteration is taken)."""
+        are absorbed and one stable log-domain iteration is taken).
+
+        A cold start (``warm`` False) first takes one stable log-domain iteration (four passes
+        over C). A warm start (potentials of a solved problem: another mass on the mass path,
+        a larger epsilon in ``gap_tol`` rounds) builds its kernel at once: the plan they give is
+        nearly feasible, and where a row of that kernel underflows all the same, the non-finite
+        update is rescued by the same stable step."""
         dtype = eps0.dtype
         split = geom.split
         log_t = jnp.log(jnp.asarray(self.absorb_threshold, dtype))
@@ -440,11 +450,14 @@ class PartialSinkhorn:
 
         zero = jnp.array(0, jnp.int32)
         eps = self._epsilon_at(zero, eps0)
-        # A first stable log-domain iteration makes the plan nearly feasible, so the kernel
-        # built from it neither overflows nor underflows whole rows, whatever eps.
-        pots, err, _ = self._log_iteration(geom, tg, pots, eps, stable_only=True)
         relax = rx.start(self.relaxation, dtype)
-        s = _ScalingState(pots, jnp.array(1, jnp.int32), err, eps, jnp.array(1, jnp.int32), relax)
+        if warm:
+            s = _ScalingState(pots, zero, jnp.asarray(jnp.inf, dtype), eps, zero, relax)
+        else:
+            # A first stable log-domain iteration makes the plan nearly feasible, so the kernel
+            # built from it neither overflows nor underflows whole rows, whatever eps.
+            pots, err, _ = self._log_iteration(geom, tg, pots, eps, stable_only=True)
+            s = _ScalingState(pots, jnp.array(1, jnp.int32), err, eps, jnp.array(1, jnp.int32), relax)
         s = jax.lax.while_loop(lambda s: ~self._done(s.it, s.eps, s.err), epoch, s)
         f, g, fd, gd = s.pots
         return f, g, fd, gd, s.it, s.err, s.eps, s.stable_steps

@@ -208,8 +208,8 @@ def solve_partial(
       certify: attach a :class:`~puaudit_jax.ot.certificate.Certificate` (bounds on the exact
         cost from a rounded feasible plan and a dual-feasible point; about 25 more passes over C).
       gap_tol: stop only when the certified gap is <= gap_tol (cost units): while it is larger,
-        solve again with epsilon / 4 from the last round's potentials (on one device; sharded
-        rounds start cold), at most ``MAX_GAP_ROUNDS`` solves (``result.gap_met`` says whether
+        solve again with epsilon / 4 from the last round's potentials (on one device or
+        sharded), at most ``MAX_GAP_ROUNDS`` solves (``result.gap_met`` says whether
         it was reached; ``result.epsilon`` is the last epsilon, ``result.iterations`` the last
         round's).
       relaxation: 1.0 (plain Sinkhorn), a fixed omega in (1, 2) or "auto": over-relaxed scaling
@@ -243,9 +243,9 @@ def solve_partial(
     with_plan, block = return_plan and not blocked, block_size if blocked else None
 
     def run(solver, init=None):
-        if layout is not None:  # sharded rounds start cold: the padded, placed potentials are not threaded
+        if layout is not None:
             return sharded.solve(solver, x, y, a, b, m, layout, cost=cost, matrix=matrix, block_size=block,
-                                 with_plan=with_plan, dtype=dtype)  # fmt: skip
+                                 with_plan=with_plan, dtype=dtype, init=init)  # fmt: skip
         return _solve_one_device(x, y, matrix, a, b, m, solver, cost, block, with_plan, dtype, init)
 
     out, plan = run(solver)
