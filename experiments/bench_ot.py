@@ -476,7 +476,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--quick", action="store_true", help="sizes 500 and 1000 only")
-    ap.add_argument("--sizes", default="1000,2000,5000", help="n_P = n_U values")
+    ap.add_argument("--sizes", default="1000,2000,5000", help="n_P = n_U values ('' for none)")
     ap.add_argument("--puaudit-shape", default="2000x20000", help="extra n_P x n_U problem ('' to skip)")
     ap.add_argument("--eps", default="0.01,0.001", help="entropic regularisations (cost units)")
     ap.add_argument("--tol", type=float, default=1e-4)
@@ -500,7 +500,7 @@ def main(argv=None):
         print(json.dumps(worker(json.loads(args.worker))))
         return
     if args.memory:
-        sizes = [(int(s), int(s)) for s in args.sizes.split(",")]
+        sizes = [(int(s), int(s)) for s in args.sizes.split(",") if s]
         if args.puaudit_shape:
             sizes.append(tuple(int(v) for v in args.puaudit_shape.split("x")))
         table, rows = memory_table(sizes)
@@ -511,7 +511,7 @@ def main(argv=None):
         out.with_suffix(".md").write_text(table + "\n")
         return
 
-    sizes = [(500, 500), (1000, 1000)] if args.quick else [(int(s), int(s)) for s in args.sizes.split(",")]
+    sizes = [(500, 500), (1000, 1000)] if args.quick else [(int(s), int(s)) for s in args.sizes.split(",") if s]
     if args.puaudit_shape and not args.quick:
         n, k = args.puaudit_shape.split("x")
         sizes.append((int(n), int(k)))
