@@ -500,7 +500,7 @@ def main(argv=None):
         print(json.dumps(worker(json.loads(args.worker))))
         return
     if args.memory:
-        sizes = [(int(s), int(s)) for s in args.sizes.split(",") if s]
+        sizes = _square_sizes(args.sizes)
         if args.puaudit_shape:
             sizes.append(tuple(int(v) for v in args.puaudit_shape.split("x")))
         table, rows = memory_table(sizes)
@@ -511,7 +511,7 @@ def main(argv=None):
         out.with_suffix(".md").write_text(table + "\n")
         return
 
-    sizes = [(500, 500), (1000, 1000)] if args.quick else [(int(s), int(s)) for s in args.sizes.split(",") if s]
+    sizes = [(500, 500), (1000, 1000)] if args.quick else _square_sizes(args.sizes)
     if args.puaudit_shape and not args.quick:
         n, k = args.puaudit_shape.split("x")
         sizes.append((int(n), int(k)))
@@ -578,6 +578,11 @@ def main(argv=None):
     out = ROOT / args.out
     print("\n" + _write(out, rows, args.tol, bw))
     print(f"\nwrote {out} and {out.with_suffix('.md')}")
+
+
+def _square_sizes(arg: str) -> list[tuple[int, int]]:
+    """--sizes "1000,5000" -> [(1000, 1000), (5000, 5000)]; "" -> []."""
+    return [(int(s), int(s)) for s in arg.split(",") if s]
 
 
 def _write(out: Path, rows: list, tol: float, bw: float) -> str:
