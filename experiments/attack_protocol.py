@@ -38,7 +38,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from puaudit_jax.attacks import (
+from puaudit_jax.datasets import load_comparisons, save_comparisons
+from puaudit_jax.judges import Verdict
+from puaudit_jax.judges.attacks import (
     Distraction,
     LengthExpansion,
     SentimentRestyle,
@@ -48,10 +50,8 @@ from puaudit_jax.attacks import (
     response_column,
     run_attack,
 )
-from puaudit_jax.datasets import load_comparisons, save_comparisons
-from puaudit_jax.judges import Verdict
 from puaudit_jax.judges.local import LocalGenerator, LocalJudge
-from puaudit_jax.outputs import write_csv, write_json
+from puaudit_runtime.files import write_csv, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -314,7 +314,7 @@ def run(args, server) -> int:
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     md = Path(str(args.out) + ".md")
     md.parent.mkdir(parents=True, exist_ok=True)
-    from puaudit_jax.outputs import atomic_path
+    from puaudit_runtime.files import atomic_path
 
     with atomic_path(md) as tmp:
         tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")

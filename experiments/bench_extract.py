@@ -51,9 +51,10 @@ sys.path.insert(0, str(ROOT))
 
 from probes import extract  # noqa: E402
 from probes.extract import MICRO_BATCH_TOKENS, _params_on, _pooled_forward, _rows_on, micro_batch_rows  # noqa: E402
-from probes.files import atomic_path  # noqa: E402
-from probes.mesh import add_device_arguments, describe_mesh, mesh_from_args, pad_to_multiple  # noqa: E402
 from probes.models import load_pretrained  # noqa: E402
+from puaudit_runtime.files import atomic_path  # noqa: E402
+from puaudit_runtime.flags import add_device_arguments, mesh_from_args  # noqa: E402
+from puaudit_runtime.mesh import describe_mesh, pad_to_multiple  # noqa: E402
 
 
 def _time_interleaved(fns, min_reps: int, min_seconds: float) -> list[float]:

@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from puaudit_jax.outputs import atomic_path, write_json
+from puaudit_runtime.files import atomic_path, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 HIGHEST = jax.lax.Precision.HIGHEST

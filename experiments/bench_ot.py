@@ -51,8 +51,9 @@ from pathlib import Path
 
 import numpy as np
 
-from probes.files import atomic_path
-from probes.mesh import add_device_arguments, forced_devices_env
+from puaudit_runtime.files import atomic_path
+from puaudit_runtime.flags import add_device_arguments
+from puaudit_runtime.launch import forced_devices_env
 
 D = 768
 M = 0.7
@@ -257,7 +258,7 @@ def worker(spec: dict) -> dict:
     x, y = make_problem(spec["n"], spec["k"])
     fn = SOLVERS[spec["solver"].removesuffix(MESH_SUFFIX)]
     if spec.get("mesh"):  # the "@mesh" variants: ours split over --devices / --mesh
-        from probes.mesh import make_mesh
+        from puaudit_runtime.mesh import make_mesh
 
         fn = functools.partial(fn, mesh=make_mesh(spec["mesh"]["devices"], spec["mesh"]["shape"]))
     kw = dict(eps=spec["eps"], tol=spec["tol"], max_iter=spec["max_iter"])
@@ -423,7 +424,7 @@ MESH_SUFFIX = "@mesh"
 def _mesh_spec(args) -> tuple[dict | None, int | None]:
     """--devices / --mesh -> ({"devices", "shape"} for the workers, forced host devices or None)
     (the flags are validated here, in a process that may see fewer devices than its workers)."""
-    from probes.mesh import parse_devices, parse_mesh_shape
+    from puaudit_runtime.mesh import parse_devices, parse_mesh_shape
 
     devices, shape = parse_devices(args.devices), parse_mesh_shape(args.mesh)
     if devices is None and shape is None:

@@ -28,9 +28,10 @@ import jax
 import numpy as np
 import pandas as pd
 
-from probes.mesh import add_device_arguments, describe_mesh, mesh_from_args
 from probes.pls import PLSRegression
-from puaudit_jax.outputs import write_text
+from puaudit_runtime.files import write_text
+from puaudit_runtime.flags import add_device_arguments, mesh_from_args
+from puaudit_runtime.mesh import describe_mesh
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 

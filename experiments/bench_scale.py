@@ -58,8 +58,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from probes.files import atomic_path
-from probes.mesh import forced_devices_env
+from puaudit_runtime.files import atomic_path
+from puaudit_runtime.launch import forced_devices_env
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULT = "@@RESULT@@"
@@ -225,7 +225,7 @@ def _mesh(devices, shape=None):
     import numpy as np
     from jax.sharding import Mesh
 
-    from probes.mesh import COLS, ROWS
+    from puaudit_runtime.mesh import COLS, ROWS
 
     shape = shape or (len(devices),)
     names = (COLS,) if len(shape) == 1 else (ROWS, COLS)
@@ -243,7 +243,7 @@ def _abstract_args(layout, n, k, d, dtype="float32"):
     import jax.numpy as jnp
     from jax.sharding import NamedSharding
 
-    from probes.mesh import pad_to_multiple
+    from puaudit_runtime.mesh import pad_to_multiple
 
     N, K = pad_to_multiple(n, layout.count("rows")), pad_to_multiple(k, layout.count("cols"))
     sp = layout.specs
@@ -340,9 +340,9 @@ def _placed_args(layout, x, y):
     import jax.numpy as jnp
     import numpy as np
 
-    from probes.mesh import pad_to_multiple
     from puaudit_jax.ot.problem import pad_points
     from puaudit_jax.ot.sharded import _place
+    from puaudit_runtime.mesh import pad_to_multiple
 
     n, k = len(x), len(y)
     a, b = np.full(n, 1 / n), np.full(k, 1 / k)
@@ -370,7 +370,7 @@ def solve_worker(spec: dict) -> dict:
     sees, U split over "u")."""
     clustered = False
     if spec.get("cluster"):
-        from probes.mesh import initialize_cluster
+        from puaudit_runtime.cluster import initialize_cluster
 
         clustered = initialize_cluster()
     import jax

@@ -27,8 +27,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from probes import borp
-from probes.files import atomic_path
-from puaudit_jax.outputs import save_figure, write_text
+from puaudit_runtime.files import atomic_path, save_figure, write_text
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"

@@ -37,10 +37,10 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from puaudit_jax.audit.embed import EmbedConfig, PairEmbeddings, table_embeddings  # noqa: E402
 from puaudit_jax.datasets import load_bundled  # noqa: E402
 from puaudit_jax.datasets.verdicts import MISSING, A, B  # noqa: E402
-from puaudit_jax.embed import EmbedConfig, PairEmbeddings, table_embeddings  # noqa: E402
-from puaudit_jax.outputs import markdown_table, write_json, write_text  # noqa: E402
+from puaudit_runtime.files import markdown_table, write_json, write_text  # noqa: E402
 
 GROUP = {"mtbench": "question_id", "llmfao-gpt4": "prompt", "llmfao-gpt3": "prompt"}
 

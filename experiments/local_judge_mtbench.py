@@ -25,7 +25,7 @@ from puaudit_jax.datasets import load_bundled, save_comparisons
 from puaudit_jax.datasets.verdicts import TIE, A, B
 from puaudit_jax.judges.local import LocalJudge
 from puaudit_jax.judges.run import judge_table
-from puaudit_jax.outputs import write_json
+from puaudit_runtime.files import write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -28,7 +28,7 @@ import pandas as pd
 from puaudit_jax.judges import row_inputs
 from puaudit_jax.judges.base import QUESTION_TYPES
 from puaudit_jax.judges.local import LocalJudge
-from puaudit_jax.outputs import write_csv, write_json
+from puaudit_runtime.files import write_csv, write_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from local_judge_mtbench import expert_rows, rows_parser  # noqa: E402

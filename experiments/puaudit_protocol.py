@@ -21,12 +21,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from puaudit_jax.audit.embed import embed_comparisons, load_embeddings, probes_encoder, save_embeddings
+from puaudit_jax.audit.scorers import SCORERS
 from puaudit_jax.datasets import load_bundled, reference_path
-from puaudit_jax.embed import embed_comparisons, load_embeddings, probes_encoder, save_embeddings
 from puaudit_jax.evaluate import evaluate, sweep
-from puaudit_jax.outputs import write_csv, write_json
-from puaudit_jax.plots import figure3
-from puaudit_jax.scorers import SCORERS
+from puaudit_jax.evaluate.plots import figure3
+from puaudit_runtime.files import write_csv, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -30,7 +30,7 @@ import pandas as pd
 
 from puaudit_jax.datasets import load_bundled, load_comparisons
 from puaudit_jax.evaluate import evaluate
-from puaudit_jax.outputs import write_csv, write_json, write_text
+from puaudit_runtime.files import write_csv, write_json, write_text
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from puaudit_protocol import embeddings_for  # noqa: E402

@@ -17,8 +17,8 @@ import pandas as pd
 
 from puaudit_jax.datasets import load_bundled
 from puaudit_jax.datasets.verdicts import MISSING
-from puaudit_jax.outputs import markdown_table
 from puaudit_jax.quantify import AUDIT_PPI, HUMAN_ONLY, JUDGE_ONLY, PPI, quantify
+from puaudit_runtime.files import markdown_table
 
 SETS = (("mtbench", None), ("llmfao-gpt4", True), ("llmfao-gpt3", True))
 
@@ -61,8 +61,8 @@ def clustered_widening(name: str = "llmfao-gpt4") -> str:
 def leaderboard_example(fraction: float = 0.2, seed: int = 0) -> str:
     """MT-Bench Elo scores [90 % intervals] from ``fraction`` of the labels by each estimator, and
     from all labels (the truth the coverage study uses)."""
-    from puaudit_jax.embed import EmbedConfig, table_embeddings
-    from puaudit_jax.quantify.targets import audit_for_quantify
+    from puaudit_jax.audit.embed import EmbedConfig, table_embeddings
+    from puaudit_jax.audit.predictions import audit_for_quantify
 
     full = load_bundled("mtbench")
     hide = np.random.default_rng(seed).random(len(full)) > fraction

@@ -26,17 +26,12 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from puaudit_jax.audit.predictions import audit_split_predictions
 from puaudit_jax.datasets import load_data  # noqa: E402
 from puaudit_jax.datasets.verdicts import MISSING  # noqa: E402
-from puaudit_jax.outputs import markdown_table, write_csv, write_json, write_text  # noqa: E402
 from puaudit_jax.quantify import AUDIT_PPI, HUMAN_ONLY  # noqa: E402
-from puaudit_jax.quantify.coverage import (  # noqa: E402
-    CoverageConfig,
-    audit_split_predictions,
-    coverage_study,
-    population,
-    split_masks,
-)
+from puaudit_jax.quantify.coverage import CoverageConfig, coverage_study, population, split_masks
+from puaudit_runtime.files import markdown_table, write_csv, write_json, write_text  # noqa: E402
 
 JUDGES = {
     "mtbench (GPT-4)": "mtbench",
@@ -69,7 +64,7 @@ def run_judge(label: str, source: str, args) -> tuple[pd.DataFrame, pd.DataFrame
     table = population(load_data(source))
     features = None
     if not args.no_audit:
-        from puaudit_jax.embed import EmbedConfig, table_embeddings
+        from puaudit_jax.audit.embed import EmbedConfig, table_embeddings
 
         features = table_embeddings(table.assign(human=MISSING), EmbedConfig(), progress=False)
     rows, ranks = [], []

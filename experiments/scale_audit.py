@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from probes.mesh import forced_devices_env
-from puaudit_jax.outputs import atomic_path, write_json
+from puaudit_runtime.files import atomic_path, write_json
+from puaudit_runtime.launch import forced_devices_env
 
 ROOT = Path(__file__).resolve().parents[1]
 DISCRETE = ("id", "question_type", "group", "judge", "human", "status", "reason", "role", "adjusted", "flipped")
@@ -40,8 +40,8 @@ SCORES = ("score_raw", "score", "p_wrong", "p_wrong_lo", "p_wrong_hi")
 
 def make_data(out: Path, n_labelled: int, n_unlabelled: int, d: int, seed: int) -> tuple[Path, Path]:
     """The comparison table (parquet) and its embeddings (.npz), written once."""
-    from puaudit_jax.embed import save_embeddings
-    from puaudit_jax.synthetic import cone_comparisons
+    from puaudit_jax.audit.embed import save_embeddings
+    from puaudit_jax.audit.synthetic import cone_comparisons
 
     table_path, emb_path = out / "cone.parquet", out / "cone.npz"
     stamp = out / "data.json"

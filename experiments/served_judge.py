@@ -36,7 +36,7 @@ import pandas as pd
 from puaudit_jax.datasets import load_comparisons
 from puaudit_jax.judges import OpenAIChatJudge, OpenAILogprobJudge, judge_table
 from puaudit_jax.judges.serve import LocalServer, ServeConfig
-from puaudit_jax.outputs import write_json, write_text
+from puaudit_runtime.files import write_json, write_text
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))

@@ -44,7 +44,7 @@ from puaudit_jax.consensus import (
     tradeoff_curve,
 )
 from puaudit_jax.datasets import load_uda_scores, score_matrix
-from puaudit_jax.outputs import save_figure, write_csv, write_json
+from puaudit_runtime.files import save_figure, write_csv, write_json
 
 PAPER_TABLE4 = pd.DataFrame(
     [

@@ -60,8 +60,6 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 from tqdm.auto import tqdm
 
-from probes.files import atomic_path
-from probes.mesh import data_axes, make_mesh, pad_to_multiple, process_rows
 from probes.models.batching import (
     batch_bucket,
     bucket_length,
@@ -76,6 +74,9 @@ from probes.models.batching import (
 from probes.models.generate import greedy_generate, next_token_logprobs
 from probes.models.layers import divisor_at_most
 from probes.models.pretrained import Pretrained, build_model
+from puaudit_runtime.cluster import process_rows
+from puaudit_runtime.files import atomic_path
+from puaudit_runtime.mesh import data_axes, make_mesh, pad_to_multiple
 
 __all__ = [
     "EncodeReport",

@@ -58,7 +58,7 @@ import numpy as np
 from jax import lax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from probes.mesh import data_axes, pad_to_multiple
+from puaudit_runtime.mesh import data_axes, pad_to_multiple
 
 __all__ = ["PLSRegression", "pls_fit"]
 

@@ -86,15 +86,15 @@ def cone_points():
 
 @pytest.fixture(scope="module")
 def cone_model():
-    from puaudit_jax.synthetic import cone_comparisons
+    from puaudit_jax.audit.synthetic import cone_comparisons
 
     return cone_comparisons(n_labelled=300, n_unlabelled=600, d=32, alpha=0.7, seed=1)
 
 
 def _saved_cone(folder, *args, **kw):
+    from puaudit_jax.audit.embed import save_embeddings
+    from puaudit_jax.audit.synthetic import cone_comparisons
     from puaudit_jax.datasets import save_comparisons
-    from puaudit_jax.embed import save_embeddings
-    from puaudit_jax.synthetic import cone_comparisons
 
     data = cone_comparisons(*args, **kw)
     save_comparisons(data.table, folder / "cmp.jsonl")

@@ -23,7 +23,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from probes.mesh import forced_devices_env
+from puaudit_runtime.launch import forced_devices_env
 
 ROOT = Path(__file__).resolve().parents[1]
 

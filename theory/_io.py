@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from puaudit_jax.outputs import atomic_path
+from puaudit_runtime.files import atomic_path
 
 DEFAULT_OUT = Path("results/theory")
 

@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from puaudit_jax.denoise import denoise
+from puaudit_jax.audit.denoise import denoise
 from puaudit_jax.ot import solve_partial
 from theory import sphere
 from theory._io import new_figure, run_statement

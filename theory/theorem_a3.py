@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from puaudit_jax.denoise import denoise
+from puaudit_jax.audit.denoise import denoise
 from puaudit_jax.ot import solve_partial
 from theory import sphere
 from theory._io import new_figure, run_statement

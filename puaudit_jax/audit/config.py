@@ -7,8 +7,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from ..rules import FEATURES, get_rule, rule_name
-from ..scorers import get_scorer, scorer_name
+from .rules import FEATURES, get_rule, rule_name
+from .scorers import get_scorer, scorer_name
 
 # Picked by the data (experiments/puaudit_rules.py, README "Decision rules"): over MT-Bench and
 # LLMFAO (GPT-4, GPT-3.5), random and prompt-grouped splits, kNN scores with the two-sided

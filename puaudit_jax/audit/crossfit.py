@@ -16,13 +16,13 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..calibration import crossfit_folds
-from ..rules import CrossFit
+from .calibration import crossfit_folds
 from .config import AuditConfig
 from .mass import MassEstimate
 from .orient import Oriented, judge_oriented
 from .prepare import AuditData
 from .references import members, reference_for, references, scoring_groups
+from .rules import CrossFit
 from .score import scored
 
 

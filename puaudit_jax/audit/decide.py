@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..datasets.exclusions import LABELLED
 from ..datasets.verdicts import flip_verdict
-from ..rules import CrossFit, DecisionSummary, RuleContext, get_rule, needs_crossfit, rule_name
+from .rules import CrossFit, DecisionSummary, RuleContext, get_rule, needs_crossfit, rule_name
 
 P_WRONG = ("p_wrong", "p_wrong_lo", "p_wrong_hi", "p_wrong_cross")
 

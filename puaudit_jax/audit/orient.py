@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..datasets.verdicts import A
-from ..scorers import unit_rows
 from .mass import MassEstimate
 from .prepare import AuditData
+from .scorers import unit_rows
 
 
 @dataclass(frozen=True)

@@ -16,20 +16,20 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from ..embed import Encoder, PairEmbeddings
 from ..quantify.sample_check import audit_sample_checks
 from ..quantify.targets import audit_agreement
-from ..rules import CrossFit, needs_crossfit, rule_name
-from ..scorers import scorer_name
 from .config import AuditConfig
 from .crossfit import crossfit
 from .decide import apply_rule
+from .embed import Encoder, PairEmbeddings
 from .mass import MassEstimate, estimate_m
 from .orient import Oriented, orient
 from .prepare import AuditData, prepare
 from .references import References, references
 from .report import AuditReport, Counts
+from .rules import CrossFit, needs_crossfit, rule_name
 from .score import Scores, score
+from .scorers import scorer_name
 
 ROLES = ("P", "P-filtered", "holdout", "U", "excluded")
 ITEM_COLUMNS = (

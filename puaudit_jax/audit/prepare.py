@@ -15,8 +15,8 @@ import pandas as pd
 
 from ..datasets.exclusions import EXCLUDED, LABELLED, UNLABELLED, item_status
 from ..datasets.verdicts import question_types
-from ..embed import Encoder, PairEmbeddings, embed_comparisons
 from .config import AuditConfig
+from .embed import Encoder, PairEmbeddings, embed_comparisons
 
 ZERO_DIFF = "zero difference embedding"
 

@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from ..denoise import denoise
 from .config import AuditConfig
+from .denoise import denoise
 
 POOLED_TYPE = "(pooled small types)"
 

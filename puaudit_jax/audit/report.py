@@ -16,11 +16,11 @@ import pandas as pd
 from ..datasets.exclusions import EXCLUDED, LABELLED
 from ..quantify.sample_check import SampleCheck
 from ..quantify.targets import TargetEstimate
-from ..rules import DecisionSummary
 from .config import AuditConfig
 from .crossfit import CrossfitSummary
 from .mass import MassEstimate
 from .references import DenoisingGroup
+from .rules import DecisionSummary
 from .score import ScoringGroup
 
 FORMAT_VERSION = 1

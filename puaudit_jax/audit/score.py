@@ -14,11 +14,11 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from ..scorers import scorer_name
 from .config import AuditConfig
 from .orient import Oriented
 from .prepare import AuditData
 from .references import References, members, reference_for, scoring_groups
+from .scorers import scorer_name
 
 
 @dataclass(frozen=True)

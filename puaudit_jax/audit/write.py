@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..outputs import write_csv, write_json, write_parquet
+from puaudit_runtime.files import write_csv, write_json, write_parquet
+
 from .pipeline import AuditResult
 
 FILES = ("items.csv", "items.parquet", "report.json")

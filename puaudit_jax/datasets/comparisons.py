@@ -59,7 +59,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..outputs import atomic_path
+from puaudit_runtime.files import atomic_path
+
 from .verdicts import MISSING, is_null, normalize_verdict
 
 REQUIRED_COLUMNS = ("id", "question", "response_a", "response_b", "judge")

@@ -35,10 +35,10 @@ from ..audit import (
     run_audit,
     with_flips,
 )
+from ..audit.embed import PairEmbeddings
+from ..audit.rules import get_rule, needs_crossfit, rule_feature, rule_name
+from ..audit.scorers import scorer_name
 from ..datasets.exclusions import LABELLED, item_status
-from ..embed import PairEmbeddings
-from ..rules import get_rule, needs_crossfit, rule_feature, rule_name
-from ..scorers import scorer_name
 from .consistency import consistency, hindsight_flips
 from .memory import PeakMemory
 from .splits import split_labels

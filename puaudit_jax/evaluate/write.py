@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..outputs import write_csv, write_json
+from puaudit_runtime.files import write_csv, write_json
+
 from .protocol import EvalResult
 
 FILES = ("results.csv", "results.json", "per_seed.csv")

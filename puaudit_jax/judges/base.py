@@ -19,8 +19,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from puaudit_runtime.files import atomic_path
+
 from ..datasets.verdicts import JUDGE_VERDICTS, TIE, A, B, normalize_verdict
-from ..outputs import atomic_path
 
 OK, UNPARSED, ERROR = "ok", "unparsed", "error"
 STATUSES = (OK, UNPARSED, ERROR)

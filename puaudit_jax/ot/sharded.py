@@ -32,12 +32,12 @@ from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from probes.mesh import COLS, ROWS, pad_to_multiple
 from puaudit_jax.ot.certificate import Certificate
 from puaudit_jax.ot.geometry import Geometry
 from puaudit_jax.ot.problem import PartialProblem, pad_points, unit_rows
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn, SinkhornOutput
 from puaudit_jax.ot.split import Split
+from puaudit_runtime.mesh import COLS, ROWS, pad_to_multiple
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,13 +15,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from probes.mesh import make_mesh
 from puaudit_jax.ot import exact as exact_lib
 from puaudit_jax.ot import sharded
 from puaudit_jax.ot.certificate import Certificate
 from puaudit_jax.ot.geometry import Geometry
 from puaudit_jax.ot.problem import PartialProblem, unit_rows, validate
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn, SinkhornOutput
+from puaudit_runtime.mesh import make_mesh
 
 METHODS = ("auto", "sinkhorn", "exact")
 #: Default cap on a materialised cost matrix; above it the cosine / callable costs are

@@ -11,6 +11,8 @@ targets and the predictions; ``sample_check.py``: is the labelled set a random s
 """
 
 from .estimators import (
+    AUDIT_PPI,
+    ESTIMATORS,
     HUMAN_ONLY,
     JUDGE_ONLY,
     PPI,
@@ -24,9 +26,7 @@ from .estimators import (
 )
 from .m_estimation import MFit, ppi_logistic, ppi_logistic_splits
 from .pipeline import Quantification, QuantifyConfig, quantify, write_quantification
-from .targets import AUDIT_PPI, TargetEstimate, audit_agreement, audit_predictions
-
-ESTIMATORS = (JUDGE_ONLY, HUMAN_ONLY, PPI, AUDIT_PPI, STRATIFIED)  # the order tables and figures show them in
+from .targets import TargetEstimate, audit_agreement, audit_predictions
 
 __all__ = [
     "AUDIT_PPI", "ESTIMATORS", "HUMAN_ONLY", "JUDGE_ONLY", "PPI", "STRATIFIED", "Estimate", "MFit", "Quantification",

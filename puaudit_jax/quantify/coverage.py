@@ -234,23 +234,3 @@ def coverage_study(table: pd.DataFrame, config: CoverageConfig = CoverageConfig(
 def population(table: pd.DataFrame) -> pd.DataFrame:
     """The rows of ``table`` with a judge and a human verdict, re-indexed: the coverage study's R rows."""
     return table[inputs(table, 0.9).labelled].reset_index(drop=True)
-
-
-def audit_split_predictions(table: pd.DataFrame, features, masks: np.ndarray, audit_config=None,
-                            progress: bool = True) -> np.ndarray:  # fmt: skip
-    """(S, R) the audit's expected human A-outcomes (:func:`.targets.audit_predictions`) for each
-    split: the labels outside ``masks[s]`` are hidden and the audit (``audit_config``, default
-    :class:`~puaudit_jax.audit.AuditConfig`, a calibrated rule) runs on what is left, tie labels
-    hidden too (:func:`.targets.audit_for_quantify`), so no prediction saw its own label.
-    ``table``: the population (the human-labelled rows, as :func:`coverage_study` takes them);
-    ``features``: embeddings of every row (PairEmbeddings or an encoder)."""
-    from tqdm.auto import tqdm
-
-    from ..datasets.verdicts import MISSING
-    from .targets import audit_for_quantify, audit_predictions
-
-    out = np.empty(masks.shape)
-    for s in tqdm(range(len(masks)), desc="audits", disable=not progress):
-        split = table.assign(human=np.where(masks[s], table["human"].to_numpy(dtype=object), MISSING))
-        out[s] = audit_predictions(split, audit_for_quantify(split, features, audit_config))
-    return out

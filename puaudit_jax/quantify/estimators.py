@@ -144,6 +144,9 @@ def ppi_mean(y, yhat, yhat_unlabelled, level: float, lam: float | None = None, c
 
 
 STRATIFIED = "ppi++ (stratified)"
+AUDIT_PPI = "ppi++ (audit)"  # PPI++ with an audit's expected human verdicts as predictions
+#: Every estimator, in the order tables and figures show them.
+ESTIMATORS = (JUDGE_ONLY, HUMAN_ONLY, PPI, AUDIT_PPI, STRATIFIED)
 MIN_PER_STRATUM = 10  # labelled items per stratum: below it the per-stratum lam and variance under-cover
 
 

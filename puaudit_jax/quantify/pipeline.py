@@ -60,7 +60,7 @@ def quantify(table: pd.DataFrame, *, level: float = QuantifyConfig.level,
 
 def write_quantification(result: Quantification, folder, *, data: str) -> list[str]:
     """leaderboard.csv and leaderboard.json (with the level and the data's name) in ``folder``."""
-    from ..outputs import write_csv, write_json
+    from puaudit_runtime.files import write_csv, write_json
 
     frame = result.to_frame()
     write_csv(frame, Path(folder) / "leaderboard.csv")

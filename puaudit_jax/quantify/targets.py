@@ -27,11 +27,10 @@ import numpy as np
 import pandas as pd
 
 from ..datasets.verdicts import MISSING, TIE, A, B, question_types
-from .estimators import PPI, Estimate, check_level, human_only, judge_only, ppi_mean, stratified_ppi_mean
+from .estimators import AUDIT_PPI, PPI, Estimate, check_level, human_only, judge_only, ppi_mean, stratified_ppi_mean
 from .leaderboard import bt_leaderboard
 
 MODEL_COLUMNS = ("model_a", "model_b")
-AUDIT_PPI = "ppi++ (audit)"
 
 
 @dataclass(frozen=True)
@@ -115,18 +114,6 @@ def audit_predictions(table: pd.DataFrame, items: pd.DataFrame) -> np.ndarray:
     judge, p_wrong = table["judge"].to_numpy(dtype=object), items[_p_wrong_column(items)].to_numpy(float)
     audit = np.where(judge == A, 1 - p_wrong, np.where(judge == B, p_wrong, np.nan))
     return np.where(np.isfinite(audit), audit, _score(judge, A))
-
-
-def audit_for_quantify(table: pd.DataFrame, features, config=None) -> pd.DataFrame:
-    """The items of an audit of ``table`` whose predictions PPI++ may use: the audit runs with the
-    tie labels hidden, so those rows are scored like the pool (the audit learns only from A/B labels
-    and would otherwise exclude them, their prediction then depending on their own label).
-    ``features``: embeddings of every row (PairEmbeddings or an encoder); ``config``: AuditConfig
-    (default: the default calibrated audit)."""
-    from ..audit import AuditConfig, run_audit
-
-    hidden = table.assign(human=np.where(table["human"].to_numpy(dtype=object) == TIE, MISSING, table["human"]))
-    return run_audit(hidden, features, config or AuditConfig()).items
 
 
 @dataclass(frozen=True)

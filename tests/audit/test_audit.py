@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from puaudit_jax.audit import audit as _audit
+from puaudit_jax.audit.denoise import denoise, kept_size
+from puaudit_jax.audit.embed import PairEmbeddings
+from puaudit_jax.audit.scorers import ScoreResult
+from puaudit_jax.audit.synthetic import cone_comparisons
 from puaudit_jax.datasets import Comparison, comparisons_to_frame
-from puaudit_jax.denoise import denoise, kept_size
-from puaudit_jax.embed import PairEmbeddings
-from puaudit_jax.scorers import ScoreResult
-from puaudit_jax.synthetic import cone_comparisons
 from tests.helpers import unit
 
 

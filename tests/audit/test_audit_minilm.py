@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from puaudit_jax.audit import audit
-from puaudit_jax.embed import embed_comparisons, pair_inputs, probes_encoder
+from puaudit_jax.audit.embed import embed_comparisons, pair_inputs, probes_encoder
 from puaudit_jax.evaluate import split_labels
 
 

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from puaudit_jax.audit.embed import PairEmbeddings
+from puaudit_jax.audit.synthetic import cone_comparisons
 from puaudit_jax.datasets import data_path, item_status
-from puaudit_jax.embed import PairEmbeddings
 from puaudit_jax.evaluate import PeakMemory, consistency, evaluate, reapply_rule, split_labels, sweep
-from puaudit_jax.synthetic import cone_comparisons
 from tests.helpers import read_jsonl
 
 

@@ -9,12 +9,12 @@ import pytest
 from sklearn.isotonic import IsotonicRegression
 
 from puaudit_jax.audit import apply_rule, audit
-from puaudit_jax.calibration import bootstrap_indices, crossfit_folds, fit_isotonic, fit_platt
-from puaudit_jax.embed import PairEmbeddings
+from puaudit_jax.audit.calibration import bootstrap_indices, crossfit_folds, fit_isotonic, fit_platt
+from puaudit_jax.audit.embed import PairEmbeddings
+from puaudit_jax.audit.rules import CalibratedRule, get_rule
+from puaudit_jax.audit.scorers import CentroidScorer
+from puaudit_jax.audit.synthetic import cone_comparisons
 from puaudit_jax.evaluate import consistency, evaluate, split_labels
-from puaudit_jax.rules import CalibratedRule, get_rule
-from puaudit_jax.scorers import CentroidScorer
-from puaudit_jax.synthetic import cone_comparisons
 
 # ------------------------------------------------------------------------------------------------
 # calibration maps, folds, bootstrap

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from puaudit_jax.rules import RuleContext, budget_rule, get_rule, seed_rule
-from puaudit_jax.scorers import SCORERS, CentroidScorer, KNNScorer, PULogisticScorer, get_scorer
+from puaudit_jax.audit.rules import RuleContext, budget_rule, get_rule, seed_rule
+from puaudit_jax.audit.scorers import SCORERS, CentroidScorer, KNNScorer, PULogisticScorer, get_scorer
 
 # fixture cone_points (tests/conftest.py): P' in a cone around e_0, U = 30 cone items then 20 orthogonal
 

@@ -25,12 +25,12 @@ from puaudit_jax.audit import (
     run_audit,
     score,
 )
+from puaudit_jax.audit.embed import PairEmbeddings
 from puaudit_jax.audit.pipeline import crossfit_kinds
 from puaudit_jax.audit.score import scored
+from puaudit_jax.audit.scorers import ScoreResult
+from puaudit_jax.audit.synthetic import cone_comparisons
 from puaudit_jax.datasets.verdicts import A, B
-from puaudit_jax.embed import PairEmbeddings
-from puaudit_jax.scorers import ScoreResult
-from puaudit_jax.synthetic import cone_comparisons
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from puaudit_jax.cli import main
+from puaudit_jax.audit.embed import PairEmbeddings, load_embeddings, save_embeddings
+from puaudit_jax.cli.main import main
 from puaudit_jax.datasets import item_status, load_bundled, save_comparisons
-from puaudit_jax.embed import PairEmbeddings, load_embeddings, save_embeddings
 from puaudit_jax.evaluate import demo_table
 
 # fixture cone_files (tests/conftest.py): (folder, data), cone_comparisons(120, 80, d=16, seed=2) saved

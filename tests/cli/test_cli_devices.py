@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from puaudit_jax.audit.synthetic import cone_comparisons
 from puaudit_jax.datasets import save_comparisons
-from puaudit_jax.synthetic import cone_comparisons
 from tests.multidevice import run_cluster, run_devices
 
 # fixture cone_files_devices (tests/conftest.py): (folder, data), cone_comparisons(150, 450, d=16,

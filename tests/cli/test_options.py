@@ -8,11 +8,11 @@ from dataclasses import dataclass, field, fields
 import pytest
 
 from puaudit_jax.audit import AuditConfig
-from puaudit_jax.cli import AUDIT_FIELDS, EMBED_FIELDS, RULE_FIELDS, RULE_RENAME, build_parser
-from puaudit_jax.embed import EmbedConfig
+from puaudit_jax.audit.embed import EmbedConfig
+from puaudit_jax.audit.rules import CalibratedRule
+from puaudit_jax.cli.main import AUDIT_FIELDS, EMBED_FIELDS, RULE_FIELDS, RULE_RENAME, build_parser
+from puaudit_jax.cli.options import add_options, field_docs, options_from_args
 from puaudit_jax.evaluate import Protocol
-from puaudit_jax.options import add_options, field_docs, options_from_args
-from puaudit_jax.rules import CalibratedRule
 
 
 def _subparser(command: str) -> argparse.ArgumentParser:

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from puaudit_jax.cli import CommandError, main
-from puaudit_jax.run_folder import LOCK, MANIFEST, RunFolder
+from puaudit_jax.cli.main import CommandError, main
+from puaudit_jax.cli.run_folder import LOCK, MANIFEST, RunFolder
 
 
 def test_manifest_lists_the_files_and_a_rerun_removes_only_its_own_stale_outputs(tmp_path):

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from puaudit_jax.cli.consensus import main as consensus_main
 from puaudit_jax.consensus import (
     AlignConfig,
     aggregate_bias,
@@ -22,7 +23,6 @@ from puaudit_jax.consensus import (
     shrink,
     theorem2_bound,
 )
-from puaudit_jax.consensus.cli import main as consensus_main
 from puaudit_jax.datasets import load_uda_scores, score_matrix
 
 

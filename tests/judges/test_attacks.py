@@ -8,7 +8,9 @@ import math
 import pandas as pd
 import pytest
 
-from puaudit_jax.attacks import (
+from puaudit_jax.datasets import load_comparisons, validate_comparisons
+from puaudit_jax.judges import Verdict, row_inputs
+from puaudit_jax.judges.attacks import (
     ATTACKS,
     AttackResult,
     Distraction,
@@ -20,8 +22,6 @@ from puaudit_jax.attacks import (
     read_result,
     run_attack,
 )
-from puaudit_jax.datasets import load_comparisons, validate_comparisons
-from puaudit_jax.judges import Verdict, row_inputs
 
 PASTA = "loves eating pasta"
 
@@ -307,7 +307,7 @@ def pasta_judge_server():
 def test_cli_attack_and_judge_with_http_judge(tmp_path, pasta_judge_server):
     import json
 
-    from puaudit_jax.cli import main
+    from puaudit_jax.cli.main import main
     from puaudit_jax.datasets import save_comparisons
 
     rows = pd.DataFrame(
@@ -349,7 +349,7 @@ def test_cli_attack_and_judge_with_http_judge(tmp_path, pasta_judge_server):
 
 
 def test_cli_judge_rejudges_an_attacked_table(tmp_path, pasta_judge_server):
-    from puaudit_jax.attack_cli import main as attack_main
+    from puaudit_jax.cli.judges import main as attack_main
     from puaudit_jax.datasets import save_comparisons
 
     rows = pd.DataFrame([{"id": "1", "question": "q", "response_a": "GOOD a", "response_b": "b", "judge": "A"}])

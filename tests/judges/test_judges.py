@@ -477,7 +477,7 @@ def test_openai_logprob_judge_both_orders_and_bounds(stub_server, tmp_path):
 
 
 def test_client_stops_sending_once_the_server_is_unreachable(tmp_path):
-    from puaudit_jax.judges.serve import free_port
+    from puaudit_runtime.launch import free_port
 
     url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     client = ChatClient(url, "m", cache_dir=False, max_retries=2, backoff=0.01, concurrency=2)

@@ -147,8 +147,8 @@ def test_a_killed_encoding_leaves_what_it_encoded_for_the_rerun(tmp_path, tiny_c
 def test_long_input_counts_are_reported_every_time_cached_or_not(tmp_path, tiny_char_decoder, monkeypatch):
     """The audit's report gets the encoder's counts of cut inputs on a cold and on a cached run alike."""
     import probes.models
-    from puaudit_jax.embed import embed_comparisons, probes_encoder
-    from puaudit_jax.synthetic import cone_comparisons
+    from puaudit_jax.audit.embed import embed_comparisons, probes_encoder
+    from puaudit_jax.audit.synthetic import cone_comparisons
 
     monkeypatch.setattr(probes.models, "load_pretrained", lambda name: tiny_char_decoder)
     table = cone_comparisons(6, 4, d=4, seed=0).table

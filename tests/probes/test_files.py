@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from probes.files import atomic_path
+from puaudit_runtime.files import atomic_path
 
 
 def test_atomic_path_replaces_on_success_with_umask_permissions(tmp_path):

@@ -21,8 +21,8 @@ from tests.multidevice import run_devices
 sklearn = pytest.importorskip("sklearn")
 from sklearn.cross_decomposition import PLSRegression as SkPLS  # noqa: E402
 
-from probes.mesh import make_mesh  # noqa: E402
 from probes.pls import PLSRegression  # noqa: E402
+from puaudit_runtime.mesh import make_mesh  # noqa: E402
 
 N_FIT, N_ALL = 181, 240
 SCORES = ["overall", "naturalness", "coherence", "engagingness", "understandability", "groundedness"]

@@ -9,15 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from puaudit_jax.audit.predictions import audit_split_predictions
 from puaudit_jax.datasets import load_bundled
 from puaudit_jax.quantify import AUDIT_PPI, HUMAN_ONLY, JUDGE_ONLY, PPI, STRATIFIED
-from puaudit_jax.quantify.coverage import (
-    CoverageConfig,
-    audit_split_predictions,
-    coverage_study,
-    population,
-    split_masks,
-)
+from puaudit_jax.quantify.coverage import CoverageConfig, coverage_study, population, split_masks
 
 VALID = (HUMAN_ONLY, PPI, STRATIFIED, AUDIT_PPI)
 ENOUGH = 40  # labelled items a target gets per split (in expectation) before the CLT is asked to hold

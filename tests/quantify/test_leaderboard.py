@@ -193,10 +193,10 @@ def test_quantify_with_a_real_audit_adds_audit_powered_rows(tmp_path):
     hidden gives estimable, never much wider rows for every target; a plain audit (which excludes the
     tie-labelled rows, so their prediction would depend on their label) is refused; the CLI agrees."""
     from puaudit_jax.audit import AuditConfig, run_audit
-    from puaudit_jax.cli import CommandError, main
+    from puaudit_jax.audit.embed import save_embeddings
+    from puaudit_jax.audit.predictions import audit_for_quantify
+    from puaudit_jax.cli.main import CommandError, main
     from puaudit_jax.datasets import load_bundled
-    from puaudit_jax.embed import save_embeddings
-    from puaudit_jax.quantify.targets import audit_for_quantify
     from tests.data.golden.record import hashed_embeddings
 
     table = load_bundled("mtbench")

@@ -60,7 +60,7 @@ def _hashed(text: str) -> np.ndarray:
 
 def hashed_embeddings(table: pd.DataFrame):
     """PairEmbeddings of every usable row from the seed's encoder inputs, hashed (no model)."""
-    from puaudit_jax.embed import PairEmbeddings, pair_inputs
+    from puaudit_jax.audit.embed import PairEmbeddings, pair_inputs
 
     ids, inputs_a, inputs_b = pair_inputs(table)
     flat = lambda x: x if isinstance(x, str) else json.dumps(x, sort_keys=True)  # noqa: E731
@@ -70,8 +70,8 @@ def hashed_embeddings(table: pd.DataFrame):
 
 
 def _embeddings_file(data: str, extra: list[str], folder: Path) -> Path:
+    from puaudit_jax.audit.embed import save_embeddings
     from puaudit_jax.datasets import load_bundled
-    from puaudit_jax.embed import save_embeddings
 
     include = True if "--include-unlabelled" in extra else None
     path = folder / f"{data}-{include}.npz"
@@ -89,7 +89,7 @@ def _stable_report(path: Path) -> dict:
 
 def run_all(work: Path) -> dict[str, dict]:
     """name -> {file name: content} of every reference run, computed now."""
-    from puaudit_jax.cli import main
+    from puaudit_jax.cli.main import main
 
     out = {}
     for name, (data, extra) in AUDITS.items():

@@ -27,8 +27,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .datasets.exclusions import EXCLUDED, item_status
-from .outputs import atomic_path
+from puaudit_runtime.files import atomic_path
+
+from ..datasets.exclusions import EXCLUDED, item_status
 
 Encoder = Callable[[list], np.ndarray]
 """A frozen encoder: a list of n inputs (str or chat message lists) -> (n, d) float array."""

@@ -78,7 +78,7 @@ def _read_table(path: str) -> pd.DataFrame:
 
 
 def _load_verdicts(name: str) -> pd.DataFrame:
-    from .matrices import llmfao_verdicts, mtbench_verdicts
+    from ..consensus.matrices import llmfao_verdicts, mtbench_verdicts
 
     if name == "llmfao":
         return llmfao_verdicts("votes")
@@ -107,11 +107,12 @@ def _load_matrix(name: str) -> pd.DataFrame:
 
 
 def _scores(args) -> int:
-    from ..outputs import write_csv, write_json
-    from .bradley_terry import BTConfig
-    from .elo import EloConfig
-    from .matrices import score_matrices
-    from .metrics import consensus, judge_metrics
+    from puaudit_runtime.files import write_csv, write_json
+
+    from ..consensus.bradley_terry import BTConfig
+    from ..consensus.elo import EloConfig
+    from ..consensus.matrices import score_matrices
+    from ..consensus.metrics import consensus, judge_metrics
 
     t0 = time.perf_counter()
     verdicts = _load_verdicts(args.verdicts)
@@ -154,9 +155,10 @@ def _scores(args) -> int:
 
 
 def _align(args) -> int:
-    from ..outputs import save_figure, write_csv, write_json
-    from .alignment import AlignConfig, align
-    from .metrics import consensus, summary
+    from puaudit_runtime.files import save_figure, write_csv, write_json
+
+    from ..consensus.alignment import AlignConfig, align
+    from ..consensus.metrics import consensus, summary
 
     matrix = _load_matrix(args.matrix)
     human = None
@@ -198,7 +200,7 @@ def _align(args) -> int:
         out / "metrics.json",
     )
     if not args.no_figures:
-        from .plots import heatmaps
+        from ..consensus.plots import heatmaps
 
         save_figure(
             heatmaps({"before": matrix, "after": res.scores}), out / "heatmaps.png", dpi=110, bbox_inches="tight"
@@ -209,8 +211,8 @@ def _align(args) -> int:
 
 
 def _table4(_args) -> int:
+    from ..consensus.metrics import consensus, judge_metrics
     from ..datasets import load_uda_scores, score_matrix
-    from .metrics import consensus, judge_metrics
 
     scores = load_uda_scores()
     base = score_matrix(scores, "transfer_table6", "baseline")

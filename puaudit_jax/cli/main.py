@@ -33,21 +33,21 @@ import time
 import zipfile
 from pathlib import Path
 
-from probes.cli import add_probe_parser
-from probes.mesh import add_device_arguments, mesh_from_args
+from puaudit_jax.cli.probe import add_probe_parser
+from puaudit_runtime.flags import add_device_arguments, mesh_from_args
 
-from .attack_cli import add_attack_parsers, load_data
-from .audit import DEFAULT_RULE, DEFAULT_SCORER, AuditConfig
-from .consensus.cli import add_consensus_parser
-from .datasets import BUNDLED
-from .datasets.verdicts import MISSING
-from .embed import EmbedConfig, load_embeddings, save_embeddings, table_embeddings
-from .evaluate.protocol import DEFAULT_PAIRS, Protocol
+from ..audit import DEFAULT_RULE, DEFAULT_SCORER, AuditConfig
+from ..audit.embed import EmbedConfig, load_embeddings, save_embeddings, table_embeddings
+from ..audit.rules import RULES, CalibratedRule, get_rule, needs_crossfit
+from ..audit.scorers import SCORERS, get_scorer
+from ..datasets import BUNDLED
+from ..datasets.verdicts import MISSING
+from ..evaluate.protocol import DEFAULT_PAIRS, Protocol
+from ..quantify.estimators import check_level
+from ..quantify.pipeline import QuantifyConfig
+from .consensus import add_consensus_parser
+from .judges import add_attack_parsers, load_data
 from .options import add_options, options_from_args
-from .quantify.estimators import check_level
-from .quantify.pipeline import QuantifyConfig
-from .rules import RULES, CalibratedRule, get_rule, needs_crossfit
-from .scorers import SCORERS, get_scorer
 
 AUDIT_FIELDS = ("m", "eta", "alpha1", "alpha2", "holdout", "group_by", "min_group_size", "folds", "cluster_by", "seed")
 RULE_FIELDS, RULE_RENAME = ("threshold", "confidence"), {"threshold": "flip_threshold"}
@@ -178,9 +178,9 @@ def cmd_audit(args) -> int:
 
 
 def _audit_command(args, config: AuditConfig, run) -> int:
-    from .audit import run_audit, write_result
-    from .evaluate import split_labels
-    from .evaluate.consistency import with_hidden_labels
+    from ..audit import run_audit, write_result
+    from ..evaluate import split_labels
+    from ..evaluate.consistency import with_hidden_labels
 
     table = load_data(args.data, args.include_unlabelled)
     emb = _features(args, table)
@@ -201,7 +201,7 @@ def _audit_command(args, config: AuditConfig, run) -> int:
         return 0
     files = write_result(result, args.out)
     if not args.no_figures:
-        from .plots import audit_figures
+        from ..audit.plots import audit_figures
 
         files += audit_figures(result, truth, args.out, title=args.data)
     run.finish(files)
@@ -247,7 +247,7 @@ def cmd_evaluate(args) -> int:
 
 
 def _evaluate_command(args, config: AuditConfig, compared: dict, swept, proto: dict, run) -> int:
-    from .evaluate import evaluate, summary_table, sweep, write_evaluation
+    from ..evaluate import evaluate, summary_table, sweep, write_evaluation
 
     table = load_data(args.data, args.include_unlabelled)
     emb = _features(args, table)
@@ -261,7 +261,7 @@ def _evaluate_command(args, config: AuditConfig, compared: dict, swept, proto: d
         return 0
     files = write_evaluation(res, args.out, data=args.data)
     if not args.no_figures:
-        from .plots import evaluation_figures
+        from ..evaluate.plots import evaluation_figures
 
         files += evaluation_figures(res, args.out, data=args.data)
     run.finish(files)
@@ -284,8 +284,8 @@ def cmd_demo(args) -> int:
 
 
 def _demo_command(args, config: AuditConfig, names: list[str], run, t0: float) -> int:
-    from .evaluate import write_evaluation
-    from .evaluate.demo import demo_text, run_demo
+    from ..evaluate import write_evaluation
+    from ..evaluate.demo import demo_text, run_demo
 
     table = load_data("mtbench", None)
     emb = _features(args, table)
@@ -297,7 +297,7 @@ def _demo_command(args, config: AuditConfig, names: list[str], run, t0: float) -
         return 0
     files = write_evaluation(res, args.out, data="mtbench")
     if not args.no_figures:
-        from .plots import evaluation_figures
+        from ..evaluate.plots import evaluation_figures
 
         files += evaluation_figures(res, args.out, data="mtbench")
     run.finish(files)
@@ -387,9 +387,9 @@ def _add_evaluate_parser(sub) -> None:
 
 
 def cmd_quantify(args) -> int:
-    from .audit.write import read_items
-    from .quantify import quantify, write_quantification
-    from .quantify.targets import audit_for_quantify
+    from ..audit.predictions import audit_for_quantify
+    from ..audit.write import read_items
+    from ..quantify import quantify, write_quantification
 
     options = options_from_args(args, QuantifyConfig)
     check_level(options["level"])
@@ -405,7 +405,7 @@ def cmd_quantify(args) -> int:
         if not args.no_figures:
             import matplotlib.pyplot as plt
 
-            from .plots import forest_plot
+            from ..quantify.plots import forest_plot
 
             plt.close(forest_plot(result.to_frame(), Path(args.out) / "forest.png", title=f"{args.data}"))
             files.append("forest.png")
@@ -433,7 +433,7 @@ def _add_quantify_parser(sub) -> None:
 
 
 def _add_demo_parser(sub) -> None:
-    from .evaluate.demo import DEMO_SCORERS
+    from ..evaluate.demo import DEMO_SCORERS
 
     p = sub.add_parser("demo", help="MT-Bench GPT-4 vs experts with MiniLM, end to end")
     _data_options(p, data=False)

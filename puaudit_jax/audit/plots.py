@@ -1,4 +1,4 @@
-"""Figures of the seed (matplotlib, Agg backend; files written atomically).
+"""Figures of one audit (matplotlib, Agg backend; files written atomically).
 
 - :func:`figure2` -- seed Figure 2, diagnostics of one audit: (a) score density by ground truth
   (judge consistent with the hidden human label or not), (b) by final group (kept / flipped),
@@ -6,12 +6,11 @@
   truth, (d) 2-D PCA projection of the pool's difference embeddings coloured by score; a box with
   Cons_orig, Cons_adj and the number flipped. Ground truth is only known in the protocol (hidden
   labels); without it panels (a) and (c) show the scores alone.
-- :func:`figure3` -- seed Figure 3, radar of Cons_orig vs Cons_adj per question type, one panel per
-  entry (e.g. per data set or scorer), at most ``ncols`` per row.
-- :func:`calibration_figure` -- a calibrated rule's decision (issue 9): (a) reliability of the
-  out-of-fold P(judge wrong) on the labelled items (binned predicted vs observed error rate, with
-  the hidden pool's observed rate when known), (b) the pool's P(judge wrong) sorted, with its
-  bootstrap interval and the flip threshold, coloured by hidden truth when known.
+- :func:`calibration_figure` -- a calibrated rule's decision: (a) reliability of the out-of-fold
+  P(judge wrong) on the labelled items (binned predicted vs observed error rate, with the hidden
+  pool's observed rate when known), (b) the pool's P(judge wrong) sorted, with its bootstrap
+  interval and the flip threshold, coloured by hidden truth when known.
+- :func:`audit_figures` -- both into an output folder.
 
 The seed's panel (c) sorts a "diagnostic score" 0.6 (1 - r) + 0.4 (1 - d) whose terms it does not
 define; we sort the normalised transport score s̄ itself.
@@ -28,8 +27,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .outputs import save_figure  # noqa: E402
+from puaudit_runtime.files import save_figure  # noqa: E402
 
+#: Colours shared by the audit and evaluation figures: judge right / wrong, item kept / flipped.
 C_OK, C_BAD, C_KEEP, C_FLIP = "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e"
 
 
@@ -138,55 +138,6 @@ def figure2(result, truth: pd.Series | None = None, path: str | Path | None = No
         bbox=dict(boxstyle="round", fc="white", alpha=0.85),
     )
     fig.suptitle(title or "PUAudit diagnostics (seed Figure 2)")
-    fig.tight_layout()
-    if path is not None:
-        save_figure(fig, path, dpi=120)
-    return fig
-
-
-def figure3(panels: dict[str, pd.DataFrame], path: str | Path | None = None, *, title: str = "", ncols: int = 4):
-    """Seed Figure 3: one radar per entry of ``panels`` (title -> frame with question_type,
-    cons_orig_mean, cons_adj_mean; the "all" row is left out of the radar and put in the title)."""
-    k = len(panels)
-    if k == 0:
-        raise ValueError("figure3: nothing to plot")
-    polar = all((f["question_type"] != "all").sum() >= 3 for f in panels.values())  # a radar needs 3 axes
-    ncols = min(k, ncols)
-    nrows = -(-k // ncols)
-    fig, axes = plt.subplots(
-        nrows, ncols, figsize=(4.6 * ncols, 4.8 * nrows), subplot_kw={"polar": True} if polar else {}, squeeze=False
-    )
-    for ax in axes.flat[k:]:
-        ax.set_visible(False)
-    for ax, (name, frame) in zip(axes.flat, panels.items()):
-        frame = frame.reset_index(drop=True)
-        overall = frame[frame["question_type"] == "all"]
-        part = frame[frame["question_type"] != "all"]
-        labels = part["question_type"].astype(str).tolist()
-        sub = name
-        if len(overall):
-            sub += f"\nall: {overall['cons_orig_mean'].iloc[0]:.3f} -> {overall['cons_adj_mean'].iloc[0]:.3f}"
-        if not polar:  # fewer than 3 question types: grouped bars instead of a degenerate radar
-            x = np.arange(len(labels))
-            ax.bar(x - 0.2, part["cons_orig_mean"], 0.4, color=C_OK, label="original")
-            ax.bar(x + 0.2, part["cons_adj_mean"], 0.4, color=C_FLIP, label="adjusted")
-            ax.set_xticks(x, labels)
-            ax.set_ylim(0, 1)
-            ax.set_title(sub, fontsize=9)
-            continue
-        angles = np.linspace(0, 2 * np.pi, len(labels), endpoint=False).tolist()
-        for col, color, label in (("cons_orig_mean", C_OK, "original"), ("cons_adj_mean", C_FLIP, "adjusted")):
-            vals = part[col].to_numpy(float).tolist()
-            ax.plot(angles + angles[:1], vals + vals[:1], color=color, lw=1.6, label=label)
-            ax.fill(angles + angles[:1], vals + vals[:1], color=color, alpha=0.18)
-        ax.set_xticks(angles)
-        ax.set_xticklabels(labels, fontsize=8)
-        lo = max(0.0, np.floor(min(part["cons_orig_mean"].min(), part["cons_adj_mean"].min()) * 10) / 10 - 0.1)
-        ax.set_ylim(lo, 1.0)
-        ax.tick_params(axis="y", labelsize=7)
-        ax.set_title(sub, fontsize=9, pad=14)
-    axes[0][0].legend(loc="upper right", bbox_to_anchor=(0.05, 1.12) if polar else None, fontsize=8)
-    fig.suptitle(title or "Original vs adjusted consistency per question type (seed Figure 3)", fontsize=11)
     fig.tight_layout()
     if path is not None:
         save_figure(fig, path, dpi=120)
@@ -305,74 +256,3 @@ def audit_figures(result, truth: pd.Series | None, out: str | Path, *, title: st
         )
         names.append("calibration.png")
     return names
-
-
-def evaluation_figures(res, out: str | Path, *, data: str) -> list[str]:
-    """Figures of a protocol run (:class:`~puaudit_jax.evaluate.EvalResult`): figure3.png (radar per
-    scorer, its first rule), figure2.png (the first scorer's audit on the first seed) and, for a
-    calibrated rule, calibration.png. A sweep or a table without question types draws none."""
-    summ, out = res.summary, Path(out)
-    if "question_type" not in summ or "param" in res.meta or res.first_audit is None:
-        return []
-    panels = {}
-    for s in res.meta["scorers"]:  # each scorer with the first rule that has rows for it
-        rule = next(r for r in res.meta["rules"] + ["hindsight"] if ((summ.scorer == s) & (summ.rule == r)).any())
-        panels[f"{s} (rule {rule})"] = summ[(summ.scorer == s) & (summ.rule == rule)]
-    plt.close(figure3(panels, out / "figure3.png", title=f"{data}: Cons_orig vs Cons_adj, mean over seeds"))
-    first, seed = res.first_audit, res.meta["seeds"][0]
-    plt.close(
-        figure2(
-            first,
-            res.first_truth,
-            out / "figure2.png",
-            title=f"{data}: {first.report.scorer} audit, seed {seed} (seed Figure 2)",
-        )
-    )
-    names = ["figure3.png", "figure2.png"]
-    if first.report.decision is not None:
-        plt.close(
-            calibration_figure(
-                first,
-                res.first_truth,
-                out / "calibration.png",
-                title=f"{data}: {first.report.scorer} scores, {first.report.rule} rule, seed {seed}",
-            )
-        )
-        names.append("calibration.png")
-    return names
-
-
-def forest_plot(frame: pd.DataFrame, path: str | Path | None = None, *, title: str = ""):
-    """Estimates with intervals, one row per target, one marker per estimator (a
-    :meth:`~puaudit_jax.quantify.Quantification.to_frame` table); proportions and the Elo
-    leaderboard (targets "elo: ...") in separate panels; not-estimable rows are skipped."""
-    frame = frame[frame["note"].fillna("") == ""]
-    elo = frame["target"].str.startswith("elo: ")
-    panels = [(part, label) for part, label in ((frame[~elo], "share"), (frame[elo], "Elo score")) if len(part)]
-    heights = [len(set(part["target"])) + 2 for part, _ in panels] or [1]
-    fig, axes = plt.subplots(len(panels) or 1, 1, figsize=(8, 0.3 * sum(heights) + 1.2), squeeze=False,
-                             gridspec_kw={"height_ratios": heights})  # fmt: skip
-    from .quantify import ESTIMATORS
-
-    estimators = sorted(set(frame["estimator"]), key=lambda e: (ESTIMATORS + (e,)).index(e))
-    for ax, (part, label) in zip(axes[:, 0], panels):
-        _forest_panel(ax, part, estimators)
-        level = f", {int(round(100 * part['level'].iloc[0]))}% interval"
-        ax.set(xlabel=label + level)
-    fig.suptitle(title or "estimates by estimator")
-    fig.tight_layout()
-    if path is not None:
-        save_figure(fig, path, dpi=120)
-    return fig
-
-
-def _forest_panel(ax, frame: pd.DataFrame, estimators: list[str]) -> None:
-    targets = list(dict.fromkeys(frame["target"]))
-    for k, est in enumerate(estimators):
-        part = frame[frame["estimator"] == est].set_index("target").reindex(targets)
-        y = np.arange(len(targets)) + (k - (len(estimators) - 1) / 2) * 0.8 / max(len(estimators), 1)
-        ax.errorbar(part["estimate"], y, xerr=[part["estimate"] - part["lower"], part["upper"] - part["estimate"]],
-                    fmt="o", ms=3, lw=1, capsize=2, label=est, color=f"C{k}")  # fmt: skip
-    ax.set_yticks(np.arange(len(targets)), targets, fontsize=7)
-    ax.invert_yaxis()
-    ax.legend(fontsize=7, loc="best")

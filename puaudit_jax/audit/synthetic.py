@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .datasets.comparisons import validate_comparisons
-from .datasets.verdicts import MISSING, A, B, flip_verdict
+from ..datasets.comparisons import validate_comparisons
+from ..datasets.verdicts import MISSING, A, B, flip_verdict
 from .embed import PairEmbeddings
 
 

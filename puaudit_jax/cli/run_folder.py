@@ -19,7 +19,7 @@ import socket
 import time
 from pathlib import Path
 
-from .outputs import write_json
+from puaudit_runtime.files import write_json
 
 LOCK, MANIFEST = ".puaudit.lock", "manifest.json"
 MANIFEST_VERSION = 1

@@ -41,10 +41,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import datasets
-from .datasets import BUNDLED, save_comparisons
-from .datasets.verdicts import JUDGE_VERDICTS
-from .outputs import write_csv, write_json
+from puaudit_runtime.files import write_csv, write_json
+
+from .. import datasets
+from ..datasets import BUNDLED, save_comparisons
+from ..datasets.verdicts import JUDGE_VERDICTS
 
 
 def load_data(data: str, include_unlabelled: bool | None = None, limit: int | None = None) -> pd.DataFrame:
@@ -57,7 +58,7 @@ def load_data(data: str, include_unlabelled: bool | None = None, limit: int | No
 
 def make_judge(args):
     if args.judge == "local":
-        from .judges.local import LocalJudge
+        from ..judges.local import LocalJudge
 
         return LocalJudge(
             args.model or "smollm2",
@@ -67,7 +68,7 @@ def make_judge(args):
         )
     if not args.base_url or not args.model:
         raise SystemExit("error: --judge openai needs --base-url and --model")
-    from .judges import OpenAIChatJudge, OpenAILogprobJudge
+    from ..judges import OpenAIChatJudge, OpenAILogprobJudge
 
     client = {
         "api_key_env": args.api_key_env,
@@ -86,7 +87,7 @@ def make_judge(args):
 def make_generator(args, judge):
     kind = args.generator or args.judge
     if kind == "local":
-        from .judges.local import LocalGenerator
+        from ..judges.local import LocalGenerator
 
         name = args.gen_model or (args.model if args.judge == "local" else None) or "smollm2"
         same = getattr(judge, "name", None) == f"local:{name}"
@@ -96,7 +97,7 @@ def make_generator(args, judge):
     base, model = args.gen_base_url or args.base_url, args.gen_model or args.model
     if not base or not model:
         raise SystemExit("error: --generator openai needs --gen-base-url/--gen-model (or --base-url/--model)")
-    from .judges import OpenAIChatGenerator
+    from ..judges import OpenAIChatGenerator
 
     return OpenAIChatGenerator(
         base,
@@ -173,8 +174,8 @@ def add_judge_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_attack(args) -> int:
-    from .attacks import flip_rates_by, get_attack, run_attack
-    from .judges import Verdict
+    from ..judges import Verdict
+    from ..judges.attacks import flip_rates_by, get_attack, run_attack
 
     table = load_data(args.data, args.include_unlabelled, args.limit)
     attack = get_attack(args.attack, **({"emotion": args.emotion} if args.attack == "sentiment" else {}))
@@ -216,7 +217,7 @@ def cmd_attack(args) -> int:
 
 
 def cmd_judge(args) -> int:
-    from .judges import judge_table
+    from ..judges import judge_table
 
     table = load_data(args.data, args.include_unlabelled, args.limit)
     t0 = time.perf_counter()
@@ -263,7 +264,7 @@ def cmd_judge(args) -> int:
 
 def add_serve_arguments(p: argparse.ArgumentParser) -> None:
     """Arguments of ``puaudit serve-local``: the fields of :class:`~.judges.serve.ServeConfig`."""
-    from .judges.serve import ServeConfig
+    from ..judges.serve import ServeConfig
     from .options import add_options
 
     add_options(p, ServeConfig)
@@ -272,7 +273,7 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_serve(args) -> int:
     import signal
 
-    from .judges.serve import LocalServer, ServeConfig
+    from ..judges.serve import LocalServer, ServeConfig
     from .options import options_from_args
 
     try:

@@ -26,9 +26,9 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from .datasets.verdicts import TIE, A, flip_verdict
-from .judges.base import OK, Verdict, fill, row_inputs, template
-from .judges.run import has_text, verdict_status
+from ..datasets.verdicts import TIE, A, flip_verdict
+from .base import OK, Verdict, fill, row_inputs, template
+from .run import has_text, verdict_status
 
 
 @dataclass(frozen=True)

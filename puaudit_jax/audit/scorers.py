@@ -74,7 +74,7 @@ def _bucket(n: int, minimum: int = 64) -> int:
 
 def _padded(z: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     """z padded to ``size`` rows with copies of its first row, and weights 1/n (real) / 0 (padding)."""
-    from .ot.problem import pad_points
+    from ..ot.problem import pad_points
 
     return pad_points(z, np.full(len(z), 1.0 / len(z)), size)
 
@@ -105,7 +105,7 @@ class POTScorer:
     name: str = "pot"
 
     def __call__(self, zp, zu, m):
-        from .ot import solve_partial
+        from ..ot import solve_partial
 
         n, k = len(zp), len(zu)
         a = b = None

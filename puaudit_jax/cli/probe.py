@@ -27,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from probes.files import atomic_path
-from probes.mesh import add_device_arguments
+from puaudit_runtime.files import atomic_path
+from puaudit_runtime.flags import add_device_arguments
 
 __all__ = ["add_probe_parser", "run_probe", "main"]
 
@@ -61,7 +61,7 @@ def add_probe_parser(subparsers) -> argparse.ArgumentParser:
 
 def _mesh(args):
     """The Mesh that --devices / --mesh ask for (probes.mesh), or None for one device."""
-    from probes.mesh import mesh_from_args
+    from puaudit_runtime.flags import mesh_from_args
 
     try:
         return mesh_from_args(args, join_cluster=False)
