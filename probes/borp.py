@@ -97,7 +97,8 @@ RUBRIC_INSTRUCTION = (
 class ProbePrompt:
     """A contrastive probe: one user instruction, a positive and a negative verdict.
 
-    scale: (low, high) of the rubric's scores (predictions are clipped to it)."""
+    scale: (low, high) of the rubric's scores (predictions are clipped to it).
+    """
 
     name: str
     instruction: str
@@ -127,17 +128,22 @@ def _has_template(tokenizer) -> bool:
 
 
 def render_prefix(tokenizer, messages: Sequence[dict]) -> str:
-    """The dialogue as the model's chat template (no generation prompt), or PUAudit-style
-    "<|role|>content" segments for tokenizers without a template."""
+    """The dialogue rendered as text (no generation prompt).
+
+    With the model's chat template, or as PUAudit-style "<|role|>content" segments for tokenizers without a
+    template.
+    """
     if _has_template(tokenizer):
         return tokenizer.apply_chat_template(list(messages), add_generation_prompt=False)
     return "".join(f"<|{m['role']}|>{m['content']}" for m in messages)
 
 
 def render_suffix(tokenizer, messages: Sequence[dict], instruction: str, verdict: str) -> str:
-    """Text that continues `render_prefix(messages)` with the instruction as a user turn and the
-    verdict as the start of the assistant turn (no end-of-turn token: the verdict's last token is
-    the probed position)."""
+    """Text that continues `render_prefix(messages)` with the instruction and the verdict.
+
+    The instruction is a user turn and the verdict the start of the assistant turn (no end-of-turn token:
+    the verdict's last token is the probed position).
+    """
     if _has_template(tokenizer):
         prefix = tokenizer.apply_chat_template(list(messages), add_generation_prompt=False)
         full = tokenizer.apply_chat_template(
@@ -152,10 +158,12 @@ def render_suffix(tokenizer, messages: Sequence[dict], instruction: str, verdict
 def compress_middle_out(
     messages: Sequence[dict], max_tokens: int, count: Callable[[str], int] | None = None, keep_head: int = 1
 ) -> tuple[list[dict], int]:
-    """Middle-out context compression (seed §3.4): drop whole turns from the middle of the history
-    until the dialogue fits `max_tokens` (counted by `count`, default whitespace words). System
-    messages, the first `keep_head` other turns and the last turn (the rated response) are kept;
-    the oldest turns after the head go first (recency bias). Returns (messages, n_dropped)."""
+    """Middle-out context compression (seed §3.4): drop whole turns from the middle of the history.
+
+    Turns are dropped until the dialogue fits `max_tokens` (counted by `count`, default whitespace words).
+    System messages, the first `keep_head` other turns and the last turn (the rated response) are kept;
+    the oldest turns after the head go first (recency bias). Returns (messages, n_dropped).
+    """
     count = count or (lambda s: len(s.split()))
     msgs = list(messages)
     sizes = [count(m["content"]) for m in msgs]
@@ -178,7 +186,17 @@ def compress_middle_out(
 
 @dataclass
 class ExtractionStats:
-    """What an extraction run cost: items, forward tokens, seconds, and sessions per hour."""
+    """What an extraction run cost: items, forward tokens, seconds, and sessions per hour.
+
+    Attributes:
+        n_items: dialogues encoded.
+        n_suffixes: suffixes per dialogue (2 per probe).
+        prefix_tokens: tokens of all prefixes (each once).
+        suffix_tokens: tokens of all suffixes.
+        computed_tokens: tokens actually run through the model.
+        seconds: wall-clock time of the run (seconds).
+        reuse_prefix: whether each prefix's KV cache was shared by its suffixes.
+    """
 
     n_items: int = 0
     n_suffixes: int = 0
@@ -190,6 +208,7 @@ class ExtractionStats:
 
     @property
     def sessions_per_hour(self) -> float:
+        """Dialogues encoded per hour of wall-clock time (NaN when no time was measured)."""
         return 3600.0 * self.n_items / self.seconds if self.seconds > 0 else float("nan")
 
 
@@ -237,8 +256,11 @@ def contrastive_vectors(
 
 
 def _dialogue_ids(tok, msgs: Sequence[dict], probes: Sequence[ProbePrompt]) -> tuple[list[int], list[list[int]]]:
-    """Token ids of one dialogue: the prefix (`render_prefix`, special tokens included) and its 2T
-    suffixes (`render_suffix`, no special tokens), ordered probe by probe, positive then negative."""
+    """Token ids of one dialogue: the prefix and its 2T suffixes.
+
+    The prefix is `render_prefix` (special tokens included), the suffixes `render_suffix` (no special
+    tokens), ordered probe by probe, positive then negative.
+    """
     from probes.models.batching import tokenize_inputs
 
     p_ids = tokenize_inputs(tok, [render_prefix(tok, msgs)])[0]
@@ -247,9 +269,11 @@ def _dialogue_ids(tok, msgs: Sequence[dict], probes: Sequence[ProbePrompt]) -> t
 
 
 def _suffix_states(pre, p_ids: list[int], s_ids: list[list[int]], lay: list[int], reuse_prefix: bool, batch_size, mesh):
-    """Final-token states of prefix + every suffix: (2T, L, d) float32 for the 2T `s_ids` and the L
-    layers `lay`, and the number of tokens run through the model (the prefix once with
-    `reuse_prefix`, else once per suffix)."""
+    """Final-token states of prefix + every suffix, and the number of tokens run through the model.
+
+    The states are (2T, L, d) float32 for the 2T `s_ids` and the L layers `lay`; the prefix is run once
+    with `reuse_prefix`, else once per suffix.
+    """
     from probes.extract import encode_ids, encode_with_shared_prefix
 
     if reuse_prefix:
@@ -285,7 +309,8 @@ def polarization_index(V, reference=None, orientation: float = 1.0) -> np.ndarra
     """PI(v) = orientation * z(v) * (1 + F_D(D(v))) (module docstring) for V (n, d) -> (n,).
 
     reference: the (m, d) set that fixes the centroid, the robust scale of ||v|| and the CDF of D
-    (default: V itself, i.e. unsupervised on the pool being mined)."""
+    (default: V itself, i.e. unsupervised on the pool being mined).
+    """
     V = np.asarray(V, np.float64)
     R = V if reference is None else np.asarray(reference, np.float64)
     c = R.mean(axis=0)
@@ -328,11 +353,13 @@ def density_resample(
     max_ratio: float = 5.0,
     size: int | None = None,
 ) -> np.ndarray:
-    """Indices (size,) drawn with replacement with probability proportional to
-    1 / density(values)^power: density is the histogram count of each value's bin (`bins` equal
-    width bins), weight ratios clipped to `max_ratio`. power = 0 is the plain bootstrap; power = 1
-    makes the resampled values near-uniform over their range. With values = D (distance to the
-    centroid) this is the seed's geometric resampling."""
+    """Indices (size,) drawn with replacement with probability proportional to 1 / density(values)^power.
+
+    The density is the histogram count of each value's bin (`bins` equal width bins), weight ratios
+    clipped to `max_ratio`. power = 0 is the plain bootstrap; power = 1 makes the resampled values
+    near-uniform over their range. With values = D (distance to the centroid) this is the seed's
+    geometric resampling.
+    """
     x = np.asarray(values, np.float64)
     n = len(x)
     size = n if size is None else int(size)
@@ -352,11 +379,18 @@ def density_resample(
 class HeadConfig:
     """A regression head on contrastive vectors.
 
-    n_components: PLS (or PCA) components; reducer: "pls" | "pca"; geometric: append ||v|| and D;
-    resample: None | "geometric" (density of D) | "label" (density of the training y);
-    power / bins / max_ratio: `density_resample`; n_resamples: heads averaged over independent
-    resamples (bagging; 1 = a single resample); scale: clip predictions to (low, high) or None;
-    seed: numpy Generator seed of the resampling."""
+    Attributes:
+        n_components: PLS (or PCA) components.
+        reducer: "pls" | "pca".
+        geometric: append ||v|| and D.
+        resample: None | "geometric" (density of D) | "label" (density of the training y).
+        power: `density_resample`'s power.
+        bins: `density_resample`'s bins.
+        max_ratio: `density_resample`'s max_ratio.
+        n_resamples: heads averaged over independent resamples (bagging; 1 = a single resample).
+        scale: clip predictions to (low, high) or None.
+        seed: numpy Generator seed of the resampling.
+    """
 
     n_components: int = 8
     reducer: str = "pls"
@@ -397,7 +431,8 @@ class BorpHead:
     """Features -> (resampling) -> PLS / PCA regression -> clipped scores. V (n, d), y (n,).
 
     ``mesh`` (a jax.sharding.Mesh of this process's devices, or None): the PLS fits split their
-    samples over its devices. It is used by ``fit`` only and not kept, so a fitted head pickles."""
+    samples over its devices. It is used by ``fit`` only and not kept, so a fitted head pickles.
+    """
 
     def __init__(self, config: HeadConfig = HeadConfig(), mesh=None):
         self.config = config
@@ -413,6 +448,7 @@ class BorpHead:
         return geometric_features(V, self.centroid_) if self.config.geometric else np.asarray(V)
 
     def fit(self, V, y):
+        """Fit the head(s) on V (n, d), y (n,) and return self; a bad reducer / resample is a ValueError."""
         cfg = self.config
         V, y = np.asarray(V), np.asarray(y, np.float64)
         if cfg.reducer not in ("pls", "pca"):
@@ -441,6 +477,7 @@ class BorpHead:
         return self
 
     def predict(self, V) -> np.ndarray:
+        """Scores (n,) of V (n, d): the mean over the fitted heads, clipped to the config's scale."""
         F = self._features(V)
         pred = np.mean([np.asarray(m.predict(F), np.float64).ravel() for m in self.models_], axis=0)
         return np.clip(pred, *self.config.scale) if self.config.scale is not None else pred
@@ -449,18 +486,21 @@ class BorpHead:
 class LayerwiseHeads:
     """Two heads, intermediate and final layer (seed §3.3): predict -> (y_final, y_mid, |diff|).
 
-    V (n, L, d) with layer axis 1; `mid` and `final` index into it."""
+    V (n, L, d) with layer axis 1; `mid` and `final` index into it.
+    """
 
     def __init__(self, config: HeadConfig = HeadConfig(), mid: int = 0, final: int = -1):
         self.config, self.mid, self.final = config, mid, final
 
     def fit(self, V, y):
+        """Fit both heads on V (n, L, d), y (n,) and return self."""
         V = np.asarray(V)
         self.head_final_ = BorpHead(self.config).fit(V[:, self.final], y)
         self.head_mid_ = BorpHead(self.config).fit(V[:, self.mid], y)
         return self
 
     def predict(self, V):
+        """(y_final (n,), y_mid (n,), |y_final - y_mid| (n,)) of V (n, L, d)."""
         V = np.asarray(V)
         yf, ym = self.head_final_.predict(V[:, self.final]), self.head_mid_.predict(V[:, self.mid])
         return yf, ym, np.abs(yf - ym)
@@ -483,8 +523,10 @@ def grouped_kfold(groups, n_splits: int, seed: int = 0) -> list[tuple[np.ndarray
 
 
 def cross_val_predict(make_head: Callable[[], object], V, y, folds) -> np.ndarray:
-    """Out-of-fold predictions (n,) of heads built by `make_head()`; for `LayerwiseHeads` (n, 3):
-    final, mid, uncertainty."""
+    """Out-of-fold predictions (n,) of heads built by `make_head()`.
+
+    For `LayerwiseHeads` (n, 3): final, mid, uncertainty.
+    """
     V, y = np.asarray(V), np.asarray(y, np.float64)
     out = None
     for train, test in folds:
@@ -497,8 +539,10 @@ def cross_val_predict(make_head: Callable[[], object], V, y, folds) -> np.ndarra
 
 
 def agreement(y_true, y_pred) -> dict:
-    """K-alpha (interval; ordinal on the values as they are) between human and predicted scores
-    as two raters, Pearson r with its 95 % CI, RMSE."""
+    """Agreement of human and predicted scores: K-alpha, Pearson r with its 95 % CI, RMSE.
+
+    K-alpha (interval; ordinal on the values as they are) treats them as two raters.
+    """
     from probes.stats import krippendorff_alpha, pearson
 
     y_true, y_pred = np.asarray(y_true, float), np.asarray(y_pred, float)
@@ -581,11 +625,13 @@ def bootstrap_rubric(
     cases_per_draft: int = 5,
     seed: int = 0,
 ) -> BootstrappedRubric:
-    """Probe-guided rubric bootstrapping: `n_drafts` reverse-engineering prompts, each on a disjoint
-    random subset of the mined high / low cases (ensemble), then one fusion prompt.
+    """Probe-guided rubric bootstrapping: `n_drafts` reverse-engineering prompts, then one fusion prompt.
+
+    Each draft's prompt sees a disjoint random subset of the mined high / low cases (ensemble).
 
     generate: prompt -> completion (e.g. an OpenAI-compatible client's chat call); cases: texts of
-    the mined extremes (e.g. `mine_polarized` of the blind-probe PI)."""
+    the mined extremes (e.g. `mine_polarized` of the blind-probe PI).
+    """
     low, high = int(scale[0]), int(scale[1])
     rng = np.random.default_rng(seed)
     hi_order, lo_order = rng.permutation(len(high_cases)), rng.permutation(len(low_cases))

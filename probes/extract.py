@@ -13,8 +13,8 @@
 Batches: `batch_size` rows are padded to a length bucket and sent together; on CPU each batch
 runs as micro-batches of about `MICRO_BATCH_TOKENS` tokens inside the jitted call (see there).
 
-Data parallelism: `mesh=` (a `jax.sharding.Mesh`, from `probes.mesh.make_mesh`) splits every batch's
-rows over the mesh devices (all axes: `probes.mesh.data_axes`), the batch padded with empty rows to
+Data parallelism: `mesh=` (a `jax.sharding.Mesh`, from `puaudit_runtime.mesh.make_mesh`) splits every batch's
+rows over the mesh devices (all axes: `puaudit_runtime.mesh.data_axes`), the batch padded with empty rows to
 a multiple of the device count; the weights are replicated once per mesh. Each device runs the
 forward (and its micro-batches) on its own rows under `jax.shard_map`: rows are independent, so
 there is no communication, and the result equals one device's up to float rounding. (A plain jit
@@ -90,6 +90,9 @@ __all__ = [
     "format_puaudit",
     "greedy_generate",
     "next_token_logprobs",
+    "params_on",
+    "pooled_forward",
+    "rows_on",
 ]
 
 DECODER_MAX_LENGTH = 4096  # default cap for decoders with very long windows (CPU memory)
@@ -110,6 +113,7 @@ class EncodeReport:
     longest: int = 0  # longest input in tokens
 
     def summary(self) -> str:
+        """One line: how many inputs exceeded the window, the policy, tokens cut and windows encoded."""
         return (
             f"{self.n_over_window}/{self.n_inputs} inputs exceed {self.max_length} tokens "
             f"(longest {self.longest}); policy {self.policy!r}: {self.n_tokens_cut} tokens cut, "
@@ -124,13 +128,16 @@ class EncodeReport:
 # On CPU a batch runs as micro-batches of about this many tokens, one after the other inside the
 # jitted call (`lax.map`): one micro-batch's activations (MiniLM's FFN: 1024 x 1536 floats, 6 MB)
 # stay in cache, where one pass over a large batch streams every activation through memory at every
-# op (MiniLM, B=32, T=512, one core: 1.2x the throughput of a single pass; experiments/bench_extract.py).
+# op (MiniLM, B=32, T=512, one core: 1.2x the throughput of a single pass; experiments/benchmarks/extract.py).
 MICRO_BATCH_TOKENS = 1024
 
 
 def resolve_micro_batch_tokens(value="auto") -> int | None:
-    """ "auto" -> MICRO_BATCH_TOKENS on CPU, None (the whole batch in one pass) on GPU/TPU, whose
-    throughput comes from wide batches; an int >= 1 or None is returned as is."""
+    """The tokens per micro-batch that ``value`` stands for.
+
+    "auto" -> MICRO_BATCH_TOKENS on CPU, None (the whole batch in one pass) on GPU/TPU, whose
+    throughput comes from wide batches; an int >= 1 or None is returned as is.
+    """
     if value == "auto":
         return MICRO_BATCH_TOKENS if jax.default_backend() == "cpu" else None
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
@@ -139,8 +146,11 @@ def resolve_micro_batch_tokens(value="auto") -> int | None:
 
 
 def micro_batch_rows(b: int, t: int, micro_batch_tokens: int | None) -> int:
-    """Rows per micro-batch for a (b, t) batch: the largest divisor of b with at most
-    `micro_batch_tokens` tokens (at least one row); b when `micro_batch_tokens` is None."""
+    """Rows per micro-batch for a (b, t) batch.
+
+    The largest divisor of b with at most `micro_batch_tokens` tokens (at least one row); b when
+    `micro_batch_tokens` is None.
+    """
     return b if micro_batch_tokens is None else divisor_at_most(b, micro_batch_tokens // t)
 
 
@@ -150,8 +160,20 @@ def micro_batch_rows(b: int, t: int, micro_batch_tokens: int | None) -> int:
 _REPLICATED = weakref.WeakKeyDictionary()  # Pretrained -> {Mesh: its params replicated on the mesh}
 
 
-def _params_on(pre: Pretrained, mesh: Mesh | None):
-    """`pre.params`, replicated on every device of `mesh` (sent once per model and mesh)."""
+def params_on(pre: Pretrained, mesh: Mesh | None):
+    """The model's weights where a forward on `mesh` reads them.
+
+    Args:
+        pre: the loaded model.
+        mesh: a mesh of this process's devices, or None (one device).
+
+    Returns:
+        `pre.params` (a pytree of arrays, shapes as in the model) with mesh=None; otherwise the
+        same replicated on every device of `mesh` (sent once per model and mesh, then cached).
+
+    Raises:
+        ValueError: `mesh` spans the devices of several processes.
+    """
     if mesh is None:
         return pre.params
     if mesh.is_multi_process:
@@ -166,16 +188,28 @@ def _params_on(pre: Pretrained, mesh: Mesh | None):
     return per_mesh[mesh]
 
 
-def _rows_on(mesh: Mesh | None, *arrays):
-    """Host arrays (B, T) -> device arrays, their rows split over `mesh` (B a multiple of its size)."""
+def rows_on(mesh: Mesh | None, *arrays):
+    """Host batches -> device arrays, their rows split over `mesh`.
+
+    Args:
+        mesh: the mesh (rows split over all its axes), or None (one device).
+        *arrays: host arrays (B, T), e.g. token ids and the valid mask; B a multiple of the
+            mesh size.
+
+    Returns:
+        A tuple of device arrays (B, T), one per input, in order.
+    """
     if mesh is None:
         return tuple(jnp.asarray(a) for a in arrays)
     return tuple(jax.device_put(a, NamedSharding(mesh, P(data_axes(mesh), None))) for a in arrays)
 
 
 def _data_parallel(fn, mesh: Mesh | None, n_replicated: int):
-    """jit of `fn(*replicated, *rows)`; with a mesh, each device runs `fn` on its own rows
-    (`shard_map`: the first `n_replicated` arguments whole, the rest and the output split on axis 0)."""
+    """The jit of `fn(*replicated, *rows)`, data-parallel over `mesh`.
+
+    With a mesh, each device runs `fn` on its own rows (`shard_map`: the first `n_replicated`
+    arguments whole, the rest and the output split on axis 0).
+    """
     if mesh is None:
         return jax.jit(fn)
     rows = P(data_axes(mesh))
@@ -189,7 +223,7 @@ def _padded_rows(n: int, batch_size: int, mesh: Mesh | None) -> int:
 
 
 @functools.cache
-def _pooled_forward(
+def pooled_forward(
     config,
     dtype,
     layers: tuple[int, ...],
@@ -197,11 +231,22 @@ def _pooled_forward(
     micro_batch_tokens: int | None = MICRO_BATCH_TOKENS,
     mesh: Mesh | None = None,
 ):
-    """jit: (params, ids (B, T), valid (B, T)) -> (B, len(layers), D) float32.
+    """The jitted extraction forward of a model, cached per argument tuple.
 
     Rows are independent, so the batch runs as micro-batches of `micro_batch_rows` rows
     (None: the whole batch at once); with a `mesh`, each device runs its B / mesh.size rows so
     (params replicated, ids / valid and the output split on rows).
+
+    Args:
+        config: the model's config (`Pretrained.config`).
+        dtype: its compute dtype (`Pretrained.dtype`).
+        layers: hidden-state indices to return (HF's numbering: 0 embeddings, -1 final).
+        pooling: "last", "mean" or "cls".
+        micro_batch_tokens: about this many tokens per micro-batch, or None (one pass).
+        mesh: None (one device) or the mesh the rows are split over (`rows_on`, `params_on`).
+
+    Returns:
+        jit: (params, ids (B, T) int32, valid (B, T) bool) -> (B, len(layers), D) float32.
     """
     model = build_model(config, dtype)
     sel = np.asarray(layers)
@@ -237,8 +282,11 @@ def _prefix_forward(config, dtype):
 
 
 def broadcast_prefix_cache(prefix_cache: dict, b: int, s: int) -> dict:
-    """A batch-1 prefix KV cache (k, v: (L, 1, P, Hkv, Dh); pos, valid: (1, P)) broadcast to ``b``
-    rows and extended by ``s`` empty slots for the suffixes (written at index P)."""
+    """A batch-1 prefix KV cache broadcast to ``b`` rows, with ``s`` empty slots for the suffixes.
+
+    The cache holds k, v: (L, 1, P, Hkv, Dh) and pos, valid: (1, P); the suffixes are written at
+    index P.
+    """
     k, v = prefix_cache["k"], prefix_cache["v"]
     L, _, p, hkv, dh = k.shape
     zeros = jnp.zeros((L, b, s, hkv, dh), k.dtype)
@@ -252,10 +300,13 @@ def broadcast_prefix_cache(prefix_cache: dict, b: int, s: int) -> dict:
 
 @functools.cache
 def _suffix_forward(config, dtype, layers: tuple[int, ...], mesh: Mesh | None = None):
-    """jit: (params, prefix cache (batch 1, P slots), prefix length, ids (B, S), valid (B, S))
+    """The jitted suffix forward after a shared prefix.
+
+    jit: (params, prefix cache (batch 1, P slots), prefix length, ids (B, S), valid (B, S))
     -> last-token states (B, len(layers), D). The prefix cache is broadcast to the B suffixes and
     the suffix keys are written after its P slots. With a `mesh`: params, cache and length
-    replicated, the suffix rows split over the devices."""
+    replicated, the suffix rows split over the devices.
+    """
     model = build_model(config, dtype)
     sel = np.asarray(layers)
 
@@ -335,9 +386,11 @@ class EmbeddingCache:
 
     @staticmethod
     def key(item) -> str:
+        """The cache key of ``item`` (JSON-serialisable): its sha256 hex digest."""
         return hashlib.sha256(json.dumps(item, sort_keys=True, default=str).encode()).hexdigest()
 
     def load(self) -> dict[str, np.ndarray]:
+        """All cached rows {key: row}, read from the shards once (damaged shards removed)."""
         if self._mem is None:
             self._mem = {}
             if self.dir.is_dir():
@@ -366,6 +419,7 @@ class EmbeddingCache:
                 pass
 
     def put(self, keys: list[str], values: np.ndarray) -> None:
+        """Store ``values`` (one row per key) as a new shard, atomically, and in memory."""
         if not keys:
             return
         # a new shard under a unique name: concurrent writers never replace each other's shards
@@ -391,16 +445,18 @@ def _run_batches(
     mesh: Mesh | None = None,
     desc="encoding",
 ) -> np.ndarray:
-    """Pooled states (n, len(layers), D) of token sequences, bucketed by length (each batch's rows
-    split over `mesh`)."""
+    """Pooled states (n, len(layers), D) of token sequences, bucketed by length.
+
+    Each batch's rows are split over `mesh`.
+    """
     n = len(seqs)
     d = pre.config.hidden_size
     out = np.zeros((n, len(layers), d), np.float32)
     if n == 0:
         return out
     micro = resolve_micro_batch_tokens(micro_batch_tokens)
-    fwd = _pooled_forward(pre.config, pre.dtype, layers, pooling, micro, mesh)
-    params = _params_on(pre, mesh)
+    fwd = pooled_forward(pre.config, pre.dtype, layers, pooling, micro, mesh)
+    params = params_on(pre, mesh)
     pad_id = pre.tokenizer.pad_token_id if pre.tokenizer is not None else None
     pad_id = pad_id if pad_id is not None else 0
     order = sorted(range(n), key=lambda i: (-len(seqs[i]), i))  # long first: fewer, larger shapes
@@ -410,7 +466,7 @@ def _run_batches(
         length = bucket_length(max(len(s) for s in group), cap)
         rows = _padded_rows(len(group), batch_size, mesh)
         ids, valid = pad_batch(group, length, rows, pad_id, padding_side)
-        res = np.asarray(fwd(params, *_rows_on(mesh, ids, valid)))
+        res = np.asarray(fwd(params, *rows_on(mesh, ids, valid)))
         out[idx] = res[: len(idx)]
     return out
 
@@ -456,8 +512,10 @@ def _chunk_pieces(tok, seqs: list[list[int]], cap: int, chunk_overlap: int | Non
 
 
 def _pool_chunks(states: np.ndarray, pieces: list[list[int]], owner: list[int], n: int) -> np.ndarray:
-    """Average the windows' states (n_pieces, L, D) per input, weighted by each window's token
-    count -> (n, L, D) float32."""
+    """Average the windows' states (n_pieces, L, D) per input -> (n, L, D) float32.
+
+    Each window is weighted by its token count.
+    """
     weights = np.asarray([len(p) for p in pieces], np.float32)
     owner = np.asarray(owner, dtype=np.int64)  # an empty list must still index
     out = np.zeros((n,) + states.shape[1:], np.float32)
@@ -469,8 +527,10 @@ def _pool_chunks(states: np.ndarray, pieces: list[list[int]], owner: list[int], 
 def _cut_long(
     seqs: list[list[int]], cap: int, policy: str, head_fraction: float, report: EncodeReport
 ) -> list[list[int]]:
-    """Cut every input longer than `cap` tokens to `cap` ("middle_out": keep the first
-    `head_fraction` and the end; otherwise keep the beginning), counting the cut tokens in `report`."""
+    """Cut every input longer than `cap` tokens to `cap`, counting the cut tokens in `report`.
+
+    "middle_out": keep the first `head_fraction` and the end; otherwise keep the beginning.
+    """
     cut = []
     for s in seqs:
         if len(s) > cap:
@@ -499,8 +559,10 @@ def encode_ids(
     mesh: Mesh | None = None,
     warn: bool = True,
 ):
-    """`encode` on token ids (lists of ints, special tokens included). See `encode`. ``warn``:
-    warn about inputs longer than the cap (``encode`` warns once for all its parts instead)."""
+    """`encode` on token ids (lists of ints, special tokens included). See `encode`.
+
+    ``warn``: warn about inputs longer than the cap (``encode`` warns once for all its parts instead).
+    """
     check_encode_settings(batch_size=batch_size, max_length=max_length)
     cfg = pre.config
     layer_idx, squeeze = resolve_layers(layers, cfg.num_layers + 1)
@@ -597,9 +659,11 @@ def encode(
 
 
 def check_encode_settings(*, batch_size=16, max_length=None, cache_every=1) -> None:
-    """ValueError naming the setting when ``batch_size`` / ``cache_every`` are not integers >= 1 or
-    ``max_length`` is neither None nor an integer >= 1 (0 or a negative number would otherwise mean
-    "the whole window" or zero-size batches, silently)."""
+    """Raise ValueError naming a bad encode setting.
+
+    ``batch_size`` / ``cache_every`` must be integers >= 1 and ``max_length`` None or an integer >= 1
+    (0 or a negative number would otherwise mean "the whole window" or zero-size batches, silently).
+    """
     for name, value, optional in (("batch_size", batch_size, False), ("max_length", max_length, True),
                                   ("cache_every", cache_every, False)):  # fmt: skip
         if value is None and optional:
@@ -615,9 +679,11 @@ def _row_shape(pre: Pretrained, layers) -> tuple[int, ...]:
 
 
 def _encode_cached(pre: Pretrained, inputs: list, settings: dict, cache_dir, cache_every: int, kwargs: dict):
-    """``encode`` through the disk cache, storing a shard every ``cache_every`` new inputs, so an
-    interrupted run keeps what it encoded. Returns ((n, ...) rows in input order, EncodeReport);
-    the report counts the long inputs of every input, cached or not."""
+    """``encode`` through the disk cache, storing a shard every ``cache_every`` new inputs.
+
+    An interrupted run keeps what it encoded. Returns ((n, ...) rows in input order, EncodeReport);
+    the report counts the long inputs of every input, cached or not.
+    """
     cache, keys, n_cached, todo = _open_cache(pre, settings, cache_dir, inputs)
     cap, policy = _long_input_policy(pre.config, settings["max_length"], settings["long_inputs"])
     seqs = tokenize_inputs(pre.tokenizer, inputs)
@@ -660,9 +726,12 @@ def _open_cache(pre: Pretrained, settings: dict, cache_dir, inputs: list):
 
 
 def encode_pairs(pre: Pretrained, questions, answers, *, style: str = "puaudit", **kwargs):
-    """PUAudit's F(x, o) for every pair: `style` "puaudit" ("<|user|>" + x + "<|assistant|>" + o)
-    or "chat" (the tokenizer's chat template, x as user turn(s), o as the assistant turn).
-    Other keyword arguments go to `encode` (e.g. `cache_dir`, `layers`, `return_report`, `mesh`)."""
+    """PUAudit's F(x, o) for every pair.
+
+    `style` "puaudit" ("<|user|>" + x + "<|assistant|>" + o) or "chat" (the tokenizer's chat
+    template, x as user turn(s), o as the assistant turn). Other keyword arguments go to `encode`
+    (e.g. `cache_dir`, `layers`, `return_report`, `mesh`).
+    """
     questions, answers = list(questions), list(answers)
     if len(questions) != len(answers):
         raise ValueError(f"{len(questions)} questions but {len(answers)} answers")
@@ -676,7 +745,7 @@ def encode_pairs(pre: Pretrained, questions, answers, *, style: str = "puaudit",
 
 
 def encode_distributed(pre: Pretrained, inputs, **encode_kwargs):
-    """`encode` over the processes of a jax.distributed cluster (`probes.mesh.initialize_cluster`).
+    """`encode` over the processes of a jax.distributed cluster (`puaudit_runtime.cluster.initialize_cluster`).
 
     Every process passes the same n `inputs` and encodes only its rows `process_rows(n)`, on a
     mesh of its local devices (when it has more than one; `mesh=` overrides); the shares are
@@ -699,8 +768,10 @@ def encode_distributed(pre: Pretrained, inputs, **encode_kwargs):
 
 
 def _gather_rows(local: np.ndarray, n: int) -> np.ndarray:
-    """This process's rows (stop - start, ...) of `process_rows(n)` -> all n rows (n, ...) from every
-    process (each share zero-padded to the largest for the all-gather)."""
+    """This process's rows (stop - start, ...) of `process_rows(n)` -> all n rows (n, ...).
+
+    The rows come from every process, each share zero-padded to the largest for the all-gather.
+    """
     k = jax.process_count()
     width = process_rows(n, 0, k)[1]  # process 0 has the largest share
     padded = np.zeros((width,) + local.shape[1:], local.dtype)
@@ -757,7 +828,7 @@ def encode_with_shared_prefix(
     if mesh is not None:
         prefix_cache = jax.device_put(prefix_cache, NamedSharding(mesh, P()))
     fwd = _suffix_forward(cfg, pre.dtype, layer_idx, mesh)
-    params = _params_on(pre, mesh)
+    params = params_on(pre, mesh)
     out = np.zeros((len(s_ids), len(layer_idx), cfg.hidden_size), np.float32)
     batches = [list(range(i, min(i + batch_size, len(s_ids)))) for i in range(0, len(s_ids), batch_size)]
     pad_id = pre.tokenizer.pad_token_id if pre.tokenizer is not None else 0
@@ -766,6 +837,6 @@ def encode_with_shared_prefix(
         s_len = bucket_length(max(map(len, group)))
         rows = _padded_rows(len(group), batch_size, mesh)
         sids, svalid = pad_batch(group, s_len, rows, pad_id or 0, "right")
-        res = fwd(params, prefix_cache, jnp.int32(len(p_ids)), *_rows_on(mesh, sids, svalid))
+        res = fwd(params, prefix_cache, jnp.int32(len(p_ids)), *rows_on(mesh, sids, svalid))
         out[idx] = np.asarray(res)[: len(idx)]
     return out[:, 0] if squeeze else out

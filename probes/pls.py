@@ -85,14 +85,18 @@ _ROW_OUTPUTS = ("x_scores", "y_scores")
 
 
 def _across(op, axes):
-    """x -> op(x, axes): a collective (lax.psum / pmax / pmin) over the mesh axes that split the
-    rows; the identity for axes=None (one device holds every row). Works on pytrees."""
+    """The map ``x -> op(x, axes)`` for a collective over the mesh axes that split the rows.
+
+    ``op`` is lax.psum / pmax / pmin; the identity for axes=None (one device holds every row). Works on pytrees.
+    """
     return (lambda x: x) if axes is None else functools.partial(op, axis_name=axes)
 
 
 def _column_stats(A, mask=None, axes=None):
-    """Row count n, column means (p,) and exactly-constant columns (p,) bool of A (m, p): all its
-    rows (mask None), or the rows marked by mask (m,) of every shard over the mesh axes `axes`."""
+    """Row count n, column means (p,) and exactly-constant columns (p,) bool of A (m, p).
+
+    Over all its rows (mask None), or the rows marked by mask (m,) of every shard over the mesh axes `axes`.
+    """
     if mask is None:
         return A.shape[0], A.mean(axis=0), A.max(axis=0) == A.min(axis=0)
     real = mask[:, None]
@@ -104,10 +108,12 @@ def _column_stats(A, mask=None, axes=None):
 
 
 def _standardize(A, scale: bool, pad: int = 0, mask=None, axes=None):
-    """Centre (and scale) the columns of A (m, p), then append `pad` zero rows. Exactly-constant
-    columns become exactly 0 with std 1. Row-sharded (see `_nipals`): the statistics are those of
-    the real rows of all shards, and the padding rows (mask False) become exactly 0.
-    Returns (A_std (m + pad, p), mean (p,), std (p,), squared norm of A_std over all rows)."""
+    """Centre (and scale) the columns of A (m, p), then append `pad` zero rows.
+
+    Exactly-constant columns become exactly 0 with std 1. Row-sharded (see `_nipals`): the statistics are
+    those of the real rows of all shards, and the padding rows (mask False) become exactly 0.
+    Returns (A_std (m + pad, p), mean (p,), std (p,), squared norm of A_std over all rows).
+    """
     n, mean, constant = _column_stats(A, mask, axes)
     zero = constant[None, :] if mask is None else constant[None, :] | ~mask[:, None]
     Ac = jnp.where(zero, 0.0, A - mean)
@@ -136,9 +142,11 @@ def _block_rows(n: int, d: int, itemsize: int, target_bytes: int = 1 << 19) -> i
 
 
 def _fused_pass(Xb, w, Pw, T):
-    """One pass over the local rows of X, stored as blocks Xb (nb, B, d): t = X w - T (P^T w)
-    block by block, and X^T t accumulated while each block is in cache. w (d,), Pw = P^T w (c,),
-    T (nb B, c) the scores so far. Returns (t (nb B,), local X^T t (d,))."""
+    """One pass over the local rows of X, stored as blocks Xb (nb, B, d).
+
+    Computes t = X w - T (P^T w) block by block, and X^T t accumulated while each block is in cache.
+    w (d,), Pw = P^T w (c,), T (nb B, c) the scores so far. Returns (t (nb B,), local X^T t (d,)).
+    """
     nb, B, d = Xb.shape
 
     def body(acc, blk):
@@ -151,9 +159,11 @@ def _fused_pass(Xb, w, Pw, T):
 
 
 def _power_method(M, j0, *, tol, max_iter: int, eps):
-    """sklearn's NIPALS power method on the residual cross-covariance M (d, q), started from
-    the y column j0. Iterate w <- normalise(M M^T w) until the squared change is below `tol` or
-    `max_iter` iterations (PLS1, q == 1: one step, exact). Returns (w (d,), n_iter int32)."""
+    """The NIPALS power method of sklearn on the residual cross-covariance M (d, q).
+
+    Started from the y column j0. Iterate w <- normalise(M M^T w) until the squared change is below `tol` or
+    `max_iter` iterations (PLS1, q == 1: one step, exact). Returns (w (d,), n_iter int32).
+    """
 
     def normalise(v):
         return v / (jnp.sqrt(v @ v) + eps)
@@ -180,11 +190,14 @@ def _power_method(M, j0, *, tol, max_iter: int, eps):
 def _nipals(
     X, Y, n_components, tol, mask=None, *, capacity: int, scale: bool, max_iter: int, block: int | None, axes=None
 ):
-    """The fit of `pls_fit` on X (m, d), Y (m, q). Single device: mask and axes None, all rows here.
+    """The fit of `pls_fit` on X (m, d), Y (m, q).
+
+    Single device: mask and axes None, all rows here.
     Row-sharded (inside shard_map): X, Y are this device's m rows, mask (m,) bool marks the real
     ones, and every sum over rows is a psum over the mesh axes `axes`; the rest (power method,
     weights, loadings) is computed identically on every device from the reduced (replicated) values.
-    Returns pls_fit's dict, the scores with this device's m rows."""
+    Returns pls_fit's dict, the scores with this device's m rows.
+    """
     psum = _across(lax.psum, axes)
     m, d = X.shape
     q = Y.shape[1]
@@ -265,15 +278,18 @@ def _check_mesh(mesh):
     """mesh: None or a jax.sharding.Mesh (returned as is); anything else is a ValueError."""
     if mesh is not None and not isinstance(mesh, Mesh):
         raise ValueError(
-            f"mesh must be a jax.sharding.Mesh (probes.mesh.make_mesh) or None, got {type(mesh).__name__}: {mesh!r}"
+            "mesh must be a jax.sharding.Mesh (puaudit_runtime.mesh.make_mesh) or None, got "
+            f"{type(mesh).__name__}: {mesh!r}"
         )
     return mesh
 
 
 def _fit_sharded(fit, X, Y, n_components, tol, mesh: Mesh, n_rows: int):
-    """`fit` (a partial `_nipals`) under shard_map with the rows of X (N, d), Y (N, q) split over
-    every device of `mesh`, after zero rows are appended up to a multiple of mesh.size; the first
-    n_rows rows are the samples. Returns pls_fit's dict, scores (n_rows, c)."""
+    """Run `fit` (a partial `_nipals`) under shard_map with the rows of X (N, d), Y (N, q) split over `mesh`.
+
+    The rows go to every device of `mesh`, after zero rows are appended up to a multiple of mesh.size; the
+    first n_rows rows are the samples. Returns pls_fit's dict, scores (n_rows, c).
+    """
     axes = data_axes(mesh)
     N = pad_to_multiple(X.shape[0], mesh.size)
     X, Y = (jnp.pad(A, ((0, N - A.shape[0]), (0, 0))) for A in (X, Y))
@@ -304,17 +320,32 @@ def pls_fit(
     mesh: Mesh | None = None,
     n_rows: int | None = None,
 ):
-    """NIPALS PLS2 regression fit. X (N, d), Y (N, q) float arrays of one dtype; n_components (a
-    traced int <= capacity) components are computed, the arrays have `capacity` columns (the rest 0).
-    block: rows per block of the fused pass (default: ~512 KiB of a device's rows of X).
-    mesh: None (one device) or a jax.sharding.Mesh: the rows are split over all its devices
-    (zero rows appended up to a multiple of mesh.size). n_rows: the samples are the first n_rows
-    rows (default N); rows past them are padding, ignored (only with a mesh).
+    """NIPALS PLS2 regression fit (jitted; the semantics of the module docstring).
 
-    Returns a dict of arrays: x_mean (d,), x_std (d,), y_mean (q,), y_std (q,), x_weights (d, c),
-    y_weights (q, c), x_loadings (d, c), y_loadings (q, c), x_scores (n, c), y_scores (n, c),
-    n_iter (c,) int, stop (int: the first component that is zero, n_components if none),
-    stop_reason (0 none, 1 y residual constant, 2 rank exhausted).
+    Args:
+        X: (N, d) float array, the inputs; the same dtype as ``Y``.
+        Y: (N, q) float array, the targets.
+        n_components: number of components computed (a traced int <= ``capacity``).
+        capacity: static number of columns of the component arrays (c); the columns past
+            ``n_components`` are 0.
+        scale: divide the centred columns of X and Y by their ddof=1 standard deviations.
+        max_iter: iteration cap of the power method (PLS2 only).
+        tol: the power method stops when the squared change of the x weights is below ``tol``.
+        block: rows per block of the fused pass (default: ~512 KiB of a device's rows of X).
+        mesh: None (one device) or a jax.sharding.Mesh: the rows are split over all its devices
+            (zero rows appended up to a multiple of mesh.size).
+        n_rows: the samples are the first n_rows rows (default N); rows past them are padding,
+            ignored (only with a mesh).
+
+    Returns:
+        A dict of arrays: x_mean (d,), x_std (d,), y_mean (q,), y_std (q,), x_weights (d, c),
+        y_weights (q, c), x_loadings (d, c), y_loadings (q, c), x_scores (n, c), y_scores (n, c),
+        n_iter (c,) int, stop (int: the first component that is zero, n_components if none),
+        stop_reason (0 none, 1 y residual constant, 2 rank exhausted).
+
+    Raises:
+        ValueError: n_rows outside [1, N], or n_rows != N without a mesh; a mesh that is not a
+            jax.sharding.Mesh.
     """
     n_rows = X.shape[0] if n_rows is None else n_rows
     if not (0 < n_rows <= X.shape[0]) or (mesh is None and n_rows != X.shape[0]):
@@ -327,7 +358,9 @@ def pls_fit(
 
 def _rotations(W, P, C, Q, x_std, y_std):
     """x_rotations = W pinv(P^T W), y_rotations = C pinv(Q^T C), coef (q, d) on the raw scale.
-    Small (k x k) problems: numpy, with scipy.linalg.pinv's cutoff max(shape) * eps * s_max."""
+
+    Small (k x k) problems: numpy, with scipy.linalg.pinv's cutoff max(shape) * eps * s_max.
+    """
 
     def pinv(a):
         return np.linalg.pinv(a, rcond=max(a.shape) * np.finfo(a.dtype).eps)
@@ -354,8 +387,10 @@ def _dtype(dtype):
 
 
 def _local_mesh(mesh):
-    """The estimator's mesh: None or a Mesh of this process's devices (the scores come back as
-    numpy arrays), else ValueError."""
+    """The estimator's mesh: None or a Mesh of this process's devices, else ValueError.
+
+    Only this process's devices, because the scores come back as numpy arrays.
+    """
     if _check_mesh(mesh) is not None and mesh.is_multi_process:
         raise ValueError(
             "mesh spans the devices of several processes; PLSRegression(mesh=...) needs a mesh of "
@@ -365,8 +400,10 @@ def _local_mesh(mesh):
 
 
 def _on_devices(A, mesh):
-    """A (n, p) numpy -> jax array: on the default device (mesh None), or with zero rows appended
-    up to a multiple of mesh.size and split by rows over the mesh (each device gets only its rows)."""
+    """A (n, p) numpy -> jax array, on the default device (mesh None) or split by rows over the mesh.
+
+    With a mesh, zero rows are appended up to a multiple of mesh.size and each device gets only its rows.
+    """
     if mesh is None:
         return jnp.asarray(A)
     A = np.pad(A, ((0, pad_to_multiple(len(A), mesh.size) - len(A)), (0, 0)))
@@ -413,13 +450,29 @@ def _power_of_two_scale(A) -> float:
 
 
 class PLSRegression:
-    """scikit-learn-compatible PLS regression in JAX (see the module docstring).
+    """Scikit-learn-compatible PLS regression in JAX (see the module docstring).
 
-    Parameters: n_components (int), scale (bool, divide X and y by their std), max_iter and tol
-    (power method, PLS2 only), dtype (None: float64 under x64 else float32), mesh (None, or a
-    jax.sharding.Mesh of this process's devices, e.g. probes.mesh.make_mesh("all"): the samples
-    are split over its devices; same results up to rounding; a Mesh does not pickle, so set
-    mesh=None (``set_params``) before pickling a fitted model).
+    Args:
+        n_components: number of components k.
+        scale: divide X and y by their (ddof=1) std.
+        max_iter: iteration cap of the power method (PLS2 only).
+        tol: stopping tolerance of the power method (PLS2 only).
+        dtype: None: float64 under x64 else float32; float32 or float64 overrides.
+        mesh: None, or a jax.sharding.Mesh of this process's devices, e.g.
+            puaudit_runtime.mesh.make_mesh("all"): the samples are split over its devices; same
+            results up to rounding; a Mesh does not pickle, so set mesh=None (``set_params``)
+            before pickling a fitted model.
+
+    Attributes:
+        x_weights_: (d, k) x weights; y_weights_ (q, k) likewise.
+        x_loadings_: (d, k) x loadings; y_loadings_ (q, k) likewise.
+        x_scores_: (n, k) training x scores; y_scores_ (n, k) likewise.
+        x_rotations_: (d, k) x rotations; y_rotations_ (q, k) likewise.
+        coef_: (q, d) coefficients on the raw scale of X and y.
+        intercept_: (q,) intercept (the mean of y).
+        n_iter_: list of power-method iterations per fitted component.
+        n_features_in_: d.
+        n_components_fitted_: the first zero component (k when none is zero).
     """
 
     _param_names = ("n_components", "scale", "max_iter", "tol", "dtype", "mesh")
@@ -443,9 +496,11 @@ class PLSRegression:
 
     # sklearn estimator protocol ---------------------------------------------------------------
     def get_params(self, deep: bool = True) -> dict:
+        """The constructor's arguments ``{name: value}`` (``deep`` is accepted for sklearn and ignored)."""
         return {k: getattr(self, k) for k in self._param_names}
 
     def set_params(self, **params):
+        """Set constructor arguments by name and return self; an unknown name is a ValueError."""
         for k, v in params.items():
             if k not in self._param_names:
                 raise ValueError(f"invalid parameter {k!r} for PLSRegression")
@@ -466,7 +521,19 @@ class PLSRegression:
 
     # fit / predict ----------------------------------------------------------------------------
     def fit(self, X, y):
-        """X (n, d), y (n,) or (n, q). Returns self."""
+        """Fit the model.
+
+        Args:
+            X: (n, d) inputs.
+            y: (n,) or (n, q) targets.
+
+        Returns:
+            self, fitted.
+
+        Raises:
+            ValueError: NaN / inf or non-numeric input, n < 2, mismatched lengths, n_components < 1
+                or > min(n, d), or a bad dtype / mesh.
+        """
         dt = _dtype(self.dtype)
         sx, sy = _power_of_two_scale(X), _power_of_two_scale(y)
         X = _check_array(np.asarray(X, np.float64) / sx if sx != 1 else X, "X", dt)
@@ -533,13 +600,32 @@ class PLSRegression:
         return X
 
     def predict(self, X) -> np.ndarray:
-        """X (m, d) -> (m,) for a 1-d training y, else (m, q)."""
+        """Predictions on y's scale.
+
+        Args:
+            X: (m, d) inputs.
+
+        Returns:
+            (m,) for a 1-d training y, else (m, q).
+
+        Raises:
+            RuntimeError: the model is not fitted.
+            ValueError: bad X (non-finite, or another number of features than in fit).
+        """
         X = self._check_fitted(X)
         out = (X - self._x_mean) @ self.coef_.T + self.intercept_
         return out.ravel() if self._predict_1d else out
 
     def transform(self, X, y=None):
-        """x scores (m, k); with y also the y scores (m, k) (sklearn's y_rotations_ projection)."""
+        """The x scores of X, and with y also the y scores (sklearn's y_rotations_ projection).
+
+        Args:
+            X: (m, d) inputs.
+            y: None, or (m,) / (m, q) targets.
+
+        Returns:
+            x scores (m, k); with y the pair (x scores (m, k), y scores (m, k)).
+        """
         X = self._check_fitted(X)
         xs = ((X - self._x_mean) / self._x_std) @ self.x_rotations_
         if y is None:
@@ -548,10 +634,19 @@ class PLSRegression:
         return xs, ((y - self._y_mean) / self._y_std) @ self.y_rotations_
 
     def fit_transform(self, X, y):
+        """``fit(X, y)``, then ``transform(X, y)``: the pair (x scores (n, k), y scores (n, k))."""
         return self.fit(X, y).transform(X, y)
 
     def score(self, X, y) -> float:
-        """Coefficient of determination R^2 (uniform average over targets), as sklearn's."""
+        """Coefficient of determination R^2 (uniform average over targets), as sklearn's.
+
+        Args:
+            X: (m, d) inputs.
+            y: (m,) or (m, q) true targets.
+
+        Returns:
+            R^2, a float (1 is a perfect fit).
+        """
         y = np.asarray(y, float).reshape(len(y), -1)
         pred = np.asarray(self.predict(X), float).reshape(len(y), -1)
         ss_res = ((y - pred) ** 2).sum(0)

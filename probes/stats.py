@@ -124,7 +124,8 @@ class Cuped:
     """CUPED adjustment of a metric y by a pre-experiment covariate x.
 
     theta = cov(x, y) / var(x); adjusted = y - theta (x - mean x) (same mean as y);
-    variance_reduction = 1 - var(adjusted) / var(y) (= rho^2 in sample terms)."""
+    variance_reduction = 1 - var(adjusted) / var(y) (= rho^2 in sample terms).
+    """
 
     theta: float
     rho: float
@@ -152,8 +153,10 @@ def cuped(y, x) -> Cuped:
 
 
 def required_sample_size(std: float, delta: float, alpha: float = 0.05, power: float = 0.8) -> int:
-    """Units per arm for a two-sided two-sample z-test to detect an absolute difference `delta`
-    with a metric of standard deviation `std`: n = 2 (z_{1-alpha/2} + z_{power})^2 std^2 / delta^2."""
+    """Units per arm for a two-sided two-sample z-test to detect an absolute difference `delta`.
+
+    With a metric of standard deviation `std`: n = 2 (z_{1-alpha/2} + z_{power})^2 std^2 / delta^2.
+    """
     if std <= 0 or delta == 0:
         raise ValueError("std must be > 0 and delta != 0")
     z = sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power)

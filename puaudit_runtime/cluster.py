@@ -20,8 +20,10 @@ __all__ = ["ClusterConfig", "initialize_cluster", "process_rows"]
 
 
 def process_rows(n: int, process_index: int | None = None, process_count: int | None = None) -> tuple[int, int]:
-    """Rows [start, stop) of an n-row corpus that process ``process_index`` of ``process_count``
-    loads: contiguous, as even as possible (the first n % count processes get one more row)."""
+    """Rows [start, stop) of an n-row corpus that process ``process_index`` of ``process_count`` loads.
+
+    Contiguous, as even as possible (the first n % count processes get one more row).
+    """
     i = jax.process_index() if process_index is None else int(process_index)
     k = jax.process_count() if process_count is None else int(process_count)
     base, extra = divmod(int(n), k)
@@ -60,9 +62,12 @@ class ClusterConfig:
 
     @classmethod
     def from_env(cls, **overrides) -> ClusterConfig:
-        """Fields from PUAUDIT_COORDINATOR / PUAUDIT_NUM_PROCESSES / PUAUDIT_PROCESS_ID /
+        """The config of the environment's PUAUDIT_* variables, then the non-None ``overrides``.
+
+        Fields from PUAUDIT_COORDINATOR / PUAUDIT_NUM_PROCESSES / PUAUDIT_PROCESS_ID /
         PUAUDIT_CLUSTER_TIMEOUT, then the non-None ``overrides`` (command-line flags win over the
-        environment)."""
+        environment).
+        """
         env = {}
         for field, var in _ENV.items():
             raw = os.environ.get(var)
@@ -79,6 +84,7 @@ class ClusterConfig:
         return cls(**env)
 
     def validate(self) -> None:
+        """Raise ValueError naming the field when the settings are malformed or incomplete."""
         if self.coordinator is not None:
             host, sep, port = self.coordinator.rpartition(":")
             if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
@@ -150,8 +156,10 @@ def initialize_cluster(config: ClusterConfig | None = None, *, auto_detect: bool
 
 
 def _wait_for_coordinator(config: ClusterConfig) -> None:
-    """Poll the coordinator's TCP port until it accepts a connection; raise a clear error at
-    the timeout (JAX would abort the process instead)."""
+    """Poll the coordinator's TCP port until it accepts a connection.
+
+    Raise a clear error at the timeout (JAX would abort the process instead).
+    """
     host, _, port = config.coordinator.rpartition(":")
     deadline = time.monotonic() + config.timeout_s
     while True:

@@ -70,30 +70,35 @@ def _jsonable(obj):
 
 
 def write_json(obj, path: str | Path) -> Path:
+    """Write ``obj`` as indented JSON (numpy scalars / arrays converted, non-finite floats null); return the path."""
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(_jsonable(obj), indent=2) + "\n", encoding="utf-8")
     return Path(path)
 
 
 def write_csv(frame: pd.DataFrame, path: str | Path) -> Path:
+    """Write ``frame`` as CSV without its index; return the path."""
     with atomic_path(path) as tmp:
         frame.to_csv(tmp, index=False)
     return Path(path)
 
 
 def write_parquet(frame: pd.DataFrame, path: str | Path) -> Path:
+    """Write ``frame`` as Parquet without its index; return the path."""
     with atomic_path(path) as tmp:
         frame.to_parquet(tmp, index=False)
     return Path(path)
 
 
 def save_figure(fig, path: str | Path, **kwargs) -> Path:
+    """Save a matplotlib figure in the format of ``path``'s suffix (default png); return the path."""
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format=Path(path).suffix.lstrip(".") or "png", **kwargs)
     return Path(path)
 
 
 def write_text(text: str, path: str | Path) -> Path:
+    """Write ``text`` to ``path``; return the path."""
     with atomic_path(path) as tmp:
         Path(tmp).write_text(text)
     return Path(path)

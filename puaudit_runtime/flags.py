@@ -18,8 +18,10 @@ __all__ = ["add_device_arguments", "mesh_from_args"]
 
 
 def add_device_arguments(parser, *, cluster: bool = True, what: str = "the work") -> None:
-    """``--devices``, ``--mesh`` and (``cluster``) the cluster flags on an argparse parser;
-    ``what`` names what the devices share in the group's help."""
+    """Add ``--devices``, ``--mesh`` and (``cluster``) the cluster flags to an argparse parser.
+
+    ``what`` names what the devices share in the group's help.
+    """
     g = parser.add_argument_group(
         "devices", f"spread {what} over several devices" + (" or processes" if cluster else "") + " (jax.sharding)"
     )
@@ -61,11 +63,13 @@ def add_device_arguments(parser, *, cluster: bool = True, what: str = "the work"
 
 
 def mesh_from_args(args, *, join_cluster: bool = True, fail=None) -> Mesh | None:
-    """Join the cluster the flags (or the environment) describe, then build the mesh of
-    ``--devices`` / ``--mesh`` (None: one device). ValueError names the flag that is wrong.
-    ``join_cluster=False`` (commands that run in one process): no cluster is joined, whatever
+    """Join the cluster the flags (or the environment) describe, then build the mesh of the flags.
+
+    The mesh is that of ``--devices`` / ``--mesh`` (None: one device). ValueError names the flag that
+    is wrong. ``join_cluster=False`` (commands that run in one process): no cluster is joined, whatever
     the environment says, and the mesh is of this process's devices. ``fail`` (e.g. a parser's
-    ``error``): called with "--devices / --mesh: <the ValueError>" instead of raising."""
+    ``error``): called with "--devices / --mesh: <the ValueError>" instead of raising.
+    """
     if fail is not None:
         try:
             return mesh_from_args(args, join_cluster=join_cluster)

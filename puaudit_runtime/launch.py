@@ -205,8 +205,11 @@ def run_python(
 
 
 def _wait_one(proc: subprocess.Popen, deadline: float) -> tuple:
-    """Wait for ``proc`` until ``deadline`` (monotonic s), killing it there: (wait status, peak RSS
-    in MiB, timed out). The child is always reaped, also when the caller is interrupted."""
+    """Wait for ``proc`` until ``deadline`` (monotonic s), killing it there.
+
+    Returns (wait status, peak RSS in MiB, timed out). The child is always reaped, also when the caller
+    is interrupted.
+    """
     try:
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -341,8 +344,16 @@ def run_cluster(
             bad = [i for i, p in enumerate(procs) if p.returncode != 0]
             why = f"process {bad[0]} exited with {procs[bad[0]].returncode}" if bad else None
         outs = [(logs / f"process-{i}.log").read_text(errors="replace") for i in range(n_processes)]
+    timed_out = (why or "").startswith("timeout")
     done = [
-        Finished(p.returncode, out, parse_result(out), t if t is not None else time.monotonic() - t0, 0.0, t is None)
+        Finished(
+            p.returncode,
+            out,
+            parse_result(out),
+            time.monotonic() - t0 if t is None else t,
+            0.0,
+            t is None and timed_out,
+        )
         for p, out, t in zip(procs, outs, ended)
     ]
     return why, done

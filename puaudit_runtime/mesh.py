@@ -76,10 +76,12 @@ def make_mesh(devices="all", shape=None, axis_names: Sequence[str] | None = None
       shape: mesh shape; default (N,) one axis. Two sizes (r, c): r devices split the rows,
         c the columns; their product must equal the number of devices.
       axis_names: default ("u",) for one axis, ("p", "u") for two.
+
     Returns:
       ``Mesh``, or None when the choice amounts to one device and no shape was asked for.
+
     Raises:
-      ValueError naming the setting when it does not match the devices this process sees.
+      ValueError: naming the setting when it does not match the devices this process sees.
     """
     if isinstance(devices, Mesh):
         return devices
@@ -116,8 +118,10 @@ def make_mesh(devices="all", shape=None, axis_names: Sequence[str] | None = None
 
 
 def data_axes(mesh: Mesh) -> tuple[str, ...]:
-    """All axis names of ``mesh``: as one PartitionSpec entry, it splits an array axis over every
-    device (data parallelism over a mesh of any shape)."""
+    """All axis names of ``mesh``, as one PartitionSpec entry that splits an array axis over every device.
+
+    Data parallelism over a mesh of any shape.
+    """
     return tuple(mesh.axis_names)
 
 

@@ -22,7 +22,7 @@ What is measured (all quantities dimensionless; lambda is the bias size relative
    <z_i, b> - <z_i, z> <z, b> = eps_i <z_i^perp, b> - <z_i, z> eps_z <z^perp, b>; the second part
    depends on the target, not on the anchors, and is not reduced by denoising.
 3. Transport cost: exact partial OT from P (or the denoised P', alpha1 = alpha2 = 0.7 as in the
-   seed's Appendix A.4, via ``puaudit_jax.denoise``) to the attacked pool U(lambda); its change
+   seed's Appendix A.4, via ``puaudit_jax.audit.denoise``) to the attacked pool U(lambda); its change
    Delta W(lambda), the first-order slope (envelope theorem: dW/dlambda = sum_ij Gamma_ij
    dC_ij/dlambda, split into an anchor part and a target part) and eps_p before and after
    denoising. P contains a fraction of label noise (negatives) as real human labels would.

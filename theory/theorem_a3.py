@@ -17,7 +17,7 @@ not needed for the rate (symmetry is needed for z_hat to converge to z_bar at al
 What is measured:
 
 1. ||z_hat - z_bar|| vs n on log-log axes for caps of several lambda, and for the denoised set of
-   ``puaudit_jax.denoise`` (alpha1 = alpha2 = 0.7) applied to a cone-model P with label noise;
+   ``puaudit_jax.audit.denoise`` (alpha1 = alpha2 = 0.7) applied to a cone-model P with label noise;
    fitted slopes and the predicted constant sqrt((1 - s2) / mu^2).
 2. The p_ratio plateau (seed Table 6) on synthetic comparisons: N_H human-labelled comparisons of
    one question type, a judge that agrees with the human with probability 0.781 (Table 6's

@@ -34,7 +34,7 @@ def batch_bucket(n: int, batch_size: int) -> int:
 
 
 def pad_batch(seqs: Sequence[Sequence[int]], length: int, rows: int, pad_id: int = 0, side: str = "right"):
-    """ids (rows, length) int32 and valid (rows, length) bool; extra rows are fully padded."""
+    """Padded ids (rows, length) int32 and valid (rows, length) bool; extra rows are fully padded."""
     ids = np.full((rows, length), pad_id, np.int32)
     valid = np.zeros((rows, length), bool)
     for i, s in enumerate(seqs):
@@ -72,7 +72,10 @@ def pool_weights(valid, pooling: str):
 
 
 def resolve_layers(layers, n_hidden: int) -> tuple[tuple[int, ...], bool]:
-    """int or sequence (negative allowed, HF hidden_states indexing) -> (non-negative tuple, squeeze?)."""
+    """Layer indices, an int or a sequence (negative allowed, HF hidden_states indexing) -> (tuple, squeeze?).
+
+    The tuple holds non-negative indices; squeeze is True for an int.
+    """
     squeeze = isinstance(layers, (int, np.integer))
     seq = (int(layers),) if squeeze else tuple(int(x) for x in layers)
     out = []
@@ -100,8 +103,11 @@ def format_chat(question, answer: str | None = None) -> list[Message]:
 
 
 def tokenize_inputs(tokenizer, inputs, add_generation_prompt: bool = False, special: bool = True) -> list[list[int]]:
-    """Strings -> ids (with the tokenizer's special tokens when `special`); chat message lists ->
-    the chat template rendered, then ids without extra special tokens (as transformers does)."""
+    """Token ids of each input: a string, a list of chat messages or token ids.
+
+    Strings -> ids (with the tokenizer's special tokens when `special`); chat message lists ->
+    the chat template rendered, then ids without extra special tokens (as transformers does).
+    """
     out = []
     for x in inputs:
         if tokenizer is None and not (

@@ -15,11 +15,14 @@ from .layers import Embed, LayerNorm, Linear, activation, attention, pool
 
 
 class BertSelfAttention(nn.Module):
+    """Query / key / value projections and multi-head attention (BertSelfAttention)."""
+
     cfg: EncoderConfig
     dtype: jnp.dtype
 
     @nn.compact
     def __call__(self, h, mask):
+        """Attend over h (B, T, D) with mask (B, T, T) bool -> (B, T, D), heads concatenated."""
         c = self.cfg
         b, t, _ = h.shape
         shape = (b, t, c.num_heads, c.head_dim)
@@ -37,26 +40,33 @@ class BertDenseLN(nn.Module):
 
     @nn.compact
     def __call__(self, x, residual):
+        """Map x (B, T, F), residual (B, T, D) -> LayerNorm(dense(x) + residual) (B, T, D)."""
         y = Linear(self.cfg.hidden_size, dtype=self.dtype, name="dense")(x)
         return LayerNorm(self.cfg.layer_norm_eps, self.dtype, name="LayerNorm")(y + residual)
 
 
 class BertAttention(nn.Module):
+    """Self-attention followed by its dense -> residual -> LayerNorm output (BertAttention)."""
+
     cfg: EncoderConfig
     dtype: jnp.dtype
 
     @nn.compact
     def __call__(self, h, mask):
+        """Map h (B, T, D), mask (B, T, T) bool -> (B, T, D)."""
         a = BertSelfAttention(self.cfg, self.dtype, name="self")(h, mask)
         return BertDenseLN(self.cfg, self.dtype, name="output")(a, h)
 
 
 class BertIntermediate(nn.Module):
+    """The feed-forward block's expansion: dense to intermediate_size, then the activation."""
+
     cfg: EncoderConfig
     dtype: jnp.dtype
 
     @nn.compact
     def __call__(self, h):
+        """Map h (B, T, D) -> (B, T, intermediate_size)."""
         y = Linear(self.cfg.intermediate_size, dtype=self.dtype, name="dense")(h)
         return activation(self.cfg.hidden_act)(y)
 
@@ -69,6 +79,7 @@ class BertLayer(nn.Module):
 
     @nn.compact
     def __call__(self, h, mask, pool_weights):
+        """Map h (B, T, D), mask (B, T, T) bool, pool_weights (B, P, T) | None -> (h', pooled h')."""
         a = BertAttention(self.cfg, self.dtype, name="attention")(h, mask)
         i = BertIntermediate(self.cfg, self.dtype, name="intermediate")(a)
         out = BertDenseLN(self.cfg, self.dtype, name="output")(i, a)
@@ -76,11 +87,14 @@ class BertLayer(nn.Module):
 
 
 class BertEmbeddings(nn.Module):
+    """Word + absolute position + token type embeddings, then LayerNorm."""
+
     cfg: EncoderConfig
     dtype: jnp.dtype
 
     @nn.compact
     def __call__(self, ids, token_type_ids):
+        """ids, token_type_ids (B, T) int -> (B, T, D); ValueError when T > max_position_embeddings."""
         c = self.cfg
         t = ids.shape[1]
         if t > c.max_position_embeddings:
@@ -94,11 +108,14 @@ class BertEmbeddings(nn.Module):
 
 
 class BertEncoder(nn.Module):
+    """The num_layers `BertLayer` blocks, stacked on a leading axis and run with `nn.scan`."""
+
     cfg: EncoderConfig
     dtype: jnp.dtype
 
     @nn.compact
     def __call__(self, h, mask, pool_weights):
+        """Map h (B, T, D) -> (last layer's output (B, T, D), every layer's pooled output (L, B, P|T, D))."""
         layers = nn.scan(
             BertLayer,
             variable_axes={"params": 0},
@@ -123,6 +140,7 @@ class Bert(nn.Module):
 
     @nn.compact
     def __call__(self, ids, valid, token_type_ids=None, pool_weights=None):
+        """The forward pass; arguments and result as in the class docstring."""
         if token_type_ids is None:
             token_type_ids = jnp.zeros_like(ids)
         h = BertEmbeddings(self.cfg, self.dtype, name="embeddings")(ids, token_type_ids)

@@ -55,10 +55,12 @@ class EncoderConfig:
 
     @property
     def is_decoder(self) -> bool:
+        """False: an encoder."""
         return False
 
     @property
     def head_dim(self) -> int:
+        """Width of one attention head (hidden_size // num_heads)."""
         return self.hidden_size // self.num_heads
 
     @property
@@ -101,10 +103,12 @@ class DecoderConfig:
 
     @property
     def is_decoder(self) -> bool:
+        """True: a decoder."""
         return True
 
     @property
     def window(self) -> int:
+        """Longest sequence (tokens, incl. special tokens) the model can read."""
         return self.max_position_embeddings
 
     def __post_init__(self):
@@ -171,8 +175,10 @@ def _encoder_config_from_hf(d: dict, source: str, pooling: str | None) -> Encode
 
 
 def _decoder_config_from_hf(d: dict, source: str) -> DecoderConfig:
-    """A `DecoderConfig` from a Llama/Qwen-family HF config dict (`model_type` in DECODER_TYPES):
-    the head ("lm" or "score"), grouped-query heads, biases, sliding window and eos ids."""
+    """A `DecoderConfig` from a Llama/Qwen-family HF config dict (`model_type` in DECODER_TYPES).
+
+    It reads the head ("lm" or "score"), grouped-query heads, biases, sliding window and eos ids.
+    """
     model_type = d.get("model_type")
     archs = d.get("architectures") or []
     head = "score" if any(a.endswith("ForSequenceClassification") for a in archs) else "lm"

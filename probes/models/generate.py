@@ -70,8 +70,10 @@ def greedy_generate(
     batch_size: int = 8,
     return_ids: bool = False,
 ):
-    """Greedy continuations of `prompts`: list of strings (decoded, without the stop token), or
-    lists of token ids when `return_ids`. Stops at the tokenizer's eos (or `stop_ids`)."""
+    """Greedy continuations of `prompts`, stopped at the tokenizer's eos (or `stop_ids`).
+
+    A list of strings (decoded, without the stop token), or lists of token ids when `return_ids`.
+    """
     cfg = pre.config
     if not cfg.is_decoder or cfg.head != "lm":
         raise ValueError("greedy_generate needs a decoder with a language-model head")
@@ -128,7 +130,7 @@ def candidate_ids(pre: Pretrained, candidates) -> list[int]:
 def next_token_logprobs(
     pre: Pretrained, prompts, candidates, *, chat: bool = False, batch_size: int = 8, max_length: int | None = None
 ) -> np.ndarray:
-    """log p(candidate | prompt) for the next token: (n_prompts, n_candidates) float32.
+    """Log-probabilities log p(candidate | prompt) of the next token: (n_prompts, n_candidates) float32.
 
     Used by the local judge (e.g. candidates ["A", "B"]). Prompts longer than `max_length`
     (default: the window) raise: a judge must not read a silently shortened prompt.

@@ -29,6 +29,7 @@ class Linear(nn.Module):
 
     @nn.compact
     def __call__(self, x):
+        """Map x (..., in) -> (..., features)."""
         w = self.param("weight", nn.initializers.normal(0.02), (self.features, x.shape[-1]), self.dtype)
         y = jnp.einsum("...i,oi->...o", x.astype(w.dtype), w, preferred_element_type=jnp.float32).astype(w.dtype)
         if self.use_bias:
@@ -45,6 +46,7 @@ class Embed(nn.Module):
 
     @nn.compact
     def __call__(self, ids):
+        """Look up ids (...) int -> (..., D)."""
         w = self.param("weight", nn.initializers.normal(0.02), (self.num, self.features), self.dtype)
         return jnp.take(w, ids, axis=0)
 
@@ -57,6 +59,7 @@ class LayerNorm(nn.Module):
 
     @nn.compact
     def __call__(self, x):
+        """Normalise x (..., D) over its last axis; output in x's dtype."""
         d = x.shape[-1]
         w = self.param("weight", nn.initializers.ones, (d,), self.dtype)
         b = self.param("bias", nn.initializers.zeros, (d,), self.dtype)
@@ -75,6 +78,7 @@ class RMSNorm(nn.Module):
 
     @nn.compact
     def __call__(self, x):
+        """Normalise x (..., D) over its last axis; output in the param's dtype."""
         w = self.param("weight", nn.initializers.ones, (x.shape[-1],), self.dtype)
         xf = x.astype(jnp.float32)
         y = xf * jax.lax.rsqrt(jnp.mean(jnp.square(xf), -1, keepdims=True) + self.eps)
@@ -82,6 +86,7 @@ class RMSNorm(nn.Module):
 
 
 def activation(name: str):
+    """The activation function of HF's ``hidden_act`` name (gelu, gelu_new / tanh forms, silu, relu)."""
     if name in ("gelu", "gelu_python"):
         # Keep jax.nn.gelu (erfc form). A hand-written 0.5 x (1 + erf(x / sqrt 2)) is 3x faster in
         # isolation, but XLA:CPU then pulls dense -> GELU -> dense -> LayerNorm into one YNNPACK
@@ -119,14 +124,14 @@ def rope_inv_freq(rope: RopeConfig, head_dim: int) -> np.ndarray:
 
 
 def rope_cos_sin(positions, inv_freq: np.ndarray):
-    """positions (B, T) int -> cos, sin (B, T, Dh) float32 (halves repeated, HF convention)."""
+    """Rotary cos, sin (B, T, Dh) float32 of positions (B, T) int (halves repeated, HF convention)."""
     ang = positions.astype(jnp.float32)[..., None] * jnp.asarray(inv_freq)[None, None, :]
     ang = jnp.concatenate([ang, ang], axis=-1)
     return jnp.cos(ang), jnp.sin(ang)
 
 
 def apply_rope(x, cos, sin):
-    """x (B, T, H, Dh); cos/sin (B, T, Dh). Rotate-half formulation, computed in float32."""
+    """Rotate x (B, T, H, Dh) by cos/sin (B, T, Dh): rotate-half formulation, computed in float32."""
     xf = x.astype(jnp.float32)
     half = x.shape[-1] // 2
     rot = jnp.concatenate([-xf[..., half:], xf[..., :half]], axis=-1)
@@ -216,7 +221,7 @@ def causal_mask(q_pos, k_pos, k_valid, sliding_window: int | None = None):
 
 
 def pool(h, weights):
-    """h (B, T, D), weights (B, P, T) -> (B, P, D): any linear pooling (last token, mean, CLS)."""
+    """Pool h (B, T, D) with weights (B, P, T) -> (B, P, D): any linear pooling (last token, mean, CLS)."""
     if weights is None:
         return h
     return jnp.einsum("bpt,btd->bpd", weights.astype(jnp.float32), h.astype(jnp.float32))

@@ -36,13 +36,16 @@ from .layers import (
 
 
 class LlamaAttention(nn.Module):
+    """Grouped-query self-attention with RoPE (and Qwen3's q/k RMSNorm), writing into the KV cache."""
+
     cfg: DecoderConfig
     dtype: jnp.dtype
 
     @nn.compact
     def __call__(self, x, cos, sin, mask, cache_kv, write_index):
-        """x (B, T, D); cos/sin (B, T, Dh); mask (B, T, K); cache_kv None or (k, v) (B, K, Hkv, Dh).
+        """Attention of x (B, T, D) given cos/sin (B, T, Dh), mask (B, T, K), cache_kv.
 
+        cache_kv is None or (k, v) (B, K, Hkv, Dh); new keys/values go to slot `write_index`.
         Returns the attention output (B, T, D) and the keys/values attended to (B, K, Hkv, Dh).
         """
         c = self.cfg
@@ -67,11 +70,14 @@ class LlamaAttention(nn.Module):
 
 
 class LlamaMLP(nn.Module):
+    """Gated feed-forward block: down_proj(act(gate_proj(x)) * up_proj(x))."""
+
     cfg: DecoderConfig
     dtype: jnp.dtype
 
     @nn.compact
     def __call__(self, x):
+        """Map x (..., D) -> (..., D)."""
         c = self.cfg
         g = Linear(c.intermediate_size, c.mlp_bias, self.dtype, name="gate_proj")(x)
         u = Linear(c.intermediate_size, c.mlp_bias, self.dtype, name="up_proj")(x)
@@ -90,6 +96,7 @@ class LlamaLayer(nn.Module):
 
     @nn.compact
     def __call__(self, h, cache_kv, cos, sin, mask, write_index, pool_weights):
+        """One pre-norm block; carry and outputs as in the class docstring."""
         c = self.cfg
         a, kv = LlamaAttention(c, self.dtype, name="self_attn")(
             RMSNorm(c.rms_norm_eps, self.dtype, name="input_layernorm")(h), cos, sin, mask, cache_kv, write_index
@@ -118,6 +125,7 @@ class Llama(nn.Module):
     return_cache: bool = False
 
     def setup(self):
+        """Create the embeddings, the scanned layers, the final norm and the head."""
         c = self.cfg
         self.embed_tokens = Embed(c.vocab_size, c.hidden_size, self.dtype)
         self.layers = nn.scan(
@@ -134,6 +142,7 @@ class Llama(nn.Module):
             self.lm_head = Linear(c.vocab_size, False, self.dtype)
 
     def __call__(self, ids, positions, valid, cache=None, write_index=0, pool_weights=None):
+        """The forward pass; arguments and result as in the class docstring."""
         c = self.cfg
         valid = valid.astype(bool)
         positions = positions.astype(jnp.int32)
@@ -165,7 +174,7 @@ class Llama(nn.Module):
         return {"hidden": hidden, "last": final, "cache": new_cache}
 
     def lm_logits(self, h):
-        """h (..., D) -> logits (..., V) float32 (tied: h E^T)."""
+        """Language-model logits (..., V) float32 of h (..., D) (tied: h E^T)."""
         if not self.cfg.tie_word_embeddings:
             return self.lm_head(h).astype(jnp.float32)
         w = self.embed_tokens.variables["params"]["weight"]

@@ -44,10 +44,12 @@ class Pretrained:
 
     @property
     def is_decoder(self) -> bool:
+        """Whether the model is a decoder (else a BERT-family encoder)."""
         return self.config.is_decoder
 
     @property
     def dtype(self):
+        """The model's compute / parameter dtype."""
         return self.model.dtype
 
 
@@ -85,8 +87,10 @@ def resolve(path_or_name: str | Path) -> Path:
 
 
 def gguf_file(path_or_name: str | Path) -> Path:
-    """The GGUF file behind a bundled name ("smollm2"), a ``.gguf`` path or a folder holding
-    exactly one, for runtimes that read GGUF themselves (llama.cpp)."""
+    """The GGUF file behind a bundled name ("smollm2"), a ``.gguf`` path or a folder holding exactly one.
+
+    For runtimes that read GGUF themselves (llama.cpp).
+    """
     name = str(path_or_name)
     if name.lower() in BUNDLED:
         folder = _package_dir(BUNDLED[name.lower()])
@@ -101,6 +105,7 @@ def gguf_file(path_or_name: str | Path) -> Path:
 
 
 def build_model(config: ModelConfig, dtype=jnp.float32, return_cache: bool = False) -> nn.Module:
+    """The flax module of ``config``: `Llama` for a decoder (``return_cache`` passed on), else `Bert`."""
     if config.is_decoder:
         return Llama(config, dtype, return_cache)
     return Bert(config, dtype)

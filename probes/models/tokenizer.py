@@ -23,6 +23,16 @@ def _token_str(v):
 
 @dataclass
 class Tokenizer:
+    """A `tokenizers.Tokenizer` with the special tokens and chat template of its HF folder.
+
+    Attributes:
+        backend: the `tokenizers.Tokenizer` (truncation and padding off).
+        special: {name: token string or None} for bos_token, eos_token, pad_token, unk_token,
+            cls_token, sep_token.
+        chat_template: the jinja2 chat template, or None.
+        model_max_length: the model's maximum input length in tokens, or None when unknown.
+    """
+
     backend: tokenizers.Tokenizer
     special: dict = field(default_factory=dict)  # bos_token, eos_token, pad_token, unk_token, cls_token, sep_token
     chat_template: str | None = None
@@ -30,40 +40,50 @@ class Tokenizer:
 
     # --- special tokens -------------------------------------------------------------------
     def token_id(self, token: str | None) -> int | None:
+        """Id of the token string ``token`` (None for None or an unknown token)."""
         return None if token is None else self.backend.token_to_id(token)
 
     @property
     def bos_token_id(self):
+        """Id of the beginning-of-sequence token, or None."""
         return self.token_id(self.special.get("bos_token"))
 
     @property
     def eos_token_id(self):
+        """Id of the end-of-sequence token, or None."""
         return self.token_id(self.special.get("eos_token"))
 
     @property
     def pad_token_id(self):
+        """Id of the padding token; the end-of-sequence token's (or 0) when there is none."""
         pid = self.token_id(self.special.get("pad_token"))
         return pid if pid is not None else (self.eos_token_id or 0)
 
     @property
     def cls_token_id(self):
+        """Id of the classification token, or None."""
         return self.token_id(self.special.get("cls_token"))
 
     @property
     def sep_token_id(self):
+        """Id of the separator token, or None."""
         return self.token_id(self.special.get("sep_token"))
 
     # --- encoding -------------------------------------------------------------------------
     def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        """Token ids of ``text`` (no truncation)."""
         return self.backend.encode(text, add_special_tokens=add_special_tokens).ids
 
     def encode_batch(self, texts: list[str], add_special_tokens: bool = True) -> list[list[int]]:
+        """Token ids of each of ``texts`` (no truncation, no padding)."""
         return [e.ids for e in self.backend.encode_batch(list(texts), add_special_tokens=add_special_tokens)]
 
     def decode(self, ids, skip_special_tokens: bool = True) -> str:
+        """The text of the token ids ``ids``."""
         return self.backend.decode(list(map(int, ids)), skip_special_tokens=skip_special_tokens)
 
     def num_special_tokens_to_add(self) -> int:
+        """Special tokens the post-processor adds to a single sequence (0 without one)."""
         return self.backend.post_processor.num_special_tokens_to_add(False) if self.backend.post_processor else 0
 
     # --- chat -----------------------------------------------------------------------------

@@ -46,6 +46,7 @@ class LazyTensor:
         self.start, self.end = start, end
 
     def load(self) -> np.ndarray:
+        """The tensor as a read-only memory-mapped numpy array of its shape and dtype."""
         n = int(np.prod(self.shape)) if self.shape else 1
         arr = np.memmap(self.path, dtype=self.dtype, mode="r", offset=self.start, shape=(n,))
         return arr.reshape(self.shape)
@@ -163,8 +164,11 @@ def _route_tensors(tensors: Mapping, expected: dict, source: str, strip_prefixes
 
 
 def _load_param(path: tuple, spec, flat: dict, per_layer: dict, source: str):
-    """The array for one params leaf, its shape checked against `spec`: a flat tensor as is, a
-    per-layer tensor stacked over its `spec.shape[0]` layers (all present, each of `spec.shape[1:]`)."""
+    """The array for one params leaf, its shape checked against `spec`.
+
+    A flat tensor as is, a per-layer tensor stacked over its `spec.shape[0]` layers (all present, each of
+    `spec.shape[1:]`).
+    """
     name = ".".join(path)
     if path in flat:
         arr = flat[path]

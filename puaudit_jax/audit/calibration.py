@@ -1,4 +1,4 @@
-"""Calibration of audit scores on the human-labelled comparisons (issue 9).
+"""Calibration of audit scores on the human-labelled comparisons.
 
 A labelled comparison says more than "positive": we know whether the judge agreed with the human.
 Scored like a pool item (oriented by the judge, against a reference P' that does not contain it),
@@ -7,14 +7,14 @@ those pairs turns any scorer's output into a probability, and the decision "flip
 P(judge wrong) > threshold" then has an expected gain that the labelled pairs can estimate.
 
 Everything here is small (numpy, and the jit-compiled float64 Newton solver of
-:mod:`puaudit_jax.logistic` for Platt) on at most a few thousand pairs:
+:mod:`puaudit_jax.audit.logistic` for Platt) on at most a few thousand pairs:
 
 - :func:`crossfit_folds`: fold ids stratified by question type, optionally grouped by a cluster
   column (LLMFAO reuses a prompt's responses across many pairs: a cluster must not straddle folds).
 - :class:`IsotonicMap` (PAV through :func:`scipy.optimize.isotonic_regression`, linear between
   blocks, flat outside) and :class:`PlattMap` (logistic regression on the feature with
   ridge-shrunk per-group offsets, slope constrained >= 0; solved by
-  :func:`puaudit_jax.logistic.penalised_logistic`): ``fit_map(method, x, c, groups)``.
+  :func:`puaudit_jax.audit.logistic.penalised_logistic`): ``fit_map(method, x, c, groups)``.
 - :func:`bootstrap_indices`: resamples of items or of whole clusters.
 
 Units: features are whatever the scorer's normalised output is (larger = judge more likely
@@ -61,14 +61,21 @@ def crossfit_folds(strata: np.ndarray, clusters: np.ndarray | None, k: int, rng:
 
 @dataclass(frozen=True)
 class IsotonicMap:
-    """Monotone non-decreasing P(correct | x): the PAV fit at the first and last x of every block,
-    linear between blocks, constant beyond the data (sklearn's IsotonicRegression with
-    out_of_bounds="clip"). ``knots`` (K,) increasing, ``values`` (K,) in [0, 1]."""
+    """Monotone non-decreasing P(correct | x), an isotonic (PAV) fit.
+
+    The PAV fit at the first and last x of every block, linear between blocks, constant beyond the data
+    (sklearn's IsotonicRegression with out_of_bounds="clip").
+
+    Attributes:
+        knots: (K,) increasing feature values.
+        values: (K,) P(correct) at the knots, in [0, 1].
+    """
 
     knots: np.ndarray
     values: np.ndarray
 
     def __call__(self, x, groups=None) -> np.ndarray:
+        """P(correct) (n,) at the features x (n,); ``groups`` is ignored (one pooled map)."""
         return np.interp(np.asarray(x, np.float64), self.knots, self.values)
 
 
@@ -89,22 +96,30 @@ def fit_isotonic(x: np.ndarray, c: np.ndarray) -> IsotonicMap:
 @dataclass(frozen=True)
 class PlattMap:
     """P(correct | x, g) = sigmoid(a + o_g + b x), b >= 0; unknown groups get o = 0.
-    ``offsets``: group name -> o_g (ridge-shrunk towards 0)."""
+
+    Attributes:
+        a: intercept (logit scale).
+        b: slope on the feature, >= 0.
+        offsets: group name -> o_g (ridge-shrunk towards 0).
+    """
 
     a: float
     b: float
     offsets: dict
 
     def __call__(self, x, groups=None) -> np.ndarray:
+        """P(correct) (n,) at the features x (n,) of items in ``groups`` (n,) (None: no offsets)."""
         x = np.asarray(x, np.float64)
         o = np.zeros_like(x) if groups is None else np.array([self.offsets.get(g, 0.0) for g in groups])
         return 1.0 / (1.0 + np.exp(-(self.a + o + self.b * x)))
 
 
 def fit_platt(x: np.ndarray, c: np.ndarray, groups=None, group_ridge: float = 5.0) -> PlattMap:
-    """Logistic regression of c on [1, x, one-hot(group)]; the group offsets carry a ridge penalty
-    ``group_ridge`` (a group with few items stays near the pooled rate); slope clamped at 0 (a
-    score that ranks correct verdicts lower says nothing usable: refit with the offsets only)."""
+    """Logistic regression of c on [1, x, one-hot(group)], the group offsets ridge-penalised.
+
+    The penalty is ``group_ridge`` (a group with few items stays near the pooled rate); slope clamped
+    at 0 (a score that ranks correct verdicts lower says nothing usable: refit with the offsets only).
+    """
     x, c = np.asarray(x, np.float64), np.asarray(c, np.float64)
     names = [] if groups is None else sorted(pd.unique(np.asarray(groups, dtype=object)), key=str)
     onehot = (

@@ -10,7 +10,7 @@ import numpy as np
 from .rules import FEATURES, get_rule, rule_name
 from .scorers import get_scorer, scorer_name
 
-# Picked by the data (experiments/puaudit_rules.py, README "Decision rules"): over MT-Bench and
+# Picked by the data (experiments/reproductions/puaudit_rules.py, README "Decision rules"): over MT-Bench and
 # LLMFAO (GPT-4, GPT-3.5), random and prompt-grouped splits, kNN scores with the two-sided
 # calibrated rule never lost more than 0.3 points and had the best mean gain. The seed's
 # configuration is scorer="pot", rule="seed".
@@ -29,9 +29,9 @@ class AuditConfig:
         alpha1: denoising, share of positives kept by cosine of the winner to its centre (seed §3.2)
         alpha2: denoising, share of those kept by cosine of z to the mean z (seed §3.2)
         group_by: score each question type against its own P' (question_type) or one pooled group
-        scorer: scorer name (puaudit_jax.scorers) or callable
+        scorer: scorer name (puaudit_jax.audit.scorers) or callable
         scorer_options: keyword options of the scorer, as a dict or sorted (key, value) pairs
-        rule: decision rule name (puaudit_jax.rules), a CalibratedRule or a callable
+        rule: decision rule name (puaudit_jax.audit.rules), a CalibratedRule or a callable
         rule_options: fields of a calibrated rule to replace, e.g. {"threshold": 0.6}
         crossfit_features: cross-fitted features to compute besides the rule's ("score", "two-sided")
         folds: cross-fitting folds of the labelled rows (calibrated rules)
@@ -95,11 +95,11 @@ class AuditConfig:
             raise ValueError(f"folds must be >= 2 (cross-fitting), got {self.folds!r}")
 
     def make_scorer(self):
-        """The scorer ``scorer`` names, with ``scorer_options`` (:func:`~puaudit_jax.scorers.get_scorer`)."""
+        """The scorer ``scorer`` names, with ``scorer_options`` (:func:`~puaudit_jax.audit.scorers.get_scorer`)."""
         return get_scorer(self.scorer, **dict(self.scorer_options))
 
     def decision_rule(self):
-        """The rule ``rule`` names, with ``rule_options`` (:func:`~puaudit_jax.rules.get_rule`)."""
+        """The rule ``rule`` names, with ``rule_options`` (:func:`~puaudit_jax.audit.rules.get_rule`)."""
         return get_rule(self.rule, **dict(self.rule_options))
 
     def to_dict(self) -> dict:

@@ -1,4 +1,4 @@
-"""Stage 6, ``crossfit``: out-of-fold features of the labelled rows, for calibrated rules (issue 9).
+"""Stage 6, ``crossfit``: out-of-fold features of the labelled rows, for calibrated rules.
 
 The labelled rows (positives and holdout) are split into ``folds`` folds, stratified by question
 type and grouped by the ``cluster_by`` column when given. For fold k, P'_k is denoised from the
@@ -28,8 +28,17 @@ from .score import scored
 
 @dataclass(frozen=True)
 class CrossfitSummary:
-    """folds, features computed, cluster column and its cluster count among labelled rows, labelled
-    rows, labelled rows left unscored per feature, folds whose complement had no positive."""
+    """What the cross-fitting did, for the report.
+
+    Attributes:
+        folds: number of folds.
+        features: the features computed ("score", "two-sided").
+        cluster_by: the cluster column, or None.
+        n_labelled: labelled rows.
+        n_clusters: clusters among the labelled rows (None without a cluster column).
+        unscored_labelled: {feature: labelled rows left unscored}.
+        folds_without_positives: folds whose complement had no positive.
+    """
 
     folds: int
     features: tuple[str, ...]
@@ -40,6 +49,7 @@ class CrossfitSummary:
     folds_without_positives: tuple[int, ...]
 
     def to_dict(self) -> dict:
+        """JSON-able form (tuples as lists)."""
         return {
             **asdict(self),
             "features": list(self.features),
@@ -48,6 +58,7 @@ class CrossfitSummary:
 
     @classmethod
     def from_dict(cls, data: dict) -> CrossfitSummary:
+        """Inverse of :meth:`to_dict`."""
         return cls(
             **{
                 **data,
@@ -58,9 +69,11 @@ class CrossfitSummary:
 
 
 def features_of(scorer, zp, zu, m, kinds, config: AuditConfig, group) -> dict:
-    """Per kind, (k,) features of the rows ``zu`` (larger = the judge's orientation is better aligned):
+    """Per kind, (k,) features of the rows ``zu`` (larger = the judge's orientation is better aligned).
+
     "score" = s̄(z_j); "two-sided" = s̄(z_j) - s̄(-z_j), both orientations scored in one problem
-    with m = 1/2 (exactly one orientation of each item can be the human's)."""
+    with m = 1/2 (exactly one orientation of each item can be the human's).
+    """
     out = {}
     if "score" in kinds:
         out["score"] = scored(scorer, zp, zu, m, config, group, warn=False)[1]
@@ -105,7 +118,21 @@ def _fill_empty_folds(pool_feat: dict, empty: list[int]) -> None:
 def crossfit(
     data: AuditData, oriented: Oriented, mass: MassEstimate, kinds: tuple[str, ...], config: AuditConfig
 ) -> tuple[CrossFit, CrossfitSummary]:
-    """Cross-fitted features ``kinds`` of the labelled rows and the pool (see the module docstring)."""
+    """Cross-fitted features ``kinds`` of the labelled rows and the pool (see the module docstring).
+
+    Args:
+        data: the prepared audit data.
+        oriented: the oriented difference vectors (positives P, pool U).
+        mass: the mass m; its generator draws the folds.
+        kinds: features to compute, among "score" and "two-sided".
+        config: the audit's settings (folds, cluster_by, scorer, denoising).
+
+    Returns:
+        (the :class:`~puaudit_jax.audit.rules.CrossFit` features, its :class:`CrossfitSummary`).
+
+    Raises:
+        ValueError: the cluster column is missing on a labelled row.
+    """
     scorer = config.make_scorer()
     labelled, pool = data.labelled, oriented.unlabelled
     clusters = _clusters(data, labelled, config.cluster_by)

@@ -2,7 +2,7 @@
 
 Score rules (the seed's: flip where s̄_j < eta) read each scoring group's normalised scores; a
 group with a single pool item has s̄ = 1 and is never flipped by the seed rule. Calibrated rules
-(:class:`~puaudit_jax.rules.CalibratedRule`) read the cross-fitted features and also give
+(:class:`~puaudit_jax.audit.rules.CalibratedRule`) read the cross-fitted features and also give
 P(judge wrong) with a bootstrap interval, for the pool and (out of fold) the labelled rows.
 """
 
@@ -19,7 +19,15 @@ P_WRONG = ("p_wrong", "p_wrong_lo", "p_wrong_hi", "p_wrong_cross")
 
 
 def with_flips(items: pd.DataFrame, flips: np.ndarray) -> pd.DataFrame:
-    """``items`` with ``flipped`` = flips and ``adjusted`` = the judge verdict flipped where flips."""
+    """``items`` with ``flipped`` = flips and ``adjusted`` = the judge verdict flipped where flips.
+
+    Args:
+        items: the audit's item table (one row per comparison, a ``judge`` column).
+        flips: (n,) bool, one per row of ``items``.
+
+    Returns:
+        A new frame with the columns ``flipped`` and ``adjusted`` set.
+    """
     judge = items["judge"].to_numpy(dtype=object)
     return items.assign(flipped=np.asarray(flips, bool), adjusted=np.where(flips, flip_verdict(judge), judge))
 
@@ -69,9 +77,24 @@ def _by_scores(items: pd.DataFrame, rule, pool: np.ndarray, m: float, eta: float
 def apply_rule(
     items: pd.DataFrame, rule, *, crossfit: CrossFit | None, m: float, eta: float, seed: int
 ) -> tuple[pd.DataFrame, DecisionSummary | None]:
-    """Flips, adjusted verdicts and (calibrated rules) P(judge wrong) of the pool rows (role U) of
-    ``items`` by ``rule``. Returns a copy of ``items`` and the calibrated rule's
-    :class:`~puaudit_jax.rules.DecisionSummary` (None for score rules)."""
+    """Flips, adjusted verdicts and (calibrated rules) P(judge wrong) of the pool rows (role U) by ``rule``.
+
+    Args:
+        items: the audit's item table (columns ``role``, ``status``, ``judge``, ``score``, ``group``).
+        rule: a rule name, a :class:`~puaudit_jax.audit.rules.CalibratedRule` or a score-rule callable.
+        crossfit: the audit's cross-fitted features (needed by calibrated rules), or None.
+        m: the transported mass, passed to score rules.
+        eta: the flip threshold on normalised scores, passed to score rules.
+        seed: seed of the calibrated rule's bootstrap.
+
+    Returns:
+        A copy of ``items`` (columns ``flipped``, ``adjusted`` and the P(judge wrong) columns) and the
+        calibrated rule's :class:`~puaudit_jax.audit.rules.DecisionSummary` (None for score rules).
+
+    Raises:
+        ValueError: a calibrated rule without the cross-fitted feature it needs, or a score rule that
+            returns the wrong shape.
+    """
     rule = get_rule(rule)
     items = items.copy()
     pool = np.flatnonzero(items["role"].to_numpy() == "U")

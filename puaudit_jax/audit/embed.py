@@ -66,6 +66,7 @@ class PairEmbeddings:
 
     @property
     def dim(self) -> int:
+        """The embedding dimension d."""
         return int(self.a.shape[1])
 
     def take(self, ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -86,8 +87,10 @@ def save_embeddings(emb: PairEmbeddings, path: str | Path) -> Path:
 
 
 def load_embeddings(path: str | Path) -> PairEmbeddings:
-    """Read an .npz written by :func:`save_embeddings` (arrays ``id``, ``a``, ``b``); a file that is
-    not such an .npz is a ValueError naming it."""
+    """Read an .npz written by :func:`save_embeddings` (arrays ``id``, ``a``, ``b``).
+
+    A file that is not such an .npz is a ValueError naming it.
+    """
     try:
         with np.load(path, allow_pickle=False) as data:
             missing = [k for k in ("id", "a", "b") if k not in data]
@@ -245,10 +248,12 @@ class EmbedConfig:
         check_encode_settings(batch_size=self.batch_size, max_length=self.max_length)
 
     def resolved(self) -> EmbedConfig:
-        """The settings actually used: MiniLM gets its own input length (sentence-transformers'
-        max_seq_length = 256) with probes' middle-out cut -- the prompt's head and the end of the
-        judged answer -- instead of chunked 512-token windows: ~4x less compute, the same audit
-        numbers on MT-Bench (README)."""
+        """The settings actually used (the encoder named, MiniLM's own input length and cut).
+
+        MiniLM gets its own input length (sentence-transformers' max_seq_length = 256) with probes'
+        middle-out cut -- the prompt's head and the end of the judged answer -- instead of chunked
+        512-token windows: ~4x less compute, the same audit numbers on MT-Bench (README).
+        """
         name = self.encoder or "minilm"
         if name == "minilm" and self.max_length is None and self.long_inputs is None:
             return replace(self, encoder=name, max_length=256, long_inputs="middle_out")

@@ -1,7 +1,7 @@
 """Penalised (ridge) weighted logistic regression by Newton's method: the one such solver of the package.
 
-Used by the Platt calibration map (:func:`puaudit_jax.calibration.fit_platt`: intercept, slope and
-ridge-shrunk group offsets) and by the Elkan-Noto PU scorer (:class:`puaudit_jax.scorers.PULogisticScorer`).
+Used by the Platt calibration map (:func:`puaudit_jax.audit.calibration.fit_platt`: intercept, slope and
+ridge-shrunk group offsets) and by the Elkan-Noto PU scorer (:class:`puaudit_jax.audit.scorers.PULogisticScorer`).
 
 Objective, for X (n, p), y (n,) in [0, 1], weights v (n,) >= 0 and ridge weights r (p,) >= 0::
 

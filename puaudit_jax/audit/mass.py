@@ -20,12 +20,17 @@ from .prepare import AuditData
 
 @dataclass(frozen=True)
 class MassEstimate:
-    """m and where it came from.
+    """The transported mass m and where it came from.
 
-    value: the m the audit uses; source: "given" or "estimated"; raw: the unclipped agreement
-    (None when given); n_holdout: rows it was measured on; clip: the (low, high) range or None;
-    clipped: value != raw; held: (n_holdout,) row numbers of the held-out rows; rng_state: the
-    numpy bit-generator state after drawing them.
+    Attributes:
+        value: the m the audit uses, in (0, 1].
+        source: "given" or "estimated".
+        raw: the unclipped agreement (None when given).
+        n_holdout: rows it was measured on.
+        clip: the (low, high) range or None.
+        clipped: value != raw.
+        held: (n_holdout,) row numbers of the held-out rows.
+        rng_state: the numpy bit-generator state after drawing them.
     """
 
     value: float
@@ -38,6 +43,7 @@ class MassEstimate:
     rng_state: dict = field(repr=False, default=None)
 
     def to_dict(self) -> dict:
+        """JSON-able form (without the held-out rows and the generator state)."""
         return {
             "value": self.value,
             "source": self.source,
@@ -49,6 +55,7 @@ class MassEstimate:
 
     @classmethod
     def from_dict(cls, data: dict) -> MassEstimate:
+        """Inverse of :meth:`to_dict` (no held-out rows, no generator state)."""
         clip = data.get("clip")
         return cls(
             value=data["value"],
@@ -86,7 +93,18 @@ def holdout_rows(labelled: np.ndarray, types: np.ndarray, fraction: float, rng) 
 
 
 def estimate_m(data: AuditData, config: AuditConfig) -> MassEstimate:
-    """m given by ``config.m``, or measured on a holdout of ``data``'s labelled rows."""
+    """The mass m given by ``config.m``, or measured on a holdout of ``data``'s labelled rows.
+
+    Args:
+        data: the prepared audit data.
+        config: the audit's settings (m, holdout, m_clip, seed).
+
+    Returns:
+        The :class:`MassEstimate`; its generator state continues the audit's seed.
+
+    Raises:
+        ValueError: m is not given and the holdout is empty, or takes every labelled row.
+    """
     rng = np.random.default_rng(config.seed)
     if config.m is not None:
         return MassEstimate(float(config.m), "given", None, 0, None, False, rng_state=rng.bit_generator.state)

@@ -18,8 +18,14 @@ from .scorers import unit_rows
 
 @dataclass(frozen=True)
 class Oriented:
-    """positives: (n_P,) rows of P; unlabelled: (n_U,) rows of U; z: (n, d) unit difference vectors,
-    winner minus loser (zero rows outside P and U); e_winner: (n, d) F(x, o_winner) of every row."""
+    """The oriented difference vectors of the audit's rows.
+
+    Attributes:
+        positives: (n_P,) row numbers of P.
+        unlabelled: (n_U,) row numbers of U.
+        z: (n, d) unit difference vectors, winner minus loser (zero rows outside P and U).
+        e_winner: (n, d) F(x, o_winner) of every row.
+    """
 
     positives: np.ndarray
     unlabelled: np.ndarray
@@ -34,7 +40,15 @@ def judge_oriented(data: AuditData, rows: np.ndarray) -> np.ndarray:
 
 
 def orient(data: AuditData, mass: MassEstimate) -> Oriented:
-    """P by the human, U by the judge."""
+    """Orient P by the human verdict, U by the judge's.
+
+    Args:
+        data: the prepared audit data.
+        mass: the mass estimate; its held-out rows are not positives.
+
+    Returns:
+        The :class:`Oriented` vectors.
+    """
     positives = np.setdiff1d(data.labelled, mass.held)
     unlabelled = data.unlabelled
     winner = np.where(np.isin(np.arange(data.n), positives), data.human, data.judge)

@@ -54,10 +54,16 @@ ITEM_COLUMNS = (
 
 @dataclass(frozen=True)
 class AuditResult:
-    """items: one row per input comparison; report: the :class:`AuditReport`; config: the settings;
-    u_z: (n_U, d) float32 unit difference vectors of the pool in ``items[items.role == "U"]`` order
-    (for figures); crossfit: the cross-fitted features when computed (other calibrated rules can be
-    applied to them)."""
+    """The result of one audit: its item table, its report and what figures and other rules need.
+
+    Attributes:
+        items: one row per input comparison (columns :data:`ITEM_COLUMNS`).
+        report: the :class:`AuditReport`.
+        config: the settings.
+        u_z: (n_U, d) float32 unit difference vectors of the pool in ``items[items.role == "U"]`` order
+            (for figures).
+        crossfit: the cross-fitted features when computed (other calibrated rules can be applied to them).
+    """
 
     items: pd.DataFrame
     report: AuditReport
@@ -72,8 +78,20 @@ class AuditResult:
 
 
 def roles(data: AuditData, mass: MassEstimate, oriented: Oriented, refs: References) -> np.ndarray:
-    """(n,) role of every row: P (kept in P'), P-filtered (a positive denoising dropped), holdout
-    (measured m), U (audited) or excluded."""
+    """The (n,) role of every row, one of :data:`ROLES`.
+
+    P (kept in P'), P-filtered (a positive denoising dropped), holdout (measured m), U (audited) or
+    excluded.
+
+    Args:
+        data: the prepared audit data.
+        mass: the mass estimate (its held-out rows).
+        oriented: the oriented vectors (positives and pool rows).
+        refs: the references (the kept positives).
+
+    Returns:
+        (n,) object array of role names.
+    """
     role = np.array(["excluded"] * data.n, dtype=object)
     role[oriented.positives] = "P-filtered"
     role[refs.kept] = "P"
@@ -83,7 +101,16 @@ def roles(data: AuditData, mass: MassEstimate, oriented: Oriented, refs: Referen
 
 
 def items_table(data: AuditData, role: np.ndarray, scores: Scores) -> pd.DataFrame:
-    """The per-row output before any decision: verdicts unchanged, no flips, P(judge wrong) NaN."""
+    """The per-row output before any decision: verdicts unchanged, no flips, P(judge wrong) NaN.
+
+    Args:
+        data: the prepared audit data.
+        role: (n,) role of every row (:func:`roles`).
+        scores: the pool's scores.
+
+    Returns:
+        A frame of n rows with the columns :data:`ITEM_COLUMNS`.
+    """
     nan = np.full(data.n, np.nan)
     return pd.DataFrame(
         {
@@ -127,7 +154,20 @@ class _Clock:
 
 
 def run_audit(comparisons: pd.DataFrame, features: PairEmbeddings | Encoder, config: AuditConfig) -> AuditResult:
-    """Audit the judge verdicts of the unlabelled rows of ``comparisons`` (see the module docstring)."""
+    """Audit the judge verdicts of the unlabelled rows of ``comparisons`` (see the module docstring).
+
+    Args:
+        comparisons: the comparison table, one row per comparison (columns ``id``, ``question_type``,
+            ``judge``, ``human`` and the texts).
+        features: :class:`PairEmbeddings` of the usable rows, or an encoder called on their inputs.
+        config: the audit's settings.
+
+    Returns:
+        The :class:`AuditResult`.
+
+    Raises:
+        ValueError: a setting out of its range, or bad input (see :func:`prepare`).
+    """
     clock = _Clock()
     config.validate()
     data = prepare(comparisons, features, config)
@@ -182,5 +222,14 @@ def audit_report(data, mass, refs, scores, items, decision, cf_summary, config, 
 
 
 def audit(comparisons: pd.DataFrame, features: PairEmbeddings | Encoder, **options) -> AuditResult:
-    """:func:`run_audit` with the fields of :class:`AuditConfig` as keywords (``m=0.9, scorer="pot"``)."""
+    """:func:`run_audit` with the fields of :class:`AuditConfig` as keywords (``m=0.9, scorer="pot"``).
+
+    Args:
+        comparisons: the comparison table (as in :func:`run_audit`).
+        features: :class:`PairEmbeddings` or an encoder.
+        **options: fields of :class:`AuditConfig`.
+
+    Returns:
+        The :class:`AuditResult`.
+    """
     return run_audit(comparisons, features, AuditConfig(**options))

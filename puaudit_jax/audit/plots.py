@@ -109,8 +109,10 @@ def _panel_pca(fig, ax, z, score, flipped):
 
 
 def figure2(result, truth: pd.Series | None = None, path: str | Path | None = None, *, title: str = ""):
-    """Seed Figure 2 for an :class:`~puaudit_jax.audit.AuditResult`; ``truth``: id -> hidden human
-    verdict (from :func:`puaudit_jax.evaluate.split_labels`). Returns the figure (saved if ``path``)."""
+    """Seed Figure 2 for an :class:`~puaudit_jax.audit.AuditResult`; returns the figure (saved if ``path``).
+
+    ``truth``: id -> hidden human verdict (from :func:`puaudit_jax.evaluate.split_labels`).
+    """
     pool = result.pool.reset_index(drop=True)
     score, flipped = pool["score"].to_numpy(float), pool["flipped"].to_numpy(bool)
     eta, m = result.report.eta, result.report.m.value

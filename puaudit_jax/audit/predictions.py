@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from tqdm.auto import tqdm
 
 from ..datasets.verdicts import MISSING, TIE
 from ..quantify.targets import audit_predictions
@@ -21,11 +22,13 @@ from .pipeline import run_audit
 
 
 def audit_for_quantify(table: pd.DataFrame, features, config=None) -> pd.DataFrame:
-    """The items of an audit of ``table`` whose predictions PPI++ may use: the audit runs with the
-    tie labels hidden, so those rows are scored like the pool (the audit learns only from A/B labels
-    and would otherwise exclude them, their prediction then depending on their own label).
-    ``features``: embeddings of every row (PairEmbeddings or an encoder); ``config``: AuditConfig
-    (default: the default calibrated audit)."""
+    """The items of an audit of ``table`` whose predictions PPI++ may use (tie labels hidden).
+
+    The audit runs with the tie labels hidden, so those rows are scored like the pool (the audit learns
+    only from A/B labels and would otherwise exclude them, their prediction then depending on their own
+    label). ``features``: embeddings of every row (PairEmbeddings or an encoder); ``config``: AuditConfig
+    (default: the default calibrated audit).
+    """
     hidden = table.assign(human=np.where(table["human"].to_numpy(dtype=object) == TIE, MISSING, table["human"]))
     return run_audit(hidden, features, config or AuditConfig()).items
 

@@ -25,10 +25,18 @@ ZERO_DIFF = "zero difference embedding"
 class AuditData:
     """The audit's input, one entry per input row (n rows, input order).
 
-    table: the comparisons (index 0..n-1); ids, types, judge, human, status, reason: (n,) object
-    arrays (types: question type, "(none)" where missing); ea, eb: (n, d) float64 F(x, o_A),
-    F(x, o_B) (zeros on excluded rows); source: where the embeddings came from; encoding: the
-    encoder's counts of long inputs (None when the embeddings came ready-made).
+    Attributes:
+        table: the comparisons (index 0..n-1).
+        ids: (n,) object array of comparison ids (str).
+        types: (n,) object array of question types, "(none)" where missing.
+        judge: (n,) object array of judge verdicts.
+        human: (n,) object array of human verdicts.
+        status: (n,) object array: labelled, unlabelled or excluded.
+        reason: (n,) object array: why a row is excluded.
+        ea: (n, d) float64 F(x, o_A) (zeros on excluded rows).
+        eb: (n, d) float64 F(x, o_B) (zeros on excluded rows).
+        source: where the embeddings came from.
+        encoding: the encoder's counts of long inputs (None when the embeddings came ready-made).
     """
 
     table: pd.DataFrame = field(repr=False)
@@ -45,10 +53,12 @@ class AuditData:
 
     @property
     def n(self) -> int:
+        """Number of rows n."""
         return len(self.ids)
 
     @property
     def dim(self) -> int:
+        """The embedding dimension d."""
         return int(self.ea.shape[1])
 
     @property
@@ -131,8 +141,20 @@ def _check_roles(status: np.ndarray) -> None:
 def prepare(comparisons: pd.DataFrame, features: PairEmbeddings | Encoder, config: AuditConfig) -> AuditData:
     """Statuses, verdicts and embeddings of every row of ``comparisons``; errors name rows and ids.
 
-    ``features``: :class:`PairEmbeddings` covering every usable row (and no other id), or an
-    :data:`Encoder` called on the usable rows' inputs.
+    Args:
+        comparisons: the comparison table (columns ``id``, ``question_type``, ``judge``, ``human`` and
+            the texts).
+        features: :class:`PairEmbeddings` covering every usable row (and no other id), or an
+            :data:`Encoder` called on the usable rows' inputs.
+        config: the audit's settings (``cluster_by`` must name a column).
+
+    Returns:
+        The :class:`AuditData`, one entry per row of ``comparisons``.
+
+    Raises:
+        ValueError: an empty table, repeated ids, a missing cluster column, mismatched embedding ids,
+            non-finite embeddings, or no usable labelled / unlabelled comparison.
+        TypeError: ``features`` is neither embeddings nor an encoder.
     """
     table = comparisons.reset_index(drop=True)
     _check_table(table, config)

@@ -1,6 +1,6 @@
 """Stage 4, ``references``: the denoised positives P' per question type (seed 000 §3.2, Alg. 1 l. 7-12).
 
-Each question type's positives are denoised on their own (:func:`puaudit_jax.denoise.denoise`,
+Each question type's positives are denoised on their own (:func:`puaudit_jax.audit.denoise.denoise`,
 alpha1, alpha2); types with fewer than ``min_group_size`` positives are denoised together in one
 pooled group (:data:`POOLED_TYPE`). A scoring group uses its type's own P' when it has one, else
 the union of every P' (:func:`reference_for`).
@@ -21,7 +21,15 @@ POOLED_TYPE = "(pooled small types)"
 
 @dataclass(frozen=True)
 class DenoisingGroup:
-    """One denoising group: its name, the types in it, positives n_P -> core n_core -> kept n_kept."""
+    """One denoising group: its name, the types in it, positives n_P -> core n_core -> kept n_kept.
+
+    Attributes:
+        question_type: the group's name (a question type, or :data:`POOLED_TYPE`).
+        n_P: positives denoised.
+        n_core: positives left by the first step (alpha1).
+        n_kept: positives kept in P' (after alpha2).
+        types: the question types in the group.
+    """
 
     question_type: str
     n_P: int
@@ -30,17 +38,25 @@ class DenoisingGroup:
     types: tuple[str, ...]
 
     def to_dict(self) -> dict:
+        """JSON-able form (types as a list)."""
         return {**asdict(self), "types": list(self.types)}
 
     @classmethod
     def from_dict(cls, data: dict) -> DenoisingGroup:
+        """Inverse of :meth:`to_dict`."""
         return cls(**{**data, "types": tuple(data["types"])})
 
 
 @dataclass(frozen=True)
 class References:
-    """own: type -> rows of its P' (types denoised on their own); union: every kept row; kept: (n,)
-    mask of kept rows; groups: one :class:`DenoisingGroup` per denoising group."""
+    """The denoised positives P' of every denoising group.
+
+    Attributes:
+        own: type -> rows of its P' (types denoised on their own).
+        union: every kept row.
+        kept: (n,) bool mask of kept rows.
+        groups: one :class:`DenoisingGroup` per denoising group.
+    """
 
     own: dict
     union: np.ndarray
@@ -61,7 +77,18 @@ def _denoising_groups(positives: np.ndarray, types: np.ndarray, min_size: int) -
 def references(
     positives: np.ndarray, types: np.ndarray, e_winner: np.ndarray, z: np.ndarray, config: AuditConfig
 ) -> References:
-    """Denoise ``positives`` (rows; ``types``, ``e_winner``, ``z`` indexed by row) per question type."""
+    """Denoise ``positives`` per question type into the references P'.
+
+    Args:
+        positives: (n_P,) row numbers of P.
+        types: (n,) question type of every row.
+        e_winner: (n, d) F(x, o_winner) of every row.
+        z: (n, d) unit difference vectors of every row.
+        config: the audit's settings (alpha1, alpha2, min_group_size).
+
+    Returns:
+        The :class:`References`.
+    """
     kept = np.zeros(len(types), bool)
     own, report = {}, []
     groups, small = _denoising_groups(positives, types, config.min_group_size)
@@ -94,8 +121,10 @@ def members(rows: np.ndarray, group, types: np.ndarray, config: AuditConfig) -> 
 
 
 def reference_for(group, refs: References, config: AuditConfig) -> tuple[np.ndarray, str]:
-    """(rows of P', "own type" | "pooled" | "all"): a type's own P' when it was denoised alone, else
-    the union of every P'."""
+    """(rows of P', "own type" | "pooled" | "all") of scoring group ``group``.
+
+    A type's own P' when it was denoised alone, else the union of every P'.
+    """
     if config.group_by == "question_type" and group in refs.own:
         return refs.own[group], "own type"
     return refs.union, ("pooled" if config.group_by == "question_type" else "all")

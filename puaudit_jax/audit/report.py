@@ -29,8 +29,20 @@ FORMAT_VERSION = 1
 
 @dataclass(frozen=True)
 class Counts:
-    """Rows per status and role. input = labelled + unlabelled + excluded; labelled = P + holdout;
-    P_denoised = |P'|; U = unlabelled; exclusion_reasons: reason -> rows (a row may have several)."""
+    """Rows per status and role (input = labelled + unlabelled + excluded; labelled = P + holdout).
+
+    Attributes:
+        input: rows of the comparison table.
+        labelled: usable human-labelled rows.
+        unlabelled: usable judge-only rows.
+        excluded: rows left out.
+        exclusion_reasons: reason -> rows (a row may have several).
+        P: positives (labelled rows not held out).
+        P_denoised: |P'|, positives kept by the denoising.
+        holdout: labelled rows held out to estimate m.
+        U: pool rows (= unlabelled).
+        flipped: pool verdicts flipped.
+    """
 
     input: int
     labelled: int
@@ -68,17 +80,24 @@ class Counts:
 
 @dataclass(frozen=True)
 class HiddenLabels:
-    """``puaudit audit --hide-labels``: the share of labelled rows audited with hidden human verdicts
-    and the consistency of the original / adjusted verdicts with them (one row per type + all)."""
+    """``puaudit audit --hide-labels``: the original / adjusted verdicts checked against hidden human labels.
+
+    Attributes:
+        share: the share of labelled rows audited with hidden human verdicts.
+        consistency: the consistency of the original / adjusted verdicts with them (one row per type
+            + all).
+    """
 
     share: float
     consistency: tuple[dict, ...]
 
     def to_dict(self) -> dict:
+        """JSON-able form."""
         return {"share": self.share, "consistency": [dict(r) for r in self.consistency]}
 
     @classmethod
     def from_dict(cls, data: dict) -> HiddenLabels:
+        """Inverse of :meth:`to_dict`."""
         return cls(data["share"], tuple(data["consistency"]))
 
     def table(self) -> str:
@@ -88,7 +107,26 @@ class HiddenLabels:
 
 @dataclass(frozen=True)
 class AuditReport:
-    """Everything one audit run decided and measured (see the module docstring)."""
+    """Everything one audit run decided and measured (see the module docstring).
+
+    Attributes:
+        counts: rows per status and role (:class:`Counts`).
+        flip_rate: share of the pool whose verdict was flipped.
+        m: the transported mass (:class:`~puaudit_jax.audit.mass.MassEstimate`).
+        config: the audit's settings.
+        scorer: the scorer's name.
+        rule: the decision rule's name.
+        embeddings: where the embeddings came from and the encoder's counts.
+        denoising: one :class:`~puaudit_jax.audit.references.DenoisingGroup` per denoising group.
+        groups: one :class:`~puaudit_jax.audit.score.ScoringGroup` per scoring group.
+        decision: the calibrated rule's decision (None for score rules).
+        crossfit: the cross-fitting summary (None without cross-fitted features).
+        timings_s: stage -> seconds.
+        hidden_labels: the ``--hide-labels`` check, or None.
+        agreement: judge-human agreement estimates (PPI++ with the audit's predictions).
+        sample_checks: checks that the labelled rows are a random sample.
+        format_version: the report.json layout's version.
+    """
 
     counts: Counts
     flip_rate: float
@@ -109,6 +147,7 @@ class AuditReport:
 
     @property
     def eta(self) -> float:
+        """The flip threshold of the config."""
         return self.config.eta
 
     @property
@@ -150,7 +189,11 @@ class AuditReport:
 
     @classmethod
     def from_dict(cls, data: dict) -> AuditReport:
-        """Read a report written by :meth:`to_dict` (any format_version up to :data:`FORMAT_VERSION`)."""
+        """Read a report written by :meth:`to_dict` (any format_version up to :data:`FORMAT_VERSION`).
+
+        Raises:
+            ValueError: the report's format_version is newer than this puaudit's.
+        """
         version = data.get("format_version", 0)
         if version > FORMAT_VERSION:
             raise ValueError(

@@ -17,7 +17,7 @@ Two kinds, pluggable like the scorers.
 ``none``   flip nothing (the raw judge; a reference row)
 =========  ================================================================================
 
-**Calibrated rules** (:class:`CalibratedRule`, issue 9) also use what the labelled comparisons
+**Calibrated rules** (:class:`CalibratedRule`) also use what the labelled comparisons
 say about the judge: the audit scores every labelled comparison like a pool item, oriented by the
 judge and against a reference P' built without its fold (:class:`CrossFit`), so each one is a
 pair (feature, judge agreed with the human). The rule fits a monotone map feature -> P(judge
@@ -76,6 +76,7 @@ def budget_rule(scores: np.ndarray, ctx: RuleContext) -> np.ndarray:
 
 
 def no_flip_rule(scores: np.ndarray, ctx: RuleContext) -> np.ndarray:
+    """Flip nothing (the raw judge; a reference row)."""
     return np.zeros(len(scores), bool)
 
 
@@ -88,7 +89,8 @@ class CrossFit:
     comparison against the reference of the folds it is not in (NaN where it could not be scored);
     ``correct`` (n_L,) judge == human; ``fold`` (n_L,) its fold; ``pool_group`` / ``labelled_group``
     question types (for per-type offsets); ``cluster`` (n_L,) or None: the bootstrap resamples whole
-    clusters; ``labelled_ids`` (n_L,). Larger features = judge more likely correct."""
+    clusters; ``labelled_ids`` (n_L,). Larger features = judge more likely correct.
+    """
 
     pool: dict
     labelled: dict
@@ -101,6 +103,7 @@ class CrossFit:
 
     @property
     def n_folds(self) -> int:
+        """Number of folds (0 without labelled items)."""
         return int(self.fold.max()) + 1 if len(self.fold) else 0
 
 
@@ -129,8 +132,25 @@ class Evidence:
 
 @dataclass(frozen=True)
 class DecisionSummary:
-    """A calibrated rule's decision for the run: the rule's settings, the calibration sizes, whether
-    it abstained and why, the flips, and (unless it abstained for lack of data) the :class:`Evidence`."""
+    """A calibrated rule's decision for the run: its settings, the calibration sizes, the flips.
+
+    Attributes:
+        rule: the rule's name.
+        method: "isotonic" or "platt".
+        feature: "score" or "two-sided".
+        threshold: flip where P(judge wrong) > threshold.
+        confidence: the bootstrap confidence the out-of-fold gain needs.
+        n_labelled: labelled items.
+        n_calibration: labelled items scored (the calibration set).
+        n_unscored_labelled: labelled items that could not be scored.
+        folds: cross-fitting folds.
+        judge_agreement_labelled: share of the calibration items where the judge agrees with the
+            human (None without any).
+        abstained: whether the rule abstained (flipped nothing).
+        reason: why it abstained, or that the gain was above 0.
+        n_flipped: pool verdicts flipped.
+        evidence: the :class:`Evidence`, unless the rule abstained for lack of data.
+    """
 
     rule: str
     method: str
@@ -158,6 +178,7 @@ class DecisionSummary:
 
     @classmethod
     def from_dict(cls, data: dict) -> DecisionSummary:
+        """Inverse of :meth:`to_dict` (the evidence when all its fields are present)."""
         names = {f.name for f in fields(Evidence)}
         evidence = None
         if names <= set(data):
@@ -167,13 +188,20 @@ class DecisionSummary:
 
 @dataclass(frozen=True)
 class Decision:
-    """A calibrated rule's output. ``flips``, ``p_wrong``, ``p_wrong_lo``, ``p_wrong_hi``: (n_U,)
-    pool arrays; ``labelled_p_wrong`` (n_L,) out-of-fold P(judge wrong) of the labelled items;
-    ``info``: the run's :class:`DecisionSummary`; ``p_wrong_cross`` (n_U,): the pool's P(judge
-    wrong) by cross-prediction, the mean over folds k of the map fitted without fold k applied to
-    the pool's fold-k feature -- the same function of the data that predicts a fold-k labelled
-    item, so a prediction-powered estimate's rectifier sees no train/test shift (Zrnic & Candes,
-    "Cross-prediction-powered inference", PNAS 2024). The flips use ``p_wrong``."""
+    """A calibrated rule's output. The flips use ``p_wrong``.
+
+    Attributes:
+        flips: (n_U,) bool pool flips.
+        p_wrong: (n_U,) P(judge wrong) of the pool.
+        p_wrong_lo: (n_U,) lower end of its bootstrap interval.
+        p_wrong_hi: (n_U,) upper end of its bootstrap interval.
+        labelled_p_wrong: (n_L,) out-of-fold P(judge wrong) of the labelled items.
+        info: the run's :class:`DecisionSummary`.
+        p_wrong_cross: (n_U,) the pool's P(judge wrong) by cross-prediction, the mean over folds k of
+            the map fitted without fold k applied to the pool's fold-k feature -- the same function of
+            the data that predicts a fold-k labelled item, so a prediction-powered estimate's rectifier
+            sees no train/test shift (Zrnic & Candes, "Cross-prediction-powered inference", PNAS 2024).
+    """
 
     flips: np.ndarray
     p_wrong: np.ndarray
@@ -186,9 +214,11 @@ class Decision:
 
 @dataclass(frozen=True)
 class _Calibration:
-    """The labelled items a calibrated rule learns from: features x, judge correct c (0/1), type
-    groups, folds, clusters (or None), all (k,) over the scored labelled items; ``ok`` (n_L,) which
-    labelled items were scored."""
+    """The labelled items a calibrated rule learns from.
+
+    Features x, judge correct c (0/1), type groups, folds, clusters (or None), all (k,) over the scored
+    labelled items; ``ok`` (n_L,) which labelled items were scored.
+    """
 
     x: np.ndarray
     c: np.ndarray
@@ -202,7 +232,7 @@ class _Calibration:
 class CalibratedRule:
     """Flip where calibrated P(judge wrong) > ``threshold``; abstain without evidence of a gain.
 
-    - ``method``: "isotonic" or "platt" (:mod:`puaudit_jax.calibration`); ``feature``: "score"
+    - ``method``: "isotonic" or "platt" (:mod:`puaudit_jax.audit.calibration`); ``feature``: "score"
       (one-sided) or "two-sided".
     - ``threshold``: 1/2 minimises expected disagreement; a cost ratio r = cost of breaking a correct
       verdict / cost of keeping a wrong one gives threshold r / (1 + r).
@@ -277,8 +307,10 @@ class CalibratedRule:
         return p_oof
 
     def _pool_p_wrong(self, cf: CrossFit, cal: _Calibration, rows=None) -> np.ndarray:
-        """(n_U,) P(judge wrong) of the pool, averaged over the folds' features, from a map fitted on
-        the calibration items ``rows`` (all when None)."""
+        """(n_U,) P(judge wrong) of the pool, averaged over the folds' features.
+
+        From a map fitted on the calibration items ``rows`` (all when None).
+        """
         rows = slice(None) if rows is None else rows
         fitted = fit_map(self.method, cal.x[rows], cal.c[rows], cal.groups[rows])
         x_pool, groups = np.asarray(cf.pool[self.feature], np.float64), np.asarray(cf.pool_group, dtype=object)
@@ -374,8 +406,10 @@ RULES: dict[str, Rule | CalibratedRule] = {
 
 
 def get_rule(rule, **options):
-    """A rule by name (``options`` replace fields of a calibrated rule, e.g. threshold=0.6), a
-    :class:`CalibratedRule`, or a score-rule callable."""
+    """A rule by name, a :class:`CalibratedRule`, or a score-rule callable.
+
+    ``options`` replace fields of a calibrated rule, e.g. threshold=0.6.
+    """
     if isinstance(rule, str):
         if rule not in RULES:
             raise ValueError(f"unknown rule {rule!r}; use one of {sorted(RULES)} or a callable")
@@ -390,10 +424,12 @@ def get_rule(rule, **options):
 
 
 def needs_crossfit(rule) -> bool:
+    """Whether ``rule`` (a name, a calibrated rule or a callable) needs the cross-fitted features."""
     return bool(getattr(get_rule(rule), "needs_crossfit", False))
 
 
 def rule_feature(rule) -> str | None:
+    """The cross-fitted feature ``rule`` reads ("score" or "two-sided"), None for score rules."""
     return getattr(get_rule(rule), "feature", None)
 
 

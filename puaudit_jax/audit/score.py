@@ -2,7 +2,7 @@
 
 Scoring groups are the pool's question types (``group_by="question_type"``: each type's U against
 its own P', or the union of every P' when the type has none) or one group ``"all"``. The scorer
-(:mod:`puaudit_jax.scorers`; the seed's: entropic partial OT, s_j = mass received) gives raw scores
+(:mod:`puaudit_jax.audit.scorers`; the seed's: entropic partial OT, s_j = mass received) gives raw scores
 s_j >= 0; normalised s̄_j = s_j / max_k s_k within the group.
 """
 
@@ -23,9 +23,18 @@ from .scorers import scorer_name
 
 @dataclass(frozen=True)
 class ScoringGroup:
-    """One scoring group: its size, its reference P' (size, "own type" | "pooled" | "all"), whether
-    every score was 0, the solver path (``method``) and the solver's own summary (``solver``);
-    ``n_flipped`` once the decision stage ran."""
+    """One scoring group: its size, its reference P', the solver's path and summary.
+
+    Attributes:
+        group: the group's name (a question type, or "all").
+        n_U: pool items scored.
+        n_reference: rows of its reference P'.
+        reference: which P': "own type" | "pooled" | "all".
+        all_zero_scores: whether every score was 0.
+        method: the solver path.
+        solver: the solver's own summary, or None.
+        n_flipped: flips in the group, once the decision stage ran (else None).
+    """
 
     group: str
     n_U: int
@@ -37,6 +46,7 @@ class ScoringGroup:
     n_flipped: int | None = None
 
     def to_dict(self) -> dict:
+        """JSON-able form (``n_flipped`` left out while None)."""
         out = asdict(self)
         if self.n_flipped is None:
             out.pop("n_flipped")
@@ -44,13 +54,21 @@ class ScoringGroup:
 
     @classmethod
     def from_dict(cls, data: dict) -> ScoringGroup:
+        """Inverse of :meth:`to_dict`."""
         return cls(**data)
 
 
 @dataclass(frozen=True)
 class Scores:
-    """score_raw, score: (n,) raw and normalised scores (NaN outside U); group: (n,) scoring group
-    ("" outside U); groups: one :class:`ScoringGroup` each; solver_s: seconds in the scorer."""
+    """The pool's scores, one entry per row.
+
+    Attributes:
+        score_raw: (n,) raw scores s_j >= 0 (NaN outside U).
+        score: (n,) normalised scores s_j / max_k s_k within the group (NaN outside U).
+        group: (n,) scoring group ("" outside U).
+        groups: one :class:`ScoringGroup` each.
+        solver_s: seconds in the scorer.
+    """
 
     score_raw: np.ndarray = field(repr=False)
     score: np.ndarray = field(repr=False)
@@ -62,8 +80,10 @@ class Scores:
 def scored(
     scorer, zp: np.ndarray, zu: np.ndarray, m: float, config: AuditConfig, group, warn: bool = True
 ) -> tuple[np.ndarray, np.ndarray, object]:
-    """(raw scores (k,), normalised s / max s (k,), scorer result) of pool ``zu`` (k, d) against
-    reference ``zp``; all-zero scores normalise to zeros (with a warning). Invalid scores raise."""
+    """(raw scores (k,), normalised s / max s (k,), scorer result) of pool ``zu`` (k, d) against ``zp``.
+
+    All-zero scores normalise to zeros (with a warning). Invalid scores raise.
+    """
     result = scorer(zp, zu, m)
     s = np.asarray(result.scores, np.float64)
     if s.shape != (len(zu),) or not np.isfinite(s).all() or (s < 0).any():
@@ -82,7 +102,21 @@ def scored(
 
 
 def score(data: AuditData, oriented: Oriented, refs: References, m: float, config: AuditConfig) -> Scores:
-    """Score the pool, one scoring group at a time."""
+    """Score the pool, one scoring group at a time.
+
+    Args:
+        data: the prepared audit data.
+        oriented: the oriented difference vectors.
+        refs: the references P'.
+        m: the transported mass, in (0, 1].
+        config: the audit's settings (scorer, group_by).
+
+    Returns:
+        The :class:`Scores`.
+
+    Raises:
+        ValueError: the scorer returned invalid scores (wrong shape, non-finite or negative).
+    """
     scorer = config.make_scorer()
     score_raw, score_norm = np.full(data.n, np.nan), np.full(data.n, np.nan)
     group = np.array([""] * data.n, dtype=object)

@@ -8,7 +8,7 @@ One interface for every scorer (so a new objective is one small class)::
 - ``zu``: (n_U, d) unit difference vectors of the unlabelled pool (oriented by the judge).
 - ``m``: the transported mass / estimated share of human-consistent judge verdicts in (0, 1].
 - ``scores``: (n_U,) float64, >= 0, larger = more aligned with P'. The pipeline divides by the
-  maximum (seed §3.3, s̄_j = s_j / max_k s_k) and a decision rule (:mod:`puaudit_jax.rules`) turns
+  maximum (seed §3.3, s̄_j = s_j / max_k s_k) and a decision rule (:mod:`puaudit_jax.audit.rules`) turns
   normalised scores into flips, identically for every scorer.
 
 Scorers (registry :data:`SCORERS`; build with :func:`get_scorer`):
@@ -27,7 +27,7 @@ Scorers (registry :data:`SCORERS`; build with :func:`get_scorer`):
 ``centroid``       max(0, cos(z_j, mean of P'))
 ``knn``            max(0, mean cosine of z_j to its k nearest P' items)
 ``pu-logistic``    Elkan & Noto (2008): logistic regression P' (s = 1) vs U (s = 0), L2, Newton's
-                   method (:mod:`puaudit_jax.logistic`); c = mean out-of-fold g over P';
+                   method (:mod:`puaudit_jax.audit.logistic`); c = mean out-of-fold g over P';
                    s_j = min(1, g(z_j)/c)
 =================  ==========================================================================
 """
@@ -56,9 +56,13 @@ class ScoreResult:
 
 
 class Scorer(Protocol):
+    """What a scorer is: a named callable (P' vectors, pool vectors, mass) -> :class:`ScoreResult`."""
+
     name: str
 
-    def __call__(self, zp: np.ndarray, zu: np.ndarray, m: float) -> ScoreResult: ...
+    def __call__(self, zp: np.ndarray, zu: np.ndarray, m: float) -> ScoreResult:
+        """Scores (n_U,) >= 0 of the pool zu (n_U, d) against the reference zp (n_P', d) at mass m."""
+        ...
 
 
 def unit_rows(z: np.ndarray) -> np.ndarray:
@@ -73,7 +77,7 @@ def _bucket(n: int, minimum: int = 64) -> int:
 
 
 def _padded(z: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """z padded to ``size`` rows with copies of its first row, and weights 1/n (real) / 0 (padding)."""
+    """Pad z to ``size`` rows with copies of its first row; weights 1/n (real) / 0 (padding)."""
     from ..ot.problem import pad_points
 
     return pad_points(z, np.full(len(z), 1.0 / len(z)), size)
@@ -91,7 +95,8 @@ class POTScorer:
 
     ``mesh``: None (one device), or a ``jax.sharding.Mesh`` / device count / "all" that the
     Sinkhorn solve is split over (U across the devices; ``puaudit_jax.ot.sharded``); the exact
-    solver runs on the host either way."""
+    solver runs on the host either way.
+    """
 
     method: str = "auto"
     epsilon: float = 0.01
@@ -105,6 +110,7 @@ class POTScorer:
     name: str = "pot"
 
     def __call__(self, zp, zu, m):
+        """Scores (n_U,): the mass s_j each pool item receives (:func:`~puaudit_jax.ot.solve_partial`), clipped at 0."""
         from ..ot import solve_partial
 
         n, k = len(zp), len(zu)
@@ -178,6 +184,7 @@ class BalancedOTScorer:
     name: str = "ot-balanced"
 
     def __call__(self, zp, zu, m):
+        """Scores (n_U,): 1 - the plan-weighted mean cost of each pool item, clipped at 0 (m unused)."""
         plan, cost, iters, converged = _ott_solve(zp, zu, self.epsilon, 1.0, self.max_iterations, self.threshold)
         col = plan.sum(0)
         mean_cost = (plan * cost).sum(0) / np.maximum(col, 1e-300)
@@ -191,7 +198,8 @@ class UnbalancedOTScorer:
     """KL-unbalanced entropic OT (ott-jax): tau_a = 1, tau_b = rho / (rho + epsilon). s_j = mass_j / b_j.
 
     The seed defines no unbalanced baseline; rho = 0.5, epsilon = 0.05 were picked on the cone
-    model (rho = 0.1 flips ~70% of the pool, rho >= 1 nothing): treat it as a sensitive baseline."""
+    model (rho = 0.1 flips ~70% of the pool, rho >= 1 nothing): treat it as a sensitive baseline.
+    """
 
     epsilon: float = 0.05
     rho: float = 0.5
@@ -200,6 +208,7 @@ class UnbalancedOTScorer:
     name: str = "ot-unbalanced"
 
     def __call__(self, zp, zu, m):
+        """Scores (n_U,): the mass each pool item receives divided by its weight 1/n_U (m unused)."""
         tau_b = self.rho / (self.rho + self.epsilon)
         plan, _, iters, converged = _ott_solve(zp, zu, self.epsilon, tau_b, self.max_iterations, self.threshold)
         col = plan.sum(0)
@@ -222,6 +231,7 @@ class CentroidScorer:
     name: str = "centroid"
 
     def __call__(self, zp, zu, m):
+        """Scores (n_U,) of the pool zu (m unused); ValueError when the mean of P' is zero."""
         centre = np.asarray(zp, np.float64).mean(0)
         norm = np.linalg.norm(centre)
         if norm == 0:
@@ -238,6 +248,7 @@ class KNNScorer:
     name: str = "knn"
 
     def __call__(self, zp, zu, m):
+        """Scores (n_U,) of the pool zu (m unused); ValueError when k < 1."""
         if self.k < 1:
             raise ValueError(f"knn scorer: k must be >= 1, got {self.k}")
         sim = unit_rows(zu) @ unit_rows(zp).T  # (n_U, n_P')
@@ -248,9 +259,10 @@ class KNNScorer:
 
 @dataclass(frozen=True)
 class PULogisticScorer:
-    """Elkan-Noto PU classifier: g = P(labelled | z) by logistic regression of P' vs U; c = E[g | P]
-    estimated out of fold (``folds``-fold over P' when n_P' >= 2 * folds, else in sample);
-    s_j = min(1, g(z_j) / c)."""
+    """Elkan-Noto PU classifier: g = P(labelled | z) by logistic regression of P' vs U; s_j = min(1, g(z_j) / c).
+
+    c = E[g | P] is estimated out of fold (``folds``-fold over P' when n_P' >= 2 * folds, else in sample).
+    """
 
     lam: float = 1e-2
     iters: int = 25
@@ -272,6 +284,7 @@ class PULogisticScorer:
         return 1.0 / (1.0 + np.exp(-(np.asarray(x, np.float64) @ w[:-1] + w[-1])))
 
     def __call__(self, zp, zu, m):
+        """Scores (n_U,) in [0, 1] of the pool zu (m unused)."""
         zp, zu = unit_rows(zp), unit_rows(zu)
         w = self._fit(zp, zu)
         if len(zp) >= 2 * self.folds:
@@ -312,4 +325,5 @@ def get_scorer(scorer: str | Callable, **options) -> Callable:
 
 
 def scorer_name(scorer) -> str:
+    """A scorer's name: the string itself, else its ``name`` / ``__name__`` ("custom" without one)."""
     return scorer if isinstance(scorer, str) else getattr(scorer, "name", getattr(scorer, "__name__", "custom"))

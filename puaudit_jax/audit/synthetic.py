@@ -28,8 +28,14 @@ from .embed import PairEmbeddings
 
 @dataclass(frozen=True)
 class ConeData:
-    """table: validated comparisons; embeddings: PairEmbeddings; truth: (n,) human verdict of every
-    row (also for unlabelled ones); judge_correct: (n,) bool."""
+    """A synthetic cone-model data set with its ground truth.
+
+    Attributes:
+        table: validated comparisons.
+        embeddings: PairEmbeddings of every row.
+        truth: (n,) human verdict of every row (also for unlabelled ones).
+        judge_correct: (n,) bool.
+    """
 
     table: pd.DataFrame
     embeddings: PairEmbeddings

@@ -12,8 +12,16 @@ FILES = ("items.csv", "items.parquet", "report.json")
 
 
 def write_result(result: AuditResult, folder: str | Path) -> list[str]:
-    """Write ``result``'s items (csv and parquet, one row per input comparison) and its report
-    (versioned JSON, :meth:`AuditReport.to_dict`) into ``folder``; returns the file names."""
+    """Write ``result``'s items and report into ``folder`` (each file atomically).
+
+    Args:
+        result: the audit's result.
+        folder: the output folder (created when missing).
+
+    Returns:
+        The file names written: items.csv and items.parquet (one row per input comparison) and
+        report.json (versioned JSON, :meth:`AuditReport.to_dict`).
+    """
     folder = Path(folder)
     write_csv(result.items, folder / "items.csv")
     write_parquet(result.items.astype({"question_type": "string"}), folder / "items.parquet")
@@ -25,8 +33,10 @@ ITEM_COLUMNS = ("id", "judge", "human", "status", "p_wrong")
 
 
 def read_items(path: str | Path):
-    """An audit's items table from its output folder (items.parquet, else items.csv) or from the file
-    itself; ValueError when there is none or a column the readers need is missing."""
+    """An audit's items table from its output folder (items.parquet, else items.csv) or from the file itself.
+
+    ValueError when there is none or a column the readers need is missing.
+    """
     import pandas as pd
 
     path = Path(path)

@@ -1,5 +1,5 @@
 """The ``puaudit`` command line: parsing and dispatch only; each command's computing is in its package."""
 
-from .main import main
+from .main import CommandError, build_parser, main
 
-__all__ = ["main"]
+__all__ = ["CommandError", "build_parser", "main"]

@@ -37,26 +37,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
-import pandas as pd
-
-from puaudit_runtime.files import write_csv, write_json
-
-from .. import datasets
-from ..datasets import BUNDLED, save_comparisons
-from ..datasets.verdicts import JUDGE_VERDICTS
-
-
-def load_data(data: str, include_unlabelled: bool | None = None, limit: int | None = None) -> pd.DataFrame:
-    """:func:`puaudit_jax.datasets.load_data`, a missing file as a one-line CLI error."""
-    try:
-        return datasets.load_data(data, include_unlabelled, limit)
-    except FileNotFoundError as err:
-        raise SystemExit(f"error: {err}") from None
+from ..datasets import BUNDLED
+from .inputs import load_data
 
 
 def make_judge(args):
+    """The judge the parsed arguments name: a local judge, or an OpenAI-compatible text / logprob judge."""
     if args.judge == "local":
         from ..judges.local import LocalJudge
 
@@ -85,6 +72,7 @@ def make_judge(args):
 
 
 def make_generator(args, judge):
+    """The rewrite model of the attacks: local (sharing ``judge``'s model when it is the same) or served."""
     kind = args.generator or args.judge
     if kind == "local":
         from ..judges.local import LocalGenerator
@@ -170,12 +158,14 @@ def add_attack_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_judge_arguments(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``puaudit judge``."""
     _judge_arguments(p)
 
 
 def cmd_attack(args) -> int:
+    """``puaudit attack``: the judge's verdicts, the losers attacked, the pairs re-judged."""
     from ..judges import Verdict
-    from ..judges.attacks import flip_rates_by, get_attack, run_attack
+    from ..judges.attacks import attack_report, get_attack, run_attack, write_attack
 
     table = load_data(args.data, args.include_unlabelled, args.limit)
     attack = get_attack(args.attack, **({"emotion": args.emotion} if args.attack == "sentiment" else {}))
@@ -186,79 +176,35 @@ def cmd_attack(args) -> int:
     if args.original == "column":
         original = {str(r.id): Verdict(r.judge, None, "table judge column", "ok") for r in table.itertuples()}
     res = run_attack(table, judge, attack, generator, original=original, progress=not args.quiet)
-    out = Path(args.out)
-    write_csv(res.table, out / "attacked.csv")
-    save_comparisons(res.comparisons(table), out / "comparisons.csv")
-    by_type = flip_rates_by(res) if "question_type" in res.table else pd.DataFrame()
-    write_json(
-        {
-            "data": args.data,
-            "attack": res.attack,
-            "params": dict(res.params),
-            "judge": res.judge,
-            "generator": getattr(generator, "name", None),
-            "original": args.original,
-            "counts": dict(res.counts),
-            "flip_rate": res.flip_rate,
-            "to_loser_rate": res.to_loser_rate,
-            "by_question_type": by_type.to_dict(orient="records"),
-            "seconds": time.perf_counter() - t0,
-        },
-        out / "attack.json",
-    )
-    c = res.counts
-    print(
-        f"{res.attack} attack on {res.judge}: {c['input']} rows, {c['attacked']} attacked, {c['judged']} re-judged, "
-        f"{c['flipped']} flipped -> flip-under-attack rate {res.flip_rate:.3f} "
-        f"(attacked loser now wins: {res.to_loser_rate:.3f}); skipped {c['skipped']}"
-    )
-    print(f"wrote {out}/attacked.csv, comparisons.csv, attack.json")
+    report = attack_report(res, data=args.data, generator=getattr(generator, "name", None), original=args.original,
+                           seconds=time.perf_counter() - t0)  # fmt: skip
+    files = write_attack(res, table, report, args.out)
+    print(report.summary())
+    print(f"wrote {args.out}/" + ", ".join(files))
     return 0
 
 
 def cmd_judge(args) -> int:
+    """``puaudit judge``: every comparison re-judged."""
     from ..judges import judge_table
+    from ..judges.run import judge_report, write_judging
 
     table = load_data(args.data, args.include_unlabelled, args.limit)
     t0 = time.perf_counter()
     judge = make_judge(args)
     result = judge_table(table, judge, progress=not args.quiet)
-    out = Path(args.out)
-    save_comparisons(result, out / "comparisons.csv")
-    labelled = result[result.human.isin(JUDGE_VERDICTS) & (result.judge_status == "ok")]
-    summary = {
-        "data": args.data,
-        "judge": judge.name,
-        "rows": len(result),
-        "status": result.judge_status.str.split(":").str[0].value_counts().to_dict(),
-        "agreement_with_human": float((labelled.judge == labelled.human).mean()) if len(labelled) else None,
-        "agreement_original_with_human": float((labelled.judge_original == labelled.human).mean())
-        if len(labelled)
-        else None,
-        "n_labelled": len(labelled),
-        "seconds": time.perf_counter() - t0,
-    }
-    if result.consistent.notna().any():
-        summary["position_consistency"] = float(result.consistent.dropna().astype(bool).mean())
-    if result.judge_type.notna().any():  # the judge's [[TYPE:X]] letters; "none" where it gave none
-        summary["judge_types"] = result.judge_type.fillna("none").value_counts().sort_index().to_dict()
-    failed = result[result.judge_status.str.startswith("error")]
-    summary["errors"] = [{"id": str(r.id), "status": r.judge_status} for r in failed.itertuples()]
-    write_json(summary, out / "judge.json")
-    print(
-        f"{judge.name} judged {len(result)} comparisons: status {summary['status']}; agreement with human "
-        f"{summary['agreement_with_human']} (previous judge {summary['agreement_original_with_human']}) "
-        f"on {len(labelled)} labelled rows"
-    )
-    for r in summary["errors"][:5]:
+    report = judge_report(result, judge.name, args.data, time.perf_counter() - t0)
+    files = write_judging(result, report, args.out)
+    print(report.summary())
+    for r in report.errors[:5]:
         print(f"  pair {r['id']}: {r['status']}", file=sys.stderr)
-    if len(failed):
-        more = f" ({len(failed) - 5} more in judge.json)" if len(failed) > 5 else ""
+    if report.errors:
+        more = f" ({len(report.errors) - 5} more in judge.json)" if len(report.errors) > 5 else ""
         print(
-            f"{len(failed)} pairs failed{more}; answered requests are cached: rerun the same command to resume",
+            f"{len(report.errors)} pairs failed{more}; answered requests are cached: rerun the same command to resume",
             file=sys.stderr,
         )
-    print(f"wrote {out}/comparisons.csv, judge.json")
+    print(f"wrote {args.out}/" + ", ".join(files))
     return 0
 
 
@@ -271,6 +217,7 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_serve(args) -> int:
+    """``puaudit serve-local``: run llama.cpp's server until it exits (1) or Ctrl-C / SIGTERM (0)."""
     import signal
 
     from ..judges.serve import LocalServer, ServeConfig
@@ -301,8 +248,7 @@ def cmd_serve(args) -> int:
 
 
 def add_attack_parsers(sub) -> None:
-    """Register ``attack``, ``judge`` and ``serve-local`` on a subparsers object (``puaudit`` and
-    this module's own CLI)."""
+    """Register ``attack``, ``judge`` and ``serve-local`` on a subparsers object."""
     p = sub.add_parser("attack", help="attack the judge's losers and re-judge (seed Algorithm 2)")
     add_attack_arguments(p)
     p.set_defaults(func=cmd_attack)
@@ -312,18 +258,3 @@ def add_attack_parsers(sub) -> None:
     p = sub.add_parser("serve-local", help="llama.cpp's OpenAI-compatible server on 127.0.0.1 (the serve extra)")
     add_serve_arguments(p)
     p.set_defaults(func=cmd_serve)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m puaudit_jax.attack_cli", description=__doc__.split("\n\n")[0])
-    add_attack_parsers(parser.add_subparsers(dest="command", required=True))
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return args.func(args)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

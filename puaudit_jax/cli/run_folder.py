@@ -1,4 +1,4 @@
-"""An output folder that one run writes at a time, with a manifest of what it holds (issue 16).
+"""An output folder that one run writes at a time, with a manifest of what it holds.
 
 ``with RunFolder(path, command) as run:`` takes the folder's lock (``.puaudit.lock``, created
 exclusively, holding the writer's host, pid and command). Another live run writing the same folder
@@ -85,8 +85,10 @@ class RunFolder:
         )
 
     def _remove_killed_temporaries(self) -> None:
-        """Temporary files of earlier writes of this folder's outputs (atomic_path names them
-        ``.<name>.<random><suffix>``): with the lock held, no one else is writing them."""
+        """Remove temporary files of earlier writes of this folder's outputs.
+
+        atomic_path names them ``.<name>.<random><suffix>``: with the lock held, no one else is writing them.
+        """
         names = set(self.previous_files()) | {MANIFEST}
         for path in self.folder.glob(".*"):
             if path.is_file() and any(path.name.startswith(f".{name}.") for name in names):

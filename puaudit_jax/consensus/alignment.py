@@ -87,9 +87,16 @@ class AlignConfig:
 
 @dataclass(frozen=True)
 class AlignResult:
-    """scores: aligned judges x models matrix (Elo); alpha: per-cell shrink weight (mode "shrink") or
-    None; loss: (steps,) training loss; terms: final anchor / rank / consensus terms and total;
-    config, seed, feature names used."""
+    """The aligned matrix and how the adapter got there.
+
+    Attributes:
+        scores: aligned judges x models matrix (Elo points).
+        alpha: per-cell shrink weight (mode "shrink") or None.
+        loss: (steps,) training loss.
+        terms: final anchor / rank / consensus terms and total.
+        config: the config used (with its seed).
+        features: the feature names used.
+    """
 
     scores: pd.DataFrame
     alpha: pd.DataFrame | None
@@ -104,7 +111,7 @@ class AlignResult:
 
 
 def self_preference_flags(judges, models, family: dict[str, str]) -> pd.DataFrame:
-    """judges x models 0/1 matrix: 1 where judge and model belong to the same family.
+    """Self-preference flags, a judges x models 0/1 matrix: 1 where judge and model belong to the same family.
 
     ``family`` maps a judge or model name to a family label; names without a label belong to no
     family (never flagged).
@@ -123,6 +130,7 @@ class Adapter(nn.Module):
 
     @nn.compact
     def __call__(self, judge, model, extra):
+        """One number (C,) per cell from judge (C,) int, model (C,) int and extra (C, f) float inputs."""
         e_j = nn.Embed(self.n_judges, self.embed_dim, name="judge_embedding")(judge)
         e_m = nn.Embed(self.n_models, self.embed_dim, name="model_embedding")(model)
         h = jnp.concatenate([e_j, e_m, extra], axis=-1)
@@ -292,8 +300,11 @@ def align(
 
 
 def shrink(scores: pd.DataFrame, alpha) -> pd.DataFrame:
-    """R_k <- alpha_k R_k + (1 - alpha_k) C, C the column mean of ``scores``; alpha a scalar, one value
-    per judge (array or Series indexed by judge), each in [0, 1]."""
+    """Shrink each judge's row towards the consensus: R_k <- alpha_k R_k + (1 - alpha_k) C.
+
+    C is the column mean of ``scores``; alpha a scalar, or one value per judge (array or Series indexed
+    by judge), each in [0, 1].
+    """
     values = scores.to_numpy(float)
     if isinstance(alpha, pd.Series):
         alpha = alpha.loc[scores.index].to_numpy(float)
@@ -316,8 +327,10 @@ class ShrinkResult:
 def fit_shrinkage(
     scores: pd.DataFrame, config: AlignConfig = AlignConfig(), *, anchor: pd.Series | None = None, common: bool = False
 ) -> ShrinkResult:
-    """Learn alpha_k = sigmoid(a_k) (one per judge, or one common alpha) on the objective of
-    :class:`AlignConfig` with adam; a_k starts at 0 (alpha 1/2)."""
+    """Learn alpha_k = sigmoid(a_k) (one per judge, or one common alpha) on the objective of :class:`AlignConfig`.
+
+    Trained with adam; a_k starts at 0 (alpha 1/2).
+    """
     z, mu, s = _standardise(scores)
     a_mat, mask = _anchor_matrix(scores, z, config.anchor if anchor is None else anchor, mu, s)
     zj, cj = jnp.asarray(z, jnp.float32), jnp.asarray(z.mean(axis=0), jnp.float32)
@@ -336,9 +349,11 @@ def fit_shrinkage(
 
 
 def theorem2_bound(bias: np.ndarray, alpha) -> np.ndarray:
-    """Bound on S_UDA from the triangle inequality, per model, for judge-specific alpha:
+    """Bound on S_UDA from the triangle inequality, per model, for judge-specific alpha.
+
     sum_k alpha_k |e_k| + |mean e| sum_k (1 - alpha_k). bias: (M,) or (M, N). Equals S_base when all
-    alpha_k are equal (Theorem 2); above it otherwise in general."""
+    alpha_k are equal (Theorem 2); above it otherwise in general.
+    """
     bias = np.asarray(bias, float)
     a = np.asarray(alpha, float).reshape((-1,) + (1,) * (bias.ndim - 1))
     return (a * np.abs(bias)).sum(axis=0) + np.abs(bias.mean(axis=0)) * (1 - a).sum(axis=0)

@@ -23,8 +23,17 @@ from .bradley_terry import encode_comparisons
 
 @dataclass(frozen=True)
 class EloConfig:
-    """k: K factor (Elo points per unit surprise); n_orders: shuffled orders averaged (1 = file order
-    when shuffle is False); init: start rating; anchor/anchor_value: as in BTConfig; seed: numpy seed."""
+    """Options of the online Elo ratings.
+
+    Attributes:
+        k: K factor (Elo points per unit surprise).
+        n_orders: shuffled orders averaged (1 = file order when shuffle is False).
+        shuffle: shuffle the comparisons' order.
+        init: start rating (Elo points).
+        anchor: as in BTConfig.
+        anchor_value: as in BTConfig (Elo points).
+        seed: numpy seed.
+    """
 
     k: float = 4.0
     n_orders: int = 100

@@ -30,9 +30,11 @@ VERDICT_COLUMNS = ("judge", "model_a", "model_b", "winner")
 
 
 def verdicts_from_comparisons(table: pd.DataFrame, judge_name: str, *, verdict_col: str = "judge") -> pd.DataFrame:
-    """A comparison table (model_a, model_b, and a verdict column in A | B | tie | missing) -> long
-    verdicts of one judge named ``judge_name``. Missing verdicts are excluded; their count is in
-    ``attrs["excluded"]``."""
+    """Long verdicts of one judge named ``judge_name`` from a comparison table.
+
+    The table has model_a, model_b, and a verdict column in A | B | tie | missing. Missing verdicts are
+    excluded; their count is in ``attrs["excluded"]``.
+    """
     for col in ("model_a", "model_b", verdict_col):
         if col not in table.columns:
             raise ValueError(f"comparison table lacks column {col!r}")
@@ -90,7 +92,9 @@ def llmfao_verdicts(crowd: str = "votes") -> pd.DataFrame:
 
 def mtbench_verdicts() -> pd.DataFrame:
     """MT-Bench: judge "human" (expert/author votes, aggregated per item) and judge "gpt4" over 6 models.
-    The 8 items without a human vote are excluded from the human judge (counted in attrs)."""
+
+    The 8 items without a human vote are excluded from the human judge (counted in attrs).
+    """
     table = load_bundled("mtbench")
     return _concat(
         [verdicts_from_comparisons(table, "human", verdict_col="human"), verdicts_from_comparisons(table, "gpt4")]
@@ -99,8 +103,16 @@ def mtbench_verdicts() -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class ScoreMatrices:
-    """scores: judges x models Elo points; fits: per-judge BTResult / EloResult; intervals: per judge a
-    BootstrapResult table (model, elo, lo, hi, se) when asked; method and the config used."""
+    """Per-judge scores of every model, with the fits behind them.
+
+    Attributes:
+        scores: judges x models Elo points.
+        fits: per-judge BTResult / EloResult.
+        intervals: per judge a BootstrapResult table (model, elo, lo, hi, se) when asked.
+        method: "bt" or "elo".
+        config: the config used.
+        excluded: per judge, the rows left out and why (from the verdicts' ``attrs["excluded"]``).
+    """
 
     scores: pd.DataFrame
     fits: dict

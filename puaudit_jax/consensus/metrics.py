@@ -76,10 +76,12 @@ def aggregate_bias(scores: pd.DataFrame, truth: pd.Series) -> pd.Series:
 
 
 def summary(scores: pd.DataFrame, *, base_consensus: pd.Series | None = None, human: pd.Series | None = None) -> dict:
-    """Scalars of one matrix: mean Pearson / MSE / Kendall to the baseline consensus (default: its own),
-    to its own consensus, to human scores (when given), inter-judge std (mean over models), S (sum
-    over models of the aggregate absolute bias against human), and the consensus row's own Pearson to
-    human."""
+    """Scalars of one matrix: agreement with the consensus and with human scores, spread, and bias.
+
+    Mean Pearson / MSE / Kendall to the baseline consensus (default: its own), to its own consensus, to
+    human scores (when given), inter-judge std (mean over models), S (sum over models of the aggregate
+    absolute bias against human), and the consensus row's own Pearson to human.
+    """
     base = consensus(scores) if base_consensus is None else base_consensus
     to_base = judge_metrics(scores, base).mean()
     to_own = judge_metrics(scores, consensus(scores)).mean()

@@ -1,8 +1,10 @@
-"""Figures of consensus alignment: judges x models heat maps, the trade-off over the consensus weight,
-and BT scores of several judges against a reference judge with bootstrap intervals.
+"""Figures of consensus alignment: heat maps, the consensus-weight trade-off, and judge-vs-reference scatters.
+
+Judges x models heat maps, the trade-off over the consensus weight, and BT scores of several judges
+against a reference judge with bootstrap intervals.
 
 Each function draws into a new matplotlib figure and returns it (save with
-``puaudit_jax.outputs.save_figure``, which writes atomically).
+``puaudit_runtime.files.save_figure``, which writes atomically).
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ import pandas as pd  # noqa: E402
 
 
 def heatmaps(matrices: dict[str, pd.DataFrame], *, center: pd.Series | None = None, title: str = ""):
-    """One panel per named judges x models matrix, drawn as deviation from ``center`` (per model;
-    default the first matrix's column mean) in Elo points, one shared symmetric colour scale."""
+    """One panel per named judges x models matrix, drawn as deviation from ``center`` in Elo points.
+
+    ``center`` is per model (default the first matrix's column mean); one shared symmetric colour scale.
+    """
     names = list(matrices)
     first = matrices[names[0]]
     ref = first.mean(axis=0) if center is None else center.loc[first.columns]
@@ -46,10 +50,13 @@ def tradeoff(
     judges: list[str] | None = None,
     title: str = "",
 ):
-    """Left: mean Pearson to human and to the baseline consensus vs the consensus weight (log x), with
+    """The trade-off over the consensus weight: agreement with humans and with the consensus, and spread.
+
+    Left: mean Pearson to human and to the baseline consensus vs the consensus weight (log x), with
     per-judge Pearson to human for ``judges`` (thin lines). Right: inter-judge std vs mean Pearson to
     human for the adapter sweep, the common-alpha shrinkage curve (``shrink``: columns alpha,
-    pearson_human, inter_judge_std) and named reference points (e.g. the paper's UDA)."""
+    pearson_human, inter_judge_std) and named reference points (e.g. the paper's UDA).
+    """
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.3))
     xs = table[x].to_numpy(float)
     xplot = np.where(xs > 0, xs, np.nan)
@@ -91,8 +98,10 @@ def tradeoff(
 
 
 def judge_scatter(scores: pd.DataFrame, reference: str, *, intervals: dict | None = None, title: str = ""):
-    """One panel per judge other than ``reference``: its BT Elo against the reference judge's, with
-    bootstrap intervals (``intervals[judge]`` tables with lo/hi) when given."""
+    """One panel per judge other than ``reference``: its BT Elo against the reference judge's.
+
+    With bootstrap intervals (``intervals[judge]`` tables with lo/hi) when given.
+    """
     others = [j for j in scores.index if j != reference]
     fig, axes = plt.subplots(1, len(others), figsize=(4.6 * len(others), 4.2), squeeze=False)
     x = scores.loc[reference]

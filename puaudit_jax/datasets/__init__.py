@@ -1,5 +1,7 @@
-"""Data layer: the comparison table (schema, validation, file formats), the bundled real sets,
-the status / exclusion report of every comparison, and loaders of the other bundled data.
+"""Data layer: the comparison table, the bundled real sets, exclusions, and loaders of the other bundled data.
+
+The comparison table (schema, validation, file formats), the bundled real sets, the status / exclusion
+report of every comparison, and loaders of the other bundled data.
 
 The data files themselves are package data under ``puaudit_jax/data/`` (this package is named
 ``datasets`` so that the code and the data folder do not share a name).

@@ -239,8 +239,11 @@ def _check_cells(frame: pd.DataFrame, label: Callable[[int], str]) -> tuple[dict
 
 
 def _normal_form(frame: pd.DataFrame, columns: dict[str, list]) -> pd.DataFrame:
-    """The validated table: the checked core columns with their dtypes, then ``frame``'s extra
-    columns unchanged (list-valued ones as ``list[str]`` cells), on a fresh RangeIndex."""
+    """The validated table, on a fresh RangeIndex.
+
+    The checked core columns with their dtypes, then ``frame``'s extra columns unchanged (list-valued
+    ones as ``list[str]`` cells).
+    """
     out = pd.DataFrame(
         {
             "id": pd.Series(columns["id"], dtype="str"),
@@ -377,7 +380,7 @@ def _short(value, limit: int = 60) -> str:
 
 
 def _as_list_cell(value):
-    """ndarray -> list; a JSON array of strings -> list; anything else unchanged."""
+    """A list cell: ndarray -> list; a JSON array of strings -> list; anything else unchanged."""
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, str) and value.startswith("[") and value.endswith("]"):

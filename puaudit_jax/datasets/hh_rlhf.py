@@ -1,7 +1,7 @@
-"""Anthropic HH-RLHF, harmless-base test split: 2,312 human preferences (no judge verdict).
+r"""Anthropic HH-RLHF, harmless-base test split: 2,312 human preferences (no judge verdict).
 
 Source: ``puaudit_jax/data/hh_rlhf/harmless-base_test.jsonl.gz`` (MIT; see its README). Each record
-is a pair of full transcripts ("\\n\\nHuman: ...\\n\\nAssistant: ...") that differ in the last assistant
+is a pair of full transcripts ("\n\nHuman: ...\n\nAssistant: ...") that differ in the last assistant
 turn; the human preferred ``chosen``. Table columns: ``id`` (``"hh:<line>"``, 0-based), ``chosen``,
 ``rejected``.
 """

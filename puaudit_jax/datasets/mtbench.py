@@ -69,8 +69,10 @@ def load_answers(folder: Path) -> dict[tuple[int, str], list[str]]:
 
 
 def _comparison_row(record: dict, questions: dict, answers: dict) -> dict:
-    """One comparison of the package's data model from a GPT-4 verdict ``record`` (with its votes):
-    turn 1 asks the question; turn 2 carries both user turns and each side's own first answer."""
+    """One comparison of the package's data model from a GPT-4 verdict ``record`` (with its votes).
+
+    Turn 1 asks the question; turn 2 carries both user turns and each side's own first answer.
+    """
     qid, turn = int(record["question_id"]), int(record["turn"])
     question = questions[qid]
     user_turns = list(question["turns"][:turn])

@@ -95,7 +95,14 @@ def normalize_verdict(value, *, allow_missing: bool) -> str:
 
 
 def flip_verdict(verdicts) -> np.ndarray:
-    """A <-> B elementwise (ties and other values unchanged); object array of the same length."""
+    """Swap A <-> B elementwise (ties and other values unchanged).
+
+    Args:
+        verdicts: (n,) verdicts in normal form (any sequence).
+
+    Returns:
+        (n,) object array: "B" where "A", "A" where "B", the rest as given.
+    """
     v = np.asarray(verdicts, dtype=object)
     return np.where(v == A, B, np.where(v == B, A, v))
 

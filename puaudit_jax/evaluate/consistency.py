@@ -1,5 +1,7 @@
-"""What the protocol measures on the evaluation pool (seed 000 Appendix A.5): Cons_orig, Cons_adj,
-flip rate and precision per question type and overall, and the hindsight ceiling."""
+"""What the protocol measures on the evaluation pool (seed 000 Appendix A.5).
+
+Cons_orig, Cons_adj, flip rate and precision per question type and overall, and the hindsight ceiling.
+"""
 
 from __future__ import annotations
 
@@ -44,8 +46,11 @@ def consistency(pool: pd.DataFrame, truth: pd.Series) -> pd.DataFrame:
 
 
 def hindsight_flips(pool: pd.DataFrame, truth: pd.Series) -> np.ndarray:
-    """(n_pool,) flips of the best budget per scoring group chosen with the hidden labels: flip the
-    k lowest-scored items, k maximising agreement with ``truth`` (items not in ``truth`` never flip)."""
+    """(n_pool,) flips of the best budget per scoring group chosen with the hidden labels.
+
+    Flip the k lowest-scored items, k maximising agreement with ``truth`` (items not in ``truth`` never
+    flip).
+    """
     flips = np.zeros(len(pool), bool)
     known = pool["id"].isin(truth.index).to_numpy()
     wrong = np.zeros(len(pool), bool)
@@ -61,8 +66,10 @@ def hindsight_flips(pool: pd.DataFrame, truth: pd.Series) -> np.ndarray:
 
 
 def with_hidden_labels(result, truth: pd.Series, share: float):
-    """``result`` (an :class:`~puaudit_jax.audit.AuditResult` of a table with hidden labels) with the
-    hidden verdicts in an ``items`` column ``human_hidden`` and their consistency in the report."""
+    """``result`` with the hidden verdicts in an ``items`` column ``human_hidden`` and their consistency in the report.
+
+    ``result``: an :class:`~puaudit_jax.audit.AuditResult` of a table with hidden labels.
+    """
     cons = consistency(result.pool, truth)
     report = replace(result.report, hidden_labels=HiddenLabels(share, tuple(cons.to_dict(orient="records"))))
     items = result.items.assign(human_hidden=result.items["id"].map(truth))

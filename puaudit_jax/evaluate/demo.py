@@ -18,10 +18,13 @@ DEMO_SCORERS = ("knn", "pot-exact")
 
 
 def run_demo(table: pd.DataFrame, emb, *, scorers, default_rule, seed_scorer, **options) -> EvalResult:
-    """Both protocol runs, concatenated. ``scorers``: the grid's scorers (names or objects; the
-    first is the default audit's); ``default_rule``: the default rule (name or configured object);
+    """Both protocol runs, concatenated.
+
+    ``scorers``: the grid's scorers (names or objects; the first is the default audit's);
+    ``default_rule``: the default rule (name or configured object);
     ``seed_scorer``: the seed configuration's scorer (``"pot"`` or a configured instance);
-    ``options``: :class:`Protocol` / :class:`AuditConfig` fields."""
+    ``options``: :class:`Protocol` / :class:`AuditConfig` fields.
+    """
     grid = evaluate(
         table, emb, scorers=list(scorers), rules=[default_rule, SEED_RULE, "budget"], ceiling=True, **options
     )
@@ -36,8 +39,10 @@ def run_demo(table: pd.DataFrame, emb, *, scorers, default_rule, seed_scorer, **
 
 
 def demo_text(res: EvalResult, *, first_scorer: str, eta: float, p_ratio: float, source: str) -> str:
-    """The demo's printout: both configurations per category beside the seed's Table 5, the overall
-    table and a one-line verdict."""
+    """The demo's printout: per-category results, the overall table and a verdict.
+
+    Both configurations per category beside the seed's Table 5, the overall table and a one-line verdict.
+    """
     summ = res.summary[res.summary.question_type == "all"].set_index(["scorer", "rule"])
     seed_row, default_row = summ.loc[(SEED_SCORER, SEED_RULE)], summ.loc[(first_scorer, DEFAULT_RULE)]
     verdict = "raises" if seed_row.gain_mean > 0 else "lowers"

@@ -42,4 +42,5 @@ class PeakMemory:
 
     @property
     def delta_mb(self) -> float:
+        """Peak minus starting resident memory, in MB."""
         return self.peak_mb - self.start_mb

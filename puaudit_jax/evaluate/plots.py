@@ -23,8 +23,11 @@ from ..audit.plots import C_FLIP, C_OK, calibration_figure, figure2  # noqa: E40
 
 
 def figure3(panels: dict[str, pd.DataFrame], path: str | Path | None = None, *, title: str = "", ncols: int = 4):
-    """Seed Figure 3: one radar per entry of ``panels`` (title -> frame with question_type,
-    cons_orig_mean, cons_adj_mean; the "all" row is left out of the radar and put in the title)."""
+    """Seed Figure 3: one radar per entry of ``panels``.
+
+    ``panels``: title -> frame with question_type, cons_orig_mean, cons_adj_mean; the "all" row is left
+    out of the radar and put in the title.
+    """
     k = len(panels)
     if k == 0:
         raise ValueError("figure3: nothing to plot")
@@ -72,9 +75,11 @@ def figure3(panels: dict[str, pd.DataFrame], path: str | Path | None = None, *, 
 
 
 def evaluation_figures(res, out: str | Path, *, data: str) -> list[str]:
-    """Figures of a protocol run (:class:`~puaudit_jax.evaluate.EvalResult`): figure3.png (radar per
-    scorer, its first rule), figure2.png (the first scorer's audit on the first seed) and, for a
-    calibrated rule, calibration.png. A sweep or a table without question types draws none."""
+    """Figures of a protocol run (:class:`~puaudit_jax.evaluate.EvalResult`); returns the file names.
+
+    figure3.png (radar per scorer, its first rule), figure2.png (the first scorer's audit on the first
+    seed) and, for a calibrated rule, calibration.png. A sweep or a table without question types draws none.
+    """
     summ, out = res.summary, Path(out)
     if "question_type" not in summ or "param" in res.meta or res.first_audit is None:
         return []

@@ -48,6 +48,7 @@ try:
 except ImportError:  # pragma: no cover
 
     def tqdm(x, **_):
+        """No progress bar: ``x`` as is."""
         return x
 
 
@@ -75,6 +76,7 @@ class Protocol:
 
     @property
     def seed_list(self) -> list[int]:
+        """The seeds: range(seeds) for an int, else the given seeds."""
         return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
 
     def validate(self) -> None:
@@ -89,10 +91,13 @@ class Protocol:
 
 @dataclass(frozen=True)
 class EvalResult:
-    """per_seed: one row per (scorer, rule, seed, question_type); summary: mean / std over seeds;
+    """The protocol's result tables and what its figures need.
+
+    per_seed: one row per (scorer, rule, seed, question_type); summary: mean / std over seeds;
     meta: the protocol settings (seeds, p_ratio, pairs, audit config) and total wall time;
     first_audit / first_truth: the first scorer's audit on the first seed and that split's hidden
-    labels (for figures)."""
+    labels (for figures).
+    """
 
     per_seed: pd.DataFrame
     summary: pd.DataFrame
@@ -102,8 +107,10 @@ class EvalResult:
 
 
 def reapply_rule(result: AuditResult, rule, *, seed: int | None = None):
-    """The pool of an audit result with flips / adjusted verdicts recomputed by another rule on the
-    same scores (or cross-fitted features): (pool rows of the items, calibrated decision summary)."""
+    """The pool of an audit result with flips / adjusted verdicts recomputed by another rule.
+
+    On the same scores (or cross-fitted features): (pool rows of the items, calibrated decision summary).
+    """
     cfg = result.config
     items, info = apply_rule(
         result.items,
@@ -143,8 +150,11 @@ def summarize_runs(per_seed: pd.DataFrame, by=("scorer", "rule", "question_type"
 
 
 def pairs_by_scorer(pairs=None, scorers=None, rules=None) -> list[tuple[object, list]]:
-    """[(scorer, [rules])] in order of first appearance: ``pairs`` of (scorer, rule), or the grid
-    ``scorers`` x ``rules`` when either is given, else :data:`DEFAULT_PAIRS`."""
+    """[(scorer, [rules])] in order of first appearance.
+
+    ``pairs`` of (scorer, rule), or the grid ``scorers`` x ``rules`` when either is given, else
+    :data:`DEFAULT_PAIRS`.
+    """
     if scorers is not None or rules is not None:
         if pairs is not None:
             raise ValueError("give either pairs or scorers/rules (their grid), not both")
@@ -213,12 +223,14 @@ def evaluate(
     progress: bool = True,
     **options,
 ) -> EvalResult:
-    """Run the protocol (module docstring) on the (scorer, rule) ``pairs`` (default
-    :data:`DEFAULT_PAIRS`) or the grid ``scorers`` x ``rules``; scorers and rules are names,
-    callables or :class:`~puaudit_jax.rules.CalibratedRule` objects. ``options``: fields of
-    :class:`Protocol` (seeds=3, p_ratio=0.4, split_by=..., ceiling=True) or of
+    """Run the protocol (module docstring) on the (scorer, rule) pairs or the grid of scorers x rules.
+
+    The pairs are ``pairs`` (default :data:`DEFAULT_PAIRS`) or the grid ``scorers`` x ``rules``; scorers
+    and rules are names, callables or :class:`~puaudit_jax.audit.rules.CalibratedRule` objects.
+    ``options``: fields of :class:`Protocol` (seeds=3, p_ratio=0.4, split_by=..., ceiling=True) or of
     :class:`~puaudit_jax.audit.AuditConfig` (m=0.9, holdout=0.3, cluster_by=...); they override
-    ``protocol`` and ``config``."""
+    ``protocol`` and ``config``.
+    """
     t0 = time.perf_counter()
     proto_opts, audit_opts = _split_options(options)
     proto = replace(protocol or Protocol(), **proto_opts)

@@ -21,9 +21,11 @@ class Split:
 
 
 def split_labels(table: pd.DataFrame, *, p_ratio: float, seed: int, split_by: str | None = None) -> Split:
-    """Hide the human labels of all but a ``p_ratio`` share of each question type's labelled rows
-    (``split_by``: of each type's groups of rows sharing that column's value; the share is then
-    counted in groups, floor, at least one kept and one hidden when the type has two groups)."""
+    """Hide the human labels of all but a ``p_ratio`` share of each question type's labelled rows.
+
+    ``split_by``: of each type's groups of rows sharing that column's value; the share is then counted in
+    groups, floor, at least one kept and one hidden when the type has two groups.
+    """
     if not 0 < p_ratio < 1:
         raise ValueError(f"p_ratio must be in (0, 1), got {p_ratio!r}")
     table = table.reset_index(drop=True)

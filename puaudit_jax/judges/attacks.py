@@ -20,12 +20,16 @@ reason and are left out of the flip rate's denominator, with a count.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
+from puaudit_runtime.files import write_csv, write_json
+
+from ..datasets import save_comparisons
 from ..datasets.verdicts import TIE, A, flip_verdict
 from .base import OK, Verdict, fill, row_inputs, template
 from .run import has_text, verdict_status
@@ -40,9 +44,11 @@ class Distraction:
     needs_generator: ClassVar[bool] = False
 
     def paragraph(self, side: str) -> str:
+        """The distraction paragraph naming assistant ``side``."""
         return fill(template("distraction"), assistant=side)
 
     def apply(self, response: str, side: str, generator=None) -> str:
+        """``response`` with the paragraph appended (no generator needed)."""
         return response.rstrip() + self.separator + self.paragraph(side)
 
 
@@ -54,6 +60,7 @@ class LengthExpansion:
     needs_generator: ClassVar[bool] = True
 
     def messages(self, response: str, side: str) -> list[dict]:
+        """The generator's chat messages asking for a longer rewrite of ``response``."""
         return [
             {"role": "system", "content": template("length_system")},
             {"role": "user", "content": fill(template("length_user"), original_answer=response)},
@@ -69,6 +76,7 @@ class SentimentRestyle:
     needs_generator: ClassVar[bool] = True
 
     def messages(self, response: str, side: str) -> list[dict]:
+        """The generator's chat messages asking for a rewrite of ``response`` in the ``emotion`` tone."""
         return [
             {"role": "system", "content": fill(template("sentiment_system"), emotion=self.emotion)},
             {
@@ -126,11 +134,12 @@ class AttackResult:
     params: Mapping[str, object] = field(default_factory=dict)
 
     def comparisons(self, source: pd.DataFrame) -> pd.DataFrame:
-        """``source`` (the attacked comparisons) with ``judge`` = the attacked verdict, the attacked
-        loser's text in place, ``judge_original`` (the verdict before the attack, as
-        :meth:`original_comparisons`) and ``attack_status`` columns; rows without an
-        attacked verdict keep the original verdict (or "tie" when there is none, which the audit
-        excludes with a count), ``attack_status`` says which."""
+        """``source`` (the attacked comparisons) with ``judge`` = the attacked verdict, the attacked text in place.
+
+        Also the columns ``judge_original`` (the verdict before the attack, as :meth:`original_comparisons`)
+        and ``attack_status``; rows without an attacked verdict keep the original verdict (or "tie" when
+        there is none, which the audit excludes with a count), ``attack_status`` says which.
+        """
         out = source.copy().reset_index(drop=True)
         out = out.drop(columns=[c for c in ("judge_original", "attack_status") if c in out.columns])
         t = self.table.set_index("id").loc[out["id"].astype(str)]
@@ -151,9 +160,11 @@ class AttackResult:
         return out
 
     def original_comparisons(self, source: pd.DataFrame) -> pd.DataFrame:
-        """``source`` with ``judge`` = the verdict before the attack (the "before" of an audit when the
-        judge re-judged the clean pairs itself); no verdict -> "tie", which the audit excludes with
-        a count."""
+        """``source`` with ``judge`` = the verdict before the attack; no verdict -> "tie".
+
+        The "before" of an audit when the judge re-judged the clean pairs itself; the audit excludes the
+        "tie" placeholders with a count.
+        """
         out = source.copy().reset_index(drop=True)
         t = self.table.set_index("id").loc[out["id"].astype(str)]
         out["judge"] = [r.original if r.original_status == OK else TIE for r in t.itertuples()]
@@ -172,9 +183,11 @@ def _replace_response(row: dict, side: str, text: str) -> dict:
 
 
 def _clean_rows(records: list[dict], ids: list[str], usable: set[int], original: Mapping[str, Verdict]) -> list[dict]:
-    """One result row (RESULT_COLUMNS) per comparison, from its clean verdict: the side to attack
-    (``loser``, the clean verdict's loser) where the pair can be attacked, otherwise status
-    "skipped" with the reason (missing text, no / failed original verdict, original tie)."""
+    """One result row (RESULT_COLUMNS) per comparison, from its clean verdict.
+
+    The side to attack (``loser``, the clean verdict's loser) where the pair can be attacked, otherwise
+    status "skipped" with the reason (missing text, no / failed original verdict, original tie).
+    """
     rows = []
     for i, r in enumerate(records):
         v = original.get(ids[i])
@@ -210,8 +223,10 @@ def _clean_rows(records: list[dict], ids: list[str], usable: set[int], original:
 def _attacked_texts(
     attack, generator, records: list[dict], rows: list[dict], targets: list[int], progress: bool
 ) -> dict[int, str]:
-    """The attacked loser response of every target row: index -> text. Generated attacks that fail
-    or come back empty are left out, their row's reason set."""
+    """The attacked loser response of every target row: index -> text.
+
+    Generated attacks that fail or come back empty are left out, their row's reason set.
+    """
     losers = {i: records[i][response_column(rows[i]["loser"])] for i in targets}
     if not attack.needs_generator:
         return {i: attack.apply(losers[i], rows[i]["loser"]) for i in targets}
@@ -228,8 +243,11 @@ def _attacked_texts(
 
 
 def _record_attacked(rows: list[dict], judged: list[int], attacked, texts: dict[int, str]) -> None:
-    """Write the verdicts on the attacked pairs into their rows (in place): status "attacked", and
-    for a judged verdict whether it flipped and whether it went to the attacked (losing) side."""
+    """Write the verdicts on the attacked pairs into their rows (in place).
+
+    Status "attacked", and for a judged verdict whether it flipped and whether it went to the attacked
+    (losing) side.
+    """
     for i, v in zip(judged, attacked):
         row = rows[i]
         row.update(status="attacked", attacked_text=texts[i], attacked=v.winner, attacked_status=verdict_status(v))
@@ -242,8 +260,10 @@ def _record_attacked(rows: list[dict], judged: list[int], attacked, texts: dict[
 
 
 def _attack_counts(table: pd.DataFrame) -> dict:
-    """AttackResult.counts of a result table: input, attacked, judged, flipped, to_loser (ints),
-    skipped and attacked_unjudged (reason -> count)."""
+    """AttackResult.counts of a result table.
+
+    input, attacked, judged, flipped, to_loser (ints), skipped and attacked_unjudged (reason -> count).
+    """
     ok = table[(table.status == "attacked") & (table.attacked_status == OK)] if len(table) else table
     skipped = table[table.status == "skipped"] if len(table) else table
     return {
@@ -321,9 +341,11 @@ def _result(attack: str, judge: str, table: pd.DataFrame, params: Mapping[str, o
 
 
 def combine_results(earlier: AttackResult, later: AttackResult) -> AttackResult:
-    """One result from two runs of the same attack and judge on disjoint rows (a run extended by
-    more rows): ``earlier``'s rows, then ``later``'s; counts and rates recomputed. Raises if the
-    attack, the judge, the parameters or the row sets disagree."""
+    """One result from two runs of the same attack and judge on disjoint rows (a run extended by more rows).
+
+    ``earlier``'s rows, then ``later``'s; counts and rates recomputed. Raises if the attack, the judge,
+    the parameters or the row sets disagree.
+    """
     for what in ("attack", "judge", "params"):
         if getattr(earlier, what) != getattr(later, what):
             raise ValueError(
@@ -338,8 +360,10 @@ def combine_results(earlier: AttackResult, later: AttackResult) -> AttackResult:
 
 
 def read_result(table: pd.DataFrame, attack, judge: str) -> AttackResult:
-    """An AttackResult from a result table read back from a file (``RESULT_COLUMNS``; e.g. the
-    rows of an earlier run of ``attack``, an operator instance, by ``judge``, its name)."""
+    """An AttackResult from a result table read back from a file (``RESULT_COLUMNS``).
+
+    E.g. the rows of an earlier run of ``attack``, an operator instance, by ``judge``, its name.
+    """
     missing = [c for c in RESULT_COLUMNS if c not in table.columns]
     if missing:
         raise ValueError(f"attack result table lacks columns {missing}")
@@ -364,3 +388,72 @@ def flip_rates_by(result: AttackResult, column: str = "question_type") -> pd.Dat
             }
         )
     return pd.DataFrame(out)
+
+
+@dataclass(frozen=True)
+class AttackReport:
+    """What one attack run did (``attack.json`` of ``puaudit attack``).
+
+    Attributes:
+        data: the attacked table (file or bundled set).
+        attack / params / judge: the operator, its parameters and the judge's name.
+        generator: the rewriting generator's name (None for distraction).
+        original: where the verdicts before the attack came from ("rejudge" or "column").
+        counts / flip_rate / to_loser_rate: as :class:`AttackResult`.
+        by_question_type: :func:`flip_rates_by` per question type, one dict per type.
+        seconds: wall time of the run.
+    """
+
+    data: str
+    attack: str
+    params: dict
+    judge: str
+    generator: str | None
+    original: str
+    counts: dict
+    flip_rate: float
+    to_loser_rate: float
+    by_question_type: list
+    seconds: float
+
+    def summary(self) -> str:
+        """One line: rows attacked, re-judged, flipped, and the rates."""
+        c = self.counts
+        return (
+            f"{self.attack} attack on {self.judge}: {c['input']} rows, {c['attacked']} attacked, {c['judged']} "
+            f"re-judged, {c['flipped']} flipped -> flip-under-attack rate {self.flip_rate:.3f} "
+            f"(attacked loser now wins: {self.to_loser_rate:.3f}); skipped {c['skipped']}"
+        )
+
+
+def attack_report(
+    res: AttackResult, *, data: str, generator: str | None, original: str, seconds: float
+) -> AttackReport:
+    """The :class:`AttackReport` of a :func:`run_attack` result."""
+    by_type = flip_rates_by(res) if "question_type" in res.table else pd.DataFrame()
+    return AttackReport(
+        data=data,
+        attack=res.attack,
+        params=dict(res.params),
+        judge=res.judge,
+        generator=generator,
+        original=original,
+        counts=dict(res.counts),
+        flip_rate=res.flip_rate,
+        to_loser_rate=res.to_loser_rate,
+        by_question_type=by_type.to_dict(orient="records"),
+        seconds=seconds,
+    )
+
+
+def write_attack(res: AttackResult, source: pd.DataFrame, report: AttackReport, out: str | Path) -> list[str]:
+    """Write an attack's files into ``out``; returns their names.
+
+    ``out``/attacked.csv (the result table), ``out``/comparisons.csv (``source`` with the attacked
+    verdicts and texts: an input of ``puaudit evaluate``) and ``out``/attack.json.
+    """
+    out = Path(out)
+    write_csv(res.table, out / "attacked.csv")
+    save_comparisons(res.comparisons(source), out / "comparisons.csv")
+    write_json(asdict(report), out / "attack.json")
+    return ["attacked.csv", "comparisons.csv", "attack.json"]

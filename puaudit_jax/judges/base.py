@@ -70,9 +70,13 @@ class Judge(Protocol):
 
     name: str
 
-    def judge(self, question: str, response_a: str, response_b: str) -> Verdict: ...
+    def judge(self, question: str, response_a: str, response_b: str) -> Verdict:
+        """The verdict on one pair: which of ``response_a`` / ``response_b`` answers ``question`` better."""
+        ...
 
-    def judge_many(self, items: Sequence[tuple[str, str, str]], *, progress: bool = False) -> list[Verdict]: ...
+    def judge_many(self, items: Sequence[tuple[str, str, str]], *, progress: bool = False) -> list[Verdict]:
+        """Verdicts on many (question, response_a, response_b) items, in order."""
+        ...
 
 
 @runtime_checkable
@@ -81,9 +85,9 @@ class Generator(Protocol):
 
     name: str
 
-    def generate_many(
-        self, conversations: Sequence[list[dict]], *, progress: bool = False
-    ) -> list[str | Exception]: ...
+    def generate_many(self, conversations: Sequence[list[dict]], *, progress: bool = False) -> list[str | Exception]:
+        """One completion text per conversation (chat messages), in order; a failed one is its exception."""
+        ...
 
 
 # --------------------------------------------------------------------------------------------------
@@ -208,9 +212,11 @@ VERDICT_LETTERS = ("A", "B", "C")  # the letters after "[[" in the seed's prompt
 
 
 def logprob_winner(logp: Sequence[float], *, tie_margin: float = 0.0, c_is_tie: bool = False) -> str:
-    """Winner of (log p("A"), log p("B"), log p("C")): the sign of the A - B margin (nats); a tie
-    when |margin| < ``tie_margin`` or the margin is 0, or (``c_is_tie``) when "C" is the most
-    likely of the three."""
+    """Winner of (log p("A"), log p("B"), log p("C")): the sign of the A - B margin (nats).
+
+    A tie when |margin| < ``tie_margin`` or the margin is 0, or (``c_is_tie``) when "C" is the most
+    likely of the three.
+    """
     la, lb, lc = (float(x) for x in logp)
     margin = la - lb
     if c_is_tie and lc > max(la, lb):
@@ -256,14 +262,17 @@ def content_key(*parts: object) -> str:
 
 
 def default_cache_dir() -> Path:
+    """The judges' response cache folder: $PUAUDIT_CACHE/judges, else ~/.cache/puaudit/judges."""
     root = os.environ.get("PUAUDIT_CACHE") or Path.home() / ".cache" / "puaudit"
     return Path(root) / "judges"
 
 
 class ResponseCache:
-    """Content-addressed JSON store: ``<dir>/<key[:2]>/<key>.json``; writes are atomic
-    (:func:`puaudit_jax.outputs.atomic_path`), so concurrent writers and crashes never
-    leave a partial entry. Values are JSON-serialisable dicts."""
+    """Content-addressed JSON store: ``<dir>/<key[:2]>/<key>.json``.
+
+    Writes are atomic (:func:`puaudit_runtime.files.atomic_path`), so concurrent writers and crashes
+    never leave a partial entry. Values are JSON-serialisable dicts.
+    """
 
     def __init__(self, directory: str | os.PathLike | None = None):
         self.directory = Path(directory) if directory is not None else default_cache_dir()
@@ -272,6 +281,7 @@ class ResponseCache:
         return self.directory / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict | None:
+        """The value stored under ``key``, or None (missing or unreadable entry)."""
         path = self._path(key)
         try:
             return json.loads(path.read_text("utf-8"))
@@ -281,6 +291,7 @@ class ResponseCache:
             return None  # unreadable entry: treated as a miss and overwritten
 
     def put(self, key: str, value: dict) -> None:
+        """Store ``value`` under ``key`` (atomically, replacing any earlier value)."""
         with atomic_path(self._path(key), prefix=".tmp-") as tmp, open(tmp, "w", encoding="utf-8") as fh:
             json.dump(value, fh, ensure_ascii=False)
 

@@ -1,4 +1,4 @@
-"""In-process judge and generator on a Flax decoder port (default: SmolLM2-135M-Instruct).
+r"""In-process judge and generator on a Flax decoder port (default: SmolLM2-135M-Instruct).
 
 :class:`LocalJudge` reads the seed's Figure 10 prompt (system = instruction, user = the
 question / Assistant A / Assistant B block) and takes its verdict from the next-token
@@ -79,8 +79,10 @@ def _prefix_fn(config, dtype):
 
 @functools.cache
 def _suffix_logprobs_fn(config, dtype):
-    """jit: (params, prefix cache (1 row, P slots), prefix length, ids (B, S), valid (B, S), cand (K,))
-    -> log p(cand | prefix + suffix) at each row's last real suffix token: (B, K) float32."""
+    """The jitted log p(cand | prefix + suffix) at each row's last real suffix token: (B, K) float32.
+
+    Its arguments: (params, prefix cache (1 row, P slots), prefix length, ids (B, S), valid (B, S), cand (K,)).
+    """
     model = build_model(config, dtype)
 
     def fn(params, prefix_cache, prefix_len, ids, valid, cand):
@@ -103,12 +105,14 @@ def _round_up(n: int, step: int) -> int:
 
 
 class LocalJudge:
-    """Seed Figure 10 judge on an in-process decoder; verdict from next-token log-probabilities in
-    both presentation orders (module docstring). ``judge_many`` returns one :class:`Verdict` per
+    """Seed Figure 10 judge on an in-process decoder; verdict from next-token log-probabilities.
+
+    In both presentation orders (module docstring). ``judge_many`` returns one :class:`Verdict` per
     item with ``details`` = {verdict_ab, verdict_ba (in original labels), logp_ab (A, B, C),
     logp_ba (swapped back), margin (nats, averaged logp(A) - logp(B)), consistent, omitted_tokens,
     prompt_tokens, logp_type (A..F, with ``predict_type``)}. ``question_type`` is the most likely
-    ``[[TYPE:X]]`` letter with ``predict_type=True``, else None."""
+    ``[[TYPE:X]]`` letter with ``predict_type=True``, else None.
+    """
 
     def __init__(
         self,
@@ -159,12 +163,14 @@ class LocalJudge:
         return tok.encode(text + self.assistant_prefix + continuation, add_special_tokens=False)
 
     def type_prompt_ids(self, question: str, response_a: str, response_b: str, verdict: str) -> list[int]:
-        """The prompt with the verdict line written and the type line opened: ... ``[[X]]\n[[TYPE:``."""
+        r"""The prompt with the verdict line written and the type line opened: ... ``[[X]]\n[[TYPE:``."""
         return self.prompt_ids(question, response_a, response_b, TYPE_CONTINUATION.format(VERDICT_LETTER[verdict]))
 
     def _fit(self, question: str, a: str, b: str) -> tuple[str, str, int]:
-        """Middle-out the responses until the prompt (and the type continuation, when predicted) fits
-        ``max_length``: (a, b, omitted tokens)."""
+        """Middle-out the responses until the prompt fits ``max_length``: (a, b, omitted tokens).
+
+        The type continuation counts too, when predicted.
+        """
         limit = self.max_length - (self._type_tokens if self.predict_type else 0)
         cap = f"max_length {self.max_length}" + (
             f" less {self._type_tokens} tokens for the type line" if self.predict_type else ""
@@ -213,12 +219,14 @@ class LocalJudge:
         return self._prefix
 
     def order_logprobs(self, seqs: Sequence[list[int]], *, progress: bool = False) -> np.ndarray:
-        """log p("A"), log p("B"), log p("C") as the next token of each prompt: (n, 3) float32."""
+        """Log-probabilities log p("A"), log p("B"), log p("C") as the next token of each prompt: (n, 3) float32."""
         return self.next_logprobs(seqs, self.cand, progress=progress)
 
     def next_logprobs(self, seqs: Sequence[list[int]], cand: Sequence[int], *, progress: bool = False) -> np.ndarray:
-        """log p(c) of each candidate token id c as the next token of each prompt (prompts start with
-        the judge's system turn): (n, len(cand)) float32, cached on disk by content."""
+        """Log-probabilities log p(c) of each candidate token id c as the next token of each prompt.
+
+        Prompts start with the judge's system turn; (n, len(cand)) float32, cached on disk by content.
+        """
         cand = [int(c) for c in cand]
         out = np.zeros((len(seqs), len(cand)), np.float32)
         keys = [content_key("local-judge-v1", self.pre.fingerprint, list(map(int, s)), cand) for s in seqs]
@@ -261,11 +269,14 @@ class LocalJudge:
 
     # -- judging ---------------------------------------------------------------------------------
     def judge(self, question: str, response_a: str, response_b: str) -> Verdict:
+        """The verdict on one pair (:meth:`judge_many` of one item)."""
         return self.judge_many([(question, response_a, response_b)])[0]
 
     def judge_many(self, items: Sequence[tuple[str, str, str]], *, progress: bool = False) -> list[Verdict]:
-        """Verdicts of (question, response_a, response_b) items, both orders each (2 forward passes;
-        a third with ``predict_type``)."""
+        """Verdicts of (question, response_a, response_b) items, both orders each.
+
+        2 forward passes per item; a third with ``predict_type``.
+        """
         fitted, seqs = [], []
         for q, a, b in items:
             a2, b2, omitted = self._fit(q, a, b)
@@ -308,10 +319,12 @@ class LocalJudge:
 
 
 class LocalGenerator:
-    """Greedy text generator on an in-process decoder (for the length / sentiment rewrites of seed
-    Figures 8-9). ``generate_many(conversations)`` -> one completion string per chat (or the
-    exception that item raised, e.g. a prompt longer than window - max_new_tokens). Completions
-    are cached on disk by content hash of (model fingerprint, messages, max_new_tokens)."""
+    """Greedy text generator on an in-process decoder (for the length / sentiment rewrites of seed Figures 8-9).
+
+    ``generate_many(conversations)`` -> one completion string per chat (or the exception that item
+    raised, e.g. a prompt longer than window - max_new_tokens). Completions are cached on disk by content
+    hash of (model fingerprint, messages, max_new_tokens).
+    """
 
     def __init__(
         self,
@@ -333,12 +346,14 @@ class LocalGenerator:
         self.stats = {"generated": 0, "cache_hits": 0, "seconds": 0.0}
 
     def generate(self, messages: list[dict]) -> str:
+        """The completion of one chat; raises what generating it raised."""
         res = self.generate_many([messages])[0]
         if isinstance(res, Exception):
             raise res
         return res
 
     def generate_many(self, conversations: Sequence[list[dict]], *, progress: bool = False) -> list[str | Exception]:
+        """One completion string per chat, or the exception that item raised (cached on disk)."""
         out: list = [None] * len(conversations)
         keys = [content_key("local-gen-v1", self.pre.fingerprint, list(c), self.max_new_tokens) for c in conversations]
         cap = self.pre.config.window - self.max_new_tokens

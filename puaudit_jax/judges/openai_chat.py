@@ -1,5 +1,6 @@
-"""Clients of an OpenAI-compatible ``POST {base_url}/chat/completions`` endpoint (vLLM, SGLang,
-llama.cpp server, hosted APIs), standard library only (urllib).
+"""Clients of an OpenAI-compatible ``POST {base_url}/chat/completions`` endpoint, standard library only (urllib).
+
+The endpoint of vLLM, SGLang, llama.cpp's server or a hosted API.
 
 - :class:`ChatClient`: one request -> the first choice's message content. Retries with exponential
   back-off (``backoff * 2**attempt`` seconds, capped at ``max_backoff``) on 429, 5xx, timeouts,
@@ -76,8 +77,9 @@ def _retry_after(headers) -> float | None:
 
 
 class ChatClient:
-    """One OpenAI-compatible server (see module docstring): chat completions and next-token
-    log-probabilities through the legacy completions endpoint.
+    """One OpenAI-compatible server (see module docstring): chat completions and next-token log-probabilities.
+
+    The log-probabilities come through the legacy completions endpoint.
 
     ``base_url``: e.g. ``http://127.0.0.1:8000/v1`` (a trailing ``/chat/completions`` is accepted).
     ``timeout``: seconds per request. ``max_retries``: extra attempts after the first. ``params``:
@@ -154,8 +156,10 @@ class ChatClient:
             raise ChatAPIError(f"malformed response from {url}: {raw[:200]!r}", 200, True) from None
 
     def post(self, url: str, payload: dict, extract):
-        """``extract`` of the JSON answer to ``payload``, retried as the module docstring says;
-        raises :class:`ChatAPIError` after the retries (or at once once the server is unreachable)."""
+        """``extract`` of the JSON answer to ``payload``, retried as the module docstring says.
+
+        Raises :class:`ChatAPIError` after the retries (or at once once the server is unreachable).
+        """
         if self._unreachable is not None:
             self.stats["not_sent"] += 1
             raise ChatAPIError(f"not sent: {self._unreachable}", None, False)
@@ -190,7 +194,9 @@ class ChatClient:
 
     def complete(self, messages: list[dict]) -> str:
         """The completion text of ``messages`` (cached); raises :class:`ChatAPIError` after the retries.
-        Empty completions are returned but not cached."""
+
+        Empty completions are returned but not cached.
+        """
         key = content_key("openai-chat-v1", self.url, self.model, list(messages), self.params)
         payload = {"model": self.model, "messages": list(messages), **self.params}
 
@@ -201,9 +207,11 @@ class ChatClient:
         return self._cached(key, "content", lambda: self.post(self.url, payload, content), lambda c: bool(c.strip()))
 
     def next_token_logprobs(self, prompt: str, top: int = 20) -> dict[str, float]:
-        """log p of the ``top`` most likely next tokens after the raw ``prompt`` (nats, by token
-        text), from ``POST /completions`` with ``max_tokens=1, logprobs=top, temperature=0``
-        (the legacy OpenAI format that vLLM, SGLang and llama.cpp serve). Cached."""
+        """Log-probabilities (nats, by token text) of the ``top`` most likely next tokens after the raw ``prompt``.
+
+        From ``POST /completions`` with ``max_tokens=1, logprobs=top, temperature=0`` (the legacy OpenAI
+        format that vLLM, SGLang and llama.cpp serve). Cached.
+        """
         key = content_key("openai-next-logprobs-v1", self.completions_url, self.model, prompt, int(top))
         payload = {"model": self.model, "prompt": prompt, "max_tokens": 1, "logprobs": int(top), "temperature": 0.0}
 
@@ -245,18 +253,22 @@ def _unreachable_error(message: str) -> ChatAPIError:
 
 
 class OpenAIChatJudge:
-    """Seed Figure 10 judge behind an OpenAI-compatible endpoint; replies parsed by
-    :func:`~.base.parse_verdict`. A failed request is a ``Verdict(status="error")`` (never raised
-    by ``judge_many``), so a batch always returns one verdict per item."""
+    """Seed Figure 10 judge behind an OpenAI-compatible endpoint; replies parsed by :func:`~.base.parse_verdict`.
+
+    A failed request is a ``Verdict(status="error")`` (never raised by ``judge_many``), so a batch always
+    returns one verdict per item.
+    """
 
     def __init__(self, base_url: str, model: str, **client_kwargs):
         self.client = ChatClient(base_url, model, **client_kwargs)
         self.name = f"openai:{model}"
 
     def judge(self, question: str, response_a: str, response_b: str) -> Verdict:
+        """The verdict on one pair (:meth:`judge_many` of one item)."""
         return self.judge_many([(question, response_a, response_b)])[0]
 
     def judge_many(self, items: Sequence[tuple[str, str, str]], *, progress: bool = False) -> list[Verdict]:
+        """One verdict per (question, response_a, response_b) item; failed requests as status "error"."""
         replies = self.client.complete_many([judge_messages(*it) for it in items], progress=progress, desc=self.name)
         return [
             Verdict(None, None, str(r), ERROR, {"http_status": r.status})
@@ -267,9 +279,11 @@ class OpenAIChatJudge:
 
 
 class OpenAILogprobJudge:
-    """The local judge's verdict rule through a server: log p("A") vs log p("B") of the token after
-    an assistant turn opened with ``[[``, in both presentation orders (swapped back and averaged:
-    :func:`~.base.two_order_verdict`), read from the completions endpoint's ``top_logprobs``.
+    """The local judge's verdict rule through a server, from the completions endpoint's ``top_logprobs``.
+
+    log p("A") vs log p("B") of the token after an assistant turn opened with ``[[``, in both presentation
+    orders (swapped back and averaged: :func:`~.base.two_order_verdict`), read from the completions
+    endpoint's ``top_logprobs``.
 
     The prompt is the seed's Figure 10 chat rendered by ``chat_template`` (the served model's own
     template: an object whose ``apply_chat_template(messages, add_generation_prompt=True)`` returns
@@ -307,9 +321,11 @@ class OpenAILogprobJudge:
         return text + self.assistant_prefix
 
     def judge(self, question: str, response_a: str, response_b: str) -> Verdict:
+        """The verdict on one pair (:meth:`judge_many` of one item)."""
         return self.judge_many([(question, response_a, response_b)])[0]
 
     def judge_many(self, items: Sequence[tuple[str, str, str]], *, progress: bool = False) -> list[Verdict]:
+        """One verdict per (question, response_a, response_b) item, both orders each (2 requests per item)."""
         prompts = [p for q, a, b in items for p in (self.prompt(q, a, b), self.prompt(q, b, a))]
         tops = self.client.next_token_logprobs_many(prompts, self.top, progress=progress, desc=self.name)
         return [self._verdict(tops[2 * k], tops[2 * k + 1]) for k in range(len(items))]
@@ -330,7 +346,7 @@ class OpenAILogprobJudge:
 
 
 def _letter_logprobs(top: dict[str, float]) -> tuple[list[float], list[str]]:
-    """log p of "A", "B", "C" from a top-k dict; a missing letter gets the smallest returned value."""
+    """Log-probabilities of "A", "B", "C" from a top-k dict; a missing letter gets the smallest returned value."""
     floor = min(top.values())
     return [top.get(x, floor) for x in VERDICT_LETTERS], [x for x in VERDICT_LETTERS if x not in top]
 
@@ -340,8 +356,10 @@ def _rounded(values) -> list[float]:
 
 
 def _template_renderer(chat_template):
-    """An object with ``apply_chat_template``: the argument itself, or the tokenizer of a model
-    name / folder (``probes.models``; its files must carry a chat template)."""
+    """An object with ``apply_chat_template``: the argument itself, or the tokenizer of a model name / folder.
+
+    The tokenizer comes from ``probes.models``; its files must carry a chat template.
+    """
     if hasattr(chat_template, "apply_chat_template"):
         return chat_template
     from probes.models.pretrained import resolve
@@ -355,7 +373,9 @@ def _template_renderer(chat_template):
 
 class OpenAIChatGenerator:
     """Text generator behind an OpenAI-compatible endpoint (rewrite attacks, seed Figures 8-9).
-    ``max_tokens`` caps the completion length (sent as the request's ``max_tokens``)."""
+
+    ``max_tokens`` caps the completion length (sent as the request's ``max_tokens``).
+    """
 
     def __init__(self, base_url: str, model: str, *, max_tokens: int | None = 1024, **client_kwargs):
         params = dict(client_kwargs.pop("params", None) or {})
@@ -365,7 +385,9 @@ class OpenAIChatGenerator:
         self.name = f"openai:{model}"
 
     def generate(self, messages: list[dict]) -> str:
+        """The completion of one chat; raises :class:`ChatAPIError` after the retries."""
         return self.client.complete(messages)
 
     def generate_many(self, conversations: Sequence[list[dict]], *, progress: bool = False) -> list[str | Exception]:
+        """One completion per chat, or the error its request ended with."""
         return self.client.complete_many(conversations, progress=progress, desc=f"generate ({self.name})")

@@ -10,11 +10,16 @@ excluded, with a count and a reason, by the audit; ``judge_status`` says why
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..datasets.verdicts import TIE, is_null
+from puaudit_runtime.files import write_json
+
+from ..datasets import save_comparisons
+from ..datasets.verdicts import JUDGE_VERDICTS, TIE, is_null
 from .base import OK, Verdict, progress_iter, row_inputs
 
 JUDGE_COLUMNS = (
@@ -42,6 +47,7 @@ def has_text(row) -> bool:
 
 
 def verdict_status(v: Verdict) -> str:
+    """``"ok"``, or the verdict's status with its reason (or the start of its raw text)."""
     if v.status == OK:
         return OK
     reason = v.details.get("reason") if v.details else None
@@ -84,9 +90,11 @@ def judge_table(
     progress: bool = True,
     on_chunk: Callable[[pd.DataFrame], None] | None = None,
 ) -> pd.DataFrame:
-    """``table`` re-judged by ``judge`` (see module docstring); one output row per input row, same
-    order. ``on_chunk(partial)`` is called after every ``chunk`` rows with the rows done so far
-    (for incremental writing of long runs)."""
+    """``table`` re-judged by ``judge`` (see module docstring); one output row per input row, same order.
+
+    ``on_chunk(partial)`` is called after every ``chunk`` rows with the rows done so far (for
+    incremental writing of long runs).
+    """
     records = table.to_dict(orient="records")
     out = [None] * len(records)
     todo = []
@@ -115,3 +123,89 @@ def judge_table(
         if on_chunk is not None:
             on_chunk(frame(sorted(done)))
     return frame(list(range(len(records))))
+
+
+@dataclass(frozen=True)
+class JudgeReport:
+    """What one re-judging run did (``judge.json`` of ``puaudit judge``).
+
+    Attributes:
+        data: the judged table (file or bundled set).
+        judge: the judge's name.
+        rows: rows judged (every input row).
+        status: rows per status kind ("ok", "unparsed", "error", "skipped").
+        agreement_with_human / agreement_original_with_human: share of the labelled rows (human
+            A | B | tie, new verdict ok) where the new / previous verdict equals the human one;
+            None without such rows.
+        n_labelled: those rows.
+        seconds: wall time of the run.
+        position_consistency: share of pairs judged the same in both orders (judges that judge
+            both orders), else None.
+        judge_types: rows per question-type letter the judge wrote (``[[TYPE:X]]``), else None.
+        errors: {"id", "status"} of every failed row.
+    """
+
+    data: str
+    judge: str
+    rows: int
+    status: dict
+    agreement_with_human: float | None
+    agreement_original_with_human: float | None
+    n_labelled: int
+    seconds: float
+    position_consistency: float | None = None
+    judge_types: dict | None = None
+    errors: list = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        """The report as ``judge.json`` holds it (the optional entries only where known)."""
+        out = asdict(self)
+        for key in ("position_consistency", "judge_types"):
+            if out[key] is None:
+                del out[key]
+        out["errors"] = out.pop("errors")
+        return out
+
+    def summary(self) -> str:
+        """One line: status counts and agreement with the human verdicts."""
+        return (
+            f"{self.judge} judged {self.rows} comparisons: status {self.status}; agreement with human "
+            f"{self.agreement_with_human} (previous judge {self.agreement_original_with_human}) "
+            f"on {self.n_labelled} labelled rows"
+        )
+
+
+def _agreement(labelled: pd.DataFrame, column: str) -> float | None:
+    return float((labelled[column] == labelled.human).mean()) if len(labelled) else None
+
+
+def judge_report(result: pd.DataFrame, judge: str, data: str, seconds: float) -> JudgeReport:
+    """The :class:`JudgeReport` of a :func:`judge_table` result."""
+    labelled = result[result.human.isin(JUDGE_VERDICTS) & (result.judge_status == "ok")]
+    failed = result[result.judge_status.str.startswith("error")]
+    consistency = types = None
+    if result.consistent.notna().any():
+        consistency = float(result.consistent.dropna().astype(bool).mean())
+    if result.judge_type.notna().any():  # the judge's [[TYPE:X]] letters; "none" where it gave none
+        types = result.judge_type.fillna("none").value_counts().sort_index().to_dict()
+    return JudgeReport(
+        data=data,
+        judge=judge,
+        rows=len(result),
+        status=result.judge_status.str.split(":").str[0].value_counts().to_dict(),
+        agreement_with_human=_agreement(labelled, "judge"),
+        agreement_original_with_human=_agreement(labelled, "judge_original"),
+        n_labelled=len(labelled),
+        seconds=seconds,
+        position_consistency=consistency,
+        judge_types=types,
+        errors=[{"id": str(r.id), "status": r.judge_status} for r in failed.itertuples()],
+    )
+
+
+def write_judging(result: pd.DataFrame, report: JudgeReport, out: str | Path) -> list[str]:
+    """``out``/comparisons.csv (the re-judged table) and ``out``/judge.json; returns their names."""
+    out = Path(out)
+    save_comparisons(result, out / "comparisons.csv")
+    write_json(report.to_json(), out / "judge.json")
+    return ["comparisons.csv", "judge.json"]

@@ -1,5 +1,7 @@
-"""A real OpenAI-compatible server on loopback: llama.cpp's server (``llama-cpp-python[server]``,
-the ``serve`` extra) serving a GGUF model, by default the bundled SmolLM2-135M-Instruct.
+"""A real OpenAI-compatible server on loopback: llama.cpp's server serving a GGUF model.
+
+llama.cpp's server (``llama-cpp-python[server]``, the ``serve`` extra) serving a GGUF model, by default
+the bundled SmolLM2-135M-Instruct.
 
     with LocalServer(ServeConfig(port=8765)) as server:
         judge = OpenAIChatJudge(server.base_url, server.config.alias)
@@ -75,6 +77,7 @@ def server_available() -> bool:
 
 
 def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on ``host`` that was free a moment ago (the OS picks it)."""
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]
@@ -93,8 +96,10 @@ def server_command(config: ServeConfig, port: int) -> list[str]:
 
 
 class LocalServer:
-    """llama.cpp's OpenAI-compatible server as a child process (module docstring). A context
-    manager; ``start()`` / ``stop()`` for longer lives. ``base_url`` is ``http://host:port/v1``."""
+    """llama.cpp's OpenAI-compatible server as a child process (module docstring).
+
+    A context manager; ``start()`` / ``stop()`` for longer lives. ``base_url`` is ``http://host:port/v1``.
+    """
 
     def __init__(self, config: ServeConfig = ServeConfig()):
         self.config = config
@@ -104,6 +109,12 @@ class LocalServer:
         self.log_path = Path(config.log) if config.log else None
 
     def start(self) -> LocalServer:
+        """Start the server (if not running) and wait until it answers; returns self.
+
+        Raises:
+            RuntimeError: the server is not installed, or exited while starting.
+            TimeoutError: it was not ready after ``startup_timeout`` seconds.
+        """
         if not server_available():
             raise RuntimeError("llama.cpp's server is not installed: pip install -e '.[serve]' (or make serve-install)")
         if self.process is not None and self.process.poll() is None:
@@ -153,6 +164,7 @@ class LocalServer:
             return False
 
     def log_tail(self, lines: int = 20) -> str:
+        """The last ``lines`` lines of the server's log ("(no log)" without one)."""
         if self.log_path is None or not self.log_path.exists():
             return "(no log)"
         return "\n".join(self.log_path.read_text("utf-8", "replace").splitlines()[-lines:])
@@ -179,8 +191,10 @@ class LocalServer:
 
 
 def _die_with_parent() -> None:
-    """In the child, before exec: on Linux, SIGTERM when the process that started the server dies
-    (a killed test run or experiment leaves no server behind); elsewhere nothing."""
+    """In the child, before exec: on Linux, SIGTERM when the process that started the server dies.
+
+    A killed test run or experiment then leaves no server behind; elsewhere nothing.
+    """
     if sys.platform.startswith("linux"):
         import ctypes
 

@@ -48,11 +48,14 @@ SEARCH_STEPS = 8  # golden-section steps of the dual bound's search over lam (~0
 class Certificate:
     """Bounds on the optimal partial cost OPT (scalars, a pytree: vmap-able).
 
-    upper: <C, G_round>, the cost of the rounded plan (feasible: G_round 1 <= a, G_round^T 1 <= b,
-      1^T G_round 1 = m up to ``violation``), so OPT <= upper.
-    lower: a.p + b.q + m lam of a dual-feasible point, so lower <= OPT.
-    gap: upper - lower (>= upper - OPT).
-    violation: largest constraint violation of the rounded plan (float rounding only).
+    All four are scalars in the cost's units (batched: one per problem under vmap).
+
+    Attributes:
+        upper: <C, G_round>, the cost of the rounded plan (feasible: G_round 1 <= a, G_round^T 1 <= b,
+            1^T G_round 1 = m up to ``violation``), so OPT <= upper.
+        lower: a.p + b.q + m lam of a dual-feasible point, so lower <= OPT.
+        gap: upper - lower (>= upper - OPT).
+        violation: largest constraint violation of the rounded plan (float rounding only), in mass units.
     """
 
     upper: jax.Array
@@ -64,8 +67,10 @@ class Certificate:
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class Rounding:
-    """The rounded plan in factored form: G_round = t exp((u + v - C) / eps) + w r c^T, with
-    u = f + eps log alpha, v = g + eps log beta; t in (0, 1], w >= 0 (one of them trivial)."""
+    """The rounded plan in factored form: G_round = t exp((u + v - C) / eps) + w r c^T.
+
+    With u = f + eps log alpha, v = g + eps log beta; t in (0, 1], w >= 0 (one of them trivial).
+    """
 
     u: jax.Array
     v: jax.Array
@@ -88,8 +93,10 @@ def _log(x):
 
 
 def round_plan(prob: PartialProblem, f, g, eps) -> Rounding:
-    """The rounding of the module docstring for the plan exp((f + g - C) / eps) (this device's
-    block inside ``shard_map``)."""
+    """The rounding of the module docstring for the plan exp((f + g - C) / eps).
+
+    Inside ``shard_map``, of this device's block.
+    """
     geom, a, b, m = prob.geom, prob.a, prob.b, prob.m
     split = geom.split
     row0 = jnp.exp(geom.log_sum_exp(f, g, eps, axis=1, stable=True))
@@ -107,9 +114,11 @@ def round_plan(prob: PartialProblem, f, g, eps) -> Rounding:
 
 
 def _dual_value(prob: PartialProblem, p0, lam):
-    """The dual objective a.p + b.q + m lam after three hard c-transforms from row potentials p0:
-    q from p, p from q, q from p (each step can only raise the objective); the last q is either
-    clipped at 0 or shifted into lam (valid when the caps bind, |b| = m), whichever is larger."""
+    """The dual objective a.p + b.q + m lam after three hard c-transforms from row potentials p0.
+
+    The transforms are q from p, p from q, q from p (each step can only raise the objective); the last q
+    is either clipped at 0 or shifted into lam (valid when the caps bind, |b| = m), whichever is larger.
+    """
     geom, a, b, m = prob.geom, prob.a, prob.b, prob.m
     split = geom.split
     zero_g, zero_f = jnp.zeros(geom.shape[1], p0.dtype), jnp.zeros(geom.shape[0], p0.dtype)
@@ -132,11 +141,12 @@ def _dual_value(prob: PartialProblem, p0, lam):
 
 
 def dual_bound(prob: PartialProblem, f, g, fd, gd, eps, steps: int = SEARCH_STEPS) -> jax.Array:
-    """A lower bound on OPT from augmented potentials (module docstring): lam = -(fd + gd) and
-    p = f + gd, moved together by a golden-section search over lam + d, d in +-2 eps log(n m) (n, m
-    the points of positive weight)
-    (``steps`` evaluations), each point made dual-feasible by c-transforms; the best is returned
-    (every evaluated point is a valid bound)."""
+    """A lower bound on OPT from augmented potentials (module docstring).
+
+    lam = -(fd + gd) and p = f + gd, moved together by a golden-section search over lam + d, d in
+    +-2 eps log(n m) (n, m the points of positive weight) (``steps`` evaluations), each point made
+    dual-feasible by c-transforms; the best is returned (every evaluated point is a valid bound).
+    """
     fd0, gd0 = (jnp.where(jnp.isfinite(d), d, 0.0) for d in (fd, gd))
     lam0, p0 = -(fd0 + gd0), f + gd0
     split = prob.geom.split  # the support sizes, not the (padded, per-device) shapes: same in every mode
@@ -167,8 +177,10 @@ def dual_bound(prob: PartialProblem, f, g, fd, gd, eps, steps: int = SEARCH_STEP
 
 
 def certify(prob: PartialProblem, f, g, fd, gd, eps, steps: int = SEARCH_STEPS) -> Certificate:
-    """:class:`Certificate` of the entropic solution with potentials (f, g, fd, gd) at ``eps``;
-    ``steps``: evaluations of the dual bound's search over lam (3 passes over C each)."""
+    """:class:`Certificate` of the entropic solution with potentials (f, g, fd, gd) at ``eps``.
+
+    ``steps``: evaluations of the dual bound's search over lam (3 passes over C each).
+    """
     prob = jax.tree.map(jax.lax.stop_gradient, prob)
     rounding = round_plan(prob, f, g, eps)
     lower = dual_bound(prob, f, g, fd, gd, eps, steps)
@@ -188,8 +200,10 @@ def rounded_plan(prob: PartialProblem, rounding: Rounding, eps) -> jax.Array:
 
 
 def round_dense(plan, a, b, m):
-    """The rounding of the module docstring applied to any dense (n, m) plan (numpy, float64): e.g.
-    a plan from POT's entropic partial solvers. Returns the feasible plan (n, m)."""
+    """The rounding of the module docstring applied to any dense (n, m) plan (numpy, float64).
+
+    E.g. a plan from POT's entropic partial solvers. Returns the feasible plan (n, m).
+    """
     import numpy as np
 
     plan, a, b = (np.asarray(v, np.float64) for v in (plan, a, b))

@@ -19,10 +19,19 @@ import numpy as np
 
 @dataclasses.dataclass(frozen=True)
 class ExactOutput:
-    plan: np.ndarray  # (n, m) real block of the optimal plan
-    cost: float  # <C, G>
+    """An exact solver's result.
+
+    Attributes:
+        plan: (n, m) float64 real block of the optimal plan (NaN when HiGHS failed).
+        cost: <C, G>, in the cost's units.
+        backend: "emd" or "highs".
+        warning: solver warning (None when clean).
+    """
+
+    plan: np.ndarray
+    cost: float
     backend: str
-    warning: str | None  # solver warning (None when clean)
+    warning: str | None
 
 
 def augmented(C: np.ndarray, a: np.ndarray, b: np.ndarray, m: float):
@@ -38,6 +47,11 @@ def augmented(C: np.ndarray, a: np.ndarray, b: np.ndarray, m: float):
 
 
 def solve_emd(C, a, b, m, num_iter_max: int | None = None) -> ExactOutput:
+    """Exact partial OT by POT's network simplex on the augmented problem (C (n, m), a (n,), b (m,), mass m).
+
+    ``num_iter_max``: the simplex's iteration cap (default max(1e5, 50 (n + m + 2)^1.5)). A warning is
+    set when the simplex reports one or the dummy-dummy cell carries mass.
+    """
     import ot  # POT
 
     C, a, b = (np.asarray(t, dtype=np.float64) for t in (C, a, b))
@@ -53,6 +67,10 @@ def solve_emd(C, a, b, m, num_iter_max: int | None = None) -> ExactOutput:
 
 
 def solve_highs(C, a, b, m) -> ExactOutput:
+    """Exact partial OT by scipy's HiGHS on the partial LP (C (n, m), a (n,), b (m,), mass m).
+
+    A failed solve returns a NaN plan and cost with HiGHS's status as the warning.
+    """
     from scipy import optimize, sparse
 
     C, a, b = (np.asarray(t, dtype=np.float64) for t in (C, a, b))

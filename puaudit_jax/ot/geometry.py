@@ -87,7 +87,21 @@ class Geometry:
         embeddings; zero rows must be rejected before (see ``problem.validate``). Callers whose
         rows are unit vectors already (``problem.unit_rows``, on the host) pass
         ``normalised=True``: XLA:CPU fuses the in-graph normalisation into the cost matrix
-        product, which then ran 2-7x slower for n >= 4096 (``experiments/bench_ot.py``).
+        product, which then ran 2-7x slower for n >= 4096 (``experiments/benchmarks/ot.py``).
+
+        Args:
+            x: (n, d) float source points.
+            y: (m, d) float target points, same d and dtype.
+            cost: "cosine", "sqeuclidean" or a callable ``fn(x_block, y_block) -> (bx, by)``.
+            block_size: rows/columns per block; None materialises the (n, m) matrix.
+            split: mesh axes splitting the rows / columns (inside ``shard_map``).
+            normalised: the rows are unit vectors already (cosine cost only).
+
+        Returns:
+            The :class:`Geometry`.
+
+        Raises:
+            ValueError: an unknown cost name.
         """
         if callable(cost):
             kind, fn = "callable", cost
@@ -104,21 +118,25 @@ class Geometry:
 
     @classmethod
     def from_matrix(cls, matrix: jax.Array, split: Split = Split()) -> Geometry:
+        """A geometry of a precomputed (n, m) cost matrix (``split``: as in :meth:`from_points`)."""
         return cls(x=None, y=None, matrix=matrix, kind="matrix", split=split)
 
     # ------------------------------------------------------------------ properties
     @property
     def shape(self) -> tuple[int, int]:
+        """(n, m): rows and columns of the cost matrix (this device's block when split)."""
         if self.matrix is not None:
             return tuple(self.matrix.shape)  # type: ignore[return-value]
         return (self.x.shape[0], self.y.shape[0])
 
     @property
     def dtype(self):
+        """The dtype of the costs (of the matrix, or of the points in blocked mode)."""
         return (self.matrix if self.matrix is not None else self.x).dtype
 
     @property
     def is_blocked(self) -> bool:
+        """Whether C is computed block by block (no materialised matrix)."""
         return self.matrix is None
 
     def cost_block(self, xb: jax.Array, yb: jax.Array) -> jax.Array:
@@ -137,8 +155,9 @@ class Geometry:
 
     # ------------------------------------------------------------------ reductions
     def _blocks(self, axis: int, body: Callable[[jax.Array, jax.Array], jax.Array], u: jax.Array) -> jax.Array:
-        """Apply ``body(cost_block, u_block) -> (block, ...)`` over blocks of rows (axis=1
-        reductions) or columns (axis=0 reductions) and concatenate; ``u`` is sliced alongside.
+        """Apply ``body(cost_block, u_block) -> (block, ...)`` over blocks and concatenate.
+
+        Blocks of rows (axis=1 reductions) or columns (axis=0 reductions); ``u`` is sliced alongside.
         Each cost block has the reduced axis last.
 
         Blocks are read with dynamic slices inside a ``fori_loop``: slicing and reshaping the
@@ -169,14 +188,23 @@ class Geometry:
         return out[0] if len(out) == 1 else jnp.concatenate(out)
 
     def log_sum_exp(self, u: jax.Array, v: jax.Array, eps, axis: int, stable: bool) -> jax.Array:
-        """log sum over ``axis`` of exp((u_i + v_j - C_ij) / eps).
+        """Log of the sum over ``axis`` of exp((u_i + v_j - C_ij) / eps): one Sinkhorn half-step's reduction.
 
-        axis=1 reduces over columns (result (n,)), axis=0 over rows (result (m,)).
         ``stable=False`` is a single pass with no max-subtraction: exact when the summands
         are plan entries of a nearly feasible plan (all <= 1, so no overflow); the caller
         checks for underflow and redoes the step with ``stable=True`` (two passes) if needed.
         Split geometries combine the devices' partial results (one collective of the result's
         size for the one-pass form, two for the stable one).
+
+        Args:
+            u: (n,) row potentials.
+            v: (m,) column potentials.
+            eps: entropic temperature (the cost's units).
+            axis: 1 reduces over columns, 0 over rows.
+            stable: max-subtracted two-pass form (else one pass).
+
+        Returns:
+            (n,) for axis=1, (m,) for axis=0.
         """
         # Orient so that the reduction always runs over the last axis of the block.
         keep, red = (u, v) if axis == 1 else (v, u)
@@ -198,7 +226,16 @@ class Geometry:
         return jnp.log(self.split.sum(local, over))
 
     def plan_sums(self, u: jax.Array, v: jax.Array, eps) -> tuple[jax.Array, jax.Array, jax.Array]:
-        """Row sums (n,), column sums (m,) and <C, P> of P = exp((u + v - C) / eps)."""
+        """Row sums, column sums and cost of the plan P = exp((u + v - C) / eps).
+
+        Args:
+            u: (n,) row potentials.
+            v: (m,) column potentials.
+            eps: entropic temperature.
+
+        Returns:
+            (row sums (n,), column sums (m,), <C, P> scalar).
+        """
         s = self.split
         if not self.is_blocked:
             p = jnp.exp((u[:, None] + v[None, :] - self.matrix) / eps)
@@ -213,8 +250,18 @@ class Geometry:
         return s.sum(row[:, 0], "cols"), col_sums, s.sum(jnp.sum(row[:, 1]), "all")
 
     def max_plus(self, u: jax.Array, v: jax.Array, axis: int) -> jax.Array:
-        """max over ``axis`` of u_i + v_j - C_ij (axis=0: (m,), axis=1: (n,)): the hard c-transform
-        of the certificate's dual bound (one pass; -inf entries of u, v take no part)."""
+        """Maximum over ``axis`` of u_i + v_j - C_ij: the hard c-transform of the certificate's dual bound.
+
+        One pass; -inf entries of u, v take no part.
+
+        Args:
+            u: (n,) row potentials.
+            v: (m,) column potentials.
+            axis: 1 maximises over columns, 0 over rows.
+
+        Returns:
+            (n,) for axis=1, (m,) for axis=0.
+        """
         keep, red = (u, v) if axis == 1 else (v, u)
 
         def body(c, kb):  # c: (block, other) costs, kb: (block,) kept potentials
@@ -227,7 +274,7 @@ class Geometry:
         return self.split.max(local, "cols" if axis == 1 else "rows")
 
     def cost_matvec(self, v: jax.Array) -> jax.Array:
-        """C v, shape (n,), for v (m,) (one pass in blocked mode; summed over split columns)."""
+        """The product C v, shape (n,), for v (m,) (one pass in blocked mode; summed over split columns)."""
         if not self.is_blocked:
             local = self.matrix @ v
         else:
@@ -235,11 +282,20 @@ class Geometry:
         return self.split.sum(local, "cols")
 
     def plan(self, u: jax.Array, v: jax.Array, eps) -> jax.Array:
-        """The dense (n, m) plan exp((u_i + v_j - C_ij) / eps) (this device's block when split)."""
+        """The dense (n, m) plan exp((u_i + v_j - C_ij) / eps) (this device's block when split).
+
+        Args:
+            u: (n,) row potentials.
+            v: (m,) column potentials.
+            eps: entropic temperature.
+
+        Returns:
+            (n, m) plan in the costs' dtype.
+        """
         return jnp.exp((u[:, None] + v[None, :] - self.cost_matrix()) / eps)
 
     def max_abs_cost(self) -> jax.Array:
-        """max |C_ij| (one pass in blocked mode; 2 for the cosine cost without a pass)."""
+        """Largest |C_ij|, a scalar (one pass in blocked mode; 2 for the cosine cost without a pass)."""
         if self.kind == "cosine":
             return jnp.asarray(2.0, self.dtype)
         if not self.is_blocked:

@@ -5,7 +5,7 @@ want the whole profile m -> (cost, scores). :func:`solve_mass_path` builds the g
 runs the Sinkhorn solver under ``lax.scan`` over the masses, each solve warm-started from the
 previous one's potentials (f, g, fd, gd).
 
-What the path costs, measured (``experiments/bench_ot.py``, cone model, m = 0.1 ... 0.9): almost
+What the path costs, measured (``experiments/benchmarks/ot.py``, cone model, m = 0.1 ... 0.9): almost
 all of it is the one or two masses just above the class prior, where plain Sinkhorn crawls
 (1,490 of the path's 1,578 iterations at 5000 x 5000, eps 0.01, went to m = 0.8, the prior).
 A warm start does not shorten that crawl (1,490 vs 1,493 iterations cold): what it needs is a
@@ -34,9 +34,19 @@ from puaudit_jax.ot.sinkhorn import PartialSinkhorn
 
 @dataclasses.dataclass(frozen=True)
 class MassPath:
-    """Solutions for masses ``m`` (T,): ``cost`` (T,) <C, G>, ``col_mass`` (T, n_U) PUAudit's scores,
-    ``row_mass`` (T, n_P), ``iterations`` (T,), ``converged`` (T,), and with ``certify`` the
-    certificate's ``upper`` / ``lower`` / ``gap`` (T,) bounds on the exact cost (else None)."""
+    """Solutions of the partial problem for T masses, one row per mass (numpy arrays).
+
+    Attributes:
+        m: (T,) float64 masses, in the order solved.
+        cost: (T,) <C, G> of each entropic plan.
+        col_mass: (T, n_U) G^T 1: PUAudit's scores of the U points (the rows of ``y``).
+        row_mass: (T, n_P) G 1 (the rows of ``x``).
+        iterations: (T,) Sinkhorn iterations per mass.
+        converged: (T,) bool.
+        upper: with ``certify``, the certificate's (T,) upper bounds on the exact cost (else None).
+        lower: with ``certify``, the (T,) lower bounds (else None).
+        gap: with ``certify``, the (T,) gaps upper - lower (else None).
+    """
 
     m: np.ndarray
     cost: np.ndarray
@@ -65,11 +75,33 @@ def _path(x, y, a, b, ms, *, solver: PartialSinkhorn, cost, warm: bool):
 def solve_mass_path(x, y, ms, *, a=None, b=None, cost: str = "cosine", epsilon: float = 0.01, tol: float = 1e-4,
                     max_iter: int = 5000, dtype: str = "float32", certify: bool = True,
                     warm_start: bool = True, relaxation: float | str = "auto") -> MassPath:  # fmt: skip
-    """Solve min <C, G> s.t. G 1 <= a, G^T 1 <= b, 1^T G 1 = m for every m in ``ms`` (T,), in the order
-    given (an increasing grid warm-starts best). x (n, d), y (k, d) points, a, b weights (default
-    uniform); dense cost only (the matrix is built once). ``warm_start=False`` solves every mass
-    from scratch in the same compiled call. ``relaxation``: see ``PartialSinkhorn`` (1.0 = plain
-    Sinkhorn). ValueError names a bad m or setting."""
+    """Solve min <C, G> s.t. G 1 <= a, G^T 1 <= b, 1^T G 1 = m for every m in ``ms``, in one compiled call.
+
+    The masses are solved in the order given (an increasing grid warm-starts best); dense cost only
+    (the matrix is built once).
+
+    Args:
+        x: (n, d) points (P side).
+        y: (k, d) points (U side).
+        ms: (T,) masses, each in (0, min(|a|, |b|)].
+        a: (n,) nonnegative weights of x (default uniform 1/n).
+        b: (k,) nonnegative weights of y (default uniform 1/k).
+        cost: "cosine", "sqeuclidean" or a pairwise cost callable (as in :meth:`Geometry.from_points`).
+        epsilon: entropic regularisation, in cost units.
+        tol: L1 marginal-error tolerance of each solve.
+        max_iter: iteration cap of each solve.
+        dtype: "float32" or "float64" (the solve's precision).
+        certify: also compute each mass's certificate (``upper`` / ``lower`` / ``gap``).
+        warm_start: start each mass from the previous one's potentials; False solves every mass from
+            scratch in the same compiled call.
+        relaxation: see ``PartialSinkhorn`` (1.0 = plain Sinkhorn, "auto" the default here).
+
+    Returns:
+        The :class:`MassPath` of the T solutions.
+
+    Raises:
+        ValueError: naming a bad m or setting.
+    """
     ms = np.atleast_1d(np.asarray(ms, np.float64))
     if ms.ndim != 1 or len(ms) == 0:
         raise ValueError(f"ms must be a non-empty 1-D grid of masses, got shape {ms.shape}")

@@ -28,6 +28,12 @@ class PartialProblem:
 
     In a sharded solve a, b are this device's blocks (split like the geometry's rows / columns)
     and m is the whole problem's mass.
+
+    Attributes:
+        geom: the :class:`Geometry` of the (n, m) costs.
+        a: (n,) nonnegative row weights (0 for padding points).
+        b: (m,) nonnegative column weights.
+        m: scalar mass to transport, 0 < m <= min(|a|, |b|).
     """
 
     geom: Geometry
@@ -37,6 +43,7 @@ class PartialProblem:
 
     @property
     def shape(self) -> tuple[int, int]:
+        """(n, m), the geometry's shape."""
         return self.geom.shape
 
     @property
@@ -50,9 +57,11 @@ class PartialProblem:
 
 
 def pad_points(z: np.ndarray, w: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """z (n, d), w (n,) -> (size, d), (size,): copies of z[0] with weight 0 appended. The solvers
-    give zero-weight points potential -inf and no mass, so padding changes no iterate; callers pad
-    to a few shapes (one compiled loop for many sizes) or to a multiple of a device count."""
+    """Pad z (n, d), w (n,) to (size, d), (size,): copies of z[0] with weight 0 appended.
+
+    The solvers give zero-weight points potential -inf and no mass, so padding changes no iterate;
+    callers pad to a few shapes (one compiled loop for many sizes) or to a multiple of a device count.
+    """
     extra = size - len(z)
     if extra < 0:
         raise ValueError(f"cannot pad {len(z)} points down to {size}")
@@ -60,9 +69,11 @@ def pad_points(z: np.ndarray, w: np.ndarray, size: int) -> tuple[np.ndarray, np.
 
 
 def unit_rows(x: np.ndarray, y: np.ndarray, cost) -> tuple[np.ndarray, np.ndarray]:
-    """For the cosine cost, x (n, d) and y (k, d) with rows scaled to unit norm, in float64 on the
-    host (a float32 norm of rows scaled by 1e20 overflows and of rows scaled by 1e-30 underflows);
-    other costs: unchanged. The solvers then build their geometry with ``normalised=True``."""
+    """For the cosine cost, x (n, d) and y (k, d) with rows scaled to unit norm; other costs: unchanged.
+
+    The scaling is done in float64 on the host (a float32 norm of rows scaled by 1e20 overflows and of
+    rows scaled by 1e-30 underflows). The solvers then build their geometry with ``normalised=True``.
+    """
     if not (isinstance(cost, str) and cost == "cosine"):
         return x, y
     x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
@@ -101,8 +112,11 @@ def validate(x, y, m, a=None, b=None, cost="cosine", dtype=np.float64):
       x: (n, d) points, or None when ``cost`` is an (n, m) matrix.
       y: (m, d) points, or None when ``cost`` is a matrix.
       m: transported mass, 0 < m <= min(|a|, |b|).
-      a, b: nonnegative weights (default uniform 1/n, 1/m).
+      a: nonnegative (n,) weights (default uniform 1/n).
+      b: nonnegative (m,) weights (default uniform 1/m).
       cost: "cosine", "sqeuclidean", a callable, or an (n, m) array.
+      dtype: numpy dtype of the returned arrays.
+
     Returns:
       (x, y, matrix, a, b, m) as numpy arrays of ``dtype`` (x, y or matrix may be None).
     """
@@ -148,7 +162,7 @@ def validate(x, y, m, a=None, b=None, cost="cosine", dtype=np.float64):
 
 
 def checked_mass(m, a: np.ndarray, b: np.ndarray) -> float:
-    """m as a float in (0, min(|a|, |b|)] (rounding above the cap clipped to it); ValueError otherwise."""
+    """The mass m as a float in (0, min(|a|, |b|)] (rounding above the cap clipped to it); ValueError otherwise."""
     try:
         m = float(m)
     except (TypeError, ValueError):

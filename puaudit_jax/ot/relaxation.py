@@ -36,9 +36,14 @@ BLOWUP = 10.0  # an error this many times the best one seen halves omega
 
 
 class Relaxation(NamedTuple):
-    """The controller's state (scalars): ``omega``; the error ``mark`` at the last checkpoint (inf
-    before the first); the ``best`` error at a checkpoint since omega last fell; whether omega is
-    ``adaptive`` ("auto") or fixed."""
+    """The controller's state (scalars).
+
+    Attributes:
+        omega: the relaxation factor in [1, 2).
+        mark: the error at the last checkpoint (inf before the first).
+        best: the best error at a checkpoint since omega last fell.
+        adaptive: whether omega is adaptive ("auto") or fixed.
+    """
 
     omega: jax.Array
     mark: jax.Array
@@ -55,8 +60,7 @@ def check_setting(relaxation) -> None:
 
 
 def start(relaxation, dtype) -> Relaxation:
-    """The state before the first iteration: omega = 1 for "auto" (until a rate is measured),
-    else the fixed omega."""
+    """The state before the first iteration: omega = 1 for "auto" (until a rate is measured), else the fixed omega."""
     auto = relaxation == "auto"
     omega = 1.0 if auto else float(relaxation)
     inf = jnp.asarray(jnp.inf, dtype)
@@ -69,17 +73,21 @@ def optimal_omega(eta: jax.Array) -> jax.Array:
 
 
 def plain_rate(rho: jax.Array, omega: jax.Array) -> jax.Array:
-    """The plain-Sinkhorn rate eta that a measured rate rho in (0, 1) at ``omega`` implies, from
-    Young's relation (rho + omega - 1)^2 = omega^2 eta rho; eta = rho at omega = 1."""
+    """The plain-Sinkhorn rate eta that a measured rate rho in (0, 1) at ``omega`` implies.
+
+    From Young's relation (rho + omega - 1)^2 = omega^2 eta rho; eta = rho at omega = 1.
+    """
     return jnp.clip((rho + omega - 1.0) ** 2 / (omega**2 * rho), 0.0, 1.0)
 
 
 def update(state: Relaxation, it: jax.Array, err: jax.Array) -> Relaxation:
-    """The controller after iteration ``it`` with marginal error ``err`` (scalars); acts only at
-    checkpoints (it a multiple of WINDOW). Adaptive: when the error shrank over the window
+    """The controller after iteration ``it`` with marginal error ``err`` (scalars).
+
+    It acts only at checkpoints (it a multiple of WINDOW). Adaptive: when the error shrank over the window
     (rate rho = (err / mark)^(1 / WINDOW) < 1), omega rises to omega*(eta) for the plain rate eta
     that rho implies (:func:`plain_rate`). Safeguard: an error BLOWUP times the best one halves
-    omega towards 1 (and becomes the new best)."""
+    omega towards 1 (and becomes the new best).
+    """
     at_mark = (it % WINDOW == 0) & jnp.isfinite(err)
     measured = jnp.isfinite(state.mark) & (state.mark > 0) & (err > 0)
     rho = (err / jnp.where(measured, state.mark, 1.0)) ** (1.0 / WINDOW)
@@ -96,11 +104,13 @@ def update(state: Relaxation, it: jax.Array, err: jax.Array) -> Relaxation:
 
 
 def halved(omega: jax.Array) -> jax.Array:
-    """omega halved towards 1: the safeguard's step (a blow-up here, a non-finite update in ``sinkhorn.py``)."""
+    """Omega halved towards 1: the safeguard's step (a blow-up here, a non-finite update in ``sinkhorn.py``)."""
     return 1.0 + 0.5 * (omega - 1.0)
 
 
 def scaled(old: jax.Array, plain: jax.Array, omega: jax.Array) -> jax.Array:
-    """The relaxed scaling old^(1 - omega) plain^omega = old (plain / old)^omega (positive scalings;
-    callers mask the entries pinned to 0 or 1); exactly ``plain`` while omega = 1."""
+    """The relaxed scaling old^(1 - omega) plain^omega = old (plain / old)^omega; exactly ``plain`` while omega = 1.
+
+    For positive scalings; callers mask the entries pinned to 0 or 1.
+    """
     return jnp.where(omega == 1.0, plain, old * (plain / old) ** omega)

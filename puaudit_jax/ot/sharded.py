@@ -53,7 +53,9 @@ class Layout:
 
     @classmethod
     def of(cls, mesh, rows: str | None = None, cols: str | None = None) -> Layout:
-        """Default axes: a 1-axis mesh splits the columns; a 2-axis mesh (r, c) splits rows over
+        """The layout of ``mesh``: which of its axes split the rows and the columns.
+
+        Default axes: a 1-axis mesh splits the columns; a 2-axis mesh (r, c) splits rows over
         its first axis and columns over its second; the names "p" / "u" are used when present.
 
         Raises ValueError when ``mesh`` is not a Mesh, an axis name is not one of the mesh's,
@@ -64,7 +66,8 @@ class Layout:
             return mesh
         if not isinstance(mesh, Mesh):
             raise ValueError(
-                f"mesh must be a jax.sharding.Mesh (probes.mesh.make_mesh) or a Layout; got {type(mesh).__name__}"
+                "mesh must be a jax.sharding.Mesh (puaudit_runtime.mesh.make_mesh) or a Layout; got "
+                f"{type(mesh).__name__}"
             )
         names = tuple(mesh.axis_names)
         if rows is None and cols is None:
@@ -94,6 +97,7 @@ class Layout:
 
     @property
     def split(self) -> Split:
+        """The :class:`Split` the geometry's reductions use (the axes of the rows and the columns)."""
         return Split(rows=self.rows, cols=self.cols)
 
     def count(self, side: str) -> int:
@@ -108,6 +112,7 @@ class Layout:
         return dict(x=P(r, None), y=P(c, None), a=P(r), b=P(c), m=P(), matrix=P(r, c), plan=P(r, c))
 
     def output_specs(self, certify: bool = False) -> SinkhornOutput:
+        """PartitionSpecs of a solve's output fields (the certificate's too with ``certify``)."""
         rep, r, c = P(), P(self.rows), P(self.cols)
         return SinkhornOutput(
             f=r,
@@ -140,10 +145,27 @@ def _geometry(x, y, matrix, cost, block_size, split) -> Geometry:
 
 
 @functools.lru_cache(maxsize=64)
-def _program(solver: PartialSinkhorn, layout: Layout, cost, block_size, with_plan: bool, points: bool,
-             warm: bool = False):  # fmt: skip
-    """jit(shard_map(one device's solve)): (x, y, a, b, m) or (matrix, a, b, m) -> (out, plan);
-    ``warm``: four more arguments, the potentials (f (n,), g (k,), fd, gd) to start from."""
+def program(solver: PartialSinkhorn, layout: Layout, cost, block_size, with_plan: bool, points: bool,
+            warm: bool = False):  # fmt: skip
+    """The jitted sharded solve: ``jit(shard_map(one device's solve))`` over ``layout.mesh``, cached.
+
+    Its arguments are global arrays of padded sizes N, K (multiples of the rows / columns split
+    counts), split as ``layout.specs`` says (``place`` puts host arrays there).
+
+    Args:
+        solver: the :class:`PartialSinkhorn` each device runs (static).
+        layout: :class:`Layout`: the mesh and which axes split the rows and the columns.
+        cost: cost name of ``Geometry.from_points`` (e.g. "cosine"); None with ``points=False``.
+        block_size: None (dense cost) or the block size of the recomputed (log-domain) cost.
+        with_plan: also return the (N, K) plan (split as ``layout.specs["plan"]``).
+        points: True: the program takes (x (N, d), y (K, d), a (N,), b (K,), m ()); False:
+            (matrix (N, K), a (N,), b (K,), m ()).
+        warm: four more arguments, the potentials (f (N,), g (K,), fd (), gd ()) to start from.
+
+    Returns:
+        A jitted function of those arguments -> (SinkhornOutput of global arrays, plan (N, K) or
+        None); ``.lower(*abstract args).compile()`` gives its per-device HLO and memory.
+    """
     split, sp = layout.split, layout.specs
 
     def run(*args):
@@ -165,9 +187,20 @@ def _program(solver: PartialSinkhorn, layout: Layout, cost, block_size, with_pla
 # Padding and placement
 
 
-def _place(arr: np.ndarray, layout: Layout, spec: P) -> jax.Array:
-    """A host array every process holds in full -> a global array split by ``spec`` (each device
-    receives only its block; works in one process or many)."""
+def place(arr: np.ndarray, layout: Layout, spec: P) -> jax.Array:
+    """A host array every process holds in full -> a global array split by ``spec`` over ``layout.mesh``.
+
+    Each device receives only its block; works in one process or many.
+
+    Args:
+        arr: the whole array on the host, any shape (e.g. x (N, d), a (N,)), its split axes
+            multiples of the mesh axes that split them.
+        layout: :class:`Layout` (its mesh).
+        spec: the ``PartitionSpec`` of the result (an entry of ``layout.specs``).
+
+    Returns:
+        A global ``jax.Array`` of ``arr``'s shape and dtype, split by ``spec``.
+    """
     sharding = NamedSharding(layout.mesh, spec)
     return jax.make_array_from_callback(arr.shape, sharding, lambda idx: arr[idx])
 
@@ -201,13 +234,24 @@ def solve(
 ):
     """Solve one problem over the devices of ``layout`` (numpy in, numpy out).
 
+    The arrays are validated host arrays (``problem.validate``), held in full by every process.
+
     Args:
-      x: (n, d), y: (k, d) points (None with ``matrix`` (n, k)); a (n,), b (k,) weights; m mass:
-        validated host arrays (``problem.validate``), held in full by every process.
-      layout: :class:`Layout`. cost, block_size: as ``Geometry.from_points``; with_plan: also
-        return the (n, k) plan (dense geometries only).
+      solver: the :class:`PartialSinkhorn` each device runs.
+      x: (n, d) source points (None with ``matrix``).
+      y: (k, d) target points (None with ``matrix``).
+      a: (n,) source weights.
+      b: (k,) target weights.
+      m: the mass to transport.
+      layout: :class:`Layout`.
+      cost: as ``Geometry.from_points``.
+      matrix: None, or the (n, k) cost matrix instead of the points.
+      block_size: as ``Geometry.from_points``.
+      with_plan: also return the (n, k) plan (dense geometries only).
+      dtype: "float32" or "float64".
       init: None or potentials (f (n,), g (k,), fd, gd) to start from (a returned output's:
         ``gap_tol`` rounds); padded with -inf, the potential of a zero-weight point.
+
     Returns:
       (SinkhornOutput of numpy arrays, plan (n, k) or None), padding removed.
     """
@@ -220,21 +264,21 @@ def solve(
             C = np.zeros((N, K), jd)
             C[:n, :k] = matrix
             a_p, b_p = np.pad(a, (0, N - n)).astype(jd), np.pad(b, (0, K - k)).astype(jd)
-            args = (_place(C, layout, sp["matrix"]),)
+            args = (place(C, layout, sp["matrix"]),)
         else:
             x, y = unit_rows(x, y, cost)
             (x_p, a_p), (y_p, b_p) = pad_points(x, a, N), pad_points(y, b, K)
-            args = (_place(x_p.astype(jd), layout, sp["x"]), _place(y_p.astype(jd), layout, sp["y"]))
+            args = (place(x_p.astype(jd), layout, sp["x"]), place(y_p.astype(jd), layout, sp["y"]))
             a_p, b_p = a_p.astype(jd), b_p.astype(jd)
-        args += (_place(a_p, layout, sp["a"]), _place(b_p, layout, sp["b"]), jnp.asarray(m, jd))
+        args += (place(a_p, layout, sp["a"]), place(b_p, layout, sp["b"]), jnp.asarray(m, jd))
         if init is not None:
             f, g, fd, gd = (np.asarray(p, jd) for p in init)
             pad = functools.partial(np.pad, mode="constant", constant_values=-np.inf)
-            args += (_place(pad(f, (0, N - n)), layout, sp["a"]), _place(pad(g, (0, K - k)), layout, sp["b"]),
+            args += (place(pad(f, (0, N - n)), layout, sp["a"]), place(pad(g, (0, K - k)), layout, sp["b"]),
                      jnp.asarray(fd), jnp.asarray(gd))  # fmt: skip
-        program = _program(solver, layout, None if matrix is not None else cost, block_size, with_plan, matrix is None,
-                           init is not None)  # fmt: skip
-        out, plan = program(*args)
+        run = program(solver, layout, None if matrix is not None else cost, block_size, with_plan, matrix is None,
+                      init is not None)  # fmt: skip
+        out, plan = run(*args)
         out = jax.tree.map(_to_host, out)
         plan = None if plan is None else _to_host(plan)[:n, :k]
     return _unpad(out, n, k), plan
@@ -261,7 +305,7 @@ def solve_process_local(
 
     Every process passes the same x (n, d) (and a (n,), default uniform 1/n) and its own rows
     y_local (k_i, d) of U (b_local (k_i,), default uniform 1 / sum_i k_i), in process order
-    (process 0 holds the first rows: ``probes.mesh.process_rows``). The columns axis of
+    (process 0 holds the first rows: ``puaudit_runtime.cluster.process_rows``). The columns axis of
     ``layout`` must span the processes, with the same number of devices on each; every share is
     padded to the same size with zero-weight points.
 
@@ -289,13 +333,13 @@ def solve_process_local(
             )
 
         args = (
-            _place(x.astype(jd), layout, sp["x"]),
+            place(x.astype(jd), layout, sp["x"]),
             local(y_p, sp["y"], share * n_proc),
-            _place(a.astype(jd), layout, sp["a"]),
+            place(a.astype(jd), layout, sp["a"]),
             local(b_p, sp["b"], share * n_proc),
             jnp.asarray(m, jd),
         )
-        out, _ = _program(solver, layout, cost, block_size, False, True)(*args)
+        out, _ = program(solver, layout, cost, block_size, False, True)(*args)
         # U's outputs stay where they are (this process's share); the rest is whole on every process
         fields = {f.name: getattr(out, f.name) for f in dataclasses.fields(out)}
         own = {name: _local_rows(fields.pop(name))[: len(y_local)] for name in ("g", "col_mass")}
@@ -304,9 +348,13 @@ def solve_process_local(
 
 
 def _agree_on_shares(x, y_local, a, b_local, m, layout: Layout) -> np.ndarray:
-    """One all-gather of every process's (rows of U, d, |b_i| (NaN: uniform weights), m, |a|,
-    finite); then the same checks on every process, so that a bad share stops all of them with the
-    same ValueError instead of leaving the others waiting in the solve's collectives. Returns (P, 6)."""
+    """Check every process's share of the problem on every process, after one all-gather.
+
+    The all-gather collects each process's (rows of U, d, |b_i| (NaN: uniform weights), m, |a|,
+    finite); then the same checks run on every process, so that a bad share stops all of them with
+    the same ValueError instead of leaving the others waiting in the solve's collectives. Returns
+    (P, 6).
+    """
     b = np.full(len(y_local), np.nan) if b_local is None else b_local
     finite = all(np.isfinite(z).all() for z in (x, y_local, a)) and (b_local is None or np.isfinite(b).all())
     ok = finite and len(b) == len(y_local)
@@ -363,9 +411,11 @@ def _local_rows(arr: jax.Array) -> np.ndarray:
 def reg_cost(
     solver: PartialSinkhorn, x, y, a, b, m, layout: Layout, *, cost="cosine", block_size: int | None = None
 ) -> jax.Array:
-    """The regularised cost of ``solver`` on (x, y, a, b, m), split over ``layout``: jittable and
-    differentiable in x (n, d) and y (k, d) (envelope gradient, as on one device). Zero-weight
-    padding is added here (its gradient is cut)."""
+    """The regularised cost of ``solver`` on (x, y, a, b, m), split over ``layout``.
+
+    Jittable and differentiable in x (n, d) and y (k, d) (envelope gradient, as on one device).
+    Zero-weight padding is added here (its gradient is cut).
+    """
     n, k = x.shape[0], y.shape[0]
     N, K = pad_to_multiple(n, layout.count("rows")), pad_to_multiple(k, layout.count("cols"))
 
@@ -380,20 +430,22 @@ def reg_cost(
         geom = Geometry.from_points(x, y, cost, block_size=block_size, split=layout.split)
         return solver(PartialProblem(geom, a, b, m)).reg_cost
 
-    program = jax.shard_map(
+    split_run = jax.shard_map(
         run, mesh=layout.mesh, in_specs=(sp["x"], sp["y"], sp["a"], sp["b"], sp["m"]), out_specs=P()
     )
-    return program(x, y, a, b, m)
+    return split_run(x, y, a, b, m)
 
 
 @functools.partial(jax.jit, static_argnames=("solver", "mesh", "cost", "block_size"))
 def solve_batch(
     solver: PartialSinkhorn, xs, ys, m, mesh: Mesh, *, cost="cosine", block_size: int | None = None
 ) -> SinkhornOutput:
-    """B independent problems (xs (B, n, d), ys (B, k, d), m (B,)), uniform weights, split by
-    problem over every device of ``mesh`` (each device runs ``jax.vmap`` of the solver on its
-    problems: no communication). B is padded to a multiple of the device count with copies of
-    the first problem. Returns a batched SinkhornOutput (leading axis B)."""
+    """Solve B independent problems (xs (B, n, d), ys (B, k, d), m (B,)), uniform weights, split over ``mesh``.
+
+    The problems are split over every device of ``mesh`` (each device runs ``jax.vmap`` of the
+    solver on its problems: no communication). B is padded to a multiple of the device count with
+    copies of the first problem. Returns a batched SinkhornOutput (leading axis B).
+    """
     B = xs.shape[0]
     D = mesh.size
     axes = tuple(mesh.axis_names)
@@ -425,9 +477,11 @@ def memory_per_device(
     block_size: int | None = None,
     dtype="float32",
 ) -> dict:
-    """XLA's buffer assignment for one device of the compiled sharded solve of an (n, k) problem
-    in d dimensions (nothing runs): bytes of its arguments, outputs and temporaries, and their
-    total (``peak``, an upper bound: XLA may alias outputs with temporaries)."""
+    """XLA's buffer assignment for one device of the compiled sharded solve of an (n, k) problem.
+
+    In d dimensions, nothing runs: bytes of its arguments, outputs and temporaries, and their
+    total (``peak``, an upper bound: XLA may alias outputs with temporaries).
+    """
     N, K = pad_to_multiple(n, layout.count("rows")), pad_to_multiple(k, layout.count("cols"))
     sp = layout.specs
     with jax.enable_x64(dtype == "float64"):
@@ -443,7 +497,7 @@ def memory_per_device(
             spec((K,), sp["b"]),
             spec((), sp["m"]),
         )
-        stats = _program(solver, layout, cost, block_size, False, True).lower(*args).compile().memory_analysis()
+        stats = program(solver, layout, cost, block_size, False, True).lower(*args).compile().memory_analysis()
     out = dict(
         arguments=int(stats.argument_size_in_bytes),
         outputs=int(stats.output_size_in_bytes),

@@ -38,7 +38,7 @@ Two ways to run the same iteration (``mode``):
 
 Zero weights are allowed (a point with a_i = 0 carries no mass; its potential is -inf and its
 scaling is pinned to 1): callers pad problems to a few bucket shapes with zero-weight points so
-that one compiled loop serves many problem sizes (``puaudit_jax.scorers.POTScorer``).
+that one compiled loop serves many problem sizes (``puaudit_jax.audit.scorers.POTScorer``).
 
 Over-relaxation (optional, ``relaxation``): every scaling step, in both modes, raised to a power
 omega in [1, 2) set from the measured convergence rate (``relaxation.py``); same fixed point.
@@ -94,14 +94,28 @@ class _ScalingState(NamedTuple):
 class SinkhornOutput:
     """Result of :class:`PartialSinkhorn` (a pytree: vmap-able).
 
-    Shapes for a problem of size (n, m): f (n,), g (m,), row_mass (n,) = G 1,
-    col_mass (m,) = G^T 1. ``cost`` = <C, G> (transport cost of the entropic plan, no
-    entropy term); ``reg_cost`` = the dual objective of the augmented entropic problem,
-    differentiable w.r.t. the point clouds (its gradient w.r.t. C is G by the envelope
-    theorem); ``marginal_error`` = L1 violation of both augmented marginals;
-    ``stable_steps`` = how many half-steps needed the stable (two-pass or log-domain) path;
-    ``certificate`` = bounds on the exact partial cost from a rounded feasible plan and a
-    dual-feasible point (:mod:`puaudit_jax.ot.certificate`), None unless the solver certifies.
+    Shapes for a problem of size (n, m); the rest are scalars (batched under vmap). The plan is
+    G = exp((f + g - C) / eps).
+
+    Attributes:
+        f: (n,) row potentials (-inf for zero-weight rows).
+        g: (m,) column potentials.
+        fd: potential of the dummy row (-inf when it is empty, and with entropy="plan").
+        gd: potential of the dummy column (likewise).
+        row_mass: (n,) G 1.
+        col_mass: (m,) G^T 1.
+        cost: <C, G>, the transport cost of the entropic plan (no entropy term).
+        reg_cost: the dual objective of the augmented entropic problem, differentiable w.r.t. the
+            point clouds (its gradient w.r.t. C is G by the envelope theorem).
+        mass: 1^T G 1, the mass the plan carries.
+        marginal_error: L1 violation of both augmented marginals.
+        iterations: iterations run (int32).
+        converged: bool, the error met ``tol`` at eps = epsilon (and the final marginals are within
+            10 tol).
+        stable_steps: how many half-steps needed the stable (two-pass or log-domain) path.
+        epsilon: the entropic regularisation of the returned plan.
+        certificate: bounds on the exact partial cost from a rounded feasible plan and a
+            dual-feasible point (:mod:`puaudit_jax.ot.certificate`), None unless the solver certifies.
     """
 
     f: jax.Array
@@ -122,13 +136,15 @@ class SinkhornOutput:
 
 
 def _log_mass(mass: jax.Array) -> jax.Array:
-    """log of a dummy mass, -inf when it is zero (m equal to the full mass)."""
+    """Log of a dummy mass, -inf when it is zero (m equal to the full mass)."""
     return jnp.where(mass > 0, jnp.log(jnp.where(mass > 0, mass, 1.0)), -jnp.inf)
 
 
 def _step(pot, log_target, log_sum, eps, omega=None):
-    """Scaling update pot + omega eps (log target - log current), kept at -inf for empty dummies;
-    omega None is plain Sinkhorn (omega = 1), see ``relaxation.py``."""
+    """Scaling update pot + omega eps (log target - log current), kept at -inf for empty dummies.
+
+    omega None is plain Sinkhorn (omega = 1), see ``relaxation.py``.
+    """
     step = eps * (log_target - log_sum) if omega is None else omega * eps * (log_target - log_sum)
     return jnp.where(jnp.isfinite(log_target), pot + step, -jnp.inf)
 
@@ -141,21 +157,25 @@ def _finite_mean(x, split: Split, over: str):
 
 
 def _recentre(pots, split: Split):
-    """Fix the gauge (f + c, g - c, fd + c, gd - c leaves the plan unchanged) so that f and g
-    have equal means: large offsets would cost float32 precision in (f + g - C) / eps."""
+    """Fix the gauge so that f and g have equal means (f + c, g - c, fd + c, gd - c leaves the plan unchanged).
+
+    Large offsets would cost float32 precision in (f + g - C) / eps.
+    """
     f, g, fd, gd = pots
     c = 0.5 * (_finite_mean(g, split, "cols") - _finite_mean(f, split, "rows"))
     return f + c, g - c, fd + c, gd - c
 
 
 def _lse(split: Split, x, over: str):
-    """log sum exp of a vector indexed by ``over`` (rows or columns), over the whole problem."""
+    """Log-sum-exp of a vector indexed by ``over`` (rows or columns), over the whole problem."""
     return split.logsumexp(jax.nn.logsumexp(x), over)
 
 
 def _initial_potentials(a, b, split: Split, dtype):
-    """f (n,), g (m,) to start from: 0, and -inf for zero-weight points, where they stay (so
-    zero-weight padding changes no iterate)."""
+    """Starting potentials f (n,), g (m,): 0, and -inf for zero-weight points, where they stay.
+
+    So zero-weight padding changes no iterate.
+    """
     f = jnp.where(a > 0, 0.0, -jnp.inf).astype(dtype)
     g = jnp.where(b > 0, 0.0, -jnp.inf).astype(dtype)
     return split.vary(f, "rows"), split.vary(g, "cols")
@@ -263,7 +283,16 @@ class PartialSinkhorn:
         return jnp.maximum(self.epsilon, eps0 * self.eps_decay**level)
 
     def __call__(self, prob: PartialProblem, init: tuple | None = None) -> SinkhornOutput:
-        """Solve ``prob``; ``init`` = optional (f, g, fd, gd) warm start."""
+        """Solve ``prob``; ``init`` = optional (f, g, fd, gd) warm start.
+
+        Args:
+            prob: the partial problem (geometry of size (n, m), weights, mass).
+            init: None (cold start), or potentials (f (n,), g (m,), fd, gd) of a solved problem
+                of the same shape (e.g. another mass or a larger epsilon).
+
+        Returns:
+            The :class:`SinkhornOutput`; the certificate is set when ``certify``.
+        """
         geom = jax.tree.map(jax.lax.stop_gradient, prob.geom)
         a, b = jax.lax.stop_gradient(prob.a), jax.lax.stop_gradient(prob.b)
         m = jax.lax.stop_gradient(prob.m)
@@ -303,8 +332,11 @@ class PartialSinkhorn:
         return dataclasses.replace(out, certificate=cert)
 
     def _checked(self, out: SinkhornOutput) -> SinkhornOutput:
-        """Converged also means the constraints hold at the returned plan: the loop's criterion is
-        an error at the last iterate, this is a safety net (L1 error of all marginals <= 10 tol)."""
+        """Converged also means the constraints hold at the returned plan.
+
+        The loop's criterion is an error at the last iterate, this is a safety net (L1 error of all
+        marginals <= 10 tol).
+        """
         return dataclasses.replace(out, converged=out.converged & (out.marginal_error <= 10 * self.tol))
 
     def _done(self, it, eps, err):
@@ -313,7 +345,9 @@ class PartialSinkhorn:
     # ------------------------------------------------------------------ log domain
     def _reduce(self, geom, u, v, eps, axis, log_other, active, stable_only=False):
         """Logs of the real-block sums and of the augmented marginal (real + dummy entry).
-        ``active``: the entries with a positive target (zero-weight points sum to 0 by design)."""
+
+        ``active``: the entries with a positive target (zero-weight points sum to 0 by design).
+        """
         tiny = jnp.log(jnp.finfo(u.dtype).tiny) + 10.0
 
         def stable(_):
@@ -333,8 +367,9 @@ class PartialSinkhorn:
         return real, total, bad.astype(jnp.int32)
 
     def _log_iteration(self, geom, tg: _Marginals, pots, eps, stable_only=False, omega=None):
-        """One row update, column update and mass step in the log domain (over-relaxed by
-        ``omega`` when given; the mass step is exact either way).
+        """One row update, column update and mass step in the log domain.
+
+        Over-relaxed by ``omega`` when given; the mass step is exact either way.
 
         Returns the new potentials, the row-marginal error before the update and the number
         of half-steps that took the stable path.
@@ -425,7 +460,9 @@ class PartialSinkhorn:
         return _recentre(tuple(p + eps * _safe_log(s) for p, s in zip(pots, scal)), split)
 
     def _run_scaling(self, geom, tg, pots, eps0, warm=False):
-        """Outer loop: absorb scalings, rebuild the kernel (one exp pass). Inner loop:
+        """The scaling mode's loops: absorb scalings and rebuild the kernel, then iterate against it.
+
+        Outer loop: absorb scalings, rebuild the kernel (one exp pass). Inner loop:
         scaling iterations against that fixed kernel until convergence, a change of eps,
         a scaling outside [1/T, T], or a non-finite update (then the last good scalings
         are absorbed and one stable log-domain iteration is taken).
@@ -434,7 +471,8 @@ class PartialSinkhorn:
         over C). A warm start (potentials of a solved problem: another mass on the mass path,
         a larger epsilon in ``gap_tol`` rounds) builds its kernel at once: the plan they give is
         nearly feasible, and where a row of that kernel underflows all the same, the non-finite
-        update is rescued by the same stable step."""
+        update is rescued by the same stable step.
+        """
         dtype = eps0.dtype
         split = geom.split
         log_t = jnp.log(jnp.asarray(self.absorb_threshold, dtype))
@@ -463,10 +501,13 @@ class PartialSinkhorn:
         return f, g, fd, gd, s.it, s.err, s.eps, s.stable_steps
 
     def _scaling_epoch(self, geom, tg, s: _ScalingState, eps0, log_t, ones) -> _ScalingState:
-        """One outer iteration of `_run_scaling`: build the kernel for s.pots at the current eps,
-        run the scaling iterations (`_scaling_inner`), absorb the scalings into the potentials
-        (f (n,), g (k,), fd, gd) and, after a non-finite update, take one stable log-domain step.
-        log_t: log of the absorb threshold T; ones: unit scalings (u (n,), v (k,), ud, vd)."""
+        """One outer iteration of `_run_scaling`.
+
+        Build the kernel for s.pots at the current eps, run the scaling iterations (`_scaling_inner`),
+        absorb the scalings into the potentials (f (n,), g (k,), fd, gd) and, after a non-finite
+        update, take one stable log-domain step.
+        log_t: log of the absorb threshold T; ones: unit scalings (u (n,), v (k,), ud, vd).
+        """
         split = geom.split
         eps = self._epsilon_at(s.it, eps0)
         kernel = self._kernel(geom, s.pots, eps)
@@ -493,7 +534,8 @@ class PartialSinkhorn:
         `err` (scalar) and the over-relaxation controller `relax`, and iterates until convergence,
         a change of eps, a scaling outside [1/T, T] (|log| > log_t), or a non-finite update (the
         last good scalings are kept). Returns (scal, it, err, ok, relax); ok is False after a
-        non-finite update."""
+        non-finite update.
+        """
         precision = jax.lax.Precision[self.matmul_precision.upper()]
 
         def cond(c):
@@ -552,8 +594,10 @@ def _scaling_iteration(kernel, scal, tg: _Marginals, split: Split, precision, om
 
 
 def _scalings_healthy(scal, err, split: Split):
-    """Whether an update is usable: u, v finite and positive on every shard, ud, vd, err finite
-    (a bool scalar, the same on every device)."""
+    """Whether an update is usable: u, v finite and positive on every shard, ud, vd, err finite.
+
+    A bool scalar, the same on every device.
+    """
     u, v, ud, vd = scal
     local = jnp.all(jnp.isfinite(u) & (u > 0)) & jnp.all(jnp.isfinite(v) & (v > 0))
     return split.all(local) & jnp.isfinite(ud) & jnp.isfinite(vd) & jnp.isfinite(err)

@@ -84,9 +84,24 @@ def _violation(row, col, a, b, m) -> float:
 
 
 @functools.partial(jax.jit, static_argnames=("solver", "cost", "block_size", "with_plan"))
-def _run_points(x, y, a, b, m, init=None, *, solver, cost, block_size, with_plan):
-    """x, y: rows normalised on the host already (``unit_rows``); init: None or potentials
-    (f (n,), g (k,), fd, gd) to start from."""
+def run_points(x, y, a, b, m, init=None, *, solver, cost, block_size, with_plan):
+    """The jitted single-device solve of a problem given by its points.
+
+    Args:
+        x: (n, d) source points, rows normalised on the host already (``unit_rows``).
+        y: (k, d) target points, normalised likewise.
+        a: (n,) source weights.
+        b: (k,) target weights.
+        m: () mass to transport.
+        init: None or potentials (f (n,), g (k,), fd (), gd ()) to start from.
+        solver: the :class:`PartialSinkhorn` to run (static).
+        cost: cost name of ``Geometry.from_points``, e.g. "cosine" (static).
+        block_size: None (dense (n, k) cost) or the block size of the recomputed cost (static).
+        with_plan: also return the (n, k) plan (static).
+
+    Returns:
+        (SinkhornOutput, plan (n, k) or None).
+    """
     geom = Geometry.from_points(x, y, cost, block_size=block_size, normalised=True)
     out = solver(PartialProblem(geom, a, b, m), init=init)
     plan = geom.plan(out.f, out.g, out.epsilon) if with_plan else None
@@ -102,9 +117,12 @@ def _run_matrix(C, a, b, m, init=None, *, solver, with_plan):
 
 
 def layout_for(mesh) -> sharded.Layout | None:
-    """The ``mesh=`` argument of the functions below: None (one device), "all" or a device count
-    (``probes.mesh.make_mesh``: one axis, U split over it), a ``Mesh`` (default axes, see
-    ``sharded.Layout.of``) or a ``sharded.Layout``. Returns None when it amounts to one device."""
+    """The layout of the ``mesh=`` argument of the functions below.
+
+    None (one device), "all" or a device count (``puaudit_runtime.mesh.make_mesh``: one axis, U
+    split over it), a ``Mesh`` (default axes, see ``sharded.Layout.of``) or a ``sharded.Layout``.
+    Returns None when it amounts to one device.
+    """
     if mesh is None or isinstance(mesh, sharded.Layout):
         return mesh
     if isinstance(mesh, (str, int)):
@@ -124,8 +142,10 @@ def _dense_cost_np(x, y, matrix, cost) -> np.ndarray:
 
 
 def _check_settings(method, dtype, epsilon, tol, max_iter, block_size, eps_decay, gap_tol=None) -> None:
-    """Raise ValueError naming the first bad solver setting of `solve_partial` (the data are
-    checked by ``problem.validate``)."""
+    """Raise ValueError naming the first bad solver setting of `solve_partial`.
+
+    The data are checked by ``problem.validate``.
+    """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
     if dtype not in ("float32", "float64"):
@@ -144,8 +164,11 @@ def _check_settings(method, dtype, epsilon, tol, max_iter, block_size, eps_decay
 
 
 def _check_sqeuclidean_range(x: np.ndarray, y: np.ndarray, dtype) -> None:
-    """ValueError when the squared distances would all vanish in ``dtype``: every cost reads 0 and
-    the plan is arbitrary, though the points differ (e.g. coordinates of 1e-30 in float32)."""
+    """Raise ValueError when the squared distances would all vanish in ``dtype``.
+
+    Every cost would read 0 and the plan be arbitrary, though the points differ (e.g. coordinates
+    of 1e-30 in float32).
+    """
     scale = max(float(np.abs(x).max()), float(np.abs(y).max()))
     tiny = np.finfo(dtype).tiny
     if 0 < scale and scale**2 < tiny * 1e3:
@@ -156,7 +179,7 @@ def _check_sqeuclidean_range(x: np.ndarray, y: np.ndarray, dtype) -> None:
         )
 
 
-# long: public entry point; its signature and argument docs are 50 of the lines, the body ~30
+# long: the public entry point: its 20-argument signature is 25 of the lines; the body only checks and dispatches
 def solve_partial(
     x,
     y,
@@ -187,13 +210,16 @@ def solve_partial(
       y: (k, d) target points (the unlabelled pool). Rows need not be normalised for
         the cosine cost. Pass ``x = y = None`` with ``cost`` an (n, k) matrix.
       m: mass to transport, 0 < m <= min(|a|, |b|).
-      a, b: nonnegative weights, default uniform 1/n and 1/k.
+      a: nonnegative source weights, default uniform 1/n.
+      b: nonnegative target weights, default uniform 1/k.
       cost: "cosine" (1 - cos, in [0, 2]), "sqeuclidean", a callable
         ``fn(x_block, y_block) -> (bx, by)``, or a precomputed (n, k) matrix.
       method: "sinkhorn" (entropic), "exact" (LP), or "auto" (Sinkhorn, then the exact
         solver when Sinkhorn did not converge or produced non-finite values).
-      epsilon, tol, max_iter, eps_decay: Sinkhorn settings (see ``PartialSinkhorn``);
-        epsilon is in cost units.
+      epsilon: Sinkhorn's entropic regularisation, in cost units (see ``PartialSinkhorn``).
+      tol: Sinkhorn's stopping tolerance on the marginal error (see ``PartialSinkhorn``).
+      max_iter: Sinkhorn's iteration limit (see ``PartialSinkhorn``).
+      eps_decay: Sinkhorn's epsilon-scaling factor, or None (see ``PartialSinkhorn``).
       dtype: "float32" or "float64" for Sinkhorn (the exact solvers are float64).
       memory_budget: bytes allowed for a materialised cost matrix; above it the cost is
         computed block by block (cosine / sqeuclidean / callable costs only).
@@ -214,9 +240,11 @@ def solve_partial(
         round's).
       relaxation: 1.0 (plain Sinkhorn), a fixed omega in (1, 2) or "auto": over-relaxed scaling
         steps (``PartialSinkhorn.relaxation``; same solution, 2-7x fewer iterations on the slow
-        problems of ``experiments/bench_ot.py``).
+        problems of ``experiments/benchmarks/ot.py``).
+
     Returns:
       :class:`PartialOTResult`.
+
     Raises:
       ValueError naming the argument for bad input (see ``problem.validate``).
     """
@@ -264,8 +292,10 @@ def solve_partial(
 
 
 def _solve_one_device(x, y, matrix, a, b, m, solver, cost, block_size, with_plan, dtype, init=None):
-    """The single-device Sinkhorn solve: (SinkhornOutput of numpy arrays, plan or None); ``init``:
-    None or potentials (f, g, fd, gd) to start from."""
+    """The single-device Sinkhorn solve: (SinkhornOutput of numpy arrays, plan or None).
+
+    ``init``: None or potentials (f, g, fd, gd) to start from.
+    """
     with jax.enable_x64(dtype == "float64"):
         jd = jnp.dtype(dtype)
         init = None if init is None else tuple(jnp.asarray(p, jd) for p in init)
@@ -273,7 +303,7 @@ def _solve_one_device(x, y, matrix, a, b, m, solver, cost, block_size, with_plan
         if matrix is not None:
             out, plan = _run_matrix(jnp.asarray(matrix, jd), *args, solver=solver, with_plan=with_plan)
         else:
-            out, plan = _run_points(
+            out, plan = run_points(
                 jnp.asarray(x, jd),
                 jnp.asarray(y, jd),
                 *args,

@@ -71,9 +71,10 @@ class Split:
         return top + jnp.log(jax.lax.psum(jnp.exp(local - top), names))
 
     def vary(self, x: jax.Array, over: str) -> jax.Array:
-        """Mark an array as differing across the axes that split ``over`` (those it does not
-        differ across already): shard_map's type check needs loop carries typed as what the
-        loop body returns."""
+        """Mark an array as differing across the axes that split ``over`` (those it does not differ across already).
+
+        shard_map's type check needs loop carries typed as what the loop body returns.
+        """
         names = tuple(a for a in self.names(over) if a not in _varying(x))
         return jax.lax.pcast(x, names, to="varying") if names else x
 

@@ -1,13 +1,16 @@
-"""Quantification with confidence intervals (issue 17; DESIGN "Quantification"): judge-human
-agreement, the share of A wins, per-model win rates and the Bradley-Terry leaderboard, each by the
-judge alone (biased, for contrast), the human labels alone, and prediction-powered inference (PPI++)
+"""Quantification with confidence intervals: agreement, A-win share, win rates and the Bradley-Terry leaderboard.
+
+Judge-human agreement, the share of A wins, per-model win rates and the Bradley-Terry leaderboard, each
+by the judge alone (biased, for contrast), the human labels alone, and prediction-powered inference (PPI++)
 that uses the judge's verdicts -- or an audit's expected human verdicts -- on the unlabelled items
 without trusting them.
 
 ``estimators.py``: the mean estimators and their intervals; ``m_estimation.py``: PPI++ logistic
 M-estimation (vmappable); ``leaderboard.py``: Bradley-Terry on the Elo scale; ``targets.py``: the
 targets and the predictions; ``sample_check.py``: is the labelled set a random sample?;
-``pipeline.py``: :func:`quantify` and the leaderboard files; ``coverage.py``: the coverage study.
+``pipeline.py``: :func:`quantify` and the leaderboard files; ``coverage.py``: the coverage study;
+``plots.py``: the forest plot. The audit's predictions for PPI++ come from
+:mod:`puaudit_jax.audit.predictions` (this package never imports the audit).
 """
 
 from .estimators import (

@@ -1,4 +1,4 @@
-"""Do the intervals cover? The coverage study of issue 17, on real data.
+"""Do the intervals cover? A coverage study on real data.
 
 The population is the table's human-labelled rows (R of them). A split keeps ``fraction`` of them
 (exactly round(fraction R), uniformly without replacement) as labelled and hides the rest, which
@@ -48,6 +48,7 @@ class CoverageConfig:
     seed: int = 0
 
     def validate(self) -> CoverageConfig:
+        """Return self; raise ValueError naming the first field out of its range."""
         if not 0 < self.fraction < 1:
             raise ValueError(f"fraction must be in (0, 1), got {self.fraction!r}")
         if self.splits < 1:
@@ -58,8 +59,20 @@ class CoverageConfig:
 
 @dataclass(frozen=True)
 class CoverageRow:
-    """One (target, estimator): the truth, the share of estimable splits whose interval covers it,
-    the mean interval width and estimate over those splits, and how many splits were estimable."""
+    """One (target, estimator) of the coverage study.
+
+    Attributes:
+        target: the target's name.
+        estimator: the estimator's name.
+        truth: the target's human-only estimate from all R labels.
+        coverage: share of the estimable splits whose interval covers the truth.
+        mean_width: mean interval width over those splits.
+        mean_estimate: mean estimate over those splits.
+        estimable: how many splits were estimable.
+        splits: splits run.
+        fraction: share of the rows kept as labels.
+        level: the intervals' coverage.
+    """
 
     target: str
     estimator: str
@@ -109,9 +122,11 @@ def _stratified(y, yhat, lab, unl, strata, level):
 
 
 def _mean_rows(target, y, preds, rows, masks, inp: Inputs, config, judge: bool = True) -> list[CoverageRow]:
-    """Coverage rows of one mean target over ``rows`` (R,) mask; preds: estimator -> (R,) or (S, R),
-    the judge's first; ``judge=False``: the judge's prediction is not informative (agreement), only
-    the human-only, stratified and other-prediction estimators are run."""
+    """Coverage rows of one mean target over ``rows`` (R,) mask.
+
+    preds: estimator -> (R,) or (S, R), the judge's first; ``judge=False``: the judge's prediction is
+    not informative (agreement), only the human-only, stratified and other-prediction estimators are run.
+    """
     lab, unl = masks & rows, ~masks & rows
     truth, level = y[rows].mean(), config.level
     out = [_row(target, HUMAN_ONLY, truth, *mean_splits(y, preds[PPI], lab, unl, level)[HUMAN_ONLY], config)]
@@ -157,8 +172,10 @@ def _elo(theta_beta, cov_beta, c, z):
 
 
 def _bt_targets(table, inp: Inputs, masks, config) -> list[CoverageRow]:
-    """Bradley-Terry coverage; a split is estimable when every model keeps >= MIN_LABELLED labelled
-    comparisons and the fit converges."""
+    """Bradley-Terry coverage rows and rank rows.
+
+    A split is estimable when every model keeps >= MIN_LABELLED labelled comparisons and the fit converges.
+    """
     ma, mb = table["model_a"].astype(str).to_numpy(), table["model_b"].astype(str).to_numpy()
     models, _ = scored_models(ma, mb, np.ones(len(ma), bool))
     keep = np.isin(ma, models) & np.isin(mb, models)
@@ -201,9 +218,14 @@ def _rank_row(estimator: str, estimates: np.ndarray, truth: np.ndarray, config) 
 
 @dataclass(frozen=True)
 class CoverageStudy:
-    """``rows``: one :class:`CoverageRow` per (target, estimator) as a DataFrame, plus its ``bound``;
-    ``ranks``: per estimator, the mean Kendall tau of the split leaderboards with the full-label one
-    (empty without model columns)."""
+    """The coverage study's result.
+
+    Attributes:
+        rows: one :class:`CoverageRow` per (target, estimator) as a DataFrame, plus its ``bound``.
+        ranks: per estimator, the mean Kendall tau of the split leaderboards with the full-label one
+            (empty without model columns).
+        config: the study's settings.
+    """
 
     rows: pd.DataFrame
     ranks: pd.DataFrame
@@ -213,9 +235,11 @@ class CoverageStudy:
 def coverage_study(table: pd.DataFrame, config: CoverageConfig = CoverageConfig(), *, predictions: dict | None = None,
                    leaderboard: bool = True) -> CoverageStudy:  # fmt: skip
     """The coverage study of the module docstring on ``table``.
+
     ``table``: comparisons (only the rows with a judge and a human verdict take part: :func:`population`);
     ``predictions``: extra estimator -> (S, R) predicted A-outcomes per split (e.g.
-    :func:`audit_split_predictions` on :func:`split_masks`); ``leaderboard``: include Bradley-Terry."""
+    :func:`audit_split_predictions` on :func:`split_masks`); ``leaderboard``: include Bradley-Terry.
+    """
     config = config.validate()
     pop = population(table)
     inp = inputs(pop, config.level)

@@ -1,4 +1,4 @@
-"""Means with confidence intervals from few human labels and many judge verdicts (issue 17).
+"""Means with confidence intervals from few human labels and many judge verdicts.
 
 Three estimators of the mean of a human-defined outcome Y over a pool of comparisons:
 
@@ -31,9 +31,22 @@ JUDGE_ONLY, HUMAN_ONLY, PPI = "judge only", "human only", "ppi++"
 
 @dataclass(frozen=True)
 class Estimate:
-    """One estimator's answer: point estimate, interval [lower, upper] at ``level``, the numbers of
-    labelled / unlabelled items it used, PPI++'s lam, a ``note`` when it is not estimable (NaN numbers)
-    and a ``caveat`` about an estimable one (rows left out)."""
+    """One estimator's answer: a point estimate and its interval [lower, upper] at ``level``.
+
+    Estimate and bounds are in the outcome's units (a share in [0, 1] for 0/1 outcomes).
+
+    Attributes:
+        estimator: the estimator's name (:data:`ESTIMATORS`).
+        estimate: the point estimate (NaN when not estimable).
+        lower: lower end of the interval.
+        upper: upper end of the interval.
+        level: the interval's coverage, in (0, 1).
+        n_labelled: labelled items used.
+        n_unlabelled: unlabelled items used.
+        lam: PPI++'s lam (None for the other estimators).
+        note: why it is not estimable ("" when it is; its numbers are then NaN).
+        caveat: a caveat about an estimable one (rows left out).
+    """
 
     estimator: str
     estimate: float
@@ -48,6 +61,7 @@ class Estimate:
 
     @property
     def estimable(self) -> bool:
+        """Whether the estimate is a number (no ``note``)."""
         return not self.note
 
 
@@ -73,18 +87,32 @@ def _not_estimable(estimator, level, n, n_unl, why) -> Estimate:
 
 
 def clustered_se(terms: list[np.ndarray], clusters: list[np.ndarray]) -> float:
-    """Cluster-robust (CR0) standard error of an estimator whose deviation is the sum of the
-    influence terms ``terms`` (arrays, one value per item): sqrt(sum_c (sum_{i in c} term_i)^2),
-    ``clusters`` the items' cluster labels (same shapes). One cluster per item gives the usual
-    sqrt(sum term_i^2); items of one prompt (LLMFAO reuses a prompt's responses) share a cluster."""
+    """Cluster-robust (CR0) standard error sqrt(sum_c (sum_{i in c} term_i)^2) of a sum of influence terms.
+
+    ``terms``: arrays, one value per item, whose sum is the estimator's deviation; ``clusters`` the
+    items' cluster labels (same shapes). One cluster per item gives the usual sqrt(sum term_i^2);
+    items of one prompt (LLMFAO reuses a prompt's responses) share a cluster.
+    """
     _, codes = np.unique(np.concatenate([np.asarray(c).astype(str) for c in clusters]), return_inverse=True)
     sums = np.bincount(codes, weights=np.concatenate(terms))
     return float(np.sqrt((sums**2).sum()))
 
 
 def human_only(y, level: float, n_unlabelled: int = 0, clusters=None) -> Estimate:
-    """Classical mean of the labelled outcomes ``y`` (n,) with a CLT interval (cluster-robust when
-    ``clusters`` (n,) are given)."""
+    """Classical mean of the labelled outcomes ``y`` with a CLT interval.
+
+    Args:
+        y: (n,) labelled outcomes.
+        level: the interval's coverage, in (0, 1).
+        n_unlabelled: unlabelled items, only reported in the result.
+        clusters: (n,) cluster labels for a cluster-robust interval, or None.
+
+    Returns:
+        The :class:`Estimate` (not estimable with n < 2).
+
+    Raises:
+        ValueError: ``level`` outside (0, 1).
+    """
     y, level = np.asarray(y, np.float64), check_level(level)
     if len(y) < 2:
         return _not_estimable(HUMAN_ONLY, level, len(y), n_unlabelled, f"{len(y)} labelled items (need 2)")
@@ -94,8 +122,20 @@ def human_only(y, level: float, n_unlabelled: int = 0, clusters=None) -> Estimat
 
 
 def judge_only(yhat_labelled, yhat_unlabelled, level: float, clusters=None) -> Estimate:
-    """Mean of the judge's outcomes over all items (biased where the judge is), CLT interval;
-    ``clusters``: (labelled (n,), unlabelled (N,)) cluster labels for a cluster-robust one."""
+    """Mean of the judge's outcomes over all items (biased where the judge is), with a CLT interval.
+
+    Args:
+        yhat_labelled: (n,) judge outcomes of the labelled items.
+        yhat_unlabelled: (N,) judge outcomes of the unlabelled items.
+        level: the interval's coverage, in (0, 1).
+        clusters: (labelled (n,), unlabelled (N,)) cluster labels for a cluster-robust interval, or None.
+
+    Returns:
+        The :class:`Estimate` (not estimable with fewer than 2 items).
+
+    Raises:
+        ValueError: ``level`` outside (0, 1).
+    """
     both = np.concatenate([np.asarray(yhat_labelled, np.float64), np.asarray(yhat_unlabelled, np.float64)])
     level, n, n_unl = check_level(level), len(yhat_labelled), len(yhat_unlabelled)
     if len(both) < 2:
@@ -107,8 +147,18 @@ def judge_only(yhat_labelled, yhat_unlabelled, level: float, clusters=None) -> E
 
 
 def ppi_lambda(y, yhat, yhat_unlabelled) -> float:
-    """PPI++'s variance-minimising lam for a mean (ppi_py ``_calc_lam_glm``, clipped to [0, 1]):
-    cov(Y, Yhat) / ((1 + n/N) var(Yhat over all items)), biased covariance, ddof = 1 variance."""
+    """PPI++'s variance-minimising lam for a mean (ppi_py ``_calc_lam_glm``, clipped to [0, 1]).
+
+    lam = cov(Y, Yhat) / ((1 + n/N) var(Yhat over all items)), biased covariance, ddof = 1 variance.
+
+    Args:
+        y: (n,) float labelled outcomes.
+        yhat: (n,) float predictions of the labelled items.
+        yhat_unlabelled: (N,) float predictions of the unlabelled items.
+
+    Returns:
+        lam in [0, 1] (0 when the predictions are constant).
+    """
     n, big_n = len(y), len(yhat_unlabelled)
     first = yhat_unlabelled.mean() + (y - yhat).mean()  # plain PPI (lam = 1): the centring point
     g, gh = y - first, yhat - first
@@ -120,9 +170,23 @@ def ppi_lambda(y, yhat, yhat_unlabelled) -> float:
 
 
 def ppi_mean(y, yhat, yhat_unlabelled, level: float, lam: float | None = None, clusters=None) -> Estimate:
-    """PPI++ mean of Y from labelled (y, yhat) (n,) and unlabelled predictions (N,) (module docstring);
-    ``clusters``: (labelled (n,), unlabelled (N,)) cluster labels for a cluster-robust interval (a
-    cluster may hold labelled and unlabelled items: their terms are summed together)."""
+    """PPI++ mean of Y from labelled (y, yhat) and unlabelled predictions (module docstring).
+
+    Args:
+        y: (n,) labelled outcomes.
+        yhat: (n,) predictions of the labelled items.
+        yhat_unlabelled: (N,) predictions of the unlabelled items.
+        level: the interval's coverage, in (0, 1).
+        lam: a fixed lam (1 = plain PPI), or None for :func:`ppi_lambda`.
+        clusters: (labelled (n,), unlabelled (N,)) cluster labels for a cluster-robust interval (a
+            cluster may hold labelled and unlabelled items: their terms are summed together), or None.
+
+    Returns:
+        The :class:`Estimate` (not estimable with n < 2 or N = 0).
+
+    Raises:
+        ValueError: ``y`` and ``yhat`` differ in length, or ``level`` is outside (0, 1).
+    """
     y, yhat = np.asarray(y, np.float64), np.asarray(yhat, np.float64)
     yhat_unlabelled, level = np.asarray(yhat_unlabelled, np.float64), check_level(level)
     n, big_n = len(y), len(yhat_unlabelled)
@@ -151,13 +215,26 @@ MIN_PER_STRATUM = 10  # labelled items per stratum: below it the per-stratum lam
 
 
 def stratified_ppi_mean(y, yhat, yhat_unlabelled, strata, strata_unlabelled, level: float, clusters=None) -> Estimate:
-    """PPI++ within each stratum (question type), combined with the strata's shares of all items:
+    """PPI++ within each stratum (question type), combined with the strata's shares of all items.
+
     theta = sum_t w_t theta_t, se^2 = sum_t w_t^2 se_t^2, w_t = (n_t + N_t) / (n + N). Valid when the
     labelled items are a random sample *within* each stratum, a weaker assumption than a random sample
     of the pool (LLMFAO's labelled share differs across types). A stratum without unlabelled items
     contributes its classical mean; one with < MIN_PER_STRATUM labelled items makes the target not
     estimable (with 2-9 labels per stratum the intervals under-covered in the coverage study).
-    ``clusters``: (labelled, unlabelled) labels, assumed nested in the strata."""
+
+    Args:
+        y: (n,) labelled outcomes.
+        yhat: (n,) predictions of the labelled items.
+        yhat_unlabelled: (N,) predictions of the unlabelled items.
+        strata: (n,) stratum of each labelled item.
+        strata_unlabelled: (N,) stratum of each unlabelled item.
+        level: the interval's coverage, in (0, 1).
+        clusters: (labelled (n,), unlabelled (N,)) labels, assumed nested in the strata, or None.
+
+    Returns:
+        The :class:`Estimate` of the combined mean.
+    """
     y, yhat, yhat_unlabelled = (np.asarray(a, np.float64) for a in (y, yhat, yhat_unlabelled))
     strata, strata_unlabelled, level = np.asarray(strata), np.asarray(strata_unlabelled), check_level(level)
     n, big_n = len(y), len(yhat_unlabelled)
@@ -183,10 +260,12 @@ def stratified_ppi_mean(y, yhat, yhat_unlabelled, strata, strata_unlabelled, lev
 
 
 def mean_splits(y, yhat, labelled, unlabelled, level: float) -> dict:
-    """Human-only and PPI++ means for S splits at once (the coverage study): y / yhat (R,), labelled /
-    unlabelled (S, R) masks -> {HUMAN_ONLY: (estimate, lower, upper), PPI: (...)}, each an (S,)
-    array, equal split by split to :func:`human_only` and :func:`ppi_mean` (tests check it); NaN
-    where a split has < 2 labelled or no unlabelled item."""
+    """Human-only and PPI++ means for S splits at once (the coverage study).
+
+    y / yhat (R,), labelled / unlabelled (S, R) masks -> {HUMAN_ONLY: (estimate, lower, upper), PPI:
+    (...)}, each an (S,) array, equal split by split to :func:`human_only` and :func:`ppi_mean` (tests
+    check it); NaN where a split has < 2 labelled or no unlabelled item.
+    """
     y, yhat = np.nan_to_num(np.asarray(y, np.float64)), np.asarray(yhat, np.float64)
     lab, unl = np.asarray(labelled, np.float64), np.asarray(unlabelled, np.float64)
     n, big_n = lab.sum(1), unl.sum(1)

@@ -1,4 +1,4 @@
-"""Bradley-Terry leaderboards with confidence intervals from few human labels (issue 17).
+"""Bradley-Terry leaderboards with confidence intervals from few human labels.
 
 The model: P(model a's response beats model b's) = sigmoid(theta_a - theta_b), a tie counting one
 half (the ``ties="half"`` convention of :mod:`puaudit_jax.consensus.bradley_terry`). The strengths
@@ -90,10 +90,12 @@ def _fit_or_note(X, y, yhat, lab, unl, lam, clusters) -> tuple[MFit | None, str]
 
 def bt_leaderboard(model_a, model_b, y, predictions: dict, labelled, unlabelled, level: float,
                    clusters=None) -> list[tuple[str, Estimate]]:  # fmt: skip
-    """(model, Estimate) rows of every estimator. model_a / model_b (R,) names, y (R,) human
-    A-outcome (1 / 0.5 / 0; read on labelled rows), predictions: estimator name -> (R,) predicted
-    A-outcome (the first is the judge's: its verdicts make the judge-only fit), labelled / unlabelled
-    (R,) masks, clusters (R,) or None."""
+    """(model, Estimate) rows of every estimator, the scores on the Elo scale.
+
+    model_a / model_b (R,) names, y (R,) human A-outcome (1 / 0.5 / 0; read on labelled rows),
+    predictions: estimator name -> (R,) predicted A-outcome (the first is the judge's: its verdicts make
+    the judge-only fit), labelled / unlabelled (R,) masks, clusters (R,) or None.
+    """
     level = check_level(level)
     model_a, model_b = np.asarray(model_a).astype(str), np.asarray(model_b).astype(str)
     used = labelled | unlabelled

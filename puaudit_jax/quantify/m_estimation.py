@@ -1,5 +1,7 @@
-"""Prediction-powered M-estimation for logistic-type losses (PPI++, Angelopoulos, Duchi & Zrnic,
-arXiv:2311.01453, §3 and Algorithm 1): the Bradley-Terry leaderboard's engine (:mod:`.leaderboard`).
+"""Prediction-powered M-estimation for logistic-type losses: the Bradley-Terry leaderboard's engine.
+
+PPI++ (Angelopoulos, Duchi & Zrnic, arXiv:2311.01453, §3 and Algorithm 1), the engine of
+:mod:`.leaderboard`.
 
 Rows i = 1..R carry covariates x_i (d,), a prediction yhat_i in [0, 1] and, on labelled rows, an
 outcome y_i in [0, 1] (a tie is 1/2: the logistic loss is then the expected loss of a fair coin).
@@ -47,8 +49,11 @@ def _weights(lab, unl, lam):
 
 
 def _fit(X, y, yhat, lab, unl, lam):
-    """argmin L_lam by damped Newton from theta = 0 -> (theta (d,), converged): at most NEWTON_STEPS
-    steps, stopping once the largest step is below 1e-10 (max(1, |theta|)) or |theta| passes DIVERGED."""
+    """The argmin of L_lam by damped Newton from theta = 0 -> (theta (d,), converged).
+
+    At most NEWTON_STEPS steps, stopping once the largest step is below 1e-10 (max(1, |theta|)) or
+    |theta| passes DIVERGED.
+    """
     w_y, w_hat = _weights(lab, unl, lam)
     curvature = w_y + w_hat  # lam/N on unlabelled rows, (1 - lam)/n on labelled ones: >= 0
 
@@ -115,7 +120,14 @@ def _covariance(g, ghat, inv_hess, lab, unl, lam, clusters, n_clusters):
 
 @dataclass(frozen=True)
 class MFit:
-    """theta (d,), its covariance (d, d), the lam used and whether every Newton solve converged."""
+    """A PPI++ logistic fit: theta (d,), its covariance (d, d), the lam used and whether it converged.
+
+    Attributes:
+        theta: (d,) float64 coefficients (logit scale).
+        cov: (d, d) float64 covariance of theta.
+        lam: the lam used, in [0, 1].
+        converged: whether every Newton solve converged.
+    """
 
     theta: np.ndarray
     cov: np.ndarray
@@ -124,11 +136,12 @@ class MFit:
 
 
 def _ppi_logistic(X, y, yhat, lab, unl, lam, clusters, n_clusters):
-    """lam < 0 means "tune lam" (ppi_py's sequence of fits); returns (theta, cov, lam, converged).
+    """The PPI++ fit (theta, cov, lam, converged); lam < 0 means "tune lam" (ppi_py's sequence of fits).
 
     Where the lam = 1 objective is unbounded (a direction only labelled rows inform, e.g. a model
     compared in labelled rows only: lam = 1 leaves its loss linear), ppi_py's pilot fit diverges;
-    we then take the classical fit (lam = 0) as the pilot and clip lam to [0, 0.99]."""
+    we then take the classical fit (lam = 0) as the pilot and clip lam to [0, 0.99].
+    """
     tune = lam < 0
 
     def tuned(theta, top):
@@ -160,9 +173,20 @@ def _cluster_codes(clusters, rows: int):
 
 
 def ppi_logistic(X, y, yhat, labelled, unlabelled, *, lam: float | None = None, clusters=None) -> MFit:
-    """PPI++ logistic regression (module docstring) on R rows: X (R, d), y (R,) (read on labelled
-    rows only), yhat (R,), labelled / unlabelled (R,) bool masks (disjoint), clusters (R,) labels or
-    None. ``lam=None`` tunes lam; ``lam=0`` is the classical fit on the labelled rows."""
+    """PPI++ logistic regression (module docstring) on R rows.
+
+    Args:
+        X: (R, d) covariates.
+        y: (R,) outcomes in [0, 1] (read on labelled rows only; a tie is 1/2).
+        yhat: (R,) predictions in [0, 1].
+        labelled: (R,) bool mask of the labelled rows.
+        unlabelled: (R,) bool mask of the unlabelled rows (disjoint from ``labelled``).
+        lam: None tunes lam; ``lam=0`` is the classical fit on the labelled rows.
+        clusters: (R,) cluster labels for a cluster-robust covariance, or None.
+
+    Returns:
+        The :class:`MFit` (float64).
+    """
     codes, k = _cluster_codes(clusters, len(y))
     with jax.enable_x64(True):
         out = _ppi_logistic_jit(
@@ -173,9 +197,20 @@ def ppi_logistic(X, y, yhat, labelled, unlabelled, *, lam: float | None = None, 
 
 
 def ppi_logistic_splits(X, y, yhat, labelled, unlabelled, *, lam: float | None = None, clusters=None):
-    """:func:`ppi_logistic` for S splits at once: labelled / unlabelled (S, R) masks, yhat (R,) or
-    (S, R) -> (theta (S, d), cov (S, d, d), lam (S,), converged (S,)) numpy arrays (one compiled,
-    vmapped call)."""
+    """:func:`ppi_logistic` for S splits at once (one compiled, vmapped call).
+
+    Args:
+        X: (R, d) covariates.
+        y: (R,) outcomes in [0, 1].
+        yhat: (R,) or (S, R) predictions.
+        labelled: (S, R) bool masks of the labelled rows.
+        unlabelled: (S, R) bool masks of the unlabelled rows.
+        lam: None tunes lam per split; a number fixes it.
+        clusters: (R,) cluster labels, or None.
+
+    Returns:
+        (theta (S, d), cov (S, d, d), lam (S,), converged (S,)) numpy arrays.
+    """
     codes, k = _cluster_codes(clusters, len(y))
     yhat = np.broadcast_to(np.asarray(yhat, float), np.shape(labelled))
     with jax.enable_x64(True):
@@ -186,6 +221,6 @@ def ppi_logistic_splits(X, y, yhat, labelled, unlabelled, *, lam: float | None =
 
 
 def _as_f64(X, y, yhat, labelled, unlabelled):
-    """float64 arrays; NaN outcomes / predictions (rows outside a mask) become 0: their weight is 0."""
+    """Float64 arrays; NaN outcomes / predictions (rows outside a mask) become 0: their weight is 0."""
     y, yhat = (np.nan_to_num(np.asarray(a, np.float64)) for a in (y, yhat))
     return np.asarray(X, np.float64), y, yhat, np.asarray(labelled, np.float64), np.asarray(unlabelled, np.float64)

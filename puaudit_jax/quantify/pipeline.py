@@ -26,8 +26,15 @@ class QuantifyConfig:
 
 @dataclass(frozen=True)
 class Quantification:
-    """Every target's estimates at ``level``; :meth:`to_frame` is the leaderboard table; ``checks``:
-    the random-sample checks of the labelled items (by question type, and by cluster when clustered)."""
+    """Every target's estimates at ``level``; :meth:`to_frame` is the leaderboard table.
+
+    Attributes:
+        rows: one :class:`~puaudit_jax.quantify.targets.TargetEstimate` per (target, estimator).
+        level: the intervals' coverage, in (0, 1).
+        checks: the random-sample checks of the labelled items (by question type, and by cluster when
+            clustered).
+        cluster_by: the cluster column, or None.
+    """
 
     rows: tuple[TargetEstimate, ...]
     level: float
@@ -35,19 +42,38 @@ class Quantification:
     cluster_by: str | None = None
 
     def to_frame(self) -> pd.DataFrame:
+        """The leaderboard table: one row per (target, estimator), the estimate's fields as columns."""
         return pd.DataFrame([r.to_dict() for r in self.rows])
 
     @property
     def warnings(self) -> list[str]:
+        """The random-sample checks' warnings (empty when none fired)."""
         return [c.warning for c in self.checks if c.warning]
 
 
 def quantify(table: pd.DataFrame, *, level: float = QuantifyConfig.level,
              cluster_by: str | None = QuantifyConfig.cluster_by, audit_items: pd.DataFrame | None = None,
              ) -> Quantification:  # fmt: skip
-    """Agreement m, the share of A wins and, when the table names the models, per-model win rates and
-    the Bradley-Terry leaderboard, each by every estimator of :mod:`.targets`. ``audit_items``: the
-    items table of a calibrated audit of the same table (adds ``ppi++ (audit)``)."""
+    """Agreement m, the share of A wins, and per-model win rates and the Bradley-Terry leaderboard.
+
+    The per-model targets come when the table names the models; each target by every estimator of
+    :mod:`.targets`.
+
+    Args:
+        table: a validated comparison table (columns ``id``, ``judge``, ``human``; ``question_type``
+            stratifies; ``model_a`` / ``model_b`` add the per-model targets).
+        level: coverage of the confidence intervals, in (0, 1).
+        cluster_by: column grouping rows that share texts (cluster-robust intervals), or None.
+        audit_items: the items table of a calibrated audit of the same table (adds ``ppi++ (audit)``),
+            or None.
+
+    Returns:
+        The :class:`Quantification` (win rates and shares in [0, 1], leaderboard scores in Elo points).
+
+    Raises:
+        ValueError: a bad level, a missing cluster column or value, or audit items that do not match
+            the table.
+    """
     inp = inputs(table, level, cluster_by, audit_items)
     rows = agreement(inp) + a_share(inp)
     if all(c in table.columns for c in MODEL_COLUMNS):
@@ -59,7 +85,16 @@ def quantify(table: pd.DataFrame, *, level: float = QuantifyConfig.level,
 
 
 def write_quantification(result: Quantification, folder, *, data: str) -> list[str]:
-    """leaderboard.csv and leaderboard.json (with the level and the data's name) in ``folder``."""
+    """Write leaderboard.csv and leaderboard.json (with the level and the data's name) in ``folder``.
+
+    Args:
+        result: the quantification.
+        folder: the output folder.
+        data: the data's name, recorded in leaderboard.json.
+
+    Returns:
+        The file names written.
+    """
     from puaudit_runtime.files import write_csv, write_json
 
     frame = result.to_frame()

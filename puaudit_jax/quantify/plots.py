@@ -20,9 +20,11 @@ from .estimators import ESTIMATORS  # noqa: E402
 
 
 def forest_plot(frame: pd.DataFrame, path: str | Path | None = None, *, title: str = ""):
-    """Estimates with intervals, one row per target, one marker per estimator (a
-    :meth:`~puaudit_jax.quantify.Quantification.to_frame` table); proportions and the Elo
-    leaderboard (targets "elo: ...") in separate panels; not-estimable rows are skipped."""
+    """Estimates with intervals, one row per target, one marker per estimator.
+
+    ``frame`` is a :meth:`~puaudit_jax.quantify.Quantification.to_frame` table; proportions and the Elo
+    leaderboard (targets "elo: ...") in separate panels; not-estimable rows are skipped.
+    """
     frame = frame[frame["note"].fillna("") == ""]
     elo = frame["target"].str.startswith("elo: ")
     panels = [(part, label) for part, label in ((frame[~elo], "share"), (frame[elo], "Elo score")) if len(part)]

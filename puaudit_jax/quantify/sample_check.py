@@ -1,6 +1,8 @@
-"""Is the labelled set a random sample of the pool? The assumption every pool-mean estimate here
-(human only, PPI++) rests on, checked where the data allow: the labelled share should not depend on
-the question type, nor on the cluster (prompt) a row belongs to.
+"""Is the labelled set a random sample of the pool?
+
+The assumption every pool-mean estimate here (human only, PPI++) rests on, checked where the data
+allow: the labelled share should not depend on the question type, nor on the cluster (prompt) a row
+belongs to.
 
 A chi-square test of independence of (group x labelled / unlabelled) counts; a p-value below
 ``alpha`` puts a warning in the leaderboard, the CLI's output and the audit report. A failed check
@@ -18,9 +20,14 @@ from scipy.stats import chi2_contingency
 
 @dataclass(frozen=True)
 class SampleCheck:
-    """The labelled share by group (``by``: "question_type" or a cluster column) and the chi-square
-    p-value of "the share is the same in every group" (None: one group, or no unlabelled or no
-    labelled row). ``shares``: group -> (items, labelled share); ``warning``: a sentence when p < alpha."""
+    """The labelled share by group and the chi-square p-value of "the share is the same in every group".
+
+    Attributes:
+        by: "question_type" or a cluster column.
+        shares: group -> (items, labelled share).
+        p_value: the chi-square test's p-value (None: one group, or no unlabelled or no labelled row).
+        alpha: the p-value below which :attr:`warning` is set.
+    """
 
     by: str
     shares: dict
@@ -29,6 +36,7 @@ class SampleCheck:
 
     @property
     def warning(self) -> str:
+        """A sentence when p < alpha, else ""."""
         if self.p_value is None or self.p_value >= self.alpha:
             return ""
         return (f"the labelled share differs across {self.by} values (chi-square p = {self.p_value:.2g}): the "
@@ -36,11 +44,13 @@ class SampleCheck:
                 "estimates of pool means assume (the stratified estimator needs it only within types)")  # fmt: skip
 
     def to_dict(self) -> dict:
+        """JSON-able form, with the warning."""
         return {"by": self.by, "shares": {k: list(v) for k, v in self.shares.items()}, "p_value": self.p_value,
                 "alpha": self.alpha, "warning": self.warning}  # fmt: skip
 
     @classmethod
     def from_dict(cls, data: dict) -> SampleCheck:
+        """Inverse of :meth:`to_dict`."""
         shares = {k: (int(v[0]), float(v[1])) for k, v in data["shares"].items()}
         return cls(data["by"], shares, data["p_value"], data.get("alpha", 0.01))
 
@@ -57,9 +67,12 @@ def sample_check(groups, labelled, unlabelled, by: str) -> SampleCheck:
 
 
 def audit_sample_checks(types, status, table, cluster_by: str | None) -> tuple[SampleCheck, ...]:
-    """The checks of an audit's rows: ``types`` / ``status`` (n,) (status "labelled" / "unlabelled";
-    excluded rows take no part), by question type when there are several, and by ``cluster_by``'s
-    column of ``table`` when the audit clusters."""
+    """The checks of an audit's rows, by question type and by the cluster column.
+
+    ``types`` / ``status`` (n,) (status "labelled" / "unlabelled"; excluded rows take no part), by
+    question type when there are several, and by ``cluster_by``'s column of ``table`` when the audit
+    clusters.
+    """
     labelled, unlabelled = np.asarray(status) == "labelled", np.asarray(status) == "unlabelled"
     checks = []
     if len(set(np.asarray(types)[labelled | unlabelled])) > 1:

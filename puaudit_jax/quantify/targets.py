@@ -1,5 +1,4 @@
-"""The quantities an evaluation exists for, each estimated several ways (:mod:`.estimators`,
-:mod:`.leaderboard`).
+"""The quantities an evaluation exists for, each estimated several ways (:mod:`.estimators`, :mod:`.leaderboard`).
 
 Every row of a comparison table with a judge verdict (A, B or tie) takes part: labelled when the
 human verdict is A, B or tie, unlabelled when it is missing. Ties count one half.
@@ -35,23 +34,33 @@ MODEL_COLUMNS = ("model_a", "model_b")
 
 @dataclass(frozen=True)
 class TargetEstimate:
-    """One (target, estimator) row: the target's name and the :class:`Estimate`."""
+    """One (target, estimator) row: the target's name and the :class:`Estimate`.
+
+    Attributes:
+        target: the target's name ("agreement m", "share of A wins", "win rate: <model>", "elo: <model>").
+        estimate: the :class:`~puaudit_jax.quantify.estimators.Estimate` (shares in [0, 1], Elo
+            scores in Elo points).
+    """
 
     target: str
     estimate: Estimate
 
     def to_dict(self) -> dict:
+        """Flat JSON-able form: the target, then the estimate's fields."""
         return {"target": self.target, **asdict(self.estimate)}
 
     @classmethod
     def from_dict(cls, data: dict) -> TargetEstimate:
+        """Inverse of :meth:`to_dict` (a null estimate or bound reads as NaN)."""
         fields = {k: (np.nan if v is None and k in ("estimate", "lower", "upper") else v) for k, v in data.items()}
         return cls(fields.pop("target"), Estimate(**fields))
 
 
 def _score(verdicts: np.ndarray, side) -> np.ndarray:
-    """(n,) 1 where the verdict prefers ``side`` ("A" or "B", or an (n,) array of them), 1/2 for a
-    tie, 0 otherwise."""
+    """(n,) 1 where the verdict prefers ``side``, 1/2 for a tie, 0 otherwise.
+
+    ``side``: "A" or "B", or an (n,) array of them.
+    """
     return np.where(verdicts == side, 1.0, np.where(verdicts == TIE, 0.5, 0.0))
 
 
@@ -63,8 +72,10 @@ def usable_rows(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 
 def cluster_labels(table: pd.DataFrame, column: str | None) -> np.ndarray | None:
-    """(n,) str cluster of every row from ``column`` (None: no clustering); a missing value on a
-    usable row is an error naming it."""
+    """(n,) str cluster of every row from ``column`` (None: no clustering).
+
+    A missing value on a usable row is an error naming it.
+    """
     if column is None:
         return None
     if column not in table.columns:
@@ -78,19 +89,33 @@ def cluster_labels(table: pd.DataFrame, column: str | None) -> np.ndarray | None
 
 
 def _p_wrong_column(items: pd.DataFrame) -> str:
-    """``p_wrong_cross`` (the pool by cross-prediction, :class:`~puaudit_jax.rules.Decision`) when
-    the audit wrote it, else ``p_wrong`` (items tables of older versions)."""
+    """``p_wrong_cross`` when the audit wrote it, else ``p_wrong`` (items tables of older versions).
+
+    ``p_wrong_cross``: the pool by cross-prediction (:class:`~puaudit_jax.audit.rules.Decision`).
+    """
     if "p_wrong_cross" in items.columns and np.isfinite(items["p_wrong_cross"].to_numpy(float)).any():
         return "p_wrong_cross"
     return "p_wrong"
 
 
 def audit_predictions(table: pd.DataFrame, items: pd.DataFrame) -> np.ndarray:
-    """(R,) the audit's expected human A-outcome for every row of ``table``: 1 - p when the judge
-    said A, p when it said B, p = P(judge wrong) (out of fold on labelled rows, by cross-prediction
-    on the pool: ``p_wrong_cross``), the judge's own outcome where the audit gave none (ties,
-    excluded rows). ``items``: the items table of an audit of the same comparisons with a
-    calibrated rule; every id must match and the labelled rows must be the same (else ValueError)."""
+    """The audit's expected human A-outcome for every row of ``table``.
+
+    1 - p when the judge said A, p when it said B, p = P(judge wrong) (out of fold on labelled rows, by
+    cross-prediction on the pool: ``p_wrong_cross``), the judge's own outcome where the audit gave none
+    (ties, excluded rows).
+
+    Args:
+        table: the comparison table, R rows.
+        items: the items table of an audit of the same comparisons with a calibrated rule.
+
+    Returns:
+        (R,) float predictions in [0, 1].
+
+    Raises:
+        ValueError: the audit has no P(judge wrong), an id does not match, the audit excluded rows for
+            their tie label, or its labelled rows are not the same.
+    """
     if "p_wrong" not in items.columns or not np.isfinite(items["p_wrong"].to_numpy(float)).any():
         raise ValueError("the audit has no P(judge wrong): run it with a calibrated rule (--rule calibrated)")
     items = items.set_index(items["id"].astype(str))
@@ -122,7 +147,8 @@ class Inputs:
 
     labelled / unlabelled: masks; y: human A-outcome (NaN where unlabelled); judge: the judge's
     verdicts; predictions: estimator -> predicted A-outcome, the judge's first; clusters / strata:
-    labels or None; level: interval coverage."""
+    labels or None; level: interval coverage.
+    """
 
     labelled: np.ndarray
     unlabelled: np.ndarray
@@ -148,8 +174,11 @@ def inputs(table: pd.DataFrame, level: float, cluster_by: str | None = None, aud
 
 
 def _means(target: str, inp: Inputs, rows: np.ndarray, flip: np.ndarray, truth: np.ndarray | None = None) -> list:
-    """Every estimator of the mean outcome over ``rows`` (mask); ``flip``: rows whose outcome is B's
-    (1 - the A-outcome); ``truth``: the human outcome when it is not the A-outcome (agreement)."""
+    """Every estimator of the mean outcome over ``rows`` (mask).
+
+    ``flip``: rows whose outcome is B's (1 - the A-outcome); ``truth``: the human outcome when it is not
+    the A-outcome (agreement).
+    """
     lab, unl = inp.labelled & rows, inp.unlabelled & rows
     y = np.where(flip, 1 - inp.y, inp.y) if truth is None else truth
     preds = {k: np.where(flip, 1 - v, v) for k, v in inp.predictions.items()}
@@ -168,10 +197,13 @@ def _means(target: str, inp: Inputs, rows: np.ndarray, flip: np.ndarray, truth: 
 
 
 def agreement_inputs(inp: Inputs) -> Inputs:
-    """``inp`` recast for the agreement m = P(judge == human): y is 1 where they agree (NaN where
-    unlabelled); predictions of agreement: 1 (the judge's, constant: only the stratified estimator
-    uses it), and the audit's P(judge right) where the judge said A or B (elsewhere the mean of those
-    predictions over the unlabelled rows, which no label touches). Predictions may be (R,) or (S, R)."""
+    """``inp`` recast for the agreement m = P(judge == human).
+
+    y is 1 where they agree (NaN where unlabelled); predictions of agreement: 1 (the judge's, constant:
+    only the stratified estimator uses it), and the audit's P(judge right) where the judge said A or B
+    (elsewhere the mean of those predictions over the unlabelled rows, which no label touches).
+    Predictions may be (R,) or (S, R).
+    """
     agree = np.where(inp.judge == A, inp.y == 1.0, np.where(inp.judge == B, inp.y == 0.0, inp.y == 0.5))
     preds = {PPI: np.ones(len(agree))}
     if AUDIT_PPI in inp.predictions:
@@ -192,6 +224,7 @@ def agreement(inp: Inputs) -> list[TargetEstimate]:
 
 
 def a_share(inp: Inputs) -> list[TargetEstimate]:
+    """P(response A is better) by every estimator."""
     return _means("share of A wins", inp, np.ones(len(inp.y), bool), np.zeros(len(inp.y), bool))
 
 
@@ -220,10 +253,19 @@ def leaderboard(table: pd.DataFrame, inp: Inputs) -> list[TargetEstimate]:
 
 
 def audit_agreement(items: pd.DataFrame, level: float = 0.9) -> tuple[TargetEstimate, ...]:
-    """The agreement m = P(judge == human) on an audit's usable rows (verdicts A/B), human only, and
-    -- when a calibrated rule gave P(judge wrong) -- PPI++ with 1 - P(judge wrong) as the prediction:
-    out of fold for the labelled rows, so no labelled item predicts itself, and by cross-prediction
-    for the pool (Zrnic & Candes 2024; ``p_wrong_cross``). ``items``: an audit's items table."""
+    """The agreement m = P(judge == human) on an audit's usable rows (verdicts A/B).
+
+    Human only, and -- when a calibrated rule gave P(judge wrong) -- PPI++ with 1 - P(judge wrong) as the
+    prediction: out of fold for the labelled rows, so no labelled item predicts itself, and by
+    cross-prediction for the pool (Zrnic & Candes 2024; ``p_wrong_cross``).
+
+    Args:
+        items: an audit's items table (columns ``status``, ``role``, ``judge``, ``human``, ``p_wrong``).
+        level: the intervals' coverage, in (0, 1).
+
+    Returns:
+        One or two :class:`TargetEstimate` rows "agreement m" (human only; PPI++ (audit) when scored).
+    """
     level = check_level(level)
     status, role = items["status"].to_numpy(), items["role"].to_numpy()
     lab, pool = status == "labelled", role == "U"

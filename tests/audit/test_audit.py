@@ -1,5 +1,5 @@
-"""Tests of the PUAudit pipeline (puaudit_jax.audit, puaudit_jax.denoise): hand-computed small
-cases for each step, the bad-input list of issue 4, and the cone model of seed 000 §4.1."""
+"""Tests of the PUAudit pipeline (puaudit_jax.audit, puaudit_jax.audit.denoise): hand-computed small
+cases for each step, the bad inputs a user meets, and the cone model of seed 000 §4.1."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The numbers of `puaudit audit` / `puaudit evaluate` on the three bundled sets must not change
-(issue 15): a fresh run equals the files recorded under tests/data/golden/ (record.py there says how
+"""The numbers of `puaudit audit` / `puaudit evaluate` on the three bundled sets must not change:
+a fresh run equals the files recorded under tests/data/golden/ (record.py there says how
 they were made and rewrites them when a change is intended)."""
 
 from __future__ import annotations

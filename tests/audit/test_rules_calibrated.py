@@ -1,4 +1,4 @@
-"""Calibrated, abstaining decision rules (issue 9): the calibration maps, cross-fitting, the rules
+"""Calibrated, abstaining decision rules: the calibration maps, cross-fitting, the rules
 on the cone model and on data without signal, and that calibration never sees the evaluation pool."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Tests of the pluggable scorers (puaudit_jax.scorers) and decision rules (puaudit_jax.rules)."""
+"""Tests of the pluggable scorers (puaudit_jax.audit.scorers) and decision rules (puaudit_jax.audit.rules)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from puaudit_jax.audit.embed import PairEmbeddings, load_embeddings, save_embeddings
-from puaudit_jax.cli.main import main
+from puaudit_jax.cli import main
 from puaudit_jax.datasets import item_status, load_bundled, save_comparisons
 from puaudit_jax.evaluate import demo_table
 

@@ -1,5 +1,5 @@
 """Bad files, options and folders end in one `error: ...` naming what is wrong, exit status 2, no
-traceback (issue 16); `--debug` shows the traceback; option checks come before any expensive step."""
+traceback; `--debug` shows the traceback; option checks come before any expensive step."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from puaudit_jax.cli.main import CommandError, main
+from puaudit_jax.cli import CommandError, main
 from puaudit_jax.datasets import load_comparisons
 
 ROW = {"id": "1", "question": "q", "response_a": "a", "response_b": "b", "judge": "A", "human": "B"}
@@ -71,7 +71,7 @@ def test_bad_files_are_one_line_errors_naming_the_file(files, capsys, name, extr
     ],
 )
 def test_bad_options_fail_before_any_data_or_model_is_loaded(tmp_path, capsys, monkeypatch, argv, expected):
-    import puaudit_jax.cli.main as cli
+    import puaudit_jax.cli.inputs as cli
 
     def no_loading(*_, **__):
         raise AssertionError("data were loaded before the options were checked")
@@ -81,7 +81,7 @@ def test_bad_options_fail_before_any_data_or_model_is_loaded(tmp_path, capsys, m
 
 
 def test_an_unwritable_output_folder_fails_first(tmp_path, capsys, monkeypatch):
-    import puaudit_jax.cli.main as cli
+    import puaudit_jax.cli.inputs as cli
 
     monkeypatch.setattr(cli, "load_data", lambda *_: pytest.fail("data loaded before --out was checked"))
     (tmp_path / "file").write_text("")
@@ -154,7 +154,7 @@ def test_loaders_either_load_a_valid_table_or_raise_a_named_value_error(tmp_path
 )
 def test_the_option_parser_never_accepts_an_invalid_value_silently(option, value):
     """Each value is rejected by argparse (SystemExit), rejected by validation (CommandError), or valid."""
-    import puaudit_jax.cli.main as cli
+    import puaudit_jax.cli.inputs as cli
 
     checked = {}
 

@@ -10,7 +10,9 @@ import pytest
 from puaudit_jax.audit import AuditConfig
 from puaudit_jax.audit.embed import EmbedConfig
 from puaudit_jax.audit.rules import CalibratedRule
-from puaudit_jax.cli.main import AUDIT_FIELDS, EMBED_FIELDS, RULE_FIELDS, RULE_RENAME, build_parser
+from puaudit_jax.cli import build_parser
+from puaudit_jax.cli.audit import AUDIT_FIELDS, RULE_FIELDS, RULE_RENAME
+from puaudit_jax.cli.inputs import EMBED_FIELDS
 from puaudit_jax.cli.options import add_options, field_docs, options_from_args
 from puaudit_jax.evaluate import Protocol
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from puaudit_jax.cli.main import CommandError, main
+from puaudit_jax.cli import CommandError, main
 from puaudit_jax.cli.run_folder import LOCK, MANIFEST, RunFolder
 
 

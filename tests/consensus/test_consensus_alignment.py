@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from puaudit_jax.cli.consensus import main as consensus_main
+from puaudit_jax.cli import main as consensus_main
 from puaudit_jax.consensus import (
     AlignConfig,
     aggregate_bias,

@@ -238,7 +238,7 @@ def test_original_verdicts_are_the_rejudged_ones_not_the_file_column():
 
 
 def test_a_run_split_in_two_and_read_back_from_csv_combines_to_the_whole_run(tmp_path):
-    """experiments/attack_protocol.py --extend: the earlier rows read back from the rows CSV plus a
+    """experiments/reproductions/attack_protocol.py --extend: the earlier rows read back from the rows CSV plus a
     run on the rest give the single run's table, counts, rates and comparisons."""
     table = _table()
     whole = run_attack(table, FakeJudge(), "distraction")
@@ -307,7 +307,7 @@ def pasta_judge_server():
 def test_cli_attack_and_judge_with_http_judge(tmp_path, pasta_judge_server):
     import json
 
-    from puaudit_jax.cli.main import main
+    from puaudit_jax.cli import main
     from puaudit_jax.datasets import save_comparisons
 
     rows = pd.DataFrame(
@@ -349,7 +349,7 @@ def test_cli_attack_and_judge_with_http_judge(tmp_path, pasta_judge_server):
 
 
 def test_cli_judge_rejudges_an_attacked_table(tmp_path, pasta_judge_server):
-    from puaudit_jax.cli.judges import main as attack_main
+    from puaudit_jax.cli import main as attack_main
     from puaudit_jax.datasets import save_comparisons
 
     rows = pd.DataFrame([{"id": "1", "question": "q", "response_a": "GOOD a", "response_b": "b", "judge": "A"}])

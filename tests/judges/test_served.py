@@ -97,7 +97,7 @@ def test_request_over_the_context_is_a_clear_error_with_the_pair_id(server, tmp_
 
 
 def test_judge_cli_through_the_server_names_the_failed_pair(server, tmp_path, capsys):
-    from puaudit_jax.cli.main import main
+    from puaudit_jax.cli import main
     from puaudit_jax.datasets import save_comparisons
 
     save_comparisons(_short_and_long(), tmp_path / "pairs.csv")

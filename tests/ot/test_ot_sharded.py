@@ -23,7 +23,7 @@ _MODES = (
 import jax
 jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp
-from probes.mesh import make_mesh
+from puaudit_runtime.mesh import make_mesh
 from puaudit_jax.ot import Layout, PartialSinkhorn, entropic_partial_cost, solve_partial, solve_partial_batch
 
 modes = dict(
@@ -143,7 +143,7 @@ _COMMUNICATION = (
 import re
 import jax
 import numpy as np
-from probes.mesh import make_mesh
+from puaudit_runtime.mesh import make_mesh
 from puaudit_jax.ot import Layout, PartialSinkhorn
 from puaudit_jax.ot import sharded
 
@@ -151,7 +151,7 @@ layout = Layout.of(make_mesh(8, "2x4"))
 solver = PartialSinkhorn(epsilon=0.05)
 args = (np.zeros((40, 6), np.float32), np.zeros((104, 6), np.float32), np.zeros(40, np.float32),
         np.zeros(104, np.float32), np.float32(0.5))
-hlo = sharded._program(solver, layout, "cosine", None, False, True).lower(*args).compile().as_text()
+hlo = sharded.program(solver, layout, "cosine", None, False, True).lower(*args).compile().as_text()
 kinds = "all-reduce|all-gather|all-to-all|collective-permute|reduce-scatter"
 ops = re.findall(r"= (\\w+)\\[([\\d,]*)\\][^=]*? (" + kinds + r")\\(", hlo)
 emit(dict(ops=[(kind, [int(d) for d in dims.split(",") if d]) for _, dims, kind in ops]))
@@ -171,7 +171,7 @@ def test_communication_is_linear_in_the_sides():
 _ERRORS = """
 import jax, numpy as np
 from jax.sharding import Mesh
-from probes.mesh import make_mesh
+from puaudit_runtime.mesh import make_mesh
 from puaudit_jax.ot import Layout, solve_partial
 
 def error(fn):
@@ -208,7 +208,8 @@ _CLUSTER = (
     _PROBLEM
     + """
 import jax
-from probes.mesh import initialize_cluster, process_rows, make_mesh
+from puaudit_runtime.cluster import initialize_cluster, process_rows
+from puaudit_runtime.mesh import make_mesh
 initialize_cluster()
 jax.config.update("jax_enable_x64", True)
 from puaudit_jax.ot import Layout, PartialSinkhorn, solve_partial
@@ -254,7 +255,7 @@ _ONE_FAILS = (
     + """
 import os, sys, time
 import jax
-from probes.mesh import initialize_cluster
+from puaudit_runtime.cluster import initialize_cluster
 initialize_cluster()
 from puaudit_jax.ot import solve_partial
 if jax.process_index() == 1:
@@ -284,7 +285,8 @@ _LOCAL_BAD = (
     _PROBLEM
     + """
 import jax
-from probes.mesh import initialize_cluster, process_rows, make_mesh
+from puaudit_runtime.cluster import initialize_cluster, process_rows
+from puaudit_runtime.mesh import make_mesh
 initialize_cluster()
 from puaudit_jax.ot import Layout, PartialSinkhorn
 from puaudit_jax.ot import sharded

@@ -92,10 +92,11 @@ def test_micro_batches_equal_one_pass(tiny_decoder, b, micro):
     valid[-1, :9] = False  # left padding
     args = (tiny_decoder.params, jnp.asarray(ids), jnp.asarray(valid))
     layers, cfg, dtype = (0, 2, 3), tiny_decoder.config, tiny_decoder.dtype
-    one = extract._pooled_forward(cfg, dtype, layers, "last", micro_batch_tokens=None)(*args)
-    out = extract._pooled_forward(cfg, dtype, layers, "last", micro_batch_tokens=micro)(*args)
+    one = extract.pooled_forward(cfg, dtype, layers, "last", micro_batch_tokens=None)(*args)
+    out = extract.pooled_forward(cfg, dtype, layers, "last", micro_batch_tokens=micro)(*args)
     assert out.shape == (b, 3, 48)
-    np.testing.assert_allclose(out, one, atol=1e-5, rtol=0)
+    # float32 sums in other block shapes: 1.03e-5 seen on one CPU (values ~1); a wrong row would be off by O(1)
+    np.testing.assert_allclose(out, one, atol=3e-5, rtol=0)
     assert np.abs(np.asarray(one)[0] - np.asarray(one)[1]).max() > 1e-3  # rows differ: a misplaced row fails
 
 
@@ -127,7 +128,8 @@ def test_chunked_encoding_is_token_weighted_mean_of_windows(minilm):
     states = extract.encode_ids(minilm, pieces)
     expected = (states * 24).sum(0) / (24 * len(pieces))
     np.testing.assert_allclose(out[0], expected, atol=1e-5)
-    np.testing.assert_allclose(out[1], extract.encode(minilm, ["short"], progress=False)[0], atol=1e-6)
+    # batched beside a long text vs alone: float32 rounding only (1.1e-6 seen on one CPU)
+    np.testing.assert_allclose(out[1], extract.encode(minilm, ["short"], progress=False)[0], atol=5e-6)
 
 
 def test_disk_cache_reuses_embeddings(minilm, tmp_path):

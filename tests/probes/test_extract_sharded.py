@@ -13,7 +13,7 @@ from tests.helpers import make_tiny_decoder
 import re
 import numpy as np
 from probes import extract
-from probes.mesh import make_mesh
+from puaudit_runtime.mesh import make_mesh
 from probes.models import load_pretrained
 
 texts = %r
@@ -32,9 +32,9 @@ shared = {name: extract.encode_with_shared_prefix(tiny, prefix, suffixes, layers
           for name, mesh in [("none", None), ("3", meshes["3"])]}
 
 # micro-batches inside each device's rows: no collective in the compiled forward
-fwd = extract._pooled_forward(tiny.config, tiny.dtype, (3,), "last", 32, meshes["4"])
-ids, valid = extract._rows_on(meshes["4"], np.ones((16, 16), np.int32), np.ones((16, 16), bool))
-hlo = fwd.lower(extract._params_on(tiny, meshes["4"]), ids, valid).compile().as_text()
+fwd = extract.pooled_forward(tiny.config, tiny.dtype, (3,), "last", 32, meshes["4"])
+ids, valid = extract.rows_on(meshes["4"], np.ones((16, 16), np.int32), np.ones((16, 16), bool))
+hlo = fwd.lower(extract.params_on(tiny, meshes["4"]), ids, valid).compile().as_text()
 emit(dict(enc=enc, dec=dec, shared=shared, devices=len(jax.devices()),
           collectives=len(re.findall("all-gather|all-reduce|all-to-all|collective-permute", hlo))))
 """
@@ -57,7 +57,7 @@ def test_sharded_equals_single_device():
 _CLUSTER = """
 from pathlib import Path
 import jax
-from probes.mesh import initialize_cluster, process_rows
+from puaudit_runtime.cluster import initialize_cluster, process_rows
 initialize_cluster()
 from probes import extract
 from probes.models import load_pretrained

@@ -34,7 +34,7 @@ _SHARDED = """
 import re
 import jax, numpy as np
 from probes import extract
-from probes.mesh import make_mesh
+from puaudit_runtime.mesh import make_mesh
 from probes.models import load_pretrained
 from probes.pls import PLSRegression, _on_devices, pls_fit
 from puaudit_jax.datasets import load_usr_topicalchat
@@ -138,7 +138,7 @@ def test_bad_mesh_is_a_clear_error():
 
 _CLI = """
 import contextlib, io, pickle
-from probes.cli import main
+from puaudit_jax.cli.main.main import main
 
 data, root = %r, %r
 runs = {"none": [], "2": ["--devices", "2"], "1x2": ["--mesh", "1x2"]}

@@ -1,4 +1,4 @@
-"""The coverage study of issue 17 on real data: 500 random splits keeping 20 % of the human labels;
+"""The coverage study on real data: 500 random splits keeping 20 % of the human labels;
 the truth is the all-label estimate. Valid estimators cover at the nominal level within Monte-Carlo
 error wherever a split holds enough labels for the CLT; the judge alone does not where it is biased.
 Deterministic (fixed seeds)."""

@@ -195,7 +195,7 @@ def test_quantify_with_a_real_audit_adds_audit_powered_rows(tmp_path):
     from puaudit_jax.audit import AuditConfig, run_audit
     from puaudit_jax.audit.embed import save_embeddings
     from puaudit_jax.audit.predictions import audit_for_quantify
-    from puaudit_jax.cli.main import CommandError, main
+    from puaudit_jax.cli import CommandError, main
     from puaudit_jax.datasets import load_bundled
     from tests.data.golden.record import hashed_embeddings
 

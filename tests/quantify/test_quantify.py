@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from puaudit_jax.cli.main import main
+from puaudit_jax.cli import main
 from puaudit_jax.quantify import HUMAN_ONLY, JUDGE_ONLY, PPI, STRATIFIED, human_only, ppi_mean, quantify
 from puaudit_jax.quantify.targets import inputs, win_rates
 

@@ -1,4 +1,4 @@
-"""Record (or check) the audit's reference outputs: the numbers the audit-stages refactor (issue 15)
+"""Record (or check) the audit's reference outputs: the numbers the audit-stages refactor
 must not change.
 
     python tests/data/golden/record.py          # rewrite the files under tests/data/golden/
@@ -89,7 +89,7 @@ def _stable_report(path: Path) -> dict:
 
 def run_all(work: Path) -> dict[str, dict]:
     """name -> {file name: content} of every reference run, computed now."""
-    from puaudit_jax.cli.main import main
+    from puaudit_jax.cli import main
 
     out = {}
     for name, (data, extra) in AUDITS.items():

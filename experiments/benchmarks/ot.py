@@ -25,10 +25,10 @@ around a direction, U an 80/20 mixture of that cone and uniform directions, m = 
 PUAudit regime m < alpha of Theorem 4.3; at m = alpha exactly the problem is degenerate and
 every Sinkhorn needs thousands of iterations).
 
-    python -m experiments.bench_ot            # full run (about 30-40 min on 2 cores)
-    python -m experiments.bench_ot --quick    # small sizes, a minute or two
-    python -m experiments.bench_ot --memory   # compiled memory of each solve (no run)
-    python -m experiments.bench_ot --devices 2 --solvers ours,ours-blocked   # + ours@mesh rows:
+    python -m experiments.benchmarks.ot            # full run (about 30-40 min on 2 cores)
+    python -m experiments.benchmarks.ot --quick    # small sizes, a minute or two
+    python -m experiments.benchmarks.ot --memory   # compiled memory of each solve (no run)
+    python -m experiments.benchmarks.ot --devices 2 --solvers ours,ours-blocked   # + ours@mesh rows:
         the same solves split over 2 devices (forced host devices on CPU), side by side
 
 ``peak MB`` in the timing table is the RSS high-water mark above the process's level after a
@@ -44,22 +44,21 @@ import json
 import math
 import os
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from puaudit_runtime.files import atomic_path
+from experiments.common import RESULTS, ROOT, dump_json, fmt, median_seconds, run_worker, timed
+from puaudit_runtime.files import write_text
 from puaudit_runtime.flags import add_device_arguments
-from puaudit_runtime.launch import forced_devices_env
+from puaudit_runtime.launch import emit
 
 D = 768
 M = 0.7
 ALPHA = 0.8  # fraction of U drawn from the positive cone
 SEED = 0
-ROOT = Path(__file__).resolve().parents[1]
+MODULE = "experiments.benchmarks.ot"  # the workers run this module again (--worker)
 
 
 # ----------------------------------------------------------------------------- data
@@ -242,7 +241,7 @@ EXACT = {"ours-exact", "pot-exact"}
 
 
 def worker(spec: dict) -> dict:
-    """Run one configuration in this process; print a JSON line.
+    """Run one configuration in this process; its result (``main`` emits it to the parent).
 
     Libraries are imported and the data generated before the baseline; the first call
     (jit compilation, caches) is timed separately; the peak-RSS counter is then reset, so
@@ -267,16 +266,13 @@ def worker(spec: dict) -> dict:
     if not warm:  # imports and eager-op compilation on a tiny problem, untimed
         fn(x[:20], y[:20], **kw)
     else:
-        t = time.perf_counter()
-        fn(x, y, **kw)
-        first = time.perf_counter() - t
+        _, first = timed(fn, x, y, **kw)
     _reset_peak()
     base = _status_mb("VmRSS")
     times, out = [], None
     for _ in range(spec["repeats"]):
-        t = time.perf_counter()
-        out = fn(x, y, **kw)
-        times.append(time.perf_counter() - t)
+        out, t = timed(fn, x, y, **kw)
+        times.append(t)
     peak = _status_mb("VmHWM") - base
     res = dict(spec, **out)
     med = statistics.median(times)
@@ -306,13 +302,9 @@ def _per_iteration(fn, x, y, spec) -> dict:
     n2 = n1 + spec.get("span", 40)
 
     def median_time(iters):
-        fn(x, y, eps=spec["eps"], tol=1e-30, max_iter=iters)  # compile this max_iter
-        times = []
-        for _ in range(spec["repeats"]):
-            t = time.perf_counter()
-            fn(x, y, eps=spec["eps"], tol=1e-30, max_iter=iters)
-            times.append(time.perf_counter() - t)
-        return statistics.median(times)
+        run = functools.partial(fn, x, y, eps=spec["eps"], tol=1e-30, max_iter=iters)
+        run()  # compile this max_iter
+        return median_seconds(run, spec["repeats"])
 
     t1, t2 = median_time(n1), median_time(n2)
     per = (t2 - t1) / (n2 - n1)
@@ -327,9 +319,7 @@ def _independent_masses(x, y, kw, res) -> dict:
     out = {}
     for tag, relaxation in (("independent", 1.0), ("relaxed", "auto")):
         run_ours_path(x, y, independent=True, relaxation=relaxation, **kw)
-        t = time.perf_counter()
-        ind = run_ours_path(x, y, independent=True, relaxation=relaxation, **kw)
-        elapsed = time.perf_counter() - t
+        ind, elapsed = timed(run_ours_path, x, y, independent=True, relaxation=relaxation, **kw)
         diff = float(np.abs(ind["col_mass"] - cols).max())
         out.update({f"{tag}_time": elapsed, f"{tag}_ratio": elapsed / res["time"],
                     f"{tag}_iterations": ind["iterations"], f"{tag}_col_diff": diff,
@@ -341,9 +331,7 @@ def _certified(fn, x, y, kw, plain_time) -> dict:
     """The same solve with the certificate (rounded feasible plan, dual bound, gap): its extra time
     and the certificate's numbers."""
     fn(x, y, certify=True, **kw)  # compile
-    t = time.perf_counter()
-    out = fn(x, y, certify=True, **kw)
-    elapsed = time.perf_counter() - t
+    out, elapsed = timed(fn, x, y, certify=True, **kw)
     keys = ("cert_upper", "cert_lower", "cert_gap", "cert_violation")
     return dict({k: out[k] for k in keys if k in out}, cert_time=elapsed - plain_time)
 
@@ -357,7 +345,7 @@ def xla_memory(n: int, k: int, block_size: int | None, matrix_ott: bool = False)
     import jax.numpy as jnp
 
     from puaudit_jax.ot import PartialSinkhorn
-    from puaudit_jax.ot.solve import _run_points
+    from puaudit_jax.ot.solve import run_points
 
     x = jax.ShapeDtypeStruct((n, D), jnp.float32)
     y = jax.ShapeDtypeStruct((k, D), jnp.float32)
@@ -367,7 +355,7 @@ def xla_memory(n: int, k: int, block_size: int | None, matrix_ott: bool = False)
     solver = PartialSinkhorn(epsilon=0.01, tol=1e-4)
     out = {}
     for name, bs in (("ours", None), ("ours-blocked", block_size)):
-        c = _run_points.lower(x, y, a, b, m, solver=solver, cost="cosine", block_size=bs, with_plan=False).compile()
+        c = run_points.lower(x, y, a, b, m, solver=solver, cost="cosine", block_size=bs, with_plan=False).compile()
         ma = c.memory_analysis()
         out[name] = dict(argument=ma.argument_size_in_bytes, output=ma.output_size_in_bytes, temp=ma.temp_size_in_bytes)
     X = jax.ShapeDtypeStruct((n + 1, D + 2), jnp.float32)
@@ -438,39 +426,16 @@ def _mesh_spec(args) -> tuple[dict | None, int | None]:
     return dict(devices=devices, shape=args.mesh), forced
 
 
-def spawn(spec: dict, timeout: float, forced_devices: int | None = None) -> dict:
-    """Run one configuration in a child process (with ``forced_devices`` host devices when given)."""
-    cmd = [sys.executable, "-m", "experiments.bench_ot", "--worker", json.dumps(spec)]
-    env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
-    if forced_devices:
-        env = forced_devices_env(forced_devices, {"OMP_NUM_THREADS": env["OMP_NUM_THREADS"]})
-    try:
-        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        return dict(spec, skipped=f"timeout after {timeout:.0f} s")
-    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
-    if p.returncode != 0:
-        sys.stderr.write(p.stderr[-2000:])
-    if p.returncode != 0 or not lines:
-        return dict(spec, skipped=f"failed: {p.stderr.strip().splitlines()[-1] if p.stderr else p.returncode}")
-    return json.loads(lines[-1])
-
-
 def pot_entropic_estimate(n: int, k: int) -> float:
     """Seconds per iteration of POT's entropic partial solver (two diag matmuls)."""
     import ot
 
     x, y = make_problem(n, k)
     C = _cosine64(x, y)
-    t = time.perf_counter()
-    ot.partial.entropic_partial_wasserstein(np.full(n, 1 / n), np.full(k, 1 / k), C, reg=0.01, m=M, numItermax=2)
-    return (time.perf_counter() - t) / 2
-
-
-def fmt(v, spec=".3g"):
-    if v is None or (isinstance(v, float) and not np.isfinite(v)):
-        return "-"
-    return format(v, spec)
+    _, seconds = timed(
+        ot.partial.entropic_partial_wasserstein, np.full(n, 1 / n), np.full(k, 1 / k), C, reg=0.01, m=M, numItermax=2
+    )
+    return seconds / 2
 
 
 def main(argv=None):
@@ -498,7 +463,7 @@ def main(argv=None):
     add_device_arguments(ap, cluster=False, what="ours@mesh")
     args = ap.parse_args(argv)
     if args.worker:
-        print(json.dumps(worker(json.loads(args.worker))))
+        emit(worker(json.loads(args.worker)))
         return
     if args.memory:
         sizes = _square_sizes(args.sizes)
@@ -506,10 +471,9 @@ def main(argv=None):
             sizes.append(tuple(int(v) for v in args.puaudit_shape.split("x")))
         table, rows = memory_table(sizes)
         print(table)
-        out = ROOT / "results" / "bench_ot_memory.json"
-        with atomic_path(out) as tmp, open(tmp, "w") as fh:
-            json.dump(dict(d=D, block_size=256, rows=rows), fh, indent=1)
-        out.with_suffix(".md").write_text(table + "\n")
+        out = RESULTS / "bench_ot_memory.json"
+        dump_json(dict(d=D, block_size=256, rows=rows), out)
+        write_text(table + "\n", out.with_suffix(".md"))
         return
 
     sizes = [(500, 500), (1000, 1000)] if args.quick else _square_sizes(args.sizes)
@@ -557,7 +521,14 @@ def main(argv=None):
                         print(f"{solver:18s} {n}x{k}: skipped ({rows[-1]['skipped']})", flush=True)
                         continue
                     spec["max_iter"] = min(args.max_iter, 1000)
-                r = spawn(spec, args.timeout, forced if solver.endswith(MESH_SUFFIX) else None)
+                r = run_worker(
+                    MODULE,
+                    spec,
+                    key="skipped",
+                    devices=forced if solver.endswith(MESH_SUFFIX) else None,
+                    env={"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")},
+                    timeout=args.timeout,
+                )
                 if solver == "pot-exact" and "cost" in r:
                     ref = r["cost"]
                 if ref is not None and "cost" in r and solver != "ours-path":
@@ -591,10 +562,8 @@ def _write(out: Path, rows: list, tol: float, bw: float) -> str:
     table = render(rows)
     payload = dict(seed=SEED, d=D, m=M, alpha=ALPHA, tol=tol, bandwidth_gbs=bw, rows=rows,
                    machine=dict(cpus=os.cpu_count(), omp=os.environ.get("OMP_NUM_THREADS")))  # fmt: skip
-    with atomic_path(out) as tmp, open(tmp, "w") as fh:
-        json.dump(payload, fh, indent=1)
-    with atomic_path(out.with_suffix(".md")) as tmp:
-        Path(tmp).write_text(table + "\n")
+    dump_json(payload, out)
+    write_text(table + "\n", out.with_suffix(".md"))
     return table
 
 

@@ -1,6 +1,6 @@
 """Seed §5.2 / Algorithm 2 attack-judge protocol on the local judge (SmolLM2-135M-Instruct).
 
-    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python experiments/attack_protocol.py \
+    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python -m experiments.reproductions.attack_protocol \
         [--distraction-per-type 6] [--rewrite-per-type 3] [--max-new-tokens 320] [--emotion cheerful]
         [--served [--threads 2]]
 
@@ -10,7 +10,7 @@ attacked, from ``OpenAILogprobJudge`` (the local judge's rule through ``top_logp
 clean verdicts are re-judged by the served judge instead of read from the input file. Outputs go
 to ``results/attack_protocol_served*`` unless ``--out`` says otherwise.
 
-Input: ``results/local_judge/mtbench_local.csv`` (written by ``experiments/local_judge_mtbench.py``:
+Input: ``results/local_judge/mtbench_local.csv`` (written by ``experiments.reproductions.local_judge_mtbench``:
 MT-Bench expert-labelled pairs with the local judge's verdicts). The original verdicts are that
 file's ``judge`` column (the same judge, same prompt cap, so the clean pairs are not re-judged).
 Attacks (seed Figures 7-9), on the judge's loser only: distraction on ``--distraction-per-type``
@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from experiments.common import LOCAL_JUDGE_CSV, RESULTS, ROOT, wilson
 from puaudit_jax.datasets import load_comparisons, save_comparisons
 from puaudit_jax.judges import Verdict
 from puaudit_jax.judges.attacks import (
@@ -51,9 +52,7 @@ from puaudit_jax.judges.attacks import (
     run_attack,
 )
 from puaudit_jax.judges.local import LocalGenerator, LocalJudge
-from puaudit_runtime.files import write_csv, write_json
-
-ROOT = Path(__file__).resolve().parents[1]
+from puaudit_runtime.files import atomic_path, write_csv, write_json
 
 
 def stratified_order(table: pd.DataFrame, seed: int) -> pd.DataFrame:
@@ -65,20 +64,9 @@ def stratified_order(table: pd.DataFrame, seed: int) -> pd.DataFrame:
     return pd.concat(parts).reset_index(drop=True)
 
 
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson interval of a proportion k / n."""
-    if n == 0:
-        return (float("nan"), float("nan"))
-    p = k / n
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return (float(c - h), float(c + h))
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--input", default=str(ROOT / "results" / "local_judge" / "mtbench_local.csv"))
+    ap.add_argument("--input", default=str(LOCAL_JUDGE_CSV))
     ap.add_argument("--distraction-per-type", type=int, default=6)
     ap.add_argument("--rewrite-per-type", type=int, default=3)
     ap.add_argument("--sentiment-per-type", type=int, help="rows per type for sentiment (default: --rewrite-per-type)")
@@ -88,7 +76,7 @@ def main(argv=None) -> int:
     ap.add_argument("--gen-batch-size", type=int, default=8)
     ap.add_argument("--max-length", type=int, default=2048, help="judge prompt cap (same as the judged file)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--cache-dir", default=str(ROOT / "results" / "tmp" / "judge_cache"))
+    ap.add_argument("--cache-dir", default=str(RESULTS / "tmp" / "judge_cache"))
     ap.add_argument("--out", help="output prefix (default results/attack_protocol[_served])")
     ap.add_argument(
         "--extend",
@@ -100,11 +88,11 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=2, help="--served: server CPU threads")
     ap.add_argument("--port", type=int, default=8765, help="--served: fixed, so cached answers are found again")
     args = ap.parse_args(argv)
-    args.out = args.out or str(ROOT / "results" / ("attack_protocol_served" if args.served else "attack_protocol"))
+    args.out = args.out or str(RESULTS / ("attack_protocol_served" if args.served else "attack_protocol"))
     if args.served:
         from puaudit_jax.judges.serve import LocalServer, ServeConfig
 
-        log = str(ROOT / "results" / "tmp" / "served.log")
+        log = str(RESULTS / "tmp" / "served.log")
         with LocalServer(ServeConfig(port=args.port, threads=args.threads, log=log)) as server:
             return run(args, server)
     return run(args, None)
@@ -312,11 +300,7 @@ def run(args, server) -> int:
             f"{by[t]['flip_rate']:.2f} ({by[t]['n_judged']})" if t in by and by[t]["n_judged"] else "-" for t in types
         ]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    md = Path(str(args.out) + ".md")
-    md.parent.mkdir(parents=True, exist_ok=True)
-    from puaudit_runtime.files import atomic_path
-
-    with atomic_path(md) as tmp:
+    with atomic_path(Path(str(args.out) + ".md")) as tmp:
         tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
     return 0

@@ -1,6 +1,6 @@
 """The judge through llama.cpp's real OpenAI-compatible server beside the in-process judge.
 
-    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python experiments/served_judge.py \
+    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python -m experiments.reproductions.served_judge \
         [--threads 2] [--text-pairs 40] [--throughput-pairs 12] [--port 8765]
 
 Needs the ``serve`` extra (``make serve-install``). Starts ``puaudit serve-local``'s server
@@ -33,14 +33,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from experiments.common import LOCAL_JUDGE_CSV, RESULTS, ROOT, wilson
 from puaudit_jax.datasets import load_comparisons
 from puaudit_jax.judges import OpenAIChatJudge, OpenAILogprobJudge, judge_table
 from puaudit_jax.judges.serve import LocalServer, ServeConfig
 from puaudit_runtime.files import write_json, write_text
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from experiments.attack_protocol import wilson  # noqa: E402
 
 
 def rate(hits: np.ndarray) -> dict:
@@ -84,19 +81,19 @@ def with_logps(table: pd.DataFrame) -> pd.DataFrame:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--input", default=str(ROOT / "results" / "local_judge" / "mtbench_local.csv"))
+    ap.add_argument("--input", default=str(LOCAL_JUDGE_CSV))
     ap.add_argument("--threads", type=int, default=2, help="server CPU threads")
     ap.add_argument("--port", type=int, default=8765, help="fixed, so cached answers are found again")
     ap.add_argument("--text-pairs", type=int, default=40)
     ap.add_argument("--text-max-tokens", type=int, default=256)
     ap.add_argument("--throughput-pairs", type=int, default=12)
-    ap.add_argument("--cache-dir", default=str(ROOT / "results" / "tmp" / "served_cache"))
-    ap.add_argument("--out", default=str(ROOT / "results" / "served_judge"))
+    ap.add_argument("--cache-dir", default=str(RESULTS / "tmp" / "served_cache"))
+    ap.add_argument("--out", default=str(RESULTS / "served_judge"))
     args = ap.parse_args(argv)
 
     local = load_comparisons(args.input)
     local = with_logps(local.reset_index(drop=True))
-    config = ServeConfig(port=args.port, threads=args.threads, log=str(ROOT / "results" / "tmp" / "served.log"))
+    config = ServeConfig(port=args.port, threads=args.threads, log=str(RESULTS / "tmp" / "served.log"))
     summary = {"input": str(Path(args.input).relative_to(ROOT)), "server": {}, "threads": args.threads}
     with LocalServer(config) as server:
         summary["server"] = {"base_url": server.base_url, "command": "puaudit serve-local (llama-cpp-python 0.3.36)"}

@@ -17,7 +17,7 @@ against a float64 product, and XLA's temporary buffers for the loop (a temporary
 means XLA converted the 16-bit K into a float32 copy and streams that). Entries of K are
 exp(-10 U), U uniform: six orders of magnitude, like a Sinkhorn kernel at moderate epsilon.
 
-    OMP_NUM_THREADS=1 taskset -c 0 .venv/bin/python -m experiments.bench_kernel_precision \
+    OMP_NUM_THREADS=1 taskset -c 0 .venv/bin/python -m experiments.benchmarks.kernel_precision \
         [--sizes 5000x5000,2000x100000] [--iters 20]
 
 Writes ``results/bench_kernel_precision.{json,md}``.
@@ -27,16 +27,15 @@ from __future__ import annotations
 
 import argparse
 import platform
-import time
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from puaudit_runtime.files import atomic_path, write_json
+from experiments.common import RESULTS, best_seconds
+from puaudit_runtime.files import write_json, write_text
 
-ROOT = Path(__file__).resolve().parents[1]
 HIGHEST = jax.lax.Precision.HIGHEST
 
 
@@ -82,15 +81,11 @@ def measure(K, u, v, pair, iters: int, reference: np.ndarray) -> dict:
     prog = _loop(pair, iters)
     compiled = prog.lower(K, u, v).compile()
     jax.block_until_ready(prog(K, u, v))
-    times = []
-    for _ in range(3):
-        t = time.perf_counter()
-        jax.block_until_ready(prog(K, u, v))
-        times.append(time.perf_counter() - t)
+    best = best_seconds(lambda: jax.block_until_ready(prog(K, u, v)), 3)
     Kv = np.asarray(jax.jit(pair)(K, u, v)[0], np.float64)
     mem = compiled.memory_analysis()
     return {
-        "ms_per_pair": 1e3 * min(times) / iters,
+        "ms_per_pair": 1e3 * best / iters,
         "rel_err_Kv": float(np.max(np.abs(Kv - reference) / reference)),
         "temp_mb": (mem.temp_size_in_bytes / 2**20) if mem is not None else float("nan"),
     }
@@ -142,7 +137,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="5000x5000,2000x100000", help="comma-separated n x k")
     ap.add_argument("--iters", type=int, default=20)
-    ap.add_argument("--out", default=str(ROOT / "results" / "bench_kernel_precision"))
+    ap.add_argument("--out", default=str(RESULTS / "bench_kernel_precision"))
     args = ap.parse_args(argv)
     dev = jax.devices()[0]
     info = {
@@ -158,8 +153,7 @@ def main(argv=None) -> int:
         rows += bench_size(n, k, args.iters)
     write_json({"info": info, "rows": rows}, Path(args.out + ".json"))
     md = to_markdown(rows, info)
-    with atomic_path(Path(args.out + ".md")) as tmp:
-        tmp.write_text(md, encoding="utf-8")
+    write_text(md, Path(args.out + ".md"))
     print(md)
     return 0
 

@@ -3,7 +3,8 @@
 Side-by-side comparisons, ratios printed, nothing asserted. Every configuration that needs a
 particular number of (forced host CPU) devices runs in its own subprocess, since
 ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` must be set before JAX starts; the
-parent collects one JSON line from each child. Sections (each a flag; none given = all four):
+parent collects each child's result (``puaudit_runtime.launch``: ``run_python`` / ``run_cluster``,
+the child ``emit``s). Sections (each a flag; none given = all four):
 
   --memory   XLA buffer assignment per device (``sharded.memory_per_device``, nothing runs) of
              the compiled solve at a fixed problem for D = 1, 2, 4, 8 devices, dense (scaling)
@@ -23,10 +24,11 @@ parent collects one JSON line from each child. Sections (each a flag; none given
              HZ=250) on this machine, since the process's transport and compute threads share
              the core.
   --comm     bytes exchanged by collectives, counted from the compiled sharded program's HLO
-             (per solver iteration, in the stable-fallback branches, per epoch, once per solve),
-             on a 1-D mesh of 4 and a 2 x 2 mesh, for several n_P, n_U: per iteration it is
-             4 (n_P / D_rows + n_U / D_cols) bytes (a side's term only when the other side is
-             split) plus a few scalars, never a block of the cost.
+             by ``puaudit_runtime.hlo.comm_summary`` (per solver iteration, in the
+             stable-fallback branches, per epoch, once per solve), on a 1-D mesh of 4 and a
+             2 x 2 mesh, for several n_P, n_U: per iteration it is 4 (n_P / D_rows + n_U /
+             D_cols) bytes (a side's term only when the other side is split) plus a few
+             scalars, never a block of the cost.
 
 Timing: the solver runs with tol = 0 (never converges) for a fixed number of iterations. Each
 program is compiled ahead of time (``lower().compile()``), called once untimed (warm-up), then
@@ -35,9 +37,9 @@ difference in iterations, which removes fixed costs (building the cost matrix, t
 stable log-domain step, the final marginals, buffer allocation). Dense-mode iterations include
 the occasional absorption (kernel rebuild, one exp pass) that the solver takes.
 
-    python -m experiments.bench_scale --quick                 # all sections, small sizes (~2-3 min)
-    python -m experiments.bench_scale --memory --comm         # compile-only sections, full sizes
-    python -m experiments.bench_scale --time --out /tmp/scale.json
+    python -m experiments.benchmarks.scale --quick                 # all sections, small sizes (~2-3 min)
+    python -m experiments.benchmarks.scale --memory --comm         # compile-only sections, full sizes
+    python -m experiments.benchmarks.scale --time --out /tmp/scale.json
 
 The machine is whatever this runs on: the header names the CPU and the cores this process may
 use; timings on a machine shared with other jobs are noisy (the load average is recorded
@@ -47,180 +49,60 @@ before and after each section).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
-import re
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from puaudit_runtime.files import atomic_path
-from puaudit_runtime.launch import forced_devices_env
+from experiments.common import (
+    ROOT,
+    best_seconds,
+    dump_json,
+    fmt,
+    load_average,
+    machine,
+    machine_header,
+    run_worker,
+    worker_args,
+)
+from puaudit_runtime.hlo import comm_summary
+from puaudit_runtime.launch import emit, run_cluster
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULT = "@@RESULT@@"
-M = 0.7  # transported mass (as experiments.bench_ot)
+MODULE = "experiments.benchmarks.scale"  # the workers run this module again (--worker)
+M = 0.7  # transported mass (as experiments.benchmarks.ot)
 EPS = 0.01  # entropic regularisation (cost units; cosine costs lie in [0, 2])
 MiB = 2**20
 
 
-# ============================================================================ the machine
-def machine() -> dict:
-    info = dict(cpu="unknown", logical_cpus=os.cpu_count(), usable_cpus=sorted(os.sched_getaffinity(0)))
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    info["cpu"] = line.split(":", 1)[1].strip()
-                    break
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                key, val = line.split(":", 1)
-                if key in ("MemTotal", "MemAvailable"):
-                    info[key] = int(val.split()[0]) * 1024
-    except OSError:
-        pass
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
-        for line in out.splitlines():
-            k, _, v = line.partition(":")
-            if k.strip() in ("Model name", "L3 cache", "CPU family", "Model", "Hypervisor vendor"):
-                info["lscpu " + k.strip()] = v.strip()
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return info
-
-
-def load() -> tuple:
-    return tuple(round(v, 2) for v in os.getloadavg())
-
-
-def header(info: dict) -> str:
-    usable = info["usable_cpus"]
-    lines = [
-        f"# bench_scale on {info['cpu']} (family {info.get('lscpu CPU family', '?')} model "
-        f"{info.get('lscpu Model', '?')}, L3 {info.get('lscpu L3 cache', '?')}, "
-        f"hypervisor {info.get('lscpu Hypervisor vendor', 'none')}): {info['logical_cpus']} logical cores, "
-        f"usable {usable}, memory {info.get('MemTotal', 0) / 2**30:.1f} GiB "
-        f"({info.get('MemAvailable', 0) / 2**30:.1f} GiB available)",
-        f"# load average (1, 5, 15 min) at start: {load()}",
-    ]
-    return "\n".join(lines)
-
-
 # ============================================================================ children
-def _child_env(n_devices: int, extra: dict | None = None) -> dict:
-    return forced_devices_env(n_devices, extra, path=ROOT)
-
-
-def _pin(cores):
-    """preexec_fn: pin the child (and every thread it starts) to ``cores`` before it execs."""
-    if cores is None:
-        return None
-    cores = set(cores)
-    return lambda: os.sched_setaffinity(0, cores)
-
-
-def _parse(out: str):
-    for line in reversed(out.splitlines()):
-        if line.startswith(RESULT):
-            return json.loads(line[len(RESULT) :])
-    return None
-
-
-def spawn(spec: dict, n_devices: int, cores=None, timeout: float = 600) -> dict:
-    """Run ``worker(spec)`` in a fresh interpreter with ``n_devices`` forced host devices,
-    pinned to ``cores``; its JSON result, or a dict with ``failed``."""
-    cmd = [sys.executable, "-m", "experiments.bench_scale", "--worker", json.dumps(spec)]
-    try:
-        p = subprocess.run(
-            cmd,
-            cwd=ROOT,
-            env=_child_env(n_devices),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            preexec_fn=_pin(cores),
-        )
-    except subprocess.TimeoutExpired:  # subprocess.run kills the child
-        return dict(spec, failed=f"timeout after {timeout:.0f} s")
-    res = _parse(p.stdout)
-    if p.returncode != 0 or res is None:
-        tail = (p.stderr or p.stdout).strip().splitlines()[-12:]
-        sys.stderr.write("\n".join(tail) + "\n")
-        return dict(spec, failed=f"rc {p.returncode}: {tail[-1] if tail else ''}")
-    return res
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def spawn_cluster(spec: dict, n_processes: int, cores_of, timeout: float) -> list:
-    """``n_processes`` interpreters forming a jax.distributed cluster on 127.0.0.1 (env
-    PUAUDIT_COORDINATOR / _NUM_PROCESSES / _PROCESS_ID, read by probes.mesh.initialize_cluster),
-    one forced device each, process i pinned to ``cores_of(i)``. Output goes to files (no pipe
-    can fill up); all processes are killed when one fails or at the timeout."""
-    port = _free_port()
-    cmd = [sys.executable, "-m", "experiments.bench_scale", "--worker", json.dumps(spec)]
-    with tempfile.TemporaryDirectory() as tmp:
-        procs, logs = [], []
-        for rank in range(n_processes):
-            extra = dict(
-                PUAUDIT_COORDINATOR=f"127.0.0.1:{port}",
-                PUAUDIT_NUM_PROCESSES=str(n_processes),
-                PUAUDIT_PROCESS_ID=str(rank),
-                PUAUDIT_CLUSTER_TIMEOUT=str(int(min(timeout, 120))),
-            )
-            logs.append(Path(tmp) / f"process-{rank}.log")
-            with open(logs[-1], "w") as log:
-                procs.append(
-                    subprocess.Popen(
-                        cmd,
-                        cwd=ROOT,
-                        env=_child_env(1, extra),
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                        text=True,
-                        preexec_fn=_pin(cores_of(rank)),
-                    )
-                )
-        t0, why = time.monotonic(), None
-        while why is None and any(p.poll() is None for p in procs):
-            bad = [i for i, p in enumerate(procs) if p.poll() not in (None, 0)]
-            if bad:
-                why = f"process {bad[0]} exited with {procs[bad[0]].returncode}"
-            elif time.monotonic() - t0 > timeout:
-                why = f"timeout after {timeout:.0f} s"
-            time.sleep(0.1)
-        for p in procs:  # only the processes started here, by handle
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        outs = [log.read_text() for log in logs]
-    if why is None and any(p.returncode != 0 for p in procs):
-        why = "a process failed"
-    results = [_parse(o) for o in outs]
+def cluster_workers(spec: dict, n_processes: int, cores_of, timeout: float) -> list:
+    """``worker(spec)`` in each of ``n_processes`` interpreters forming a jax.distributed cluster on
+    127.0.0.1 (``puaudit_runtime.launch.run_cluster``), one forced device each, process i pinned to
+    ``cores_of(i)``; all are killed when one fails or at the timeout. Their results, or
+    ``[dict(spec, failed=...)]``."""
+    why, done = run_cluster(
+        worker_args(MODULE, spec),
+        n_processes,
+        1,
+        timeout=timeout,
+        env=dict(PUAUDIT_CLUSTER_TIMEOUT=str(int(min(timeout, 120)))),
+        cwd=ROOT,
+        cores_of=cores_of,
+    )
+    results = [d.result for d in done]
     if why or any(r is None for r in results):
-        for i, o in enumerate(outs):
-            sys.stderr.write(f"--- cluster process {i} ---\n" + "\n".join(o.strip().splitlines()[-10:]) + "\n")
+        for i, d in enumerate(done):
+            sys.stderr.write(f"--- cluster process {i} ---\n" + d.tail(10) + "\n")
         return [dict(spec, failed=why or "no result")]
     return results
 
 
 # ============================================================================ worker side
-def _emit(obj) -> None:
-    print(RESULT + json.dumps(obj), flush=True)
-
-
 def _mesh(devices, shape=None):
-    """A Mesh even for one device (probes.mesh.make_mesh returns None there): axis "u" (1-D) or
+    """A Mesh even for one device (puaudit_runtime.mesh.make_mesh returns None there): axis "u" (1-D) or
     ("p", "u")."""
     import numpy as np
     from jax.sharding import Mesh
@@ -255,9 +137,9 @@ def _abstract_args(layout, n, k, d, dtype="float32"):
 
 
 def _compile(mode, max_iter, layout, block_size, args):
-    from puaudit_jax.ot.sharded import _program
+    from puaudit_jax.ot.sharded import program
 
-    return _program(_solver(mode, max_iter), layout, "cosine", block_size, False, True).lower(*args).compile()
+    return program(_solver(mode, max_iter), layout, "cosine", block_size, False, True).lower(*args).compile()
 
 
 # ----------------------------------------------------------------------------- memory
@@ -270,8 +152,7 @@ def memory_worker(spec: dict) -> dict:
     n, k, d, bs = spec["n"], spec["k"], spec["d"], spec["block_size"]
     rows = []
     for mode in spec["modes"]:
-        solver = _solver("scaling" if mode == "dense" else "log", 100, tol=1e-4)
-        block = None if mode == "dense" else bs
+        solver, block = _mode_solver(mode, bs)
         for D in spec["devices"]:
             layout = Layout.of(_mesh(devs[:D]))
             mem = memory_per_device(solver, layout, n, k, d, block_size=block)
@@ -281,18 +162,10 @@ def memory_worker(spec: dict) -> dict:
     budget, n_p, unit = spec["budget"], spec["budget_n"], spec["unit"]
     fits_rows = []
     for mode in spec["budget_modes"]:
-        solver = _solver("scaling" if mode == "dense" else "log", 100, tol=1e-4)
-        block = None if mode == "dense" else bs
+        solver, block = _mode_solver(mode, bs)
         for D in spec["devices"]:
-            layout = Layout.of(_mesh(devs[:D]))
             step = D * unit
-            probes = {}
-
-            def peak(kk):
-                if kk not in probes:
-                    probes[kk] = memory_per_device(solver, layout, n_p, kk, d, block_size=block)["peak"]
-                return probes[kk]
-
+            peak, probes = _peak_probe(solver, Layout.of(_mesh(devs[:D])), n_p, d, block)
             # the peak is close to affine in n_U: predict from two compiles, then bracket and bisect
             k1, k2 = 16 * step, 64 * step
             slope = (peak(k2) - peak(k1)) / (k2 - k1)
@@ -300,20 +173,7 @@ def memory_worker(spec: dict) -> dict:
             if peak(step) > budget:
                 fits_rows.append(dict(mode=mode, D=D, n=n_p, k=0, peak=peak(step), compiles=len(probes)))
                 continue
-            lo, hi = step, None
-            if peak(guess) <= budget:
-                lo, up = guess, step
-                while peak(lo + up) <= budget:
-                    lo, up = lo + up, up * 2
-                hi = lo + up
-            else:
-                hi, down = guess, step
-                while peak(max(step, hi - down)) > budget:
-                    hi, down = max(step, hi - down), down * 2
-                lo = max(step, hi - down)
-            while hi - lo > step:
-                mid = (lo + hi) // 2 // step * step
-                lo, hi = (mid, hi) if peak(mid) <= budget else (lo, mid)
+            lo, hi = _largest_fit(peak, budget, step, guess)
             fits_rows.append(
                 dict(
                     mode=mode,
@@ -329,9 +189,50 @@ def memory_worker(spec: dict) -> dict:
     return dict(rows=rows, budget_rows=fits_rows, budget=budget)
 
 
+def _mode_solver(mode: str, block_size: int):
+    """The solver and block of a mode: "dense" -> (scaling mode, None), "blocked" -> (log mode, block_size)."""
+    solver = _solver("scaling" if mode == "dense" else "log", 100, tol=1e-4)
+    return solver, None if mode == "dense" else block_size
+
+
+def _peak_probe(solver, layout, n: int, d: int, block):
+    """(k -> per-device peak bytes of the compiled (n, k) solve, memoised; the memo {k: peak}, whose
+    size counts the compiles)."""
+    from puaudit_jax.ot.sharded import memory_per_device
+
+    probes = {}
+
+    def peak(k):
+        if k not in probes:
+            probes[k] = memory_per_device(solver, layout, n, k, d, block_size=block)["peak"]
+        return probes[k]
+
+    return peak, probes
+
+
+def _largest_fit(peak, budget: int, step: int, guess: int) -> tuple[int, int]:
+    """(lo, hi): lo the largest multiple of ``step`` with peak(lo) <= budget (peak(step) fits), hi =
+    lo + step (does not), found by bracketing from ``guess`` and bisecting."""
+    lo, hi = step, None
+    if peak(guess) <= budget:
+        lo, up = guess, step
+        while peak(lo + up) <= budget:
+            lo, up = lo + up, up * 2
+        hi = lo + up
+    else:
+        hi, down = guess, step
+        while peak(max(step, hi - down)) > budget:
+            hi, down = max(step, hi - down), down * 2
+        lo = max(step, hi - down)
+    while hi - lo > step:
+        mid = (lo + hi) // 2 // step * step
+        lo, hi = (mid, hi) if peak(mid) <= budget else (lo, mid)
+    return lo, hi
+
+
 # ----------------------------------------------------------------------------- timing
 def _problem(n, k, d):
-    from experiments.bench_ot import make_problem
+    from experiments.benchmarks.ot import make_problem
 
     return make_problem(n, k, d)
 
@@ -341,7 +242,7 @@ def _placed_args(layout, x, y):
     import numpy as np
 
     from puaudit_jax.ot.problem import pad_points
-    from puaudit_jax.ot.sharded import _place
+    from puaudit_jax.ot.sharded import place
     from puaudit_runtime.mesh import pad_to_multiple
 
     n, k = len(x), len(y)
@@ -351,10 +252,10 @@ def _placed_args(layout, x, y):
     sp = layout.specs
     f32 = np.float32
     return (
-        _place(x.astype(f32), layout, sp["x"]),
-        _place(y.astype(f32), layout, sp["y"]),
-        _place(a.astype(f32), layout, sp["a"]),
-        _place(b.astype(f32), layout, sp["b"]),
+        place(x.astype(f32), layout, sp["x"]),
+        place(y.astype(f32), layout, sp["y"]),
+        place(a.astype(f32), layout, sp["a"]),
+        place(b.astype(f32), layout, sp["b"]),
         jnp.asarray(M, jnp.float32),
     )
 
@@ -482,16 +383,36 @@ def bandwidth_worker(spec: dict) -> dict:
     import concurrent.futures
 
     import jax
-    import jax.numpy as jnp
     import numpy as np
-    from jax.sharding import NamedSharding
-    from jax.sharding import PartitionSpec as P
 
     n, k, reps = spec["n"], spec["k"], spec["repeats"]
     devs = jax.devices()
     D = len(devs)
-    mesh = _mesh(devs)
     res = dict(spec, devices=D, affinity=sorted(os.sched_getaffinity(0)), bytes=2 * n * k * 4)
+    best = _xla_stream_seconds(_mesh(devs), n, k, reps)  # its matrix is freed on return
+    res["xla_s"], res["xla_gbs"] = best, 2 * n * k * 4 / best / 1e9
+    blocks = [np.full((n, k // D), 0.5, np.float32) for _ in range(D)]
+    vs = [np.ones(k // D, np.float32) for _ in range(D)]
+    un = np.ones(n, np.float32)
+
+    def one(i):
+        return blocks[i] @ vs[i], un @ blocks[i]
+
+    with concurrent.futures.ThreadPoolExecutor(D) as pool:
+        list(pool.map(one, range(D)))
+        best = best_seconds(lambda: list(pool.map(one, range(D))), reps)
+    res["numpy_s"], res["numpy_gbs"] = best, 2 * n * (k // D) * D * 4 / best / 1e9
+    return res
+
+
+def _xla_stream_seconds(mesh, n: int, k: int, reps: int) -> float:
+    """The fastest of ``reps`` jitted (K v with a psum over "u", u K) on an (n, k) float32 matrix K
+    split by columns over ``mesh``, after one untimed call."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
     K = jax.jit(lambda: jnp.ones((n, k), jnp.float32) * 0.5, out_shardings=NamedSharding(mesh, P(None, "u")))()
     v = jax.device_put(jnp.ones((k,), jnp.float32), NamedSharding(mesh, P("u")))
     u = jax.device_put(jnp.ones((n,), jnp.float32), NamedSharding(mesh, P()))
@@ -502,224 +423,10 @@ def bandwidth_worker(spec: dict) -> dict:
 
     f = jax.jit(jax.shard_map(local, mesh=mesh, in_specs=(P(None, "u"), P("u"), P()), out_specs=(P(), P("u"))))
     jax.block_until_ready(f(K, v, u))
-    best = math.inf
-    for _ in range(reps):
-        t = time.perf_counter()
-        jax.block_until_ready(f(K, v, u))
-        best = min(best, time.perf_counter() - t)
-    res["xla_s"], res["xla_gbs"] = best, 2 * n * k * 4 / best / 1e9
-    del K
-    blocks = [np.full((n, k // D), 0.5, np.float32) for _ in range(D)]
-    vs = [np.ones(k // D, np.float32) for _ in range(D)]
-    un = np.ones(n, np.float32)
-
-    def one(i):
-        return blocks[i] @ vs[i], un @ blocks[i]
-
-    with concurrent.futures.ThreadPoolExecutor(D) as pool:
-        list(pool.map(one, range(D)))
-        best = math.inf
-        for _ in range(reps):
-            t = time.perf_counter()
-            list(pool.map(one, range(D)))
-            best = min(best, time.perf_counter() - t)
-    res["numpy_s"], res["numpy_gbs"] = best, 2 * n * (k // D) * D * 4 / best / 1e9
-    return res
+    return best_seconds(lambda: jax.block_until_ready(f(K, v, u)), reps)
 
 
 # ----------------------------------------------------------------------------- communication
-_COLLECTIVES = (
-    "all-reduce",
-    "all-reduce-start",
-    "all-gather",
-    "all-gather-start",
-    "reduce-scatter",
-    "collective-permute",
-    "collective-permute-start",
-    "all-to-all",
-    "collective-broadcast",
-)
-_DTYPE_BYTES = dict(
-    pred=1, s8=1, u8=1, s16=2, u16=2, f16=2, bf16=2, s32=4, u32=4, f32=4, s64=8, u64=8, f64=8, c64=8, c128=16
-)
-_SHAPE = re.compile(r"\b(" + "|".join(_DTYPE_BYTES) + r")\[([\d,]*)\]")
-_HEADER = re.compile(r"^(ENTRY\s+)?%?([^\s(]+)\s*\(.*\{\s*$")
-_INSTR = re.compile(r"^\s*(?:ROOT\s+)?%?([^\s=]+)\s*=\s*(.*)$")
-_CALLED = re.compile(r"\b(body|condition|calls|true_computation|false_computation)=%?([^\s,}]+)")
-_BRANCHES = re.compile(r"branch_computations=\{([^}]*)\}")
-
-
-def _shape_bytes(shape: str) -> int:
-    total = 0
-    for dt, dims in _SHAPE.findall(shape):
-        count = 1
-        for v in filter(None, dims.split(",")):
-            count *= int(v)
-        total += count * _DTYPE_BYTES[dt]
-    return total
-
-
-def _shape_elements(shape: str) -> int:
-    """Elements of a (possibly tuple) shape: a tuple of two scalars counts 2."""
-    return sum(math.prod(int(v) for v in filter(None, dims.split(","))) for _, dims in _SHAPE.findall(shape))
-
-
-def _group_size(attrs: str):
-    """Devices per replica group of a collective: "{{0,1},{2,3}}" or the iota form "[2,2]<=[4]"."""
-    g = re.search(r"replica_groups=\{\{([\d,]*)\}", attrs)
-    if g:
-        return len(g.group(1).split(","))
-    g = re.search(r"replica_groups=\[([\d,]+)\]<=", attrs)
-    return int(g.group(1).split(",")[-1]) if g else None
-
-
-def _split_instr(rhs: str):
-    """'shape opcode(operands), attrs' -> (shape, opcode, rest); a tuple shape is parenthesised."""
-    rhs = rhs.strip()
-    if rhs.startswith("("):
-        depth = 0
-        for i, ch in enumerate(rhs):  # noqa: B007 (i is read after the loop)
-            depth += ch == "("
-            depth -= ch == ")"
-            if depth == 0:
-                break
-        shape, rest = rhs[: i + 1], rhs[i + 1 :].lstrip()
-    else:
-        shape, _, rest = rhs.partition(" ")
-    opcode, _, rest = rest.partition("(")
-    return shape, opcode.strip(), rest
-
-
-def hlo_collectives(text: str) -> dict:
-    """Collectives of a compiled (SPMD-partitioned, per-device) HLO module, attributed to loops.
-
-    The call graph is walked from the entry computation: a ``while`` opens a loop (its body and
-    condition run once per trip), a ``conditional``'s branches are marked as such (they run only
-    when taken: the solver's stable fallbacks), other calls inherit their caller's place.
-    Returns {"loops": {loop id: dict(parent, depth, direct bytes / ops, branch bytes / ops,
-    groups)}}, loop 0 being the entry (once per call). Bytes are each collective's result shape
-    per device (an all-reduce's payload; a ring all-reduce of B bytes sends ~2 B (D - 1) / D).
-    """
-    comps, entry, cur = {}, None, None
-    for line in text.splitlines():
-        if cur is None:
-            h = _HEADER.match(line)
-            if h and not line.startswith(" "):
-                cur = h.group(2)
-                comps[cur] = []
-                if h.group(1):
-                    entry = cur
-            continue
-        if line.startswith("}"):
-            cur = None
-            continue
-        m = _INSTR.match(line)
-        if m:
-            comps[cur].append(_split_instr(m.group(2)))
-    loops = {
-        0: dict(
-            parent=None,
-            depth=0,
-            direct_bytes=0,
-            direct_ops=0,
-            direct_multi=0,
-            branch_bytes=0,
-            branch_ops=0,
-            branch_multi=0,
-            groups=set(),
-        )
-    }
-
-    def walk(comp, loop, in_branch, stack=()):
-        if comp not in comps or comp in stack:
-            return
-        for shape, opcode, rest in comps[comp]:
-            if opcode in _COLLECTIVES:
-                node = loops[loop]
-                key = "branch" if in_branch else "direct"
-                node[key + "_bytes"] += _shape_bytes(shape)
-                node[key + "_ops"] += 1
-                node[key + "_multi"] += _shape_elements(shape) > 1
-                node["groups"].add(_group_size(rest))
-                continue
-            called = dict()
-            for kind, name in _CALLED.findall(rest):
-                called.setdefault(kind, []).append(name)
-            if opcode == "while":
-                lid = len(loops)
-                loops[lid] = dict(
-                    parent=loop,
-                    depth=loops[loop]["depth"] + 1,
-                    direct_bytes=0,
-                    direct_ops=0,
-                    direct_multi=0,
-                    branch_bytes=0,
-                    branch_ops=0,
-                    branch_multi=0,
-                    groups=set(),
-                )
-                for name in called.get("body", []) + called.get("condition", []):
-                    walk(name, lid, False, stack + (comp,))
-            elif opcode == "conditional":
-                b = _BRANCHES.search(rest)
-                names = (
-                    [s.strip().lstrip("%") for s in b.group(1).split(",")]
-                    if b
-                    else called.get("true_computation", []) + called.get("false_computation", [])
-                )
-                for name in names:
-                    walk(name, loop, True, stack + (comp,))
-            else:
-                for name in called.get("calls", []):
-                    walk(name, loop, in_branch, stack + (comp,))
-
-    walk(entry, 0, False)
-    for node in loops.values():
-        node["groups"] = sorted(g for g in node["groups"] if g is not None)
-    return dict(loops=loops)
-
-
-def comm_summary(text: str) -> dict:
-    """Per iteration (the deepest loop with collectives: the solver's iteration loop), its
-    fallback branches, the enclosing loops (scaling mode: once per epoch / absorption) and once
-    per solve."""
-    loops = hlo_collectives(text)["loops"]
-    with_coll = [i for i, v in loops.items() if i and v["direct_ops"]]
-    if not with_coll:
-        return dict(
-            per_iter=0,
-            per_iter_ops=0,
-            per_iter_multi=0,
-            per_iter_fallback=0,
-            per_epoch=0,
-            once=loops[0]["direct_bytes"] + loops[0]["branch_bytes"],
-            loops=len(loops) - 1,
-        )
-    it = max(with_coll, key=lambda i: loops[i]["depth"])
-
-    def descendants(i):
-        kids = [j for j, v in loops.items() if v["parent"] == i]
-        return kids + [d for j in kids for d in descendants(j)]
-
-    inner = descendants(it)
-    ancestors, p = [], loops[it]["parent"]
-    while p:
-        ancestors.append(p)
-        p = loops[p]["parent"]
-    tot = lambda ids: sum(loops[i]["direct_bytes"] + loops[i]["branch_bytes"] for i in ids)  # noqa: E731
-    return dict(
-        per_iter=loops[it]["direct_bytes"],
-        per_iter_ops=loops[it]["direct_ops"],
-        per_iter_multi=loops[it]["direct_multi"],
-        per_iter_fallback=loops[it]["branch_bytes"] + tot(inner),
-        per_epoch=tot(ancestors),
-        once=tot([0]),
-        depth=loops[it]["depth"],
-        loops=len(loops) - 1,
-        groups=loops[it]["groups"],
-    )
-
-
 def comm_worker(spec: dict) -> dict:
     import jax
 
@@ -734,7 +441,8 @@ def comm_worker(spec: dict) -> dict:
                 block = None if mode == "dense" else spec["block_size"]
                 args = _abstract_args(layout, n, k, spec["d"])
                 text = _compile("scaling" if mode == "dense" else "log", 100, layout, block, args).as_text()
-                s = comm_summary(text)
+                s = dataclasses.asdict(comm_summary(text))
+                s["groups"] = list(s["groups"])  # a tuple in CommSummary
                 rows.append(
                     dict(
                         mesh="x".join(map(str, shape)),
@@ -756,10 +464,6 @@ def worker(spec: dict) -> dict:
 
 
 # ============================================================================ parent: sections
-def fmt(v, f=".3g"):
-    return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else format(v, f)
-
-
 def section_memory(cfg) -> tuple[str, dict]:
     spec = dict(
         kind="memory",
@@ -774,7 +478,7 @@ def section_memory(cfg) -> tuple[str, dict]:
         budget_modes=cfg.budget_modes,
         unit=64,
     )
-    r = spawn(spec, max(cfg.mem_devices), None, timeout=cfg.timeout)
+    r = run_worker(MODULE, spec, devices=max(cfg.mem_devices), timeout=cfg.timeout)
     if "failed" in r:
         return f"memory: failed ({r['failed']})", r
     lines = [
@@ -835,7 +539,7 @@ def section_time(cfg) -> tuple[str, dict]:
                     repeats=repeats,
                 )
                 t0 = time.perf_counter()
-                r = spawn(spec, D, cores, timeout=cfg.timeout)
+                r = run_worker(MODULE, spec, devices=D, cores=cores, timeout=cfg.timeout)
                 r["wall_s"] = time.perf_counter() - t0
                 r.setdefault("D", D)
                 r["D"] = D
@@ -854,7 +558,8 @@ def section_time(cfg) -> tuple[str, dict]:
                     flush=True,
                 )
         for D, cores in ((1, [0]), (2, [0, 1])):
-            r = spawn(dict(kind="bandwidth", n=n, k=k, repeats=max(5, cfg.repeats)), D, cores, timeout=cfg.timeout)
+            spec = dict(kind="bandwidth", n=n, k=k, repeats=max(5, cfg.repeats))
+            r = run_worker(MODULE, spec, devices=D, cores=cores, timeout=cfg.timeout)
             r["D"], r["cores"] = D, cores
             out["bandwidth"].append(r)
             print(
@@ -941,12 +646,12 @@ def section_cluster(cfg) -> tuple[str, dict]:
     for name, go in (
         (
             "cluster, process i on core i",
-            lambda: spawn_cluster(dict(spec, cluster=True), 2, lambda rank: [rank], cfg.timeout),
+            lambda: cluster_workers(dict(spec, cluster=True), 2, lambda rank: [rank], cfg.timeout),
         ),
-        ("one process, 2 devices", lambda: [spawn(spec, 2, [0, 1], timeout=cfg.timeout)]),
+        ("one process, 2 devices", lambda: [run_worker(MODULE, spec, devices=2, cores=[0, 1], timeout=cfg.timeout)]),
         (
             "cluster, both processes on cores [0, 1]",
-            lambda: spawn_cluster(dict(spec, cluster=True), 2, lambda rank: [0, 1], cfg.timeout),
+            lambda: cluster_workers(dict(spec, cluster=True), 2, lambda rank: [0, 1], cfg.timeout),
         ),
     ):
         if name.startswith("cluster, both") and not cfg.cluster_unpinned:
@@ -1009,7 +714,7 @@ def section_comm(cfg) -> tuple[str, dict]:
         d=cfg.d,
         block_size=cfg.block_size,
     )
-    r = spawn(spec, 4, None, timeout=cfg.timeout)
+    r = run_worker(MODULE, spec, devices=4, timeout=cfg.timeout)
     if "failed" in r:
         return f"comm: failed ({r['failed']})", r
     lines = [
@@ -1097,7 +802,7 @@ def main(argv=None):
     ap.add_argument("--out", default=None, help="write every number to this JSON file")
     args = ap.parse_args(argv)
     if args.worker:
-        _emit(worker(json.loads(args.worker)))
+        emit(worker(json.loads(args.worker)))
         return
     chosen = [s for s in ("memory", "time", "cluster", "comm") if getattr(args, s)] or [
         "memory",
@@ -1107,18 +812,18 @@ def main(argv=None):
     ]
     cfg = config(args)
     info = machine()
-    print(header(info), flush=True)
+    print(machine_header(info, "bench_scale"), flush=True)
     if len(info["usable_cpus"]) < 2 and any(s in chosen for s in ("time", "cluster")):
         print("# fewer than 2 usable cores: the 2-core runs share one core", flush=True)
     payload = dict(machine=info, config=vars(cfg), quick=args.quick, sections={})
     for name in chosen:
-        before = load()
+        before = load_average()
         t0 = time.perf_counter()
         print(f"\n# section {name} (load {before})", flush=True)
         table, data = dict(memory=section_memory, time=section_time, cluster=section_cluster, comm=section_comm)[name](
             cfg
         )
-        after = load()
+        after = load_average()
         wall = time.perf_counter() - t0
         print(
             "\n" + table + f"\n\n(section {name}: {wall:.0f} s wall; load average before {before}, after {after})",
@@ -1126,9 +831,7 @@ def main(argv=None):
         )
         payload["sections"][name] = dict(data=data, table=table, load_before=before, load_after=after, wall_s=wall)
     if args.out:
-        out = Path(args.out)
-        with atomic_path(out) as tmp, open(tmp, "w") as fh:
-            json.dump(payload, fh, indent=1, default=str)
+        out = dump_json(payload, Path(args.out), default=str)
         print(f"\nwrote {out}")
 
 

@@ -1,4 +1,4 @@
-"""probes.files.atomic_path: the one atomic-write helper (results, caches, figures)."""
+"""puaudit_runtime.files.atomic_path: the one atomic-write helper (results, caches, figures)."""
 
 from __future__ import annotations
 

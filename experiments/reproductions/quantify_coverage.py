@@ -8,8 +8,8 @@ estimator's coverage, mean width, and its width relative to human-only (the effe
 human labels it is worth: n (w_human / w)^2). ``ppi++ (audit)`` runs the default audit (MiniLM
 embeddings, knn scorer, two-sided calibrated rule) on each split's labels alone.
 
-    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python experiments/quantify_coverage.py            # ~30 min
-    OMP_NUM_THREADS=1 python experiments/quantify_coverage.py --splits 50 --no-audit     # a quick look
+    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python -m experiments.reproductions.quantify_coverage            # ~30 min
+    OMP_NUM_THREADS=1 python -m experiments.reproductions.quantify_coverage --splits 50 --no-audit     # a quick look
 
 Writes results/quantify_coverage.{csv,md,json} and results/quantify_coverage_ranks.csv.
 """
@@ -17,27 +17,23 @@ Writes results/quantify_coverage.{csv,md,json} and results/quantify_coverage_ran
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
+from experiments.common import LOCAL_JUDGE_CSV, RESULTS
 from puaudit_jax.audit.predictions import audit_split_predictions
-from puaudit_jax.datasets import load_data  # noqa: E402
-from puaudit_jax.datasets.verdicts import MISSING  # noqa: E402
-from puaudit_jax.quantify import AUDIT_PPI, HUMAN_ONLY  # noqa: E402
+from puaudit_jax.datasets import load_data
+from puaudit_jax.datasets.verdicts import MISSING
+from puaudit_jax.quantify import AUDIT_PPI, HUMAN_ONLY
 from puaudit_jax.quantify.coverage import CoverageConfig, coverage_study, population, split_masks
-from puaudit_runtime.files import markdown_table, write_csv, write_json, write_text  # noqa: E402
+from puaudit_runtime.files import markdown_table, write_csv, write_json, write_text
 
 JUDGES = {
     "mtbench (GPT-4)": "mtbench",
     "llmfao (GPT-4)": "llmfao-gpt4",
     "llmfao (GPT-3.5)": "llmfao-gpt3",
-    "mtbench (SmolLM2-135M local)": str(ROOT / "results" / "local_judge" / "mtbench_local.csv"),
+    "mtbench (SmolLM2-135M local)": str(LOCAL_JUDGE_CSV),
 }
 
 
@@ -103,7 +99,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--judges", default=",".join(JUDGES), help="comma list of " + ", ".join(JUDGES))
     parser.add_argument("--no-audit", action="store_true", help="skip the audit-powered estimator (no encoder)")
-    parser.add_argument("--out", default=str(ROOT / "results" / "quantify_coverage"))
+    parser.add_argument("--out", default=str(RESULTS / "quantify_coverage"))
     args = parser.parse_args(argv)
     rows, ranks = zip(*(run_judge(j, JUDGES[j], args) for j in args.judges.split(",")))
     rows, ranks = pd.concat(rows, ignore_index=True), pd.concat(ranks, ignore_index=True)

@@ -1,6 +1,7 @@
 """LocalJudge (SmolLM2-135M-Instruct, seed Figure 10 prompt, both orders) on MT-Bench expert pairs.
 
-    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python experiments/local_judge_mtbench.py [--per-type 36] [--max-length 2048]
+    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python -m experiments.reproductions.local_judge_mtbench [--per-type 36]
+        [--max-length 2048]
 
 Rows: the bundled MT-Bench table's comparisons with an expert verdict A or B (875), a stratified
 subset of ``--per-type`` rows per question_type (8 types; fixed ``--seed``). Writes
@@ -21,13 +22,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.common import RESULTS
 from puaudit_jax.datasets import load_bundled, save_comparisons
 from puaudit_jax.datasets.verdicts import TIE, A, B
 from puaudit_jax.judges.local import LocalJudge
 from puaudit_jax.judges.run import judge_table
 from puaudit_runtime.files import write_json
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def stratified(table: pd.DataFrame, per_type: int, seed: int) -> pd.DataFrame:
@@ -73,8 +73,8 @@ def rows_parser(description: str, per_type: int) -> argparse.ArgumentParser:
     ap.add_argument("--per-type", type=int, default=per_type)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-length", type=int, default=2048, help="prompt cap in tokens (middle-out above it)")
-    ap.add_argument("--cache-dir", default=str(ROOT / "results" / "tmp" / "judge_cache"))
-    ap.add_argument("--out", default=str(ROOT / "results" / "local_judge"))
+    ap.add_argument("--cache-dir", default=str(RESULTS / "tmp" / "judge_cache"))
+    ap.add_argument("--out", default=str(RESULTS / "local_judge"))
     return ap
 
 

@@ -1,6 +1,6 @@
 """End to end: one large audit from precomputed embeddings on 1, 2 and 8 devices, same items.csv.
 
-A cone-model comparison set (``puaudit_jax.synthetic``, seed 000 §4.1) at d = 384 (MiniLM's
+A cone-model comparison set (``puaudit_jax.audit.synthetic``, seed 000 §4.1) at d = 384 (MiniLM's
 width) is written as the comparison file + ``.npz`` that ``puaudit audit --embeddings`` reads;
 then ``puaudit audit --scorer pot`` runs once per device count, each in its own process with
 that many forced host devices (``XLA_FLAGS=--xla_force_host_platform_device_count=D``) and
@@ -9,12 +9,12 @@ over the devices. The items.csv files are compared (every discrete column identi
 float32 rounding), and the wall time, the process's peak RSS and XLA's per-device buffer
 assignment for the largest solve are reported side by side.
 
-    python -m experiments.scale_audit                         # 100,000 items, D = 1, 2, 8
-    python -m experiments.scale_audit --n-unlabelled 8000 --devices 1,2    # a quick look
+    python -m experiments.benchmarks.audit_scale                         # 100,000 items, D = 1, 2, 8
+    python -m experiments.benchmarks.audit_scale --n-unlabelled 8000 --devices 1,2    # a quick look
 
 Forced host devices share the machine's cores: on a 2-core CPU, D = 8 cannot be faster than
 D = 2. The point of this run is that the answer does not change with D; the speed-up of real
-devices is measured by ``experiments/bench_scale.py``.
+devices is measured by ``experiments.benchmarks.scale``.
 """
 
 from __future__ import annotations
@@ -22,18 +22,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from experiments.common import ROOT
 from puaudit_runtime.files import atomic_path, write_json
-from puaudit_runtime.launch import forced_devices_env
+from puaudit_runtime.launch import run_python
 
-ROOT = Path(__file__).resolve().parents[1]
 DISCRETE = ("id", "question_type", "group", "judge", "human", "status", "reason", "role", "adjusted", "flipped")
 SCORES = ("score_raw", "score", "p_wrong", "p_wrong_lo", "p_wrong_hi")
 
@@ -58,9 +56,7 @@ def make_data(out: Path, n_labelled: int, n_unlabelled: int, d: int, seed: int) 
 
 def run_audit(table: Path, emb: Path, devices: int, out: Path, rule: str, dtype: str, timeout: int) -> dict:
     """`puaudit audit` in a fresh process with ``devices`` forced host devices; wall time and peak RSS."""
-    env = forced_devices_env(devices)
     cmd = [
-        sys.executable,
         "-m",
         "puaudit_jax.cli",
         "audit",
@@ -81,31 +77,18 @@ def run_audit(table: Path, emb: Path, devices: int, out: Path, rule: str, dtype:
     if devices > 1:
         cmd += ["--devices", str(devices)]
     log_path = out.parent / f"{out.name}.log"
-    t0 = time.perf_counter()
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            while True:
-                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-                if pid:
-                    break
-                if time.perf_counter() > t0 + timeout:
-                    raise SystemExit(f"audit on {devices} devices ran past {timeout} s; see {log_path}")
-                time.sleep(0.2)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    wall = time.perf_counter() - t0
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"audit on {devices} devices failed; see {log_path}:\n{log_path.read_text()[-3000:]}")
+    done = run_python(cmd, devices=devices, cwd=ROOT, timeout=timeout, log=log_path)
+    if done.timed_out:
+        raise SystemExit(f"audit on {devices} devices ran past {timeout} s; see {log_path}")
+    if done.returncode != 0:
+        raise SystemExit(f"audit on {devices} devices failed; see {log_path}:\n{done.output[-3000:]}")
     report = json.loads((out / "report.json").read_text())
     crossfit = report.get("crossfit") or {}
     return dict(
         devices=devices,
         out=str(out),
-        wall_s=wall,
-        peak_rss_mb=usage.ru_maxrss / 1024,
+        wall_s=done.wall_s,
+        peak_rss_mb=done.peak_rss_mb,
         report_timings=report["timings_s"],
         two_sided="two-sided" in crossfit.get("features", []),
         decision=_decision(report),
@@ -149,16 +132,14 @@ def compare(reference: Path, other: Path) -> dict:
 def solver_memory(n: int, k: int, d: int, devices: int, dtype: str) -> dict:
     """Per-device XLA buffer assignment of the (n, k) dense solve on ``devices`` forced devices."""
     code = (
-        f"from probes.mesh import make_mesh\nfrom puaudit_jax.ot import PartialSinkhorn, sharded\n"
-        f"import json\nmesh = make_mesh({devices}, axis_names=('u',))\n"
-        f"print(json.dumps(sharded.memory_per_device(PartialSinkhorn(), sharded.Layout.of(mesh), {n}, {k}, {d}, "
-        f"dtype={dtype!r})))"
+        f"from puaudit_runtime.mesh import make_mesh\nfrom puaudit_jax.ot import PartialSinkhorn, sharded\n"
+        f"mesh = make_mesh({devices}, axis_names=('u',))\n"
+        f"emit(sharded.memory_per_device(PartialSinkhorn(), sharded.Layout.of(mesh), {n}, {k}, {d}, dtype={dtype!r}))"
     )
-    env = forced_devices_env(devices)
-    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    if res.returncode != 0:
-        raise SystemExit(res.stderr[-3000:])
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    done = run_python(["-c", code], devices=devices, cwd=ROOT, timeout=600)
+    if not done.ok or done.result is None:
+        raise SystemExit(done.output[-3000:])
+    return done.result
 
 
 def recompare(path: Path) -> int:

@@ -1,6 +1,6 @@
 """PUAudit's evaluation protocol on the bundled real sets (seed 000 §5-6, Tables 1 and 5-7).
 
-    python experiments/puaudit_protocol.py [--sets mtbench,llmfao-gpt4,llmfao-gpt3] [--seeds 10]
+    python -m experiments.reproductions.puaudit_protocol [--sets mtbench,llmfao-gpt4,llmfao-gpt3] [--seeds 10]
         [--scorers all] [--rules seed,budget,none] [--embeddings-dir DIR] [--cache-dir DIR] [--sweeps]
 
 For every set: MiniLM embeddings (the Flax port in probes; read from ``--embeddings-dir/emb_<set>.npz``
@@ -21,14 +21,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.common import RESULTS
 from puaudit_jax.audit.embed import embed_comparisons, load_embeddings, probes_encoder, save_embeddings
 from puaudit_jax.audit.scorers import SCORERS
 from puaudit_jax.datasets import load_bundled, reference_path
 from puaudit_jax.evaluate import evaluate, sweep
 from puaudit_jax.evaluate.plots import figure3
 from puaudit_runtime.files import write_csv, write_json
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def embeddings_for(name, table, emb_dir, cache_dir):
@@ -51,7 +50,7 @@ def main(argv=None):
     p.add_argument("--rules", default="seed,budget,none")
     p.add_argument("--embeddings-dir", default=None)
     p.add_argument("--cache-dir", default="default")
-    p.add_argument("--out", default=str(ROOT / "results"))
+    p.add_argument("--out", default=str(RESULTS))
     p.add_argument("--sweeps", action="store_true")
     args = p.parse_args(argv)
     scorers = list(SCORERS) if args.scorers == "all" else args.scorers.split(",")

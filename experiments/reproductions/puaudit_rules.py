@@ -1,6 +1,6 @@
 """Decision rules on the bundled real sets (issue 9): scorer x rule grids with the hindsight ceiling.
 
-    python experiments/puaudit_rules.py [--sets mtbench,llmfao-gpt4,llmfao-gpt3] [--seeds 10]
+    python -m experiments.reproductions.puaudit_rules [--sets mtbench,llmfao-gpt4,llmfao-gpt3] [--seeds 10]
         [--scorers pot-exact,centroid,knn,pu-logistic] [--splits random,grouped] [--embeddings-dir DIR]
         [--data-file NAME=PATH ...]
 
@@ -28,14 +28,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.common import RESULTS
+from experiments.reproductions.puaudit_protocol import embeddings_for
 from puaudit_jax.datasets import load_bundled, load_comparisons
 from puaudit_jax.evaluate import evaluate
 from puaudit_runtime.files import write_csv, write_json, write_text
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from puaudit_protocol import embeddings_for  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
 RULES = ("none", "seed", "budget", "calibrated", "calibrated-platt", "two-sided", "two-sided-platt")
 CLUSTER = {"mtbench": "question_id", "llmfao-gpt4": "prompt", "llmfao-gpt3": "prompt"}
 
@@ -101,14 +99,15 @@ def main(argv=None):
     p.add_argument("--splits", default="random,grouped")
     p.add_argument("--embeddings-dir", default=None)
     p.add_argument("--cache-dir", default="default")
-    p.add_argument("--out", default=str(ROOT / "results"))
+    p.add_argument("--out", default=str(RESULTS))
     p.add_argument("--name", default="puaudit_rules", help="output file stem")
     args = p.parse_args(argv)
     sets = {name: load_bundled(name) for name in args.sets.split(",") if name}
     for spec in args.data_file:
         name, _, path = spec.partition("=")
         sets[name] = load_comparisons(path)
-    frames, meta, md = [], {}, ["# Decision rules on real sets (measured by `experiments/puaudit_rules.py`)\n"]
+    frames, meta = [], {}
+    md = ["# Decision rules on real sets (measured by `experiments/reproductions/puaudit_rules.py`)\n"]
     for name, table in sets.items():
         emb, t_embed = embeddings_for(name, table, args.embeddings_dir, args.cache_dir)
         cluster = CLUSTER.get(name, "question_id" if "question_id" in table else None)

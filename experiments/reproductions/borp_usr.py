@@ -1,7 +1,7 @@
 """BoRP on USR Topical-Chat: cross-validated probes on SmolLM2-135M-Instruct hidden states (MiniLM as
 a contrast), the seed's Table 4 ablations, polarization geometry, layer-wise uncertainty, throughput.
 
-    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 taskset -c 1 python -m experiments.borp_usr [--limit N] [--quick]
+    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 taskset -c 1 python -m experiments.reproductions.borp_usr [--limit N] [--quick]
 
 Data: 360 responses (60 dialogues x 6 systems) with human scores (mean of 3 annotators): overall 1-5,
 naturalness / coherence / engagingness 1-3, understandability / groundedness 0-1.
@@ -26,11 +26,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
+from experiments.common import RESULTS, ROOT
 from probes import borp
 from puaudit_runtime.files import atomic_path, save_figure, write_text
-
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "results"
 
 TARGETS = {  # name: (scale, criterion, rubric) -- USR's annotation questions, as rubrics
     "overall": (

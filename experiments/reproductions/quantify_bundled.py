@@ -1,6 +1,6 @@
 """The README's quantification numbers: each bundled set through ``puaudit_jax.quantify.quantify``.
 
-    OMP_NUM_THREADS=1 python experiments/quantify_bundled.py
+    OMP_NUM_THREADS=1 python -m experiments.reproductions.quantify_bundled
 
 Prints, per set: labelled / unlabelled items, m (human only), the share of A wins by the three
 estimators with PPI++'s lam, models and how many have no human label, the median ratio of PPI++ to
@@ -11,6 +11,8 @@ one included (MiniLM embeddings), beside the all-label leaderboard.
 """
 
 from __future__ import annotations
+
+import argparse
 
 import numpy as np
 import pandas as pd
@@ -81,8 +83,14 @@ def leaderboard_example(fraction: float = 0.2, seed: int = 0) -> str:
     return markdown_table(out.reset_index(names="model"))
 
 
-if __name__ == "__main__":
+def main(argv=None) -> int:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     for name, include in SETS:
         print(summary(name, include))
     print(clustered_widening())
     print(leaderboard_example())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -19,7 +19,7 @@ the frozen embeddings and on the embeddings mapped by W; on the hidden rows we m
 error-detection AUC of the audit's P(judge wrong) against the hidden verdicts, and the audit's
 gain (wrong verdicts it fixed minus right ones it broke, per hidden row).
 
-    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python experiments/learned_metric.py   # ~10 min on 2 cores
+    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python -m experiments.reproductions.learned_metric   # ~10 min on 2 cores
 
 Writes results/learned_metric.{json,md}.
 """
@@ -27,20 +27,16 @@ Writes results/learned_metric.{json,md}.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from puaudit_jax.audit.embed import EmbedConfig, PairEmbeddings, table_embeddings  # noqa: E402
-from puaudit_jax.datasets import load_bundled  # noqa: E402
-from puaudit_jax.datasets.verdicts import MISSING, A, B  # noqa: E402
-from puaudit_runtime.files import markdown_table, write_json, write_text  # noqa: E402
+from experiments.common import RESULTS
+from puaudit_jax.audit.embed import EmbedConfig, PairEmbeddings, table_embeddings
+from puaudit_jax.datasets import load_bundled
+from puaudit_jax.datasets.verdicts import MISSING, A, B
+from puaudit_runtime.files import markdown_table, write_json, write_text
 
 GROUP = {"mtbench": "question_id", "llmfao-gpt4": "prompt", "llmfao-gpt3": "prompt"}
 
@@ -139,7 +135,7 @@ def main(argv=None) -> int:
     parser.add_argument("--data", default="mtbench,llmfao-gpt4")
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--seeds", type=int, default=5, help="fold splits (seeds 0..seeds-1)")
-    parser.add_argument("--out", default=str(ROOT / "results" / "learned_metric"))
+    parser.add_argument("--out", default=str(RESULTS / "learned_metric"))
     args = parser.parse_args(argv)
     names = args.data.split(",")
     rows = pd.DataFrame([r for name in names for seed in range(args.seeds) for r in run(name, args.steps, seed)])

@@ -2,7 +2,8 @@
 rows, the trade-off over the consensus weight, Theorem 2 on the real matrices, and BT scores and
 consensus alignment of real judges on LLMFAO (crowd, GPT-4, GPT-3.5) and MT-Bench.
 
-    OMP_NUM_THREADS=1 taskset -c 1 .venv/bin/python -m experiments.uda_alignment [--out results] [--quick]
+    OMP_NUM_THREADS=1 taskset -c 1 .venv/bin/python -m experiments.reproductions.uda_alignment [--out results]
+        [--quick]
 
 Writes (atomically) results/uda_alignment.json (every number below, the seeds and configs),
 uda_table4.csv, uda_rows.csv, uda_tradeoff.csv, uda_shrinkage.csv, uda_theorem2.csv,

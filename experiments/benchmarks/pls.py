@@ -1,7 +1,7 @@
 """Benchmark: probes.pls.PLSRegression (JAX) vs scikit-learn's PLSRegression, fit time and predictions.
 
-    OMP_NUM_THREADS=1 taskset -c 1 python -m experiments.bench_pls [--sizes 700x1000,...] [--components 16]
-    XLA_FLAGS=--xla_force_host_platform_device_count=8 python -m experiments.bench_pls --devices 8 [--mesh 2x4]
+    OMP_NUM_THREADS=1 taskset -c 1 python -m experiments.benchmarks.pls [--sizes 700x1000,...] [--components 16]
+    XLA_FLAGS=--xla_force_host_platform_device_count=8 python -m experiments.benchmarks.pls --devices 8 [--mesh 2x4]
 
 For every (n, d): synthetic low-rank regression data (float64), PLS1 with 16 components.
 sklearn: one timed fit. Ours: the first fit (jit compilation included) and the median of the next
@@ -9,7 +9,7 @@ sklearn: one timed fit. Ours: the first fit (jit compilation included) and the m
 (max |ours - sklearn|, relative to the std of y). Prints the ratios side by side and writes
 results/bench_pls.json (+ .csv) atomically. A script, not a test: no timed assertions.
 
-With `--devices` / `--mesh` (probes.mesh.make_mesh) every fit of ours is also run row-sharded on
+With `--devices` / `--mesh` (puaudit_runtime.mesh.make_mesh) every fit of ours is also run row-sharded on
 that mesh (`PLSRegression(mesh=...)`), the single-device and mesh fits timed in turn; the table
 adds the mesh times, single / mesh (> 1: the mesh is faster) and max |mesh - single| predictions.
 Default output then results/bench_pls_mesh.json (+ .csv).
@@ -21,19 +21,16 @@ import argparse
 import json
 import os
 import platform
-import time
 from pathlib import Path
 
 import jax
 import numpy as np
 import pandas as pd
 
+from experiments.common import RESULTS, mesh_from_flags, timed
 from probes.pls import PLSRegression
 from puaudit_runtime.files import write_text
-from puaudit_runtime.flags import add_device_arguments, mesh_from_args
-from puaudit_runtime.mesh import describe_mesh
-
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+from puaudit_runtime.flags import add_device_arguments
 
 
 def make_data(n: int, d: int, seed: int, rank: int = 32):
@@ -46,30 +43,24 @@ def make_data(n: int, d: int, seed: int, rank: int = 32):
     return X[:n], y[:n], X[n:], y[n:]
 
 
-def _timed(fn):
-    t0 = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0
-
-
 def run_case(n: int, d: int, k: int, repeats: int, seed: int, mesh=None) -> dict:
     """One (n, d): sklearn, ours in float64 and float32 and, with a `mesh`, ours row-sharded on it
     (each repeat times the single-device fit, then the mesh fit)."""
     from sklearn.cross_decomposition import PLSRegression as SkPLS
 
     X, y, Xt, yt = make_data(n, d, seed)
-    sk, t_sk = _timed(lambda: SkPLS(k).fit(X, y))
+    sk, t_sk = timed(lambda: SkPLS(k).fit(X, y))
     ref = sk.predict(Xt)
     row = dict(n=n, d=d, components=k, sklearn_s=t_sk)
     sides = {"": None} if mesh is None else {"": None, "_mesh": mesh}
     for dtype in ("float64", "float32"):
         with jax.enable_x64(dtype == "float64"):
-            fits = {s: (lambda m=m: PLSRegression(k, dtype=dtype, mesh=m).fit(X, y)) for s, m in sides.items()}
-            firsts = {s: _timed(fit) for s, fit in fits.items()}
+            fits = {s: (lambda m=m, dt=dtype: PLSRegression(k, dtype=dt, mesh=m).fit(X, y)) for s, m in sides.items()}
+            firsts = {s: timed(fit) for s, fit in fits.items()}
             times = {s: [] for s in sides}
             for _ in range(repeats):
                 for s, fit in fits.items():
-                    times[s].append(_timed(fit)[1])
+                    times[s].append(timed(fit)[1])
             preds = {s: model.predict(Xt) for s, (model, _) in firsts.items()}
         for s in sides:
             row[f"jax_{dtype}{s}_first_s"] = firsts[s][1]
@@ -101,9 +92,7 @@ def main(argv=None):
     ap.add_argument("--out", default=None, help="default results/bench_pls.json (bench_pls_mesh.json with a mesh)")
     add_device_arguments(ap, cluster=False, what="a second, row-sharded fit of ours (compared with one device)")
     args = ap.parse_args(argv)
-    mesh = mesh_from_args(args, join_cluster=False, fail=ap.error)
-    if mesh is not None:
-        print(f"mesh: {describe_mesh(mesh)}", flush=True)
+    mesh = mesh_from_flags(args, ap)
     rows = []
     for spec in args.sizes.split(","):
         n, d = map(int, spec.lower().split("x"))

@@ -1,9 +1,10 @@
 """Question-type prediction of the LocalJudge (seed Figure 10's ``[[TYPE:X]]``) on MT-Bench.
 
-    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python experiments/local_judge_types.py [--per-type 30] [--max-length 2048]
+    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python -m experiments.reproductions.local_judge_types [--per-type 30]
+        [--max-length 2048]
 
 Rows: one expert-labelled pair per MT-Bench question (its first turn-1 row, else its first row)
-among the rows of ``experiments/local_judge_mtbench.py`` (same ``--per-type`` and ``--seed``, so the
+among the rows of ``experiments.reproductions.local_judge_mtbench`` (same ``--per-type`` and ``--seed``, so the
 verdict log-probabilities come from the same cache). The judge writes its verdict line and opens
 ``[[TYPE:``; the type is the most likely of "A".."F" (``LocalJudge(predict_type=True)``).
 
@@ -25,13 +26,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from experiments.reproductions.local_judge_mtbench import expert_rows, rows_parser
 from puaudit_jax.judges import row_inputs
 from puaudit_jax.judges.base import QUESTION_TYPES
 from puaudit_jax.judges.local import LocalJudge
 from puaudit_runtime.files import write_csv, write_json
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from local_judge_mtbench import expert_rows, rows_parser  # noqa: E402
 
 EXPECTED = {"coding": "A", "math": "B", "reasoning": "B", "stem": "C", "humanities": "C", "writing": "D"}
 

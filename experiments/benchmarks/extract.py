@@ -10,10 +10,10 @@
    Targets: >= 4x, and our ports no slower than PyTorch.
 
 Run pinned to one core, e.g.
-    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 taskset -c 1 .venv/bin/python experiments/bench_extract.py [--quick]
-Writes results/bench_extract.json atomically (probes.files.atomic_path).
+    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 taskset -c 1 .venv/bin/python -m experiments.benchmarks.extract [--quick]
+Writes results/bench_extract.json atomically (puaudit_runtime.files.atomic_path).
 
-3. Data parallelism, with `--devices all|N` / `--mesh 2x4` (probes.mesh.make_mesh; on CPU run with
+3. Data parallelism, with `--devices all|N` / `--mesh 2x4` (puaudit_runtime.mesh.make_mesh; on CPU run with
    XLA_FLAGS=--xla_force_host_platform_device_count=N and N cores): every forward of 1. and 2. also
    runs with its rows split over the mesh (`mesh=` of probes.extract: each device its rows, params
    replicated; a batch not a multiple of the mesh size is padded with rows, which count as cost),
@@ -24,12 +24,11 @@ Writes results/bench_extract.json atomically (probes.files.atomic_path).
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
-import json
 import os
 import platform
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -42,19 +41,16 @@ _XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threa
 if "xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_XLA_ONE_THREAD}".strip()
 
-import jax  # noqa: E402
+import jax  # noqa: E402  (after XLA_FLAGS above: JAX reads them when it starts)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
+from experiments.common import RESULTS, dump_json, mesh_from_flags  # noqa: E402
 from probes import extract  # noqa: E402
-from probes.extract import MICRO_BATCH_TOKENS, _params_on, _pooled_forward, _rows_on, micro_batch_rows  # noqa: E402
+from probes.extract import MICRO_BATCH_TOKENS, micro_batch_rows, params_on, pooled_forward, rows_on  # noqa: E402
 from probes.models import load_pretrained  # noqa: E402
-from puaudit_runtime.files import atomic_path  # noqa: E402
-from puaudit_runtime.flags import add_device_arguments, mesh_from_args  # noqa: E402
-from puaudit_runtime.mesh import describe_mesh, pad_to_multiple  # noqa: E402
+from puaudit_runtime.flags import add_device_arguments  # noqa: E402
+from puaudit_runtime.mesh import pad_to_multiple  # noqa: E402
 
 
 def _time_interleaved(fns, min_reps: int, min_seconds: float) -> list[float]:
@@ -93,14 +89,19 @@ def _mesh_forward(pre, layers, pooling, mesh, ids, valid):
     """The extraction forward on `mesh` for a (b, t) batch: () -> output, compiled, its rows padded
     to a multiple of the mesh size (repeated rows: real work, as in `encode`)."""
     shape = (pad_to_multiple(ids.shape[0], mesh.size), ids.shape[1])
-    ids, valid = _rows_on(mesh, np.resize(ids, shape), np.resize(valid, shape))
-    params = _params_on(pre, mesh)
+    ids, valid = rows_on(mesh, np.resize(ids, shape), np.resize(valid, shape))
+    params = params_on(pre, mesh)
     compiled = (
-        _pooled_forward(pre.config, pre.dtype, layers, pooling, MICRO_BATCH_TOKENS, mesh)
+        pooled_forward(pre.config, pre.dtype, layers, pooling, MICRO_BATCH_TOKENS, mesh)
         .lower(params, ids, valid)
         .compile()
     )
-    return lambda: compiled(params, ids, valid).block_until_ready()
+    return _blocking(compiled, params, ids, valid)
+
+
+def _blocking(fn, *args):
+    """() -> ``fn(*args)``, waited for: a timing closure bound to these arguments."""
+    return lambda: fn(*args).block_until_ready()
 
 
 def bench_throughput(name, pre, tm, batches, lengths, reps, min_seconds, mesh=None):
@@ -112,8 +113,8 @@ def bench_throughput(name, pre, tm, batches, lengths, reps, min_seconds, mesh=No
     rows = []
     pooling = "last" if pre.is_decoder else "mean"
     layers = (pre.config.num_layers,)
-    fwd = _pooled_forward(pre.config, pre.dtype, layers, pooling)
-    fwd_one = _pooled_forward(pre.config, pre.dtype, layers, pooling, micro_batch_tokens=None)
+    fwd = pooled_forward(pre.config, pre.dtype, layers, pooling)
+    fwd_one = pooled_forward(pre.config, pre.dtype, layers, pooling, micro_batch_tokens=None)
     rng = np.random.default_rng(0)
     for t in lengths:
         for b in batches:
@@ -124,10 +125,7 @@ def bench_throughput(name, pre, tm, batches, lengths, reps, min_seconds, mesh=No
             compiled = fwd.lower(pre.params, jids, jvalid).compile()
             compile_s = time.perf_counter() - c0
             compiled_one = fwd_one.lower(pre.params, jids, jvalid).compile()
-            fns = [
-                lambda: compiled(pre.params, jids, jvalid).block_until_ready(),
-                lambda: compiled_one(pre.params, jids, jvalid).block_until_ready(),
-            ]
+            fns = [_blocking(compiled, pre.params, jids, jvalid), _blocking(compiled_one, pre.params, jids, jvalid)]
             if mesh is not None:
                 fns.append(_mesh_forward(pre, layers, pooling, mesh, ids, valid))
             for f in fns:  # warm-up
@@ -136,7 +134,7 @@ def bench_throughput(name, pre, tm, batches, lengths, reps, min_seconds, mesh=No
             with torch.no_grad():
                 tm(input_ids=tids[:1, :16], attention_mask=tmask[:1, :16])  # warm-up
                 ours, one, *on_mesh, theirs = _time_interleaved(
-                    fns + [lambda: tm(input_ids=tids, attention_mask=tmask)], reps, min_seconds
+                    fns + [functools.partial(tm, input_ids=tids, attention_mask=tmask)], reps, min_seconds
                 )
             row = dict(
                 model=name,
@@ -231,9 +229,7 @@ def main(argv=None):
         ap, cluster=False, what="a second, data-parallel run of every forward (compared with one device)"
     )
     args = ap.parse_args(argv)
-    mesh = mesh_from_args(args, join_cluster=False, fail=ap.error)
-    if mesh is not None:
-        print(f"mesh: {describe_mesh(mesh)}", flush=True)
+    mesh = mesh_from_flags(args, ap)
     batches, lengths = ([1, 8], [128]) if args.quick else ([1, 8, 32], [128, 512])
     reps = 1 if args.quick else args.reps
     min_s = 0.5 if args.quick else args.min_seconds
@@ -287,9 +283,11 @@ def main(argv=None):
         seeds=dict(inputs=[0, 1]),
         time=time.strftime("%Y-%m-%dT%H:%M:%S"),
     )
-    out = Path(args.out or ROOT / "results" / ("bench_extract.json" if mesh is None else "bench_extract_mesh.json"))
-    with atomic_path(out) as tmp, open(tmp, "w") as f:
-        json.dump(result, f, indent=2)
+    out = dump_json(
+        result,
+        Path(args.out or RESULTS / ("bench_extract.json" if mesh is None else "bench_extract_mesh.json")),
+        indent=2,
+    )
     print(f"\nwrote {out}")
 
 

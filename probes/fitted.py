@@ -1,0 +1,138 @@
+"""A BoRP probe fitted from a data file, saved, loaded and applied (``puaudit probe fit | predict``).
+
+    read_dialogues(path) -> (table, dialogues)        .jsonl / .json / .csv, row-numbered errors
+    ProbeSpec                                         how the features are made: encoder, layer, prompt
+    dialogue_features(spec, dialogues, mesh) -> (n, d)
+    fit_probe(table, dialogues, target, spec, head_config, mesh) -> FittedProbe
+    save_probe / load_probe                           the pickle file (written atomically)
+
+Data: a ``messages`` column (a list of {"role", "content"}, the rated response last; JSON text in
+csv) or ``prompt`` and ``response`` columns (one user turn, one assistant turn). Encoders: a decoder
+("smollm2" or a local HF folder) gives contrastive states with the blind prompt or a rubric prompt
+(:func:`probes.borp.rubric_probe`); an encoder ("minilm") gives the mean-pooled embedding of the
+dialogue text (no contrastive prompt). A mesh splits the extraction batches' rows and the PLS fits'
+samples over several devices (same results up to float rounding); the saved probe does not depend on it.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from puaudit_runtime.files import atomic_path
+
+from . import borp
+
+__all__ = ["FittedProbe", "dialogue_features", "fit_probe", "load_probe", "read_dialogues", "save_probe"]
+
+
+def _dialogues(table: pd.DataFrame, path: str) -> list[list[dict]]:
+    if "messages" in table:
+        return [json.loads(m) if isinstance(m, str) else list(m) for m in table["messages"]]
+    if {"prompt", "response"} <= set(table.columns):
+        return [
+            [{"role": "user", "content": str(q)}, {"role": "assistant", "content": str(r)}]
+            for q, r in zip(table["prompt"], table["response"])
+        ]
+    raise ValueError(f"{path}: needs a 'messages' column or 'prompt' and 'response' columns")
+
+
+def read_dialogues(path: str) -> tuple[pd.DataFrame, list[list[dict]]]:
+    """The table of ``path`` and its dialogues (one list of {"role", "content"} per row).
+
+    Raises:
+        ValueError: an unknown suffix, missing columns, or a row whose messages are malformed (named).
+    """
+    p = Path(path)
+    if p.suffix == ".jsonl":
+        table = pd.read_json(p, lines=True)
+    elif p.suffix == ".json":
+        table = pd.DataFrame(json.loads(p.read_text()))
+    elif p.suffix == ".csv":
+        table = pd.read_csv(p)
+    else:
+        raise ValueError(f"{path}: expected .jsonl, .json or .csv")
+    msgs = _dialogues(table, path)
+    for i, m in enumerate(msgs):
+        if not m or not all(isinstance(t, dict) and {"role", "content"} <= set(t) for t in m):
+            raise ValueError(f"{path}: row {i}: messages must be a non-empty list of {{role, content}}")
+    return table, msgs
+
+
+def prompt_spec(encoder: str, layer: int, scale: tuple[float, float], rubric: str | None, criterion: str) -> dict:
+    """The feature spec saved with a probe: encoder, layer and the contrastive prompt's fields."""
+    probe = borp.rubric_probe(criterion, rubric, scale=scale) if rubric else borp.blind_probe(scale)
+    return dict(encoder=encoder, layer=layer, probe=dict(probe.__dict__))
+
+
+def dialogue_features(spec: dict, dialogues: list, mesh=None) -> np.ndarray:
+    """Features (n, d) of ``dialogues`` as ``spec`` (:func:`prompt_spec`) says; ``mesh`` splits the rows."""
+    from .models import load_pretrained
+
+    pre = load_pretrained(spec["encoder"])
+    if pre.config.is_decoder:
+        probe = borp.ProbePrompt(**{**spec["probe"], "scale": tuple(spec["probe"]["scale"])})
+        return borp.contrastive_vectors(pre, dialogues, [probe], layers=spec["layer"], progress=True, mesh=mesh)[:, 0]
+    from .extract import encode
+
+    return encode(pre, [" ".join(t["content"] for t in m) for m in dialogues], progress=True, mesh=mesh)
+
+
+@dataclass(frozen=True)
+class FittedProbe:
+    """A fitted probe.
+
+    Attributes:
+        spec: how its features are made (:func:`prompt_spec`).
+        head: the fitted :class:`probes.borp.BorpHead`.
+        n_train: rows it was fitted on.
+        n_features: feature dimension d.
+        in_sample: :func:`probes.borp.agreement` of its fitted values (empty when the scores are constant).
+    """
+
+    spec: dict
+    head: borp.BorpHead
+    n_train: int
+    n_features: int
+    in_sample: dict
+
+    def predict(self, dialogues: list, mesh=None) -> np.ndarray:
+        """(n,) predicted scores of ``dialogues``."""
+        return self.head.predict(dialogue_features(self.spec, dialogues, mesh))
+
+
+def fit_probe(
+    table: pd.DataFrame, dialogues: list, target: str, spec: dict, config: borp.HeadConfig, mesh=None
+) -> FittedProbe:
+    """Fit a BoRP head on the human scores in column ``target`` of ``table``.
+
+    Raises:
+        ValueError: no such column, or rows without a score (counted).
+    """
+    if target not in table:
+        raise ValueError(f"no column {target!r}")
+    y = table[target].to_numpy(float)
+    if np.isnan(y).any():
+        raise ValueError(f"{int(np.isnan(y).sum())} rows without a {target!r} score")
+    V = dialogue_features(spec, dialogues, mesh)
+    head = borp.BorpHead(config, mesh=mesh).fit(V, y)
+    fitted = head.predict(V)
+    return FittedProbe(spec, head, len(y), V.shape[1], borp.agreement(y, fitted) if np.ptp(y) > 0 else {})
+
+
+def save_probe(probe: FittedProbe, path: str | Path) -> None:
+    """Pickle ``probe`` to ``path`` atomically (a dict of spec, head and n_train)."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        pickle.dump(dict(spec=probe.spec, head=probe.head, n_train=probe.n_train), f)
+
+
+def load_probe(path: str | Path) -> FittedProbe:
+    """A probe saved by :func:`save_probe` (only load files you trust: pickle runs code)."""
+    with open(path, "rb") as f:
+        saved = pickle.load(f)
+    return FittedProbe(saved["spec"], saved["head"], saved["n_train"], 0, {})

@@ -1,0 +1,130 @@
+"""``puaudit audit DATA``: audit the unlabelled judge verdicts of a comparison table.
+
+    puaudit audit DATA [--embeddings FILE | --encoder minilm|smollm2|PATH] [--scorer knn] [--rule two-sided]
+                  [--flip-threshold 0.5] [--confidence 0.9] [--cluster-by COLUMN] [--m M] [--out DIR]
+
+Writes ``DIR/items.csv`` and ``DIR/items.parquet`` (one row per input comparison), ``DIR/report.json``
+(:class:`~puaudit_jax.audit.AuditReport`), ``DIR/figure2.png`` and, for calibrated rules,
+``DIR/calibration.png``. ``--hide-labels F`` hides the human verdicts of a share F of each type's
+labelled rows (audited as unlabelled and scored against their hidden labels in the report).
+
+The audit's options and defaults come from :class:`~puaudit_jax.audit.AuditConfig` and the
+calibrated rule's fields through :mod:`puaudit_jax.cli.options`; the scorer and rule helpers here
+are shared with ``evaluate`` and ``demo``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..audit import AuditConfig, run_audit, write_result
+from ..audit.rules import RULES, CalibratedRule, get_rule, needs_crossfit
+from ..audit.scorers import SCORERS, get_scorer
+from ..evaluate import split_labels
+from ..evaluate.consistency import with_hidden_labels
+from . import inputs
+from .options import add_options, options_from_args
+
+AUDIT_FIELDS = ("m", "eta", "alpha1", "alpha2", "holdout", "group_by", "min_group_size", "folds", "cluster_by", "seed")
+RULE_FIELDS, RULE_RENAME = ("threshold", "confidence"), {"threshold": "flip_threshold"}
+
+
+def scorer_of(name: str, args):
+    """A scorer name, or for the entropic partial-OT scorer an instance with the mesh and the float type.
+
+    The mesh (--devices / --mesh) and the float type (--solver-dtype) of its Sinkhorn solve.
+    """
+    if name != "pot" or (args.mesh_obj is None and args.solver_dtype == "float32"):
+        return name
+    return get_scorer(name, mesh=args.mesh_obj, dtype=args.solver_dtype)
+
+
+def rule_of(name: str, args):
+    """A rule by name; calibrated rules take --flip-threshold and --confidence."""
+    if needs_crossfit(name):
+        return get_rule(name, **options_from_args(args, CalibratedRule, include=RULE_FIELDS, rename=RULE_RENAME))
+    return name
+
+
+def audit_config(args, **fields) -> AuditConfig:
+    """The :class:`AuditConfig` of the command line (``fields`` override), validated."""
+    config = AuditConfig(**{**options_from_args(args, AuditConfig, include=AUDIT_FIELDS), **fields})
+    config.validate()
+    return config
+
+
+def add_audit_options(p: argparse.ArgumentParser) -> None:
+    """The audit's settings, generated from AuditConfig and the calibrated rule's fields."""
+    add_options(p, AuditConfig, include=AUDIT_FIELDS)
+    add_options(p, CalibratedRule, include=RULE_FIELDS, rename=RULE_RENAME)
+    p.add_argument(
+        "--solver-dtype",
+        choices=["float32", "float64"],
+        default="float32",
+        help="float type of the pot scorer's Sinkhorn solve (float64: results that do not depend on "
+        "the order of float additions, e.g. the same items on any number of devices; ~2x slower)",
+    )
+
+
+def cmd_audit(args) -> int:
+    """``puaudit audit``: options checked, then the audit in a locked output folder."""
+    if args.hide_labels is not None and not 0 < args.hide_labels < 1:
+        raise ValueError(f"--hide-labels must be in (0, 1), got {args.hide_labels}")
+    args.mesh_obj = inputs.mesh_of(args)
+    config = audit_config(args, scorer=scorer_of(args.scorer, args), rule=rule_of(args.rule, args))
+    inputs.checked_first(args)
+    with inputs.output_folder(args) as run:
+        return _audit_command(args, config, run)
+
+
+def _audit_command(args, config: AuditConfig, run) -> int:
+    table = inputs.load_data(args.data, args.include_unlabelled)
+    emb = inputs.features(args, table)
+    truth = None
+    if args.hide_labels:
+        split = split_labels(table, p_ratio=1 - args.hide_labels, seed=args.seed)
+        table, truth = split.table, split.truth
+    try:
+        result = run_audit(table, emb, config)
+    except ValueError as err:
+        if "U is empty" not in str(err):
+            raise
+        hint = " (use --hide-labels F to audit a share of the labelled items, or --include-unlabelled)"
+        raise ValueError(f"{err}{hint}") from None
+    if truth is not None:
+        result = with_hidden_labels(result, truth, args.hide_labels)
+    if run is None:
+        return 0
+    files = write_result(result, args.out)
+    if not args.no_figures:
+        from ..audit.plots import audit_figures
+
+        files += audit_figures(result, truth, args.out, title=args.data)
+    run.finish(files)
+    print(result.report.summary())
+    if truth is not None:
+        print(result.report.hidden_labels.table())
+    print(f"wrote {args.out}/" + ", ".join(files))
+    return 0
+
+
+def add_audit_parser(sub) -> None:
+    """Register ``audit`` on a subparsers object."""
+    p = sub.add_parser("audit", help="audit the unlabelled judge verdicts of DATA")
+    inputs.add_data_options(p)
+    add_audit_options(p)
+    p.add_argument(
+        "--scorer",
+        default=AuditConfig.scorer,
+        choices=sorted(SCORERS),
+        help=f"default {AuditConfig.scorer} (picked by the data; the seed's is pot)",
+    )
+    p.add_argument(
+        "--rule",
+        default=AuditConfig.rule,
+        choices=sorted(RULES),
+        help=f"default {AuditConfig.rule} (calibrated, abstaining; the seed's is seed)",
+    )
+    p.add_argument("--hide-labels", type=float, help="hide the human labels of this share of labelled rows")
+    p.add_argument("--out", default="puaudit-out")
+    p.set_defaults(func=cmd_audit)

@@ -1,0 +1,176 @@
+"""``puaudit evaluate DATA`` (the seed's protocol) and ``puaudit demo`` (it, end to end, on MT-Bench).
+
+    puaudit evaluate DATA [--embeddings FILE | --encoder ...] [--pairs knn:two-sided,pot:seed]
+                     [--scorers knn,pot-exact|all --rules two-sided,seed|all] [--seeds 10] [--p-ratio 0.2]
+                     [--split-by COLUMN] [--ceiling] [--sweep p_ratio=0.05,0.2] --out DIR
+    puaudit demo [--out DIR]
+
+evaluate writes ``DIR/results.csv`` (one row per scorer, rule and question type), ``DIR/results.json``
+(the same plus the settings), ``DIR/per_seed.csv``, ``DIR/figure3.png``, ``DIR/figure2.png`` and,
+when the first scorer's rule is calibrated, ``DIR/calibration.png``. demo writes the same for
+MT-Bench GPT-4 against the expert votes and prints the default audit beside the seed's Table 5.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ..audit import DEFAULT_RULE, DEFAULT_SCORER, AuditConfig
+from ..audit.rules import RULES
+from ..audit.scorers import SCORERS
+from ..evaluate import evaluate, summary_table, sweep, write_evaluation
+from ..evaluate.demo import DEMO_SCORERS, demo_text, run_demo
+from ..evaluate.protocol import DEFAULT_PAIRS, Protocol
+from . import inputs
+from .audit import add_audit_options, audit_config, rule_of, scorer_of
+from .options import add_options, options_from_args
+
+
+def _names(value: str, registry, what: str) -> list[str]:
+    names = list(registry) if value == "all" else [v.strip() for v in value.split(",") if v.strip()]
+    bad = [v for v in names if v not in registry]
+    if bad:
+        raise SystemExit(f"error: unknown {what} {bad}; use {sorted(registry)} or 'all'")
+    return names
+
+
+def _pairs(value: str) -> list[tuple[str, str]]:
+    """``scorer:rule,scorer:rule`` -> [(scorer, rule)], names checked."""
+    pairs = [tuple(p.strip().split(":", 1)) for p in value.split(",") if p.strip()]
+    bad = [":".join(p) for p in pairs if len(p) != 2 or p[0] not in SCORERS or p[1] not in RULES]
+    if bad or not pairs:
+        raise SystemExit(
+            f"error: --pairs needs scorer:rule items with scorers {sorted(SCORERS)} and rules "
+            f"{sorted(RULES)}; got {bad or value!r}"
+        )
+    return pairs
+
+
+def _sweep(value: str | None) -> tuple[str, list[float]] | None:
+    """--sweep p_ratio=V1,V2 | m=V1,V2 -> (param, values), checked before any work."""
+    if not value:
+        return None
+    param, _, text = value.partition("=")
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        values = []
+    if param not in ("p_ratio", "m") or not values:
+        raise ValueError(f"--sweep needs p_ratio=V1,V2,... or m=V1,V2,..., got {value!r}")
+    return param, values
+
+
+def _compared(args) -> dict:
+    """{"pairs": [...]} or the grid {"scorers": [...], "rules": [...]} the options ask for."""
+    if args.scorers or args.rules:
+        return {
+            "scorers": [scorer_of(s, args) for s in _names(args.scorers or DEFAULT_SCORER, SCORERS, "scorers")],
+            "rules": [rule_of(r, args) for r in _names(args.rules or f"{DEFAULT_RULE},seed", RULES, "rules")],
+        }
+    return {"pairs": [(scorer_of(s, args), rule_of(r, args)) for s, r in _pairs(args.pairs)]}
+
+
+def _write(res, args, data: str, run) -> list[str]:
+    """The evaluation's files and figures in --out, recorded in the run folder's manifest."""
+    files = write_evaluation(res, args.out, data=data)
+    if not args.no_figures:
+        from ..evaluate.plots import evaluation_figures
+
+        files += evaluation_figures(res, args.out, data=data)
+    run.finish(files)
+    return files
+
+
+def cmd_evaluate(args) -> int:
+    """``puaudit evaluate``: options checked, then the protocol in a locked output folder."""
+    args.mesh_obj = inputs.mesh_of(args)
+    config, compared, swept = audit_config(args), _compared(args), _sweep(args.sweep)
+    proto = options_from_args(args, Protocol, include=("seeds", "p_ratio", "split_by", "ceiling"))
+    Protocol(**proto).validate()
+    inputs.checked_first(args)
+    with inputs.output_folder(args) as run:
+        return _evaluate_command(args, config, compared, swept, proto, run)
+
+
+def _evaluate_command(args, config: AuditConfig, compared: dict, swept, proto: dict, run) -> int:
+    table = inputs.load_data(args.data, args.include_unlabelled)
+    emb = inputs.features(args, table)
+    kwargs = dict(config=config, progress=not args.quiet, **compared, **proto)
+    if swept:
+        kwargs.pop(swept[0], None)
+        res = sweep(table, emb, param=swept[0], values=swept[1], **kwargs)
+    else:
+        res = evaluate(table, emb, **kwargs)
+    if run is None:
+        return 0
+    files = _write(res, args, args.data, run)
+    overall = res.summary[res.summary.question_type == "all"]
+    print(summary_table(res.summary) if not swept else overall.to_string(index=False, float_format="{:.4f}".format))
+    print(f"wrote {args.out}/" + ", ".join(files))
+    return 0
+
+
+def cmd_demo(args) -> int:
+    """``puaudit demo``: MT-Bench GPT-4 vs the experts, the default audit beside the seed's."""
+    t0 = time.perf_counter()
+    args.data, args.include_unlabelled = "mtbench", None
+    args.mesh_obj = inputs.mesh_of(args)
+    config = audit_config(args)
+    Protocol(seeds=args.seeds, p_ratio=args.p_ratio).validate()
+    names = _names(args.scorers, SCORERS, "scorers")
+    inputs.checked_first(args)
+    with inputs.output_folder(args) as run:
+        return _demo_command(args, config, names, run, t0)
+
+
+def _demo_command(args, config: AuditConfig, names: list[str], run, t0: float) -> int:
+    table = inputs.load_data("mtbench", None)
+    emb = inputs.features(args, table)
+    t_embed = time.perf_counter() - t0
+    res = run_demo(table, emb, scorers=[scorer_of(s, args) for s in names], default_rule=rule_of(DEFAULT_RULE, args),
+                   seed_scorer=scorer_of("pot", args), config=config, seeds=args.seeds, p_ratio=args.p_ratio,
+                   progress=not args.quiet)  # fmt: skip
+    if run is None:
+        return 0
+    files = _write(res, args, "mtbench", run)
+    print(demo_text(res, first_scorer=names[0], eta=args.eta, p_ratio=args.p_ratio, source=emb.source))
+    total = time.perf_counter() - t0
+    print(f"wrote {args.out}/" + ", ".join(files) + f" (embeddings {t_embed:.0f}s, total {total:.0f}s)")
+    return 0
+
+
+def add_evaluate_parser(sub) -> None:
+    """Register ``evaluate`` on a subparsers object."""
+    p = sub.add_parser("evaluate", help="the seed's protocol: repeated splits, hidden labels, Cons_orig/adj")
+    inputs.add_data_options(p)
+    add_audit_options(p)
+    add_options(p, Protocol)
+    p.add_argument(
+        "--pairs",
+        default=",".join(f"{s}:{r}" for s, r in DEFAULT_PAIRS),
+        help="scorer:rule pairs to compare (default: the default audit and the seed's configuration)",
+    )
+    p.add_argument(
+        "--scorers",
+        help=f"instead of --pairs, the grid of these scorers (comma list of {sorted(SCORERS)} "
+        f"or 'all'; default {DEFAULT_SCORER}) ...",
+    )
+    p.add_argument(
+        "--rules",
+        help=f"... and these rules (comma list of {sorted(RULES)} or 'all'; default "
+        f"{DEFAULT_RULE},seed; each scorer's audit runs with the first)",
+    )
+    p.add_argument("--sweep", help="p_ratio=V1,V2,... or m=V1,V2,... (the seed's Tables 6 and 7)")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_evaluate)
+
+
+def add_demo_parser(sub) -> None:
+    """Register ``demo`` on a subparsers object."""
+    p = sub.add_parser("demo", help="MT-Bench GPT-4 vs experts with MiniLM, end to end")
+    inputs.add_data_options(p, data=False)
+    add_audit_options(p)
+    add_options(p, Protocol, include=("seeds", "p_ratio"))
+    p.add_argument("--scorers", default=",".join(DEMO_SCORERS))
+    p.add_argument("--out", default="results/demo")
+    p.set_defaults(func=cmd_demo)

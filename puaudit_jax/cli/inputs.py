@@ -1,0 +1,126 @@
+"""What the data commands share: DATA and its embeddings, the devices, the output folder.
+
+``audit``, ``evaluate``, ``demo`` and ``quantify`` read a comparison table (a file or a bundled
+set), embed it (or read ``--embeddings``), may run on several devices or processes, and write one
+output folder. Each step here is checked before the expensive ones, so a bad option fails in a
+second, not after the embedding.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from puaudit_runtime.flags import add_device_arguments, mesh_from_args
+
+from .. import datasets
+from ..audit.embed import EmbedConfig, load_embeddings, save_embeddings, table_embeddings
+from ..datasets import BUNDLED
+from .options import add_options, options_from_args
+from .run_folder import RunFolder
+
+EMBED_FIELDS = ("cache_dir", "no_cache", "batch_size", "max_length", "long_inputs")
+
+
+def load_data(data: str, include_unlabelled: bool | None = None, limit: int | None = None) -> pd.DataFrame:
+    """:func:`puaudit_jax.datasets.load_data`, a missing file as a one-line CLI error."""
+    try:
+        return datasets.load_data(data, include_unlabelled, limit)
+    except FileNotFoundError as err:
+        raise SystemExit(f"error: {err}") from None
+
+
+def mesh_of(args):
+    """The mesh of --devices / --mesh (joining the cluster the flags name first), or None."""
+    try:
+        mesh = mesh_from_args(args)
+    except ValueError as err:
+        raise SystemExit(f"error: {err}") from None
+    if mesh is not None:
+        import jax
+
+        print(
+            f"[puaudit] {mesh.size} devices ({mesh.devices.flat[0].platform}), mesh {dict(mesh.shape)}, "
+            f"process {jax.process_index()} of {jax.process_count()}",
+            file=sys.stderr,
+        )
+    return mesh
+
+
+def writes() -> bool:
+    """Whether this process writes the outputs (process 0 of a cluster, or the only one)."""
+    import jax
+
+    return jax.process_index() == 0
+
+
+def embed_config(args) -> EmbedConfig:
+    """The :class:`EmbedConfig` of the command line, validated."""
+    config = EmbedConfig(encoder=args.encoder, **options_from_args(args, EmbedConfig, include=EMBED_FIELDS))
+    config.validate()
+    return config
+
+
+def check_out(folder: str) -> None:
+    """The output folder exists (created) and this process can write there."""
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as err:
+        raise ValueError(f"--out {folder}: cannot write there ({err.strerror or err})") from None
+
+
+def checked_first(args) -> None:
+    """Everything that can be checked before loading data or a model: embedding options, --out."""
+    if not args.embeddings:
+        embed_config(args)
+    check_out(args.out)
+
+
+def features(args, table: pd.DataFrame):
+    """PairEmbeddings from --embeddings, or computed by the probes encoder the options name."""
+    if args.embeddings:
+        return load_embeddings(args.embeddings)
+    config = embed_config(args)
+    t = time.perf_counter()
+    emb = table_embeddings(table, config, mesh=args.mesh_obj, progress=not args.quiet)
+    print(
+        f"embedded {len(emb.ids)} comparisons with {config.resolved().encoder} (d={emb.dim}) in "
+        f"{time.perf_counter() - t:.1f}s",
+        file=sys.stderr,
+    )
+    if args.save_embeddings:
+        save_embeddings(emb, args.save_embeddings)
+    return emb
+
+
+def output_folder(args):
+    """The locked :class:`RunFolder` of --out for the process that writes, else a context of None."""
+    return RunFolder(args.out, getattr(args, "argv", [])) if writes() else contextlib.nullcontext(None)
+
+
+def add_data_options(p: argparse.ArgumentParser, data: bool = True) -> None:
+    """DATA, where its embeddings come from, and the device flags."""
+    if data:
+        p.add_argument("data", help=f"comparison file or bundled set ({', '.join(BUNDLED)})")
+        p.add_argument(
+            "--include-unlabelled",
+            action="store_true",
+            default=None,
+            help="bundled sets: add the judge-only comparisons (LLMFAO: 1,097 pairs)",
+        )
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--embeddings", help=".npz with arrays id, a, b (F(x, o_A), F(x, o_B))")
+    add_options(src, EmbedConfig, include=("encoder",))
+    add_options(p, EmbedConfig, include=EMBED_FIELDS)
+    p.add_argument("--save-embeddings", help="also write the computed embeddings to this .npz")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--no-figures", action="store_true")
+    add_device_arguments(p)

@@ -1,0 +1,66 @@
+"""``puaudit quantify DATA``: agreement, A share, win rates and the Elo leaderboard with intervals.
+
+    puaudit quantify DATA [--level 0.9] [--cluster-by COLUMN] [--with-audit | --audit DIR] [--out DIR]
+
+Estimators side by side (judge only, human only, PPI++ with the judge's verdicts, and with
+``--with-audit`` / ``--audit`` PPI++ with an audit's expected human verdicts); writes the tables of
+:func:`puaudit_jax.quantify.write_quantification` and ``forest.png``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..audit.predictions import audit_for_quantify
+from ..audit.write import read_items
+from ..datasets.verdicts import MISSING
+from ..quantify import quantify, write_quantification
+from ..quantify.estimators import check_level
+from ..quantify.pipeline import QuantifyConfig
+from . import inputs
+from .options import add_options, options_from_args
+
+COLUMNS = ("target", "estimator", "estimate", "lower", "upper", "n_labelled", "n_unlabelled", "note")
+
+
+def cmd_quantify(args) -> int:
+    """``puaudit quantify``: options checked, then the estimates in a locked output folder."""
+    options = options_from_args(args, QuantifyConfig)
+    check_level(options["level"])
+    args.mesh_obj = inputs.mesh_of(args) if args.with_audit else None
+    inputs.checked_first(args)
+    with inputs.output_folder(args) as run:
+        table = inputs.load_data(args.data, args.include_unlabelled)
+        audit_items = None if args.audit is None else read_items(args.audit)
+        if args.with_audit:
+            audit_items = audit_for_quantify(table, inputs.features(args, table.assign(human=MISSING)))
+        result = quantify(table, audit_items=audit_items, **options)
+        files = write_quantification(result, args.out, data=args.data)
+        if not args.no_figures:
+            import matplotlib.pyplot as plt
+
+            from ..quantify.plots import forest_plot
+
+            plt.close(forest_plot(result.to_frame(), Path(args.out) / "forest.png", title=f"{args.data}"))
+            files.append("forest.png")
+        run.finish(files)
+    print(result.to_frame()[list(COLUMNS)].to_string(index=False, float_format="{:.4f}".format))
+    for warning in result.warnings:
+        print(f"warning: {warning}")
+    print(f"wrote {args.out}/" + ", ".join(files))
+    return 0
+
+
+def add_quantify_parser(sub) -> None:
+    """Register ``quantify`` on a subparsers object."""
+    p = sub.add_parser("quantify", help="agreement, A share, win rates and the Elo leaderboard with intervals (PPI++)")
+    inputs.add_data_options(p)
+    add_options(p, QuantifyConfig)
+    audit = p.add_mutually_exclusive_group()
+    audit.add_argument("--with-audit", action="store_true",
+                       help="also run the default calibrated audit (tie labels hidden; embeddings as for "
+                       "`puaudit audit`) and add PPI++ with its expected human verdicts")  # fmt: skip
+    audit.add_argument("--audit", help="an audit's output folder (or its items.csv) of the same data, run "
+                       "with a calibrated rule and the tie labels hidden: adds PPI++ with its predictions")  # fmt: skip
+    p.add_argument("--out", default="puaudit-quantify")
+    p.set_defaults(func=cmd_quantify)

@@ -1,0 +1,201 @@
+"""The consensus commands' computing: judge scores from verdict files, alignment of a score matrix.
+
+    load_verdicts(name) / load_matrix(name)         a file, or a bundled set by name
+    judge_scores(verdicts, ...) -> JudgeScores       Bradley-Terry / Elo per judge, agreement
+    align_matrix(matrix, config, human) -> Alignment the adapter, metrics before and after
+    table4() -> (table, means)                       the seed appendix's Table 4 from Table 6
+    write_judge_scores / write_alignment             their files, written atomically
+
+``puaudit consensus scores | align | table4`` (:mod:`puaudit_jax.cli.consensus`) parse the options,
+call these and print.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from puaudit_runtime.files import save_figure, write_csv, write_json
+
+from ..datasets import load_uda_scores, score_matrix
+from .alignment import AlignConfig, AlignResult, align
+from .bradley_terry import BTConfig
+from .elo import EloConfig
+from .matrices import ScoreMatrices, llmfao_verdicts, mtbench_verdicts, score_matrices
+from .metrics import consensus, judge_metrics, summary
+
+BUNDLED_VERDICTS = ("llmfao", "mtbench")
+BUNDLED_MATRICES = ("uda-transfer", "uda-arenahard")
+
+
+def _read_table(path: str) -> pd.DataFrame:
+    suffix = Path(path).suffix.lower()
+    if suffix == ".csv":
+        return pd.read_csv(path, keep_default_na=False)
+    if suffix in (".jsonl", ".json"):
+        return pd.read_json(path, lines=suffix == ".jsonl")
+    if suffix == ".parquet":
+        return pd.read_parquet(path)
+    raise ValueError(f"cannot read {path!r} (use .csv, .jsonl or .parquet)")
+
+
+def load_verdicts(name: str) -> pd.DataFrame:
+    """Long verdicts (judge, model_a, model_b, winner) of a bundled set or a file.
+
+    A bundled set (``llmfao``: crowd votes, gpt4, gpt3; ``mtbench``: human, gpt4) or a csv / jsonl /
+    parquet file.
+    """
+    if name == "llmfao":
+        return llmfao_verdicts("votes")
+    if name == "mtbench":
+        return mtbench_verdicts()
+    if not Path(name).is_file():
+        raise ValueError(f"{name!r} is neither a file nor a bundled set ({', '.join(BUNDLED_VERDICTS)})")
+    return _read_table(name)
+
+
+def load_matrix(name: str) -> pd.DataFrame:
+    """A judges x models score matrix, bundled or from a csv.
+
+    The seed's bundled ``uda-transfer`` (with its ``human`` row) or ``uda-arenahard``, or a csv whose
+    first column names the judges.
+    """
+    if name in BUNDLED_MATRICES:
+        scores = load_uda_scores()
+        dataset = "transfer_table6" if name == "uda-transfer" else "arenahard"
+        base = score_matrix(scores, dataset, "baseline")
+        if name == "uda-transfer":
+            base = pd.concat([base, score_matrix(scores, dataset, "human")])
+        return base
+    if not Path(name).is_file():
+        raise ValueError(f"{name!r} is neither a file nor {' / '.join(BUNDLED_MATRICES)}")
+    table = pd.read_csv(name, index_col=0)
+    table.index = table.index.astype(str)
+    return table
+
+
+@dataclass(frozen=True)
+class JudgeScores:
+    """Scores of every judge and their agreement with a reference.
+
+    Attributes:
+        matrices: the fits (:class:`ScoreMatrices`: judges x models Elo, intervals, exclusions).
+        agreement: per judge, Pearson / Kendall / MSE against the reference (one row per judge).
+        reference: the reference judge's name, or "consensus".
+        settings: what produced them (method, configs, seed, bootstrap resamples, comparisons per judge).
+    """
+
+    matrices: ScoreMatrices
+    agreement: pd.DataFrame
+    reference: str
+    settings: dict
+
+
+def judge_scores(
+    verdicts: pd.DataFrame,
+    *,
+    method: str = "bt",
+    bt: BTConfig = BTConfig(),
+    elo: EloConfig = EloConfig(),
+    n_boot: int = 0,
+    seed: int = 0,
+    reference: str | None = None,
+) -> JudgeScores:
+    """Bradley-Terry (or online Elo) per judge, and each judge against ``reference`` (default the consensus).
+
+    Raises:
+        ValueError: a non-identifiable comparison graph, bad settings, or an unknown reference judge.
+    """
+    res = score_matrices(verdicts, method=method, bt=bt, elo=elo, n_boot=n_boot, seed=seed)
+    if reference is not None and reference not in res.scores.index:
+        raise ValueError(f"--reference {reference!r} is not a judge ({list(res.scores.index)})")
+    target = res.scores.loc[reference] if reference else consensus(res.scores)
+    settings = dict(method=method, config=asdict(res.config), seed=seed, n_boot=n_boot,
+                    reference=reference or "consensus", excluded=res.excluded,
+                    n_comparisons=verdicts.groupby("judge").size().to_dict())  # fmt: skip
+    return JudgeScores(res, judge_metrics(res.scores, target).reset_index(), reference or "consensus", settings)
+
+
+def write_judge_scores(run: JudgeScores, out: str | Path, *, source: str) -> list[str]:
+    """scores.csv, intervals.csv (with bootstrap), agreement.csv and run.json in ``out``; their names."""
+    out, res = Path(out), run.matrices
+    write_csv(res.scores.reset_index(), out / "scores.csv")
+    files = ["scores.csv", "agreement.csv", "run.json"]
+    if res.intervals:
+        write_csv(pd.concat([t.assign(judge=j) for j, t in res.intervals.items()]), out / "intervals.csv")
+        files.append("intervals.csv")
+    write_csv(run.agreement, out / "agreement.csv")
+    s = run.settings
+    write_json({"command": "consensus scores", "verdicts": source, "method": s["method"], "config": s["config"],
+                "seed": s["seed"], "n_boot": s["n_boot"], "reference": s["reference"], "excluded": s["excluded"],
+                "n_comparisons": s["n_comparisons"]}, out / "run.json")  # fmt: skip
+    return files
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """A consensus alignment and its metrics.
+
+    Attributes:
+        matrix: the judges x models scores before (the human row, if any, taken out).
+        result: the adapter's :class:`AlignResult` (aligned scores, loss curve, terms).
+        config: the :class:`AlignConfig` it ran with.
+        before / after: :func:`puaudit_jax.consensus.metrics.summary` of the scores before and after.
+    """
+
+    matrix: pd.DataFrame
+    result: AlignResult
+    config: AlignConfig
+    before: dict
+    after: dict
+
+
+def split_human(matrix: pd.DataFrame, human: str | None) -> tuple[pd.DataFrame, pd.Series | None]:
+    """(the judges' rows, the human row or None): ``human`` names the row of human scores."""
+    if human is None:
+        return matrix, None
+    if human not in matrix.index:
+        raise ValueError(f"--human {human!r} is not a row of the matrix ({list(matrix.index)})")
+    return matrix.drop(index=human), matrix.loc[human]
+
+
+def align_matrix(matrix: pd.DataFrame, config: AlignConfig, human: pd.Series | None = None) -> Alignment:
+    """Align ``matrix`` (judges x models) towards its consensus; ``human`` scores for evaluation only."""
+    res = align(matrix, config)
+    base = consensus(matrix)
+    before, after = summary(matrix, human=human), summary(res.scores, base_consensus=base, human=human)
+    return Alignment(matrix, res, config, before, after)
+
+
+def write_alignment(run: Alignment, out: str | Path, *, source: str, figures: bool = True) -> list[str]:
+    """aligned.csv, metrics.json and (``figures``) heatmaps.png in ``out``; their names."""
+    out, res = Path(out), run.result
+    write_csv(res.scores.reset_index(names="judge"), out / "aligned.csv")
+    write_json({"command": "consensus align", "matrix": source, "config": asdict(run.config), "before": run.before,
+                "after": run.after, "terms": res.terms, "final_loss": float(res.loss[-1])},
+               out / "metrics.json")  # fmt: skip
+    if not figures:
+        return ["aligned.csv", "metrics.json"]
+    from .plots import heatmaps
+
+    save_figure(heatmaps({"before": run.matrix, "after": res.scores}), out / "heatmaps.png", dpi=110,
+                bbox_inches="tight")  # fmt: skip
+    return ["aligned.csv", "metrics.json", "heatmaps.png"]
+
+
+def table4() -> tuple[pd.DataFrame, pd.Series]:
+    """The seed appendix's Table 4 from its Table 6 matrices, and the column means.
+
+    Table 4: Pearson and MSE to the consensus, baseline vs UDA, per judge.
+    """
+    scores = load_uda_scores()
+    base = score_matrix(scores, "transfer_table6", "baseline")
+    uda = score_matrix(scores, "transfer_table6", "uda")
+    c = consensus(base)
+    table = pd.concat(
+        {"baseline": judge_metrics(base, c)[["pearson", "mse"]], "UDA": judge_metrics(uda, c)[["pearson", "mse"]]},
+        axis=1,
+    )
+    return table, table.mean()
