@@ -138,7 +138,7 @@ def test_bad_mesh_is_a_clear_error():
 
 _CLI = """
 import contextlib, io, pickle
-from puaudit_jax.cli.main.main import main
+from puaudit_jax.cli import main
 
 data, root = %r, %r
 runs = {"none": [], "2": ["--devices", "2"], "1x2": ["--mesh", "1x2"]}
