@@ -14,7 +14,9 @@ Everything here is small (numpy, and the jit-compiled float64 Newton solver of
 - :class:`IsotonicMap` (PAV through :func:`scipy.optimize.isotonic_regression`, linear between
   blocks, flat outside) and :class:`PlattMap` (logistic regression on the feature with
   ridge-shrunk per-group offsets, slope constrained >= 0; solved by
-  :func:`puaudit_jax.audit.logistic.penalised_logistic`): ``fit_map(method, x, c, groups)``.
+  :func:`puaudit_jax.audit.logistic.penalised_logistic`) and :class:`LogisticMap` (several features:
+  the audit's score beside the judge-side evidence of :mod:`puaudit_jax.audit.evidence`, with
+  per-group offsets and slopes): ``fit_map(method, x, c, groups)``.
 - :func:`bootstrap_indices`: resamples of items or of whole clusters.
 
 Units: features are whatever the scorer's normalised output is (larger = judge more likely
@@ -28,10 +30,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy.optimize import isotonic_regression
+from scipy.special import expit
 
 from .logistic import penalised_logistic
 
-METHODS = ("isotonic", "platt")
+METHODS = ("isotonic", "platt", "logistic")
 
 
 def crossfit_folds(strata: np.ndarray, clusters: np.ndarray | None, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -137,12 +140,114 @@ def fit_platt(x: np.ndarray, c: np.ndarray, groups=None, group_ridge: float = 5.
     return PlattMap(float(w[0]), float(w[1]), {g: float(o) for g, o in zip(names, w[2:])})
 
 
-def fit_map(method: str, x: np.ndarray, c: np.ndarray, groups=None):
-    """``method`` "isotonic" (groups ignored: one pooled monotone map) or "platt"."""
+@dataclass(frozen=True)
+class LogisticMap:
+    """P(correct | x, g) = sigmoid(a + o_g + (w + v_g) . z), z = (x - mean) / scale; unknown groups: o = v = 0.
+
+    Attributes:
+        a: intercept (logit scale).
+        w: (p,) slopes of the standardised features (logit per standard deviation).
+        offsets: group -> o_g, ridge-shrunk towards 0.
+        slopes: group -> (p,) v_g, the group's deviation from ``w``, ridge-shrunk towards 0.
+        mean, scale: (p,) the standardisation of the training features (scale 1 for a constant one).
+    """
+
+    a: float
+    w: np.ndarray
+    offsets: dict
+    slopes: dict
+    mean: np.ndarray
+    scale: np.ndarray
+
+    def __call__(self, x, groups=None) -> np.ndarray:
+        """P(correct) (n,) at the features x (n, p) of items in ``groups`` (n,) (None: no group effects)."""
+        z = (np.asarray(x, np.float64).reshape(-1, len(self.w)) - self.mean) / self.scale
+        logit = self.a + z @ self.w
+        if groups is not None:
+            zero = np.zeros(len(self.w))
+            logit = logit + np.array([self.offsets.get(g, 0.0) for g in groups])
+            logit = logit + np.einsum(
+                "ij,ij->i", z, np.array([self.slopes.get(g, zero) for g in groups]).reshape(z.shape)
+            )
+        return expit(logit)  # no overflow warning where the logit is huge (separable data)
+
+
+def fit_logistic(
+    x: np.ndarray, c: np.ndarray, groups=None, *, interact=None, ridge: float = 2.0, group_ridge: float = 5.0,
+    slope_ridge: float = 10.0,
+) -> LogisticMap:  # fmt: skip
+    """Penalised logistic regression of c on several features with per-group offsets and slopes.
+
+    The model of P(judge correct) that weighs several kinds of evidence at once: global slopes on the
+    standardised features, a ridge-shrunk offset per group (question type) and a ridge-shrunk
+    deviation of every slope per group (evidence whose weight depends on the kind of question, e.g.
+    length on writing prompts). Penalties are on the sum of the log-losses, so they weigh less as
+    the data grow.
+
+    Args:
+        x: (n, p) features (larger need not mean "more correct": slopes have either sign).
+        c: (n,) 1 where the judge was correct, else 0.
+        groups: (n,) group labels, or None for no group effects.
+        interact: (p,) bool, the features that get per-group slopes (default all); the others have
+            one slope for every group.
+        ridge: penalty on the global slopes.
+        group_ridge: penalty on the group offsets.
+        slope_ridge: penalty on the group slope deviations.
+
+    Returns:
+        The fitted :class:`LogisticMap`.
+    """
+    x = np.asarray(x, np.float64).reshape(len(c), -1)
+    c = np.asarray(c, np.float64)
+    mean = x.mean(0)
+    scale = x.std(0)
+    scale = np.where(scale > 0, scale, 1.0)
+    z = (x - mean) / scale
+    n, p = z.shape
+    names = [] if groups is None else sorted(pd.unique(np.asarray(groups, dtype=object)), key=str)
+    if len(names) < 2:
+        names = []
+    onehot = (np.asarray(groups, dtype=object)[:, None] == np.array(names, dtype=object)[None, :]).astype(float)
+    onehot = onehot if names else np.zeros((n, 0))
+    inter = np.ones(p, bool) if interact is None else np.asarray(interact, bool)
+    q = int(inter.sum())
+    interactions = (onehot[:, :, None] * z[:, None, inter]).reshape(n, -1)
+    X = np.column_stack([np.ones(n), z, onehot, interactions])
+    penalty = np.concatenate([[1e-6], np.full(p, ridge), np.full(len(names), group_ridge),
+                              np.full(len(names) * q, slope_ridge)])  # fmt: skip
+    coef = penalised_logistic(X, c, penalty)
+    dev = np.zeros((len(names), p))
+    dev[:, inter] = coef[1 + p + len(names) :].reshape(len(names), q)
+    return LogisticMap(
+        a=float(coef[0]),
+        w=coef[1 : 1 + p],
+        offsets={g: float(o) for g, o in zip(names, coef[1 + p : 1 + p + len(names)])},
+        slopes={g: dev[k] for k, g in enumerate(names)},
+        mean=mean,
+        scale=scale,
+    )
+
+
+def fit_map(method: str, x: np.ndarray, c: np.ndarray, groups=None, **options):
+    """A calibration map fitted on (x, c).
+
+    Args:
+        method: "isotonic" (groups ignored: one pooled monotone map of a 1-D feature), "platt" (1-D
+            feature, group offsets) or "logistic" (several features, group offsets and slopes).
+        x: (n,) feature, or (n, p) features for "logistic".
+        c: (n,) 1 where the judge was correct, else 0.
+        groups: (n,) group labels (question types) or None.
+        **options: keyword options of :func:`fit_logistic` (e.g. ``interact``).
+
+    Returns:
+        A callable map (x, groups) -> P(correct).
+    """
     if method == "isotonic":
         return fit_isotonic(x, c)
     if method == "platt":
         return fit_platt(x, c, groups)
+    if method == "logistic":
+        return fit_logistic(x, c, groups, **options)
     raise ValueError(f"unknown calibration method {method!r}; use one of {METHODS}")
 
 

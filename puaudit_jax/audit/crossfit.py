@@ -12,12 +12,13 @@ folds' P' orientation and the 0/1 targets, never the pool's.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
 from .calibration import crossfit_folds
 from .config import AuditConfig
+from .evidence import JudgeEvidence
 from .mass import MassEstimate
 from .orient import Oriented, judge_oriented
 from .prepare import AuditData
@@ -113,6 +114,33 @@ def _fill_empty_folds(pool_feat: dict, empty: list[int]) -> None:
     for values in pool_feat.values():
         mean = np.nanmean(np.delete(values, empty, axis=1), axis=1)
         values[:, empty] = mean[:, None]
+
+
+def with_evidence(
+    cf: CrossFit, evidence: JudgeEvidence, labelled: np.ndarray, pool: np.ndarray, enabled: tuple[str, ...]
+) -> CrossFit:
+    """``cf`` with the judge-side evidence of its labelled rows and its pool attached.
+
+    Args:
+        cf: the cross-fitted features.
+        evidence: the judge-side features of every row of the table (n, p).
+        labelled: (n_L,) row indices of the labelled rows, in ``cf``'s labelled order.
+        pool: (n_U,) row indices of the pool, in ``cf``'s pool order.
+        enabled: the evidence kinds the audit may use (``AuditConfig.evidence``).
+
+    Returns:
+        A new :class:`~puaudit_jax.audit.rules.CrossFit`.
+    """
+    return replace(
+        cf,
+        evidence_pool=evidence.features[pool],
+        evidence_labelled=evidence.features[labelled],
+        evidence_names=evidence.names,
+        evidence_kinds=evidence.kinds,
+        evidence_rows=dict(evidence.rows),
+        evidence_skipped=dict(evidence.skipped),
+        enabled=tuple(enabled),
+    )
 
 
 def crossfit(

@@ -19,9 +19,10 @@ import pandas as pd
 from ..quantify.sample_check import audit_sample_checks
 from ..quantify.targets import audit_agreement
 from .config import AuditConfig
-from .crossfit import crossfit
+from .crossfit import crossfit, with_evidence
 from .decide import apply_rule
 from .embed import Encoder, PairEmbeddings
+from .evidence import JUDGE_SIDE, judge_evidence
 from .mass import MassEstimate, estimate_m
 from .orient import Oriented, orient
 from .prepare import AuditData, prepare
@@ -182,6 +183,9 @@ def run_audit(comparisons: pd.DataFrame, features: PairEmbeddings | Encoder, con
     kinds = crossfit_kinds(config)
     cf, cf_summary = crossfit(data, oriented, mass, kinds, config) if kinds else (None, None)
     if kinds:
+        judge_side = [k for k in config.evidence if k in JUDGE_SIDE]
+        evidence = judge_evidence(data.table, judge_side, config.other_judges)
+        cf = with_evidence(cf, evidence, data.labelled, oriented.unlabelled, config.evidence)
         clock.lap("crossfit")
     role = roles(data, mass, oriented, refs)
     items, decision = apply_rule(

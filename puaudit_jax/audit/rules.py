@@ -33,6 +33,9 @@ wrong) with a bootstrap interval; for the run, the expected gain with its interv
                        orientations against P' (one joint problem, m = 1/2 of the doubled
                        pool), so the feature says which orientation aligns better, by how much
 ``two-sided-platt``    the same feature, logistic map with type offsets
+``evidence``           one logistic model of P(judge wrong) on the two-sided feature and the
+                       judge-side evidence (:mod:`puaudit_jax.audit.evidence`: swapped-order
+                       verdict, confidence, other judges, style), per-type offsets and slopes
 =====================  ======================================================================
 """
 
@@ -43,7 +46,8 @@ from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
-from .calibration import bootstrap_indices, fit_map
+from .calibration import LogisticMap, bootstrap_indices, fit_map
+from .evidence import EVIDENCE_KINDS, check_kinds
 
 FEATURES = ("score", "two-sided")
 
@@ -90,6 +94,12 @@ class CrossFit:
     ``correct`` (n_L,) judge == human; ``fold`` (n_L,) its fold; ``pool_group`` / ``labelled_group``
     question types (for per-type offsets); ``cluster`` (n_L,) or None: the bootstrap resamples whole
     clusters; ``labelled_ids`` (n_L,). Larger features = judge more likely correct.
+
+    Judge-side evidence (:mod:`puaudit_jax.audit.evidence`), for rules that read it:
+    ``evidence_pool`` (n_U, p) and ``evidence_labelled`` (n_L, p) features (None when not computed),
+    ``evidence_names`` / ``evidence_kinds`` (p,), ``evidence_rows`` kind -> rows that have it,
+    ``evidence_skipped`` kind -> why it is absent, ``enabled`` the kinds the audit may use
+    (``AuditConfig.evidence``; "embedding" = the cross-fitted score itself).
     """
 
     pool: dict
@@ -100,6 +110,13 @@ class CrossFit:
     labelled_group: np.ndarray
     labelled_ids: np.ndarray
     cluster: np.ndarray | None = None
+    evidence_pool: np.ndarray | None = None
+    evidence_labelled: np.ndarray | None = None
+    evidence_names: tuple = ()
+    evidence_kinds: tuple = ()
+    evidence_rows: dict = field(default_factory=dict)
+    evidence_skipped: dict = field(default_factory=dict)
+    enabled: tuple = EVIDENCE_KINDS
 
     @property
     def n_folds(self) -> int:
@@ -136,7 +153,7 @@ class DecisionSummary:
 
     Attributes:
         rule: the rule's name.
-        method: "isotonic" or "platt".
+        method: "isotonic", "platt" or "logistic".
         feature: "score" or "two-sided".
         threshold: flip where P(judge wrong) > threshold.
         confidence: the bootstrap confidence the out-of-fold gain needs.
@@ -150,6 +167,9 @@ class DecisionSummary:
         reason: why it abstained, or that the gain was above 0.
         n_flipped: pool verdicts flipped.
         evidence: the :class:`Evidence`, unless the rule abstained for lack of data.
+        judge_evidence: for rules that read judge-side evidence: the features used, the rows that
+            have each kind, the kinds left out and why, and the fitted weights (logit of P(judge
+            correct) per standard deviation of each feature); None for the other rules.
     """
 
     rule: str
@@ -166,10 +186,13 @@ class DecisionSummary:
     reason: str
     n_flipped: int
     evidence: Evidence | None = None
+    judge_evidence: dict | None = None
 
     def to_dict(self) -> dict:
-        """Flat JSON-able form (the evidence's fields follow the summary's)."""
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "evidence"}
+        """Flat JSON-able form (the evidence's fields follow the summary's; no judge_evidence when None)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("evidence", "judge_evidence")}
+        if self.judge_evidence is not None:
+            out["judge_evidence"] = self.judge_evidence
         if self.evidence is not None:
             out.update({f.name: getattr(self.evidence, f.name) for f in fields(self.evidence)})
             for key in ("crossfit_gain_interval", "expected_gain_interval"):
@@ -232,8 +255,13 @@ class _Calibration:
 class CalibratedRule:
     """Flip where calibrated P(judge wrong) > ``threshold``; abstain without evidence of a gain.
 
-    - ``method``: "isotonic" or "platt" (:mod:`puaudit_jax.audit.calibration`); ``feature``: "score"
-      (one-sided) or "two-sided".
+    - ``method``: "isotonic", "platt" or "logistic" (:mod:`puaudit_jax.audit.calibration`);
+      ``feature``: "score" (one-sided) or "two-sided".
+    - ``evidence``: the kinds of evidence the rule weighs (``EVIDENCE_KINDS`` of
+      :mod:`puaudit_jax.audit.evidence`: "embedding" is ``feature``, the others the judge-side
+      features of the cross-fit), as far as the audit enables them (``AuditConfig.evidence``) and the
+      data have them; empty = ``feature`` alone. Needs method "logistic": one model of P(judge wrong)
+      over all of them, with per-type offsets and slopes.
     - ``threshold``: 1/2 minimises expected disagreement; a cost ratio r = cost of breaking a correct
       verdict / cost of keeping a wrong one gives threshold r / (1 + r).
     - ``confidence``: abstain unless the (1 - confidence) bootstrap quantile of the out-of-fold gain
@@ -255,11 +283,15 @@ class CalibratedRule:
     interval: float = 0.9
     min_labelled: int = 20
     name: str = "calibrated"
+    evidence: tuple = ()
     needs_crossfit: bool = field(default=True, init=False, repr=False)
 
     def __post_init__(self):
-        if self.method not in ("isotonic", "platt"):
-            raise ValueError(f"method must be 'isotonic' or 'platt', got {self.method!r}")
+        if self.method not in ("isotonic", "platt", "logistic"):
+            raise ValueError(f"method must be 'isotonic', 'platt' or 'logistic', got {self.method!r}")
+        object.__setattr__(self, "evidence", check_kinds(self.evidence))
+        if self.evidence and self.method != "logistic":
+            raise ValueError(f"a rule that weighs evidence {self.evidence} needs method 'logistic'")
         if self.feature not in FEATURES:
             raise ValueError(f"feature must be one of {FEATURES}, got {self.feature!r}")
         for key in ("threshold", "confidence", "interval"):
@@ -269,18 +301,71 @@ class CalibratedRule:
         if self.n_boot < 1 or self.min_labelled < 2:
             raise ValueError("n_boot must be >= 1 and min_labelled >= 2")
 
+    def _columns(self, cf: CrossFit) -> tuple[bool, np.ndarray]:
+        """(whether ``feature`` enters, (p,) which judge-side evidence columns enter)."""
+        if not self.evidence:
+            return True, np.zeros(len(cf.evidence_names), bool)
+        kinds = [k for k in self.evidence if k in cf.enabled]
+        if cf.evidence_pool is None:
+            return "embedding" in kinds, np.zeros(0, bool)
+        return "embedding" in kinds, np.isin(np.asarray(cf.evidence_kinds, dtype=object), kinds)
+
+    def _stack(self, cf: CrossFit, feature: np.ndarray, evidence: np.ndarray | None) -> np.ndarray:
+        """The design: (k,) ``feature`` alone, or (k, q) of the feature and the evidence weighed."""
+        if not self.evidence:
+            return feature
+        use_feature, mask = self._columns(cf)
+        parts = ([feature[:, None]] if use_feature else []) + ([evidence[:, mask]] if mask.any() else [])
+        return np.column_stack(parts) if parts else np.zeros((len(feature), 0))
+
     def _calibration(self, cf: CrossFit) -> _Calibration:
         x_lab = np.asarray(cf.labelled[self.feature], np.float64)  # (n_L,)
-        ok = np.isfinite(x_lab)
+        ok = np.isfinite(x_lab) if self._columns(cf)[0] else np.ones(len(x_lab), bool)
+        x = self._stack(cf, x_lab, cf.evidence_labelled)
         clusters = None if cf.cluster is None else np.asarray(cf.cluster, dtype=object)[ok]
         return _Calibration(
-            x_lab[ok],
+            x[ok],
             np.asarray(cf.correct, float)[ok],
             np.asarray(cf.labelled_group, dtype=object)[ok],
             np.asarray(cf.fold)[ok],
             clusters,
             ok,
         )
+
+    def _fit(self, cf: CrossFit, cal: _Calibration, rows=slice(None)):
+        """The calibration map fitted on the calibration items ``rows``.
+
+        With evidence, only the style features get per-type slopes (how much a judge's taste for
+        length or markdown misleads it depends on the kind of question); the others one slope each.
+        """
+        if not self.evidence:
+            return fit_map(self.method, cal.x[rows], cal.c[rows], cal.groups[rows])
+        use_feature, mask = self._columns(cf)
+        kinds = (["embedding"] if use_feature else []) + list(np.asarray(cf.evidence_kinds, dtype=object)[mask])
+        interact = np.asarray(kinds, dtype=object) == "style"
+        return fit_map(self.method, cal.x[rows], cal.c[rows], cal.groups[rows], interact=interact)
+
+    def _pool_x(self, cf: CrossFit, k: int) -> np.ndarray:
+        """The pool's design with fold k's cross-fitted feature."""
+        return self._stack(cf, np.asarray(cf.pool[self.feature], np.float64)[:, k], cf.evidence_pool)
+
+    def _judge_evidence(self, cf: CrossFit, cal: _Calibration) -> dict | None:
+        """The report's account of the evidence weighed (None for a rule that weighs none)."""
+        if not self.evidence:
+            return None
+        use_feature, mask = self._columns(cf)
+        names = (["embedding:" + self.feature] if use_feature else []) + [
+            str(n) for n in np.asarray(cf.evidence_names, dtype=object)[mask]
+        ]
+        rows = {k: v for k, v in cf.evidence_rows.items() if k in self.evidence and k in cf.enabled}
+        skipped = {k: v for k, v in cf.evidence_skipped.items() if k in self.evidence}
+        skipped.update({k: "switched off" for k in self.evidence if k not in cf.enabled})
+        out = {"features": names, "rows": rows, "skipped": skipped, "coefficients": None}
+        if cal.x.ndim == 2 and cal.x.shape[1] and len(cal.c) >= self.min_labelled:
+            fitted = self._fit(cf, cal)
+            if isinstance(fitted, LogisticMap):
+                out["coefficients"] = {n: float(w) for n, w in zip(names, fitted.w)}
+        return out
 
     def _summary(self, cf: CrossFit, cal: _Calibration, **decision) -> DecisionSummary:
         return DecisionSummary(
@@ -297,12 +382,12 @@ class CalibratedRule:
             **decision,
         )
 
-    def _out_of_fold(self, cal: _Calibration) -> np.ndarray:
+    def _out_of_fold(self, cf: CrossFit, cal: _Calibration) -> np.ndarray:
         """(k,) P(judge wrong) of each scored labelled item from a map fitted on the other folds."""
         p_oof = np.empty(len(cal.x))
         for k in np.unique(cal.fold):
             test = cal.fold == k
-            fitted = fit_map(self.method, cal.x[~test], cal.c[~test], cal.groups[~test])
+            fitted = self._fit(cf, cal, ~test)
             p_oof[test] = 1.0 - fitted(cal.x[test], cal.groups[test])
         return p_oof
 
@@ -311,19 +396,17 @@ class CalibratedRule:
 
         From a map fitted on the calibration items ``rows`` (all when None).
         """
-        rows = slice(None) if rows is None else rows
-        fitted = fit_map(self.method, cal.x[rows], cal.c[rows], cal.groups[rows])
-        x_pool, groups = np.asarray(cf.pool[self.feature], np.float64), np.asarray(cf.pool_group, dtype=object)
-        return np.mean([1.0 - fitted(x_pool[:, k], groups) for k in range(x_pool.shape[1])], axis=0)
+        fitted = self._fit(cf, cal, slice(None) if rows is None else rows)
+        groups, n_folds = np.asarray(cf.pool_group, dtype=object), np.asarray(cf.pool[self.feature]).shape[1]
+        return np.mean([1.0 - fitted(self._pool_x(cf, k), groups) for k in range(n_folds)], axis=0)
 
     def _pool_cross(self, cf: CrossFit, cal: _Calibration) -> np.ndarray:
         """(n_U,) :attr:`Decision.p_wrong_cross`: mean over folds k of map_{-k}(pool feature k)."""
-        x_pool, groups = np.asarray(cf.pool[self.feature], np.float64), np.asarray(cf.pool_group, dtype=object)
+        groups = np.asarray(cf.pool_group, dtype=object)
         out = []
         for k in np.unique(cal.fold):
-            train = cal.fold != k
-            fitted = fit_map(self.method, cal.x[train], cal.c[train], cal.groups[train])
-            out.append(1.0 - fitted(x_pool[:, k], groups))
+            fitted = self._fit(cf, cal, cal.fold != k)
+            out.append(1.0 - fitted(self._pool_x(cf, k), groups))
         return np.mean(out, axis=0)
 
     def decide(self, cf: CrossFit, seed: int = 0) -> Decision:
@@ -333,20 +416,19 @@ class CalibratedRule:
         n_u = np.asarray(cf.pool[self.feature]).shape[0]
         nan, labelled_p = np.full(n_u, np.nan), np.full(len(cal.ok), np.nan)
         n_folds = len(np.unique(cal.fold))
+        reason = None
         if len(cal.x) < self.min_labelled or n_folds < 2:
             reason = (
                 f"too few labelled items to calibrate ({len(cal.x)} scored, {n_folds} folds; "
                 f"need {self.min_labelled} and 2)"
             )
-            return Decision(
-                np.zeros(n_u, bool),
-                nan,
-                nan,
-                nan,
-                labelled_p,
-                self._summary(cf, cal, abstained=True, reason=reason, n_flipped=0),
-            )
-        p_oof = self._out_of_fold(cal)
+        elif cal.x.ndim == 2 and cal.x.shape[1] == 0:
+            reason = "no evidence to weigh (every kind switched off or absent from the data)"
+        if reason is not None:
+            summary = self._summary(cf, cal, abstained=True, reason=reason, n_flipped=0,
+                                    judge_evidence=self._judge_evidence(cf, cal))  # fmt: skip
+            return Decision(np.zeros(n_u, bool), nan, nan, nan, labelled_p, summary)
+        p_oof = self._out_of_fold(cf, cal)
         labelled_p[cal.ok] = p_oof
         flip_lab = p_oof > self.threshold
         gain_lab = flip_lab * (1.0 - 2.0 * cal.c)  # +1 a wrong verdict fixed, -1 a right one broken
@@ -360,9 +442,8 @@ class CalibratedRule:
         flips = (p > self.threshold) & (not abstained)
         reason = self._reason(abstained, flip_lab, gain_lab, lcb)
         evidence = self._evidence(p, p_boot, flips, flip_lab, gain_lab, gain_boot, lcb, cal)
-        summary = self._summary(
-            cf, cal, abstained=abstained, reason=reason, n_flipped=int(flips.sum()), evidence=evidence
-        )
+        summary = self._summary(cf, cal, abstained=abstained, reason=reason, n_flipped=int(flips.sum()),
+                                evidence=evidence, judge_evidence=self._judge_evidence(cf, cal))  # fmt: skip
         return Decision(flips, p, p_lo, p_hi, labelled_p, summary, self._pool_cross(cf, cal))
 
     def _reason(self, abstained: bool, flip_lab, gain_lab, lcb: float) -> str:
@@ -402,6 +483,7 @@ RULES: dict[str, Rule | CalibratedRule] = {
     "calibrated-platt": CalibratedRule(method="platt", name="calibrated-platt"),
     "two-sided": CalibratedRule(feature="two-sided", name="two-sided"),
     "two-sided-platt": CalibratedRule(method="platt", feature="two-sided", name="two-sided-platt"),
+    "evidence": CalibratedRule(method="logistic", feature="two-sided", evidence=EVIDENCE_KINDS, name="evidence"),
 }
 
 

@@ -1,6 +1,6 @@
 """``puaudit audit DATA``: audit the unlabelled judge verdicts of a comparison table.
 
-    puaudit audit DATA [--embeddings FILE | --encoder minilm|smollm2|PATH] [--scorer knn] [--rule two-sided]
+    puaudit audit DATA [--embeddings FILE | --encoder minilm|smollm2|PATH] [--scorer knn] [--rule evidence]
                   [--flip-threshold 0.5] [--confidence 0.9] [--cluster-by COLUMN] [--m M] [--out DIR]
 
 Writes ``DIR/items.csv`` and ``DIR/items.parquet`` (one row per input comparison), ``DIR/report.json``
@@ -25,7 +25,8 @@ from ..evaluate.consistency import with_hidden_labels
 from . import inputs
 from .options import add_options, options_from_args
 
-AUDIT_FIELDS = ("m", "eta", "alpha1", "alpha2", "holdout", "group_by", "min_group_size", "folds", "cluster_by", "seed")
+AUDIT_FIELDS = ("m", "eta", "alpha1", "alpha2", "holdout", "group_by", "min_group_size", "folds", "cluster_by", "seed",
+                "evidence", "other_judges")  # fmt: skip
 RULE_FIELDS, RULE_RENAME = ("threshold", "confidence"), {"threshold": "flip_threshold"}
 
 
@@ -78,7 +79,7 @@ def cmd_audit(args) -> int:
 
 
 def _audit_command(args, config: AuditConfig, run) -> int:
-    table = inputs.load_data(args.data, args.include_unlabelled)
+    table = inputs.load_data(args.data, args.include_unlabelled, other_judges=config.other_judges)
     emb = inputs.features(args, table)
     truth = None
     if args.hide_labels:

@@ -1,7 +1,7 @@
 """``puaudit evaluate DATA`` (the seed's protocol) and ``puaudit demo`` (it, end to end, on MT-Bench).
 
-    puaudit evaluate DATA [--embeddings FILE | --encoder ...] [--pairs knn:two-sided,pot:seed]
-                     [--scorers knn,pot-exact|all --rules two-sided,seed|all] [--seeds 10] [--p-ratio 0.2]
+    puaudit evaluate DATA [--embeddings FILE | --encoder ...] [--pairs knn:evidence,pot:seed]
+                     [--scorers knn,pot-exact|all --rules evidence,seed|all] [--seeds 10] [--p-ratio 0.2]
                      [--split-by COLUMN] [--ceiling] [--sweep p_ratio=0.05,0.2] --out DIR
     puaudit demo [--out DIR]
 
@@ -93,7 +93,7 @@ def cmd_evaluate(args) -> int:
 
 
 def _evaluate_command(args, config: AuditConfig, compared: dict, swept, proto: dict, run) -> int:
-    table = inputs.load_data(args.data, args.include_unlabelled)
+    table = inputs.load_data(args.data, args.include_unlabelled, other_judges=config.other_judges)
     emb = inputs.features(args, table)
     kwargs = dict(config=config, progress=not args.quiet, **compared, **proto)
     if swept:

@@ -28,12 +28,21 @@ from .run_folder import RunFolder
 EMBED_FIELDS = ("cache_dir", "no_cache", "batch_size", "max_length", "long_inputs")
 
 
-def load_data(data: str, include_unlabelled: bool | None = None, limit: int | None = None) -> pd.DataFrame:
-    """:func:`puaudit_jax.datasets.load_data`, a missing file as a one-line CLI error."""
+def load_data(
+    data: str, include_unlabelled: bool | None = None, limit: int | None = None, *, other_judges=()
+) -> pd.DataFrame:
+    """:func:`puaudit_jax.datasets.load_data`, a missing file as a one-line CLI error.
+
+    ``other_judges`` (column names) are checked here, before any expensive step: every named column
+    exists and holds verdicts (errors name the row and the column).
+    """
     try:
-        return datasets.load_data(data, include_unlabelled, limit)
+        table = datasets.load_data(data, include_unlabelled, limit)
     except FileNotFoundError as err:
         raise SystemExit(f"error: {err}") from None
+    if other_judges:
+        datasets.other_judge_verdicts(table, tuple(other_judges), source=f"{data} (--other-judges)")
+    return table
 
 
 def mesh_of(args):

@@ -131,6 +131,12 @@ def _judge_arguments(p: argparse.ArgumentParser) -> None:
         "--cache-dir", help="response cache folder (default $PUAUDIT_CACHE/judges or ~/.cache/puaudit/judges)"
     )
     p.add_argument("--limit", type=int, help="only the first N comparisons")
+    p.add_argument(
+        "--single-order",
+        action="store_true",
+        help="judge: one order only (a text judge is otherwise called twice per pair, the second time with the "
+        "responses swapped, for judge_swapped; the local and logprob judges read both orders in one call)",
+    )
     p.add_argument("--include-unlabelled", action="store_true", default=None)
     p.add_argument("--out", required=True)
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -192,7 +198,7 @@ def cmd_judge(args) -> int:
     table = load_data(args.data, args.include_unlabelled, args.limit)
     t0 = time.perf_counter()
     judge = make_judge(args)
-    result = judge_table(table, judge, progress=not args.quiet)
+    result = judge_table(table, judge, both_orders=not args.single_order, progress=not args.quiet)
     report = judge_report(result, judge.name, args.data, time.perf_counter() - t0)
     files = write_judging(result, report, args.out)
     print(report.summary())

@@ -10,8 +10,10 @@ A config dataclass documents each field in its docstring, under a line ``Fields:
 :func:`add_options` turns the fields into ``--kebab-case`` options whose default is the field's
 default and whose help is that text, and :func:`options_from_args` reads them back, so changing a
 default in the dataclass changes the CLI with it and the two cannot drift. Types come from the
-field annotations: ``int``, ``float``, ``str`` and their ``| None`` forms; a field whose choices
-are fixed names them in :data:`CHOICES` metadata (``field(metadata={"choices": (...)})``).
+field annotations: ``int``, ``float``, ``str`` and their ``| None`` forms, and ``tuple[str, ...]``
+(a comma-separated list on the command line: ``--evidence style,swapped``); a field whose choices
+are fixed names them in its metadata (``field(metadata={"choices": (...)})``), checked item by item
+for a list.
 """
 
 from __future__ import annotations
@@ -43,8 +45,26 @@ def field_docs(cls) -> dict[str, str]:
     return out
 
 
+def _comma_list(choices=None):
+    """An argparse ``type``: "a,b" -> ("a", "b") (blanks dropped; "" -> ()), each item in ``choices``."""
+
+    def parse(text: str) -> tuple[str, ...]:
+        items = tuple(v.strip() for v in str(text).split(",") if v.strip())
+        bad = [v for v in items if choices is not None and v not in choices]
+        if bad:
+            raise argparse.ArgumentTypeError(f"unknown {bad}; use a comma list of {', '.join(choices)}")
+        return items
+
+    return parse
+
+
 def _scalar_type(name: str, hint, cls) -> tuple[type, bool]:
-    """(python type, optional) of field ``name`` annotated ``int | float | str | bool`` (``| None`` allowed)."""
+    """(python type, optional) of field ``name`` annotated ``int | float | str | bool`` (``| None`` allowed).
+
+    ``tuple[str, ...]`` gives (tuple, False): a comma-separated list.
+    """
+    if typing.get_origin(hint) is tuple and typing.get_args(hint) == (str, Ellipsis):
+        return tuple, False
     args = typing.get_args(hint) or (hint,)
     optional = type(None) in args
     kinds = [a for a in args if a is not type(None)]
@@ -80,6 +100,10 @@ def add_options(parser: argparse.ArgumentParser, cls, *, include=None, exclude=(
         kwargs = {"default": f.default, "help": docs[name], "dest": (rename or {}).get(name, name)}
         if kind is bool:
             kwargs["action"] = "store_true"
+        elif kind is tuple:
+            kwargs["type"] = _comma_list(f.metadata.get("choices"))
+            kwargs["default"] = ",".join(f.default)
+            kwargs["metavar"] = "A,B,..."
         else:
             kwargs["type"] = kind
             choices = f.metadata.get("choices")

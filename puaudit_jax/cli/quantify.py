@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..audit import AuditConfig
 from ..audit.predictions import audit_for_quantify
 from ..audit.write import read_items
 from ..datasets.verdicts import MISSING
@@ -20,6 +21,7 @@ from ..quantify.pipeline import QuantifyConfig
 from . import inputs
 from .options import add_options, options_from_args
 
+AUDIT_EVIDENCE = ("evidence", "other_judges")  # what --with-audit weighs, as for `puaudit audit`
 COLUMNS = ("target", "estimator", "estimate", "lower", "upper", "n_labelled", "n_unlabelled", "note")
 
 
@@ -27,13 +29,16 @@ def cmd_quantify(args) -> int:
     """``puaudit quantify``: options checked, then the estimates in a locked output folder."""
     options = options_from_args(args, QuantifyConfig)
     check_level(options["level"])
+    config = AuditConfig(**options_from_args(args, AuditConfig, include=AUDIT_EVIDENCE))
+    config.validate()
     args.mesh_obj = inputs.mesh_of(args) if args.with_audit else None
     inputs.checked_first(args)
     with inputs.output_folder(args) as run:
-        table = inputs.load_data(args.data, args.include_unlabelled)
+        table = inputs.load_data(args.data, args.include_unlabelled, other_judges=config.other_judges)
         audit_items = None if args.audit is None else read_items(args.audit)
         if args.with_audit:
-            audit_items = audit_for_quantify(table, inputs.features(args, table.assign(human=MISSING)))
+            features = inputs.features(args, table.assign(human=MISSING))
+            audit_items = audit_for_quantify(table, features, config)
         result = quantify(table, audit_items=audit_items, **options)
         files = write_quantification(result, args.out, data=args.data)
         if not args.no_figures:
@@ -56,6 +61,7 @@ def add_quantify_parser(sub) -> None:
     p = sub.add_parser("quantify", help="agreement, A share, win rates and the Elo leaderboard with intervals (PPI++)")
     inputs.add_data_options(p)
     add_options(p, QuantifyConfig)
+    add_options(p, AuditConfig, include=AUDIT_EVIDENCE)
     audit = p.add_mutually_exclusive_group()
     audit.add_argument("--with-audit", action="store_true",
                        help="also run the default calibrated audit (tie labels hidden; embeddings as for "

@@ -18,6 +18,22 @@ question_type  str | None                       optional grouping label; absent 
 turn           Int64 >= 1 | <NA>                optional turn number; absent -> <NA>
 =============  ===============================  ==================================================
 
+Judge-side evidence: optional columns the audit reads when they are present (kept as extra columns,
+validated and normalised like the core ones):
+
+================  ===============================  ===============================================
+column            values                           meaning
+================  ===============================  ===============================================
+judge_swapped     "A" | "B" | "tie" | "missing"    the same judge with the two responses shown in
+                                                   the other order, in the original frame ("A"
+                                                   means response_a)
+judge_confidence  float in [0, 1] | missing        the judge's confidence in its verdict (e.g. the
+                                                   probability of its verdict token)
+================  ===============================  ===============================================
+
+Other judges' verdicts live in columns the user names (``--other-judges COL,...``);
+:func:`other_judge_verdicts` validates them.
+
 Verdict spellings accepted on input are listed in :mod:`puaudit_jax.datasets.verdicts`.
 
 Missing text (None, NaN or an empty / whitespace-only string in question, response_a or response_b;
@@ -66,6 +82,8 @@ from .verdicts import MISSING, is_null, normalize_verdict
 REQUIRED_COLUMNS = ("id", "question", "response_a", "response_b", "judge")
 OPTIONAL_COLUMNS = ("human", "question_type", "turn")
 CORE_COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
+EVIDENCE_COLUMNS = ("judge_swapped", "judge_confidence")
+"""Optional columns of judge-side evidence, validated when present (module docstring)."""
 TEXT_COLUMNS = ("question", "response_a", "response_b")
 LIST_COLUMNS = ("question", "history_a", "history_b")
 """Columns whose cells may be lists of strings (decoded from JSON arrays in csv / parquet)."""
@@ -235,6 +253,15 @@ def _check_cells(frame: pd.DataFrame, label: Callable[[int], str]) -> tuple[dict
     ]
     turns = frame["turn"].tolist() if "turn" in frame.columns else [None] * n
     columns["turn"] = [_check_turn(v, report=lambda m, r=row: add(r, "turn", m)) for row, v in enumerate(turns)]
+    if "judge_swapped" in frame.columns:
+        columns["judge_swapped"] = _check_verdicts(
+            frame["judge_swapped"].tolist(), allow_missing=True, report=lambda r, m: add(r, "judge_swapped", m)
+        )
+    if "judge_confidence" in frame.columns:
+        columns["judge_confidence"] = [
+            _check_probability(v, report=lambda m, r=row: add(r, "judge_confidence", m))
+            for row, v in enumerate(frame["judge_confidence"].tolist())
+        ]
     return columns, problems
 
 
@@ -259,6 +286,10 @@ def _normal_form(frame: pd.DataFrame, columns: dict[str, list]) -> pd.DataFrame:
     extras = [c for c in frame.columns if c not in CORE_COLUMNS]
     if extras:
         rest = frame[extras].reset_index(drop=True)
+        if "judge_swapped" in rest.columns:
+            rest["judge_swapped"] = pd.Series(columns["judge_swapped"], dtype="str")
+        if "judge_confidence" in rest.columns:
+            rest["judge_confidence"] = pd.Series(columns["judge_confidence"], dtype="float64")
         for column in LIST_COLUMNS:
             if column in rest.columns:
                 rest[column] = pd.Series([_as_list_cell(v) for v in rest[column].tolist()], dtype=object)
@@ -372,6 +403,67 @@ def _check_turn(value, *, report: Callable[[str], None]):
             return int(value)
     report(f"turn must be an integer >= 1, got {_short(value)}")
     return None
+
+
+def _check_probability(value, *, report: Callable[[str], None]) -> float:
+    """A float in [0, 1], NaN for a missing cell; anything else is reported (and read as NaN)."""
+    if is_null(value):
+        return float("nan")
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lower() in ("", "missing", "na", "n/a", "nan", "none", "null"):
+            return float("nan")
+        try:
+            value = float(text)
+        except ValueError:
+            report(f"expected a number in [0, 1], got {_short(value)}")
+            return float("nan")
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        report(f"expected a number in [0, 1], got {type(value).__name__} {_short(value)}")
+        return float("nan")
+    if not 0.0 <= float(value) <= 1.0:
+        report(f"expected a number in [0, 1], got {_short(value)}")
+        return float("nan")
+    return float(value)
+
+
+def other_judge_verdicts(table: pd.DataFrame, columns: Sequence[str], *, source: str = "table") -> np.ndarray:
+    """Other judges' verdicts from the columns ``columns`` of a comparison table, in normal form.
+
+    Args:
+        table: a comparison table (n rows).
+        columns: the names of the columns that hold other judges' verdicts (A | B | tie | missing,
+            any spelling of :mod:`puaudit_jax.datasets.verdicts`).
+        source: the table's name in error messages.
+
+    Returns:
+        (n, k) object array of "A" | "B" | "tie" | "missing", one column per name.
+
+    Raises:
+        ComparisonValidationError: a column is absent, named twice, is a core column, or holds a value
+            that is no verdict (each problem names the row, the id and the column).
+    """
+    problems: list[ValidationProblem] = []
+    for name in columns:
+        if name not in table.columns:
+            problems.append(ValidationProblem(f"no such column (have: {list(table.columns)})", column=name))
+        elif name in CORE_COLUMNS or name in EVIDENCE_COLUMNS:
+            problems.append(ValidationProblem("a core or evidence column cannot be another judge", column=name))
+    if len(set(columns)) != len(columns):
+        problems.append(ValidationProblem(f"columns named more than once: {list(columns)}"))
+    if problems:
+        raise ComparisonValidationError(source, problems)
+    ids = table["id"].astype(str).tolist()
+    out = np.empty((len(table), len(columns)), dtype=object)
+    for k, name in enumerate(columns):
+
+        def add(row: int, message: str, name: str = name) -> None:
+            problems.append(ValidationProblem(message, row=row, label=f"row {row + 1}", id=ids[row], column=name))
+
+        out[:, k] = _check_verdicts(table[name].tolist(), allow_missing=True, report=add)
+    if problems:
+        raise ComparisonValidationError(source, problems)
+    return out
 
 
 def _short(value, limit: int = 60) -> str:

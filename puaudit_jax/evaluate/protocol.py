@@ -7,7 +7,7 @@ overall, with the audit's wall time and peak memory. Calibrated rules add whethe
 and their estimated gains. ``ceiling`` adds the row ``hindsight`` (:func:`hindsight_flips`).
 
 What is compared are (scorer, rule) pairs. By default the two that mean something: the default
-audit (``knn`` scores, ``two-sided`` calibrated rule) and the seed's configuration (``pot`` scores,
+audit (``knn`` scores, the ``evidence`` calibrated rule) and the seed's configuration (``pot`` scores,
 ``seed`` rule). ``scorers=`` / ``rules=`` ask for their full grid instead. Each scorer's audit runs
 once per split with its first rule; its other rules are re-applied to the same scores (or
 cross-fitted features). Results: one row per (scorer, rule, seed, question type) in ``per_seed``;

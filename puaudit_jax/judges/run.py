@@ -5,6 +5,12 @@ command, e.g. ``puaudit evaluate``, reads them) and the previous ones in ``judge
 whose new verdict is not usable (unparsed, error, missing text) get ``judge = "tie"``: ties are
 excluded, with a count and a reason, by the audit; ``judge_status`` says why
 ("ok" | "unparsed: ..." | "error: ..." | "skipped: missing text"), so nothing is dropped silently.
+
+Both orders are judged by default, so the table carries the judge's own tells for the audit:
+``judge_swapped`` (the verdict with the responses swapped, in the original frame) and
+``judge_confidence`` (a two-order logprob judge's probability of its verdict). A judge that reads
+both orders itself (the local judge, the logprob judge) costs nothing more; a text judge makes twice
+the calls (``both_orders=False``, CLI ``--single-order``, halves them and leaves the columns missing).
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import pandas as pd
 from puaudit_runtime.files import write_json
 
 from ..datasets import save_comparisons
-from ..datasets.verdicts import JUDGE_VERDICTS, TIE, is_null
+from ..datasets.verdicts import JUDGE_VERDICTS, MISSING, TIE, A, B, is_null
 from .base import OK, Verdict, progress_iter, row_inputs
 
 JUDGE_COLUMNS = (
@@ -32,6 +38,8 @@ JUDGE_COLUMNS = (
     "margin",
     "consistent",
     "omitted_tokens",
+    "judge_swapped",
+    "judge_confidence",
 )
 
 
@@ -54,6 +62,35 @@ def verdict_status(v: Verdict) -> str:
     return f"{v.status}: {reason or v.raw[:200]}"
 
 
+def swapped_inputs(inputs: tuple[str, str, str]) -> tuple[str, str, str]:
+    """The judge inputs with the two responses in the other order (question, response_b, response_a)."""
+    question, a, b = inputs
+    return question, b, a
+
+
+def _other_order(v: Verdict | None) -> str:
+    """The verdict of the swapped order, in the original frame ("missing" when there is none)."""
+    if v is None or v.status != OK:
+        return MISSING
+    return {A: B, B: A}.get(v.winner, v.winner)
+
+
+def evidence_columns(v: Verdict | None, swapped: Verdict | None = None) -> dict:
+    """``judge_swapped`` and ``judge_confidence`` of one judged row.
+
+    A judge that judges both orders itself (the local and the logprob judges: ``details`` holds
+    ``verdict_ba`` and the averaged ``margin`` in nats) gives its swapped-order verdict and the
+    probability of its verdict, sigmoid(|margin|) in [0.5, 1]; a text judge gives the verdict of its
+    second call with the responses swapped (``swapped``) and no confidence.
+    """
+    d = (v.details or {}) if v is not None and v.status == OK else {}
+    if d.get("verdict_ba") in (A, B, TIE):
+        margin = float(d.get("margin", np.nan))
+        confidence = 1.0 / (1.0 + np.exp(-abs(margin))) if np.isfinite(margin) else np.nan
+        return {"judge_swapped": d["verdict_ba"], "judge_confidence": confidence}
+    return {"judge_swapped": _other_order(swapped) if v is not None else MISSING, "judge_confidence": np.nan}
+
+
 def verdict_columns(v: Verdict | None, skipped: str | None = None) -> dict:
     """The :data:`JUDGE_COLUMNS` values (except judge_original) of one verdict."""
     if v is None:
@@ -67,6 +104,8 @@ def verdict_columns(v: Verdict | None, skipped: str | None = None) -> dict:
             "margin": np.nan,
             "consistent": None,
             "omitted_tokens": 0,
+            "judge_swapped": MISSING,
+            "judge_confidence": np.nan,
         }
     d = v.details or {}
     return {
@@ -82,18 +121,43 @@ def verdict_columns(v: Verdict | None, skipped: str | None = None) -> dict:
     }
 
 
+def _judged(judge, inputs: list, both_orders: bool) -> list[dict]:
+    """:func:`verdict_columns` and :func:`evidence_columns` of a batch (swapped calls when needed).
+
+    A single-order judge is called a second time with the responses swapped when ``both_orders``.
+    """
+    verdicts = judge.judge_many(inputs)
+    two_order = all((v.details or {}).get("verdict_ba") is not None for v in verdicts if v.status == OK)
+    swapped = [None] * len(inputs)
+    if both_orders and not (two_order and any(v.status == OK for v in verdicts)):
+        swapped = judge.judge_many([swapped_inputs(x) for x in inputs])
+    return [{**verdict_columns(v), **evidence_columns(v, w)} for v, w in zip(verdicts, swapped)]
+
+
 def judge_table(
     table: pd.DataFrame,
     judge,
     *,
+    both_orders: bool = True,
     chunk: int = 16,
     progress: bool = True,
     on_chunk: Callable[[pd.DataFrame], None] | None = None,
 ) -> pd.DataFrame:
     """``table`` re-judged by ``judge`` (see module docstring); one output row per input row, same order.
 
-    ``on_chunk(partial)`` is called after every ``chunk`` rows with the rows done so far (for
-    incremental writing of long runs).
+    Args:
+        table: the comparison table.
+        judge: a :class:`~.base.Judge`.
+        both_orders: also judge every pair with the responses swapped, for ``judge_swapped`` (a
+            judge that judges both orders itself, e.g. the local judge, costs nothing more; a text
+            judge costs twice the calls).
+        chunk: rows per batch.
+        progress: show a progress bar.
+        on_chunk: called after every ``chunk`` rows with the rows done so far (for incremental
+            writing of long runs).
+
+    Returns:
+        The re-judged table (module docstring), with ``judge_swapped`` and ``judge_confidence``.
     """
     records = table.to_dict(orient="records")
     out = [None] * len(records)
@@ -116,9 +180,8 @@ def judge_table(
         return base.reset_index(drop=True)
 
     for group in progress_iter(chunks, len(chunks), progress, f"judging ({getattr(judge, 'name', 'judge')})"):
-        verdicts = judge.judge_many([row_inputs(records[i]) for i in group])
-        for i, v in zip(group, verdicts):
-            out[i] = verdict_columns(v)
+        for i, columns in zip(group, _judged(judge, [row_inputs(records[i]) for i in group], both_orders)):
+            out[i] = columns
         done += group
         if on_chunk is not None:
             on_chunk(frame(sorted(done)))

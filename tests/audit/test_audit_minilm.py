@@ -29,8 +29,8 @@ def test_minilm_audit_on_a_small_mtbench_slice(tmp_path, mtbench):
     res = audit(split.table, emb, scorer="pot", rule="seed")
     assert res.report.counts.U == len(split.eval_ids)
     assert res.pool["score"].between(0, 1).all()
-    default = audit(split.table, emb)  # kNN scores, two-sided calibrated rule
-    assert default.report.decision.rule == "two-sided"
+    default = audit(split.table, emb)  # kNN scores, the evidence rule (style is the only evidence here)
+    assert default.report.decision.rule == "evidence"
     assert default.pool["p_wrong"].between(0, 1).all()
 
 

@@ -197,7 +197,7 @@ def test_evaluate_defaults_to_the_default_audit_and_the_seed_configuration():
     data = cone_comparisons(160, 60, d=16, seed=5)
     res = evaluate(data.table, data.embeddings, seeds=1, progress=False)
     pairs = set(map(tuple, res.summary[["scorer", "rule"]].drop_duplicates().to_numpy()))
-    assert pairs == set(DEFAULT_PAIRS) == {("knn", "two-sided"), ("pot", "seed")}
+    assert pairs == set(DEFAULT_PAIRS) == {("knn", "evidence"), ("pot", "seed")}
     assert res.meta["pairs"] == [list(p) for p in DEFAULT_PAIRS] and res.first_audit.report.scorer == "knn"
     grid = pairs_by_scorer(scorers=["knn", "pot"], rules=["seed", "budget"])
     assert [(s, r) for s, r in grid] == [("knn", ["seed", "budget"]), ("pot", ["seed", "budget"])]

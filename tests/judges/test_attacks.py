@@ -269,39 +269,20 @@ def test_row_inputs_of_table_rows():
 
 @pytest.fixture()
 def pasta_judge_server():
-    import json
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from tests.judges.chat_stub import chat_server, judge_blocks
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
+    def reply(user: str) -> str:
+        a_block, b_block = judge_blocks(user)
+        if PASTA in a_block or (PASTA not in b_block and "GOOD" in a_block):
+            verdict = "[[A]]"
+        elif PASTA in b_block or "GOOD" in b_block:
+            verdict = "[[B]]"
+        else:
+            verdict = "[[C]]"
+        return f"Comparison.\n{verdict}\n[[TYPE:C]]"
 
-        def do_POST(self):
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            user = body["messages"][-1]["content"]
-            a_block = user.split("[Assistant A]")[1].split("[Assistant B]")[0]
-            b_block = user.split("[Assistant B]")[1]
-            if PASTA in a_block or (PASTA not in b_block and "GOOD" in a_block):
-                verdict = "[[A]]"
-            elif PASTA in b_block or "GOOD" in b_block:
-                verdict = "[[B]]"
-            else:
-                verdict = "[[C]]"
-            data = json.dumps(
-                {"choices": [{"message": {"role": "assistant", "content": f"Comparison.\n{verdict}\n[[TYPE:C]]"}}]}
-            ).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+    with chat_server(reply) as url:
+        yield url
 
 
 def test_cli_attack_and_judge_with_http_judge(tmp_path, pasta_judge_server):

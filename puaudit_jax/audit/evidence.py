@@ -1,0 +1,197 @@
+"""Judge-side evidence: what the judge itself reveals about where it errs, as features of each row.
+
+The embedding says where a pair sits; the judge's own tells say where it errs: a verdict that changes
+when the responses swap places (Wang et al. 2023, "Large Language Models are not Fair Evaluators"),
+a low confidence, disagreement with other judges, and a taste for the longer, better-formatted
+answer (Chatbot Arena's style control). Every feature is signed by the judge's verdict, so it reads
+"the judge picked the longer one", "its swapped verdict agrees", "judge k agrees with it".
+
+=============================  ===============================================================
+feature                        value on a row whose judge said A or B (0 on the other rows)
+=============================  ===============================================================
+``style:<count>``              s (a - b) / (a + b) of the two responses' counts (tokens,
+                               headers, list_items, bold, code_blocks;
+                               :mod:`puaudit_jax.datasets.style`), s = +1 for A, -1 for B
+``swapped:agrees``             +1 the swapped-order verdict is the same, -1 the other side,
+                               0 a tie or missing
+``swapped:missing``            1 where ``judge_swapped`` is missing (only when some are)
+``confidence``                 ``judge_confidence`` minus its mean; 0 where missing
+``confidence:missing``         1 where ``judge_confidence`` is missing (only when some are)
+``others:agree``               the mean over the other judges with an A or B verdict of +1 (it
+                               agrees) / -1 (it chose the other side); 0 where none has one
+=============================  ===============================================================
+
+Kinds (``--evidence``): ``embedding`` (the audit's PU score; not computed here), ``style``,
+``swapped``, ``confidence``, ``others``. A kind the data lacks, or that is switched off, is left out
+and the report says why; a feature that is constant over the table (e.g. no response has a code
+block) is left out too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..datasets.comparisons import other_judge_verdicts
+from ..datasets.style import style_differences
+from ..datasets.verdicts import MISSING, TIE, A, B
+
+__all__ = ["EVIDENCE_KINDS", "JUDGE_SIDE", "STYLE_COUNTS", "JudgeEvidence", "check_kinds", "judge_evidence"]
+
+EVIDENCE_KINDS = ("embedding", "style", "swapped", "confidence", "others")
+JUDGE_SIDE = ("style", "swapped", "confidence", "others")
+STYLE_COUNTS = ("tokens", "headers", "list_items", "bold", "code_blocks")  # chars would repeat tokens
+
+
+@dataclass(frozen=True)
+class JudgeEvidence:
+    """The judge-side features of every row of a table.
+
+    Attributes:
+        features: (n, p) float64, one column per name (module docstring), 0 on rows whose judge
+            verdict is not A or B.
+        names: (p,) feature names, e.g. "style:tokens", "swapped:agrees", "others:gpt4".
+        kinds: (p,) the kind of each feature ("style", "swapped", "confidence", "others").
+        rows: kind -> rows (with an A or B verdict) where that evidence is present.
+        skipped: kind -> why it is not used (switched off, absent from the data, constant).
+    """
+
+    features: np.ndarray
+    names: tuple[str, ...]
+    kinds: tuple[str, ...]
+    rows: dict = field(default_factory=dict)
+    skipped: dict = field(default_factory=dict)
+
+    def select(self, kinds: Sequence[str]) -> np.ndarray:
+        """(p,) bool: the columns whose kind is in ``kinds``."""
+        return np.isin(np.asarray(self.kinds, dtype=object), list(kinds))
+
+
+def check_kinds(kinds: Sequence[str]) -> tuple[str, ...]:
+    """``kinds`` as a tuple, each one of :data:`EVIDENCE_KINDS` (ValueError naming the others)."""
+    kinds = tuple(kinds)
+    unknown = [k for k in kinds if k not in EVIDENCE_KINDS]
+    if unknown:
+        raise ValueError(f"unknown evidence {unknown}; use some of {', '.join(EVIDENCE_KINDS)}")
+    return kinds
+
+
+def _sign(judge: np.ndarray) -> np.ndarray:
+    return np.where(judge == A, 1.0, np.where(judge == B, -1.0, 0.0))
+
+
+def _agreement(judge: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """+1 same side, -1 the other side, 0 a tie or missing (or no A/B judge verdict)."""
+    decided = np.isin(other, (A, B)) & np.isin(judge, (A, B))
+    return np.where(decided, np.where(other == judge, 1.0, -1.0), 0.0)
+
+
+def _style(table: pd.DataFrame, sign: np.ndarray) -> tuple[list, list]:
+    diff = style_differences(table)
+    return [f"style:{c}" for c in STYLE_COUNTS], [sign * diff[c].to_numpy(float) for c in STYLE_COUNTS]
+
+
+def _swapped(table: pd.DataFrame, judge: np.ndarray, decided: np.ndarray) -> tuple[list, list, int]:
+    swapped = table["judge_swapped"].to_numpy(dtype=object)
+    present = decided & np.isin(swapped, (A, B, TIE))
+    names, cols = ["swapped:agrees"], [_agreement(judge, swapped)]
+    if (decided & ~present).any():
+        names.append("swapped:missing")
+        cols.append((decided & (swapped == MISSING)).astype(float))
+    return names, cols, int(present.sum())
+
+
+def _confidence(table: pd.DataFrame, decided: np.ndarray) -> tuple[list, list, int]:
+    conf = table["judge_confidence"].to_numpy(float)
+    present = decided & np.isfinite(conf)
+    mean = conf[present].mean() if present.any() else 0.0
+    names, cols = ["confidence"], [np.where(present, conf - mean, 0.0)]
+    if (decided & ~present).any():
+        names.append("confidence:missing")
+        cols.append((decided & ~present).astype(float))
+    return names, cols, int(present.sum())
+
+
+def _others(table: pd.DataFrame, judge: np.ndarray, decided: np.ndarray, columns: Sequence[str]):
+    """One feature, the mean agreement: one weight for k judges (per-judge weights need far more labels)."""
+    verdicts = other_judge_verdicts(table, columns, source="--other-judges")
+    agree = np.column_stack([_agreement(judge, verdicts[:, k]) for k in range(len(columns))])
+    voted = np.isin(verdicts, (A, B))
+    n = voted.sum(axis=1)
+    mean = np.divide(agree.sum(axis=1), n, out=np.zeros(len(judge)), where=n > 0)
+    present = decided & np.isin(verdicts, (A, B, TIE)).any(axis=1)
+    return ["others:agree"], [mean], int(present.sum())
+
+
+def _gather(table, judge, decided, kinds, other_judges) -> tuple[list, list, list, dict, dict]:
+    names, kinds_of, cols, rows, skipped = [], [], [], {}, {}
+    for kind in JUDGE_SIDE:
+        if kind not in kinds:
+            skipped[kind] = "switched off"
+            continue
+        if kind == "style":
+            n, c = _style(table, _sign(judge))
+            count = int(decided.sum())
+        elif kind == "swapped":
+            if "judge_swapped" not in table.columns:
+                skipped[kind] = "no judge_swapped column"
+                continue
+            n, c, count = _swapped(table, judge, decided)
+        elif kind == "confidence":
+            if "judge_confidence" not in table.columns:
+                skipped[kind] = "no judge_confidence column"
+                continue
+            n, c, count = _confidence(table, decided)
+        else:
+            if not other_judges:
+                skipped[kind] = "no other judges named (--other-judges)"
+                continue
+            n, c, count = _others(table, judge, decided, other_judges)
+        if count == 0:
+            skipped[kind] = "no row has it"
+            continue
+        names += n
+        cols += c
+        kinds_of += [kind] * len(n)
+        rows[kind] = count
+    return names, kinds_of, cols, rows, skipped
+
+
+def judge_evidence(table: pd.DataFrame, kinds: Sequence[str] = JUDGE_SIDE, other_judges: Sequence[str] = ()):
+    """The judge-side features of every row of ``table`` (module docstring).
+
+    Args:
+        table: a validated comparison table, n rows (``judge_swapped`` / ``judge_confidence`` and the
+            ``other_judges`` columns are read when present).
+        kinds: the kinds to compute (of :data:`JUDGE_SIDE`; "embedding" is ignored here).
+        other_judges: the columns holding other judges' verdicts.
+
+    Returns:
+        :class:`JudgeEvidence` with features (n, p).
+
+    Raises:
+        ValueError: an unknown kind; ComparisonValidationError: a bad other-judge column (named).
+    """
+    kinds = check_kinds(kinds)
+    judge = table["judge"].to_numpy(dtype=object)
+    decided = np.isin(judge, (A, B))
+    names, kinds_of, cols, rows, skipped = _gather(table, judge, decided, kinds, tuple(other_judges))
+    X = np.column_stack(cols) if cols else np.zeros((len(table), 0))
+    constant = np.ptp(X[decided], axis=0) == 0 if decided.any() else np.ones(X.shape[1], bool)
+    for kind in set(kinds_of):
+        own = np.asarray(kinds_of, dtype=object) == kind
+        if constant[own].all():
+            skipped[kind] = "the same value on every row"
+            rows.pop(kind, None)
+    keep = ~constant
+    X = X[:, keep]
+    return JudgeEvidence(
+        np.where(decided[:, None], X, 0.0),
+        tuple(np.asarray(names, dtype=object)[keep]),
+        tuple(np.asarray(kinds_of, dtype=object)[keep]),
+        rows,
+        skipped,
+    )
