@@ -1,4 +1,4 @@
-"""Learning the audit's metric through the partial OT loss (issue 18): does it help?
+"""Learning the audit's metric through the partial OT loss: does it help?
 
 The audit scores a pool comparison by the mass it receives from the denoised positives P' (judge
 verdicts the humans confirmed) in the frozen encoder's difference embeddings. Here a linear map W

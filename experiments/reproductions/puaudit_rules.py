@@ -1,4 +1,4 @@
-"""Decision rules on the bundled real sets (issue 9): scorer x rule grids with the hindsight ceiling.
+"""Decision rules on the bundled real sets: scorer x rule grids with the hindsight ceiling.
 
     python -m experiments.reproductions.puaudit_rules [--sets mtbench,llmfao-gpt4,llmfao-gpt3] [--seeds 10]
         [--scorers pot-exact,centroid,knn,pu-logistic] [--splits random,grouped] [--embeddings-dir DIR]

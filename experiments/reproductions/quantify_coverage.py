@@ -1,4 +1,4 @@
-"""Coverage and width of every quantify estimator on real data (issue 17), side by side.
+"""Coverage and width of every quantify estimator on real data, side by side; rank-set coverage.
 
 For each judge -- MT-Bench GPT-4 (bundled), LLMFAO GPT-4 and GPT-3.5 (bundled), the local SmolLM2-135M
 judge on 240 MT-Bench pairs (results/local_judge/mtbench_local.csv) -- and each labelled fraction
@@ -6,7 +6,9 @@ judge on 240 MT-Bench pairs (results/local_judge/mtbench_local.csv) -- and each 
 (:func:`puaudit_jax.quantify.coverage.coverage_study`): the truth is the all-label estimate; every
 estimator's coverage, mean width, and its width relative to human-only (the effective number of
 human labels it is worth: n (w_human / w)^2). ``ppi++ (audit)`` runs the default audit (MiniLM
-embeddings, knn scorer, two-sided calibrated rule) on each split's labels alone.
+embeddings, knn scorer, the default calibrated rule) on each split's labels alone. Leaderboards:
+Kendall tau with the all-label ranking, and the simultaneous rank-sets' coverage of the all-label
+ranks (every model's rank in its set at once) with their mean size.
 
     OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python -m experiments.reproductions.quantify_coverage            # ~30 min
     OMP_NUM_THREADS=1 python -m experiments.reproductions.quantify_coverage --splits 50 --no-audit     # a quick look
@@ -85,8 +87,9 @@ def markdown(summary: pd.DataFrame, ranks: pd.DataFrame, args) -> str:
              "human-only width (effective human labels = n / ratio^2).", ""]  # fmt: skip
     cols = ["judge", "fraction", "kind", "estimator", "targets", "coverage", "min_coverage", "valid", "width",
             "width_ratio", "estimable"]  # fmt: skip
-    lines += [markdown_table(summary[cols]), "", "## Leaderboards: Kendall tau with the "
-              "all-label Bradley-Terry ranking (mean over estimable splits)", "",
+    lines += [markdown_table(summary[cols]), "", "## Leaderboards: Kendall tau with the all-label Bradley-Terry "
+              "ranking, and the rank-sets' simultaneous coverage of the all-label ranks (mean over estimable "
+              "splits; rank_set_bound = level - 3 binomial standard errors)", "",
               markdown_table(ranks)]  # fmt: skip
     return "\n".join(lines) + "\n"
 

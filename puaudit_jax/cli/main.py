@@ -4,6 +4,7 @@
     evaluate   the seed's protocol on hidden labels               (cli/evaluate.py)
     demo       the protocol on MT-Bench, end to end               (cli/evaluate.py)
     quantify   estimates with intervals, PPI++                    (cli/quantify.py)
+    plan-labels  which items to label next (active sampling)      (cli/plan.py)
     attack     attack the judge's losers and re-judge             (cli/judges.py)
     judge      re-judge every comparison                          (cli/judges.py)
     serve-local  llama.cpp's OpenAI-compatible server             (cli/judges.py)
@@ -25,6 +26,7 @@ from .audit import add_audit_parser
 from .consensus import add_consensus_parser
 from .evaluate import add_demo_parser, add_evaluate_parser
 from .judges import add_attack_parsers
+from .plan import add_plan_parser
 from .probe import add_probe_parser
 from .quantify import add_quantify_parser
 
@@ -45,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_evaluate_parser(sub)
     add_demo_parser(sub)
     add_quantify_parser(sub)
+    add_plan_parser(sub)
     add_attack_parsers(sub)
     add_consensus_parser(sub)
     add_probe_parser(sub)

@@ -1,9 +1,12 @@
 """``puaudit quantify DATA``: agreement, A share, win rates and the Elo leaderboard with intervals.
 
-    puaudit quantify DATA [--level 0.9] [--cluster-by COLUMN] [--with-audit | --audit DIR] [--out DIR]
+    puaudit quantify DATA [--level 0.9] [--cluster-by COLUMN] [--style tokens,...] [--with-audit | --audit DIR]
+                          [--plan DIR] [--out DIR]
 
 Estimators side by side (judge only, human only, PPI++ with the judge's verdicts, and with
-``--with-audit`` / ``--audit`` PPI++ with an audit's expected human verdicts); writes the tables of
+``--with-audit`` / ``--audit`` PPI++ with an audit's expected human verdicts), the leaderboard with
+rank-sets and at equal style; with ``--plan`` (a ``puaudit plan-labels`` folder) every planned label
+weighted by 1 / its sampling probability. Writes the tables of
 :func:`puaudit_jax.quantify.write_quantification` and ``forest.png``.
 """
 
@@ -22,7 +25,29 @@ from . import inputs
 from .options import add_options, options_from_args
 
 AUDIT_EVIDENCE = ("evidence", "other_judges")  # what --with-audit weighs, as for `puaudit audit`
-COLUMNS = ("target", "estimator", "estimate", "lower", "upper", "n_labelled", "n_unlabelled", "note")
+COLUMNS = (
+    "target",
+    "estimator",
+    "estimate",
+    "lower",
+    "upper",
+    "rank_lower",
+    "rank_upper",
+    "n_labelled",
+    "n_unlabelled",
+    "note",
+)
+
+
+def read_plan(path: str):
+    """The plan frame of a ``plan-labels`` folder (its plan.csv) or of the file itself."""
+    import pandas as pd
+
+    path = Path(path)
+    path = path / "plan.csv" if path.is_dir() else path
+    if not path.is_file():
+        raise ValueError(f"{path}: no label plan there (write one with `puaudit plan-labels`)")
+    return pd.read_csv(path, dtype={"id": str})
 
 
 def cmd_quantify(args) -> int:
@@ -39,7 +64,8 @@ def cmd_quantify(args) -> int:
         if args.with_audit:
             features = inputs.features(args, table.assign(human=MISSING))
             audit_items = audit_for_quantify(table, features, config)
-        result = quantify(table, audit_items=audit_items, **options)
+        plan = None if args.plan is None else read_plan(args.plan)
+        result = quantify(table, audit_items=audit_items, plan=plan, **options)
         files = write_quantification(result, args.out, data=args.data)
         if not args.no_figures:
             import matplotlib.pyplot as plt
@@ -68,5 +94,7 @@ def add_quantify_parser(sub) -> None:
                        "`puaudit audit`) and add PPI++ with its expected human verdicts")  # fmt: skip
     audit.add_argument("--audit", help="an audit's output folder (or its items.csv) of the same data, run "
                        "with a calibrated rule and the tie labels hidden: adds PPI++ with its predictions")  # fmt: skip
+    p.add_argument("--plan", help="the label plan (a `puaudit plan-labels` folder or its plan.csv) the newer "
+                   "labels were drawn by: weights them by 1 / their sampling probability")  # fmt: skip
     p.add_argument("--out", default="puaudit-quantify")
     p.set_defaults(func=cmd_quantify)

@@ -6,11 +6,14 @@ that uses the judge's verdicts -- or an audit's expected human verdicts -- on th
 without trusting them.
 
 ``estimators.py``: the mean estimators and their intervals; ``m_estimation.py``: PPI++ logistic
-M-estimation (vmappable); ``leaderboard.py``: Bradley-Terry on the Elo scale; ``targets.py``: the
-targets and the predictions; ``sample_check.py``: is the labelled set a random sample?;
-``pipeline.py``: :func:`quantify` and the leaderboard files; ``coverage.py``: the coverage study;
-``plots.py``: the forest plot. The audit's predictions for PPI++ come from
-:mod:`puaudit_jax.audit.predictions` (this package never imports the audit).
+M-estimation (vmappable); ``leaderboard.py``: Bradley-Terry on the Elo scale, raw and
+style-controlled; ``ranks.py``: simultaneous rank-sets; ``targets.py``: the targets and the
+predictions; ``active.py``: inverse-probability-weighted (active) estimators and sampling
+probabilities; ``plan.py``: :func:`plan_labels`, which items to label next; ``sample_check.py``: is
+the labelled set a random sample?; ``pipeline.py``: :func:`quantify` and the leaderboard files;
+``coverage.py``: the coverage study; ``plots.py``: the forest plot and the plan's power curve. The
+audit's predictions for PPI++ come from :mod:`puaudit_jax.audit.predictions` (this package never
+imports the audit).
 """
 
 from .estimators import (
@@ -29,11 +32,13 @@ from .estimators import (
 )
 from .m_estimation import MFit, ppi_logistic, ppi_logistic_splits
 from .pipeline import Quantification, QuantifyConfig, quantify, write_quantification
+from .plan import LabelPlanReport, PlanConfig, plan_labels
+from .ranks import RankSets, rank_sets
 from .targets import TargetEstimate, audit_agreement, audit_predictions
 
 __all__ = [
-    "AUDIT_PPI", "ESTIMATORS", "HUMAN_ONLY", "JUDGE_ONLY", "PPI", "STRATIFIED", "Estimate", "MFit", "Quantification",
-    "QuantifyConfig", "TargetEstimate", "audit_agreement", "audit_predictions", "human_only", "judge_only",
-    "ppi_lambda", "ppi_logistic", "ppi_logistic_splits", "ppi_mean", "quantify", "stratified_ppi_mean",
-    "write_quantification",
+    "AUDIT_PPI", "ESTIMATORS", "HUMAN_ONLY", "JUDGE_ONLY", "PPI", "STRATIFIED", "Estimate", "LabelPlanReport", "MFit",
+    "PlanConfig", "Quantification", "QuantifyConfig", "RankSets", "TargetEstimate", "audit_agreement",
+    "audit_predictions", "human_only", "judge_only", "plan_labels", "ppi_lambda", "ppi_logistic",
+    "ppi_logistic_splits", "ppi_mean", "quantify", "rank_sets", "stratified_ppi_mean", "write_quantification",
 ]  # fmt: skip

@@ -23,9 +23,20 @@ import numpy as np
 import pandas as pd
 
 from ..consensus.bradley_terry import ELO_PER_NAT
-from .estimators import HUMAN_ONLY, JUDGE_ONLY, MIN_PER_STRATUM, PPI, STRATIFIED, check_level, mean_splits, z_value
+from .estimators import (
+    HUMAN_ONLY,
+    JUDGE_ONLY,
+    MIN_PER_STRATUM,
+    PPI,
+    STRATIFIED,
+    check_level,
+    collapse_strata,
+    mean_splits,
+    z_value,
+)
 from .leaderboard import ELO_MEAN, MIN_LABELLED, contrast, design, scored_models
 from .m_estimation import ppi_logistic, ppi_logistic_splits
+from .ranks import rank_sets_splits, true_ranks
 from .targets import Inputs, agreement_inputs, inputs
 
 CHUNK = 50  # splits per vmapped Bradley-Terry call (memory: CHUNK x rows x models floats)
@@ -109,16 +120,28 @@ def _row(target, estimator, truth, est, lo, hi, config) -> CoverageRow:
 
 
 def _stratified(y, yhat, lab, unl, strata, level):
-    """Stratified PPI++ (:func:`.estimators.stratified_ppi_mean`) per split: (estimate, lower, upper)."""
-    z, total, var = z_value(level), 0.0, 0.0
-    rows = (lab | unl)[0]
-    for t in np.unique(strata[rows]):
-        inside = strata == t
-        est, lo, hi = mean_splits(y, yhat, lab & inside, unl & inside, level)[PPI]
-        est = np.where((lab & inside).sum(1) >= MIN_PER_STRATUM, est, np.nan)
-        w = (rows & inside).sum() / rows.sum()
-        total, var = total + w * est, var + (w * (hi - lo) / (2 * z)) ** 2
-    return total, total - z * np.sqrt(var), total + z * np.sqrt(var)
+    """Stratified PPI++ (:func:`.estimators.stratified_ppi_mean`) per split: (estimate, lower, upper).
+
+    Strata too small in a split are pooled as that split's estimate pools them (:func:`.estimators.collapse_strata`).
+    """
+    z, rows = z_value(level), (lab | unl)[0]
+    names = sorted(set(strata[rows].tolist()), key=str)
+    out = np.full((3, len(lab)), np.nan)
+    for s in range(len(lab)):
+        pooled = collapse_strata({t: int((lab[s] & (strata == t)).sum()) for t in names})
+        groups = np.array([pooled.get(t, t) for t in strata.tolist()], dtype=object)
+        total, var = 0.0, 0.0
+        for g in sorted(set(pooled.values())):
+            inside = groups == g
+            est, lo, hi = (
+                v[0] for v in mean_splits(y, yhat, (lab[s] & inside)[None], (unl[s] & inside)[None], level)[PPI]
+            )
+            if (lab[s] & inside).sum() < MIN_PER_STRATUM:
+                est = np.nan
+            w = (rows & inside).sum() / rows.sum()
+            total, var = total + w * est, var + (w * (hi - lo) / (2 * z)) ** 2
+        out[:, s] = total, total - z * np.sqrt(var), total + z * np.sqrt(var)
+    return out[0], out[1], out[2]
 
 
 def _mean_rows(target, y, preds, rows, masks, inp: Inputs, config, judge: bool = True) -> list[CoverageRow]:
@@ -160,14 +183,18 @@ def _mean_targets(table, inp: Inputs, masks, config) -> list[CoverageRow]:
     return out
 
 
-def _elo(theta_beta, cov_beta, c, z):
-    """(S, K) Elo estimates, lower and upper bounds from beta (S, K-1) and its covariance."""
+def _elo(theta_beta, cov_beta, c, z, level):
+    """(S, K) Elo estimates, lower and upper bounds, and rank-set ends from beta (S, K-1) and its covariance."""
     theta = theta_beta @ c.T
-    se = np.sqrt(np.clip(np.einsum("kd,sde,ke->sk", c, cov_beta, c), 0, None))
+    cov = np.einsum("kd,sde,le->skl", c, cov_beta, c)
+    se = np.sqrt(np.clip(np.diagonal(cov, axis1=1, axis2=2), 0, None))
+    rank_lo, rank_hi = rank_sets_splits(theta, cov, level)
     return (
         ELO_MEAN + ELO_PER_NAT * theta,
         ELO_MEAN + ELO_PER_NAT * (theta - z * se),
         ELO_MEAN + ELO_PER_NAT * (theta + z * se),
+        rank_lo,
+        rank_hi,
     )
 
 
@@ -185,7 +212,9 @@ def _bt_targets(table, inp: Inputs, masks, config) -> list[CoverageRow]:
     truth = ELO_MEAN + ELO_PER_NAT * (c @ truth_fit.theta)
     judge = np.broadcast_to(inp.predictions[PPI], (len(masks), len(inp.y)))[0][keep]
     judge_fit = ppi_logistic(X, judge, judge, everyone, ~everyone, lam=0.0)
-    judge_elo = [np.repeat(v, len(masks), 0) for v in _elo(judge_fit.theta[None], judge_fit.cov[None], c, z)]
+    judge_elo = [
+        np.repeat(v, len(masks), 0) for v in _elo(judge_fit.theta[None], judge_fit.cov[None], c, z, config.level)
+    ]
     onehot = np.stack([(ma[keep] == m) | (mb[keep] == m) for m in models], 1).astype(float)
     enough = (masks.astype(float) @ onehot >= MIN_LABELLED).all(1)
     results = {JUDGE_ONLY: judge_elo}
@@ -199,21 +228,32 @@ def _bt_targets(table, inp: Inputs, masks, config) -> list[CoverageRow]:
             yh = np.broadcast_to(yhat, masks.shape)[sl]
             beta, cov, _, ok = ppi_logistic_splits(X, y, yh, masks[sl], unl[sl], lam=lam)
             good = ok & enough[sl] & np.isfinite(cov).all((1, 2)) & (np.abs(beta).max(1) < 30)
-            parts.append([np.where(good[:, None], v, np.nan) for v in _elo(beta, cov, c, z)])
+            parts.append([np.where(good[:, None], v, np.nan) for v in _elo(beta, cov, c, z, config.level)])
         results[name] = [np.concatenate(p) for p in zip(*parts)]
-    rows = [_row(f"elo: {m}", name, truth[k], *(v[:, k] for v in arrays), config)
+    rows = [_row(f"elo: {m}", name, truth[k], *(v[:, k] for v in arrays[:3]), config)
             for name, arrays in results.items() for k, m in enumerate(models)]  # fmt: skip
-    return rows, [_rank_row(name, arrays[0], truth, config) for name, arrays in results.items()]
+    return rows, [_rank_row(name, arrays, truth, config) for name, arrays in results.items()]
 
 
-def _rank_row(estimator: str, estimates: np.ndarray, truth: np.ndarray, config) -> dict:
-    """Kendall's tau between each estimable split's scores (S, K) and the full-label scores (K,)."""
+def _rank_row(estimator: str, arrays: list, truth: np.ndarray, config) -> dict:
+    """One estimator's rank summary over the estimable splits.
+
+    Kendall's tau of each split's scores (S, K) with the full-label ones (K,), and how often every
+    model's full-label rank lies in its rank-set (simultaneous coverage).
+    """
     from scipy.stats import kendalltau
 
+    estimates, rank_lo, rank_hi = arrays[0], arrays[3], arrays[4]
     ok = np.isfinite(estimates).all(1)
     taus = [kendalltau(e, truth).statistic for e in estimates[ok]]
+    ranks = true_ranks(truth)
+    covered = ((rank_lo[ok] <= ranks) & (ranks <= rank_hi[ok])).all(1)
+    n = int(ok.sum())
     return {"estimator": estimator, "kendall_tau": float(np.mean(taus)) if taus else np.nan,
-            "estimable": int(ok.sum()), "splits": len(estimates), "fraction": config.fraction}  # fmt: skip
+            "rank_set_coverage": float(covered.mean()) if n else np.nan,
+            "rank_set_mean_size": float((rank_hi[ok] - rank_lo[ok] + 1).mean()) if n else np.nan,
+            "rank_set_bound": config.level - 3 * np.sqrt(config.level * (1 - config.level) / n) if n else np.nan,
+            "estimable": n, "splits": len(estimates), "fraction": config.fraction, "level": config.level}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -222,8 +262,9 @@ class CoverageStudy:
 
     Attributes:
         rows: one :class:`CoverageRow` per (target, estimator) as a DataFrame, plus its ``bound``.
-        ranks: per estimator, the mean Kendall tau of the split leaderboards with the full-label one
-            (empty without model columns).
+        ranks: per estimator, the mean Kendall tau of the split leaderboards with the full-label one,
+            and the rank-sets' simultaneous coverage of the full-label ranks, their mean size and the
+            coverage a valid estimator reaches up to Monte-Carlo error (empty without model columns).
         config: the study's settings.
     """
 

@@ -6,7 +6,8 @@ are identified up to a constant; we fix sum theta = 0 by writing theta = C beta 
 contrast C = [I; -1 ... -1], so each row's covariates are x = (e_a - e_b) C and beta is an ordinary
 logistic regression without intercept. Scores are reported on the Elo scale,
 ``elo = 1000 + 400 / ln(10) * theta`` (the leaderboard averages 1000; 400 points = 10:1 odds),
-with the delta-method interval C Sigma C^T.
+with the delta-method interval C Sigma C^T, and each model's simultaneous rank-set
+(:mod:`.ranks`: the ranks it may hold, for every model together at the same level).
 
 Estimators (each an M-estimate, :mod:`.m_estimation`):
 
@@ -23,7 +24,7 @@ strengths (strongly connected, :func:`~puaudit_jax.consensus.bradley_terry.check
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -31,6 +32,7 @@ import pandas as pd
 from ..consensus.bradley_terry import ELO_PER_NAT, ComparisonGraphError, check_identifiable, count_matrices
 from .estimators import HUMAN_ONLY, JUDGE_ONLY, Estimate, check_level, z_value
 from .m_estimation import MFit, ppi_logistic
+from .ranks import rank_sets
 
 MIN_LABELLED = 2
 ELO_MEAN = 1000.0
@@ -60,14 +62,16 @@ def scored_models(model_a, model_b, labelled) -> tuple[list[str], list[str]]:
 
 
 def elo_estimates(fit: MFit, models: list[str], estimator: str, level: float, n: int, n_unl: int) -> list:
-    """(model, Estimate) on the Elo scale for every model of a converged fit."""
+    """(model, Estimate) on the Elo scale for every model of a converged fit, with its rank-set."""
     c = contrast(len(models))
     theta, cov = c @ fit.theta, c @ fit.cov @ c.T
     half = z_value(level) * np.sqrt(np.clip(np.diag(cov), 0, None))
     lam = None if estimator in (JUDGE_ONLY, HUMAN_ONLY) else fit.lam
+    ranks = rank_sets(theta, cov, level)
     return [(m, Estimate(estimator, ELO_MEAN + ELO_PER_NAT * t, ELO_MEAN + ELO_PER_NAT * (t - h),
-                         ELO_MEAN + ELO_PER_NAT * (t + h), level, n, n_unl, lam=lam))
-            for m, t, h in zip(models, theta, half)]  # fmt: skip
+                         ELO_MEAN + ELO_PER_NAT * (t + h), level, n, n_unl, lam=lam, rank_lower=int(lo),
+                         rank_upper=int(hi)))
+            for m, t, h, lo, hi in zip(models, theta, half, ranks.lower, ranks.upper)]  # fmt: skip
 
 
 def _human_graph_problem(model_a, model_b, y, models: list[str]) -> str:
@@ -88,42 +92,135 @@ def _fit_or_note(X, y, yhat, lab, unl, lam, clusters) -> tuple[MFit | None, str]
     return (fit, "") if ok else (None, "the Bradley-Terry fit did not converge (a model never lost or never won)")
 
 
-def bt_leaderboard(model_a, model_b, y, predictions: dict, labelled, unlabelled, level: float,
-                   clusters=None) -> list[tuple[str, Estimate]]:  # fmt: skip
-    """(model, Estimate) rows of every estimator, the scores on the Elo scale.
+@dataclass(frozen=True)
+class _Fits:
+    """Every estimator's Bradley-Terry fit on the rows whose models are scored.
 
-    model_a / model_b (R,) names, y (R,) human A-outcome (1 / 0.5 / 0; read on labelled rows),
-    predictions: estimator name -> (R,) predicted A-outcome (the first is the judge's: its verdicts make
-    the judge-only fit), labelled / unlabelled (R,) masks, clusters (R,) or None.
+    models: the scored models (the first K-1 coefficients, :func:`design`); dropped: models with too few
+    labelled comparisons; fits: estimator -> (MFit or None, why not); n / n_unl: labelled / unlabelled rows
+    used; caveat: the rows left out, or "".
     """
-    level = check_level(level)
+
+    models: list
+    dropped: list
+    fits: dict
+    n: int
+    n_unl: int
+    caveat: str
+
+
+def _bt_fits(model_a, model_b, y, predictions: dict, labelled, unlabelled, clusters, covariates) -> _Fits:
+    """Fit every estimator; ``covariates`` (R, p) or None are appended to the design's columns."""
     model_a, model_b = np.asarray(model_a).astype(str), np.asarray(model_b).astype(str)
     used = labelled | unlabelled
     models, dropped = scored_models(model_a[used], model_b[used], labelled[used])
     keep = used & np.isin(model_a, models) & np.isin(model_b, models)
     lab, unl = labelled & keep, unlabelled & keep
-    n, n_unl = int(lab.sum()), int(unl.sum())
-    caveat = f"{int((used & ~keep).sum())} rows with a model of < {MIN_LABELLED} labelled comparisons left out"
-    rows = [(m, _not_estimable(est, level, f"fewer than {MIN_LABELLED} labelled comparisons"))
-            for m in dropped for est in (JUDGE_ONLY, HUMAN_ONLY, *predictions)]  # fmt: skip
+    left_out = int((used & ~keep).sum())
+    caveat = f"{left_out} rows with a model of < {MIN_LABELLED} labelled comparisons left out" if dropped else ""
+    out = _Fits(models, dropped, {}, int(lab.sum()), int(unl.sum()), caveat)
     if len(models) < 2:
-        return rows
-    X, clusters = design(model_a[keep], model_b[keep], models), None if clusters is None else clusters[keep]
+        return out
+    X = design(model_a[keep], model_b[keep], models)
+    if covariates is not None:
+        X = np.hstack([X, np.asarray(covariates, float)[keep]])
+    clusters = None if clusters is None else clusters[keep]
     y, lab, unl, none = np.asarray(y, float)[keep], lab[keep], unl[keep], np.zeros(int(keep.sum()), bool)
     judge = np.asarray(next(iter(predictions.values())), float)[keep]
-    fits = {JUDGE_ONLY: _fit_or_note(X, judge, judge, lab | unl, none, 0.0, clusters)}
+    out.fits[JUDGE_ONLY] = _fit_or_note(X, judge, judge, lab | unl, none, 0.0, clusters)
     problem = _human_graph_problem(model_a[keep][lab], model_b[keep][lab], y[lab], models)
-    fits[HUMAN_ONLY] = (None, problem) if problem else _fit_or_note(X, y, y, lab, none, 0.0, clusters)
+    out.fits[HUMAN_ONLY] = (None, problem) if problem else _fit_or_note(X, y, y, lab, none, 0.0, clusters)
     for est, yhat in predictions.items():
-        fits[est] = (_fit_or_note(X, y, np.asarray(yhat, float)[keep], lab, unl, None, clusters) if n_unl else
-                     (None, "no unlabelled item"))  # fmt: skip
-    for est, (fit, why) in fits.items():
+        out.fits[est] = (_fit_or_note(X, y, np.asarray(yhat, float)[keep], lab, unl, None, clusters) if out.n_unl
+                         else (None, "no unlabelled item"))  # fmt: skip
+    return out
+
+
+def _score_rows(fits: _Fits, predictions: dict, level: float) -> list[tuple[str, Estimate]]:
+    """(model, Elo Estimate) rows of every estimator, not-estimable rows included."""
+    rows = [(m, _not_estimable(est, level, f"fewer than {MIN_LABELLED} labelled comparisons"))
+            for m in fits.dropped for est in (JUDGE_ONLY, HUMAN_ONLY, *predictions)]  # fmt: skip
+    for est, (fit, why) in fits.fits.items():
         rows += (
-            [(m, _not_estimable(est, level, why)) for m in models]
+            [(m, _not_estimable(est, level, why)) for m in fits.models]
             if fit is None
-            else elo_estimates(fit, models, est, level, n, n_unl)
+            else elo_estimates(fit, fits.models, est, level, fits.n, fits.n_unl)
         )
-    return rows if not dropped else [(m, e if e.note else replace(e, caveat=caveat)) for m, e in rows]
+    return [(m, e if e.note or not fits.caveat else replace(e, caveat=fits.caveat)) for m, e in rows]
+
+
+def bt_leaderboard(model_a, model_b, y, predictions: dict, labelled, unlabelled, level: float,
+                   clusters=None) -> list[tuple[str, Estimate]]:  # fmt: skip
+    """(model, Estimate) rows of every estimator, the scores on the Elo scale.
+
+    Args:
+        model_a: (R,) names of the models whose response is A.
+        model_b: (R,) names of the models whose response is B.
+        y: (R,) human A-outcome (1 / 0.5 / 0; read on labelled rows).
+        predictions: estimator name -> (R,) predicted A-outcome (the first is the judge's: its verdicts
+            make the judge-only fit).
+        labelled: (R,) bool mask of the labelled rows.
+        unlabelled: (R,) bool mask of the unlabelled rows.
+        level: coverage of the intervals and the rank-sets, in (0, 1).
+        clusters: (R,) cluster labels for cluster-robust intervals, or None.
+
+    Returns:
+        (model, Estimate) pairs: Elo scores with their rank-sets, or not-estimable rows saying why.
+    """
+    level = check_level(level)
+    fits = _bt_fits(model_a, model_b, y, predictions, labelled, unlabelled, clusters, None)
+    return _score_rows(fits, predictions, level)
+
+
+def bt_style_leaderboard(model_a, model_b, y, predictions: dict, labelled, unlabelled, level: float,
+                         covariates: pd.DataFrame, clusters=None) -> tuple[list, list]:  # fmt: skip
+    """The style-controlled leaderboard: Bradley-Terry with style covariates, every estimator.
+
+    P(A beats B) = sigmoid(theta_a - theta_b + gamma . s), s the comparison's style differences
+    (Chatbot Arena's style control, there fitted on votes only; here by PPI++ M-estimation with the
+    human labels and the judge's or the audit's predictions). theta is then each model's strength
+    at equal style; gamma how much the style itself wins.
+
+    Args:
+        model_a: (R,) names of the models whose response is A.
+        model_b: (R,) names of the models whose response is B.
+        y: (R,) human A-outcome (1 / 0.5 / 0; read on labelled rows).
+        predictions: estimator name -> (R,) predicted A-outcome, the judge's first.
+        labelled: (R,) bool mask of the labelled rows.
+        unlabelled: (R,) bool mask of the unlabelled rows.
+        level: coverage of the intervals and the rank-sets, in (0, 1).
+        covariates: (R, p) style differences of each comparison (A minus B, e.g. normalised counts of
+            :func:`puaudit_jax.datasets.style.style_differences`), one named column per covariate,
+            none constant over the used rows.
+        clusters: (R,) cluster labels for cluster-robust intervals, or None.
+
+    Returns:
+        (scores, coefficients): (model, Elo Estimate) rows as :func:`bt_leaderboard`, and (covariate,
+        Estimate) rows: gamma in Elo points per unit of the covariate (400 / ln 10 per nat).
+    """
+    level = check_level(level)
+    covariates = pd.DataFrame(covariates)
+    fits = _bt_fits(model_a, model_b, y, predictions, labelled, unlabelled, clusters, covariates.to_numpy(float))
+    p, z = covariates.shape[1], z_value(level)
+    coefficients = []
+    for est, (fit, why) in fits.fits.items():
+        for j, name in enumerate(covariates.columns):
+            if fit is None:
+                coefficients.append((name, _not_estimable(est, level, why)))
+                continue
+            k = len(fit.theta) - p + j
+            g, h = ELO_PER_NAT * fit.theta[k], z * ELO_PER_NAT * np.sqrt(max(fit.cov[k, k], 0.0))
+            lam = None if est in (JUDGE_ONLY, HUMAN_ONLY) else fit.lam
+            coefficients.append((name, Estimate(est, g, g - h, g + h, level, fits.n, fits.n_unl, lam=lam)))
+    parts = {e: (None if f is None else _models_part(f, p), why) for e, (f, why) in fits.fits.items()}
+    strengths = replace(fits, fits=parts)
+    return _score_rows(strengths, predictions, level), coefficients
+
+
+def _models_part(fit: MFit, p: int) -> MFit:
+    """The fit restricted to its first d - p coefficients (the models' contrasts)."""
+    d = len(fit.theta) - p
+    return replace(fit, theta=fit.theta[:d], cov=fit.cov[:d, :d])
 
 
 def _not_estimable(estimator: str, level: float, why: str) -> Estimate:

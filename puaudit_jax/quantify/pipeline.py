@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
 
+from ..datasets.style import STYLE_FEATURES
+from .plan import planned_probabilities
 from .sample_check import SampleCheck, sample_check
-from .targets import MODEL_COLUMNS, TargetEstimate, a_share, agreement, inputs, leaderboard, win_rates
+from .targets import (
+    MODEL_COLUMNS,
+    TargetEstimate,
+    a_share,
+    agreement,
+    inputs,
+    leaderboard,
+    style_leaderboard,
+    win_rates,
+)
 
 
 @dataclass(frozen=True)
@@ -18,10 +29,14 @@ class QuantifyConfig:
     Fields:
         level: coverage of the confidence intervals, in (0, 1)
         cluster_by: column grouping rows that share texts (e.g. prompt): cluster-robust intervals
+        style: style features controlled for in a second, style-controlled leaderboard (comma list;
+            "" for none): normalised A - B differences of tokens, headers, list items, bold, ...
     """
 
     level: float = 0.9
     cluster_by: str | None = None
+    style: tuple[str, ...] = field(default=("tokens", "headers", "list_items", "bold"),
+                                   metadata={"choices": STYLE_FEATURES})  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -52,7 +67,8 @@ class Quantification:
 
 
 def quantify(table: pd.DataFrame, *, level: float = QuantifyConfig.level,
-             cluster_by: str | None = QuantifyConfig.cluster_by, audit_items: pd.DataFrame | None = None,
+             cluster_by: str | None = QuantifyConfig.cluster_by, style: tuple[str, ...] = QuantifyConfig.style,
+             audit_items: pd.DataFrame | None = None, plan: pd.DataFrame | None = None,
              ) -> Quantification:  # fmt: skip
     """Agreement m, the share of A wins, and per-model win rates and the Bradley-Terry leaderboard.
 
@@ -64,22 +80,30 @@ def quantify(table: pd.DataFrame, *, level: float = QuantifyConfig.level,
             stratifies; ``model_a`` / ``model_b`` add the per-model targets).
         level: coverage of the confidence intervals, in (0, 1).
         cluster_by: column grouping rows that share texts (cluster-robust intervals), or None.
+        style: style features of the style-controlled leaderboard (names of
+            :data:`~puaudit_jax.datasets.style.STYLE_FEATURES`; empty for none).
         audit_items: the items table of a calibrated audit of the same table (adds ``ppi++ (audit)``),
             or None.
+        plan: the label plan the newer labels were drawn by (:func:`.plan.plan_labels`'s frame, e.g.
+            ``plan.csv``): every planned label is weighted by 1 / its sampling probability
+            (:mod:`.active`); the random-sample checks are skipped (the plan is not random by design).
 
     Returns:
         The :class:`Quantification` (win rates and shares in [0, 1], leaderboard scores in Elo points).
 
     Raises:
-        ValueError: a bad level, a missing cluster column or value, or audit items that do not match
-            the table.
+        ValueError: a bad level, a missing cluster column or value, audit items that do not match
+            the table, or a plan that does not (:func:`.plan.planned_probabilities`).
     """
     inp = inputs(table, level, cluster_by, audit_items)
+    if plan is not None:
+        inp = replace(inp, probability=planned_probabilities(table, plan))
     rows = agreement(inp) + a_share(inp)
     if all(c in table.columns for c in MODEL_COLUMNS):
-        rows += win_rates(table, inp) + leaderboard(table, inp)
+        rows += win_rates(table, inp) + leaderboard(table, inp) + style_leaderboard(table, inp, tuple(style))
     checks = [sample_check(inp.strata, inp.labelled, inp.unlabelled, "question_type")] if inp.strata is not None else []
-    if inp.clusters is not None:
+    checks = [] if plan is not None else checks
+    if inp.clusters is not None and plan is None:
         checks.append(sample_check(inp.clusters, inp.labelled, inp.unlabelled, cluster_by))
     return Quantification(tuple(rows), inp.level, tuple(checks), cluster_by)
 

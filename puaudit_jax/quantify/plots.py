@@ -1,6 +1,7 @@
 """Figures of a quantification (matplotlib, Agg backend; files written atomically).
 
 - :func:`forest_plot` -- estimates with intervals, one row per target, one marker per estimator.
+- :func:`power_plot` -- a label plan's predicted interval half-width against the budget, planned and random.
 """
 
 from __future__ import annotations
@@ -18,16 +19,26 @@ from puaudit_runtime.files import save_figure  # noqa: E402
 
 from .estimators import ESTIMATORS  # noqa: E402
 
+#: Panels of the forest plot, by target prefix (the first panel takes every other target).
+PANELS = ("share", "Elo score", "Elo score at equal style", "style coefficient, Elo points (only A has it)")
+_PREFIXES = ("elo: ", "elo (style-controlled): ", "style: ")
+
+
+def _panel_of(target: str) -> int:
+    """The index in :data:`PANELS` of ``target``'s panel."""
+    return next((k + 1 for k, p in enumerate(_PREFIXES) if target.startswith(p)), 0)
+
 
 def forest_plot(frame: pd.DataFrame, path: str | Path | None = None, *, title: str = ""):
     """Estimates with intervals, one row per target, one marker per estimator.
 
-    ``frame`` is a :meth:`~puaudit_jax.quantify.Quantification.to_frame` table; proportions and the Elo
-    leaderboard (targets "elo: ...") in separate panels; not-estimable rows are skipped.
+    ``frame`` is a :meth:`~puaudit_jax.quantify.Quantification.to_frame` table; one panel per kind of
+    target (:data:`PANELS`: proportions, the Elo leaderboard and the style-controlled one, each score
+    with its simultaneous rank-set "#1-3", and the style coefficients); not-estimable rows are skipped.
     """
     frame = frame[frame["note"].fillna("") == ""]
-    elo = frame["target"].str.startswith("elo: ")
-    panels = [(part, label) for part, label in ((frame[~elo], "share"), (frame[elo], "Elo score")) if len(part)]
+    kind = frame["target"].map(_panel_of)
+    panels = [(frame[kind == k], label) for k, label in enumerate(PANELS) if (kind == k).any()]
     heights = [len(set(part["target"])) + 2 for part, _ in panels] or [1]
     fig, axes = plt.subplots(len(panels) or 1, 1, figsize=(8, 0.3 * sum(heights) + 1.2), squeeze=False,
                              gridspec_kw={"height_ratios": heights})  # fmt: skip
@@ -43,6 +54,18 @@ def forest_plot(frame: pd.DataFrame, path: str | Path | None = None, *, title: s
     return fig
 
 
+def _rank_labels(ax, part: pd.DataFrame, y: np.ndarray, color: str) -> None:
+    """Each leaderboard score's rank-set ("#1" or "#1-3") right of its interval."""
+    if "rank_lower" not in part.columns:
+        return
+    for (_, row), yk in zip(part.iterrows(), y):
+        lo, hi = row.get("rank_lower"), row.get("rank_upper")
+        if pd.notna(lo) and pd.notna(hi) and pd.notna(row["upper"]):
+            text = f"#{int(lo)}" if lo == hi else f"#{int(lo)}-{int(hi)}"
+            ax.annotate(text, (row["upper"], yk), xytext=(3, 0), textcoords="offset points", va="center", fontsize=6,
+                        color=color)  # fmt: skip
+
+
 def _forest_panel(ax, frame: pd.DataFrame, estimators: list[str]) -> None:
     targets = list(dict.fromkeys(frame["target"]))
     for k, est in enumerate(estimators):
@@ -50,6 +73,28 @@ def _forest_panel(ax, frame: pd.DataFrame, estimators: list[str]) -> None:
         y = np.arange(len(targets)) + (k - (len(estimators) - 1) / 2) * 0.8 / max(len(estimators), 1)
         ax.errorbar(part["estimate"], y, xerr=[part["estimate"] - part["lower"], part["upper"] - part["estimate"]],
                     fmt="o", ms=3, lw=1, capsize=2, label=est, color=f"C{k}")  # fmt: skip
+        _rank_labels(ax, part, y, f"C{k}")
     ax.set_yticks(np.arange(len(targets)), targets, fontsize=7)
     ax.invert_yaxis()
     ax.legend(fontsize=7, loc="best")
+
+
+def power_plot(report, path: str | Path | None = None, *, title: str = ""):
+    """Predicted interval half-width of a label plan's target against the number of labels.
+
+    ``report`` is a :class:`~puaudit_jax.quantify.plan.LabelPlanReport`: its ``power`` table (budget,
+    planned, random) as two curves, the chosen budget marked.
+    """
+    power = report.power
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    ax.plot(power["budget"], power["random"], "o-", ms=3, color="C7", label="random sampling")
+    ax.plot(power["budget"], power["planned"], "o-", ms=3, color="C0", label="planned (active)")
+    chosen = report.selected.shape[0]
+    ax.axvline(chosen, color="C3", lw=0.8, ls="--", label=f"this plan: {chosen} items drawn")
+    ax.set(xlabel="new labels (expected budget)", ylabel=f"predicted half-width: {report.target}",
+           title=title or "label plan: power")  # fmt: skip
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    if path is not None:
+        save_figure(fig, path, dpi=120)
+    return fig

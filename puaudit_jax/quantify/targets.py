@@ -9,6 +9,8 @@ human verdict is A, B or tie, unlabelled when it is missing. Ties count one half
 - ``win rate: <model>``: P(<model>'s response is better) over the comparisons it is in, for tables
   that name the models (``model_a`` / ``model_b`` columns: MT-Bench, LLMFAO, a user's).
 - ``elo: <model>``: the Bradley-Terry leaderboard (:mod:`.leaderboard`).
+- ``elo (style-controlled): <model>`` and ``style: <feature>``: the leaderboard at equal style, and
+  what each style difference is worth in Elo points (:func:`style_leaderboard`; needs the texts).
 
 Predictions of the human outcome (the Yhat of PPI++), one per estimator:
 
@@ -25,11 +27,31 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 import pandas as pd
 
+from ..datasets.style import style_differences
 from ..datasets.verdicts import MISSING, TIE, A, B, question_types
-from .estimators import AUDIT_PPI, PPI, Estimate, check_level, human_only, judge_only, ppi_mean, stratified_ppi_mean
-from .leaderboard import bt_leaderboard
+from .active import active_mean
+from .estimators import (
+    AUDIT_PPI,
+    HUMAN_ONLY,
+    JUDGE_ONLY,
+    PPI,
+    STRATIFIED,
+    Estimate,
+    check_level,
+    human_only,
+    judge_only,
+    ppi_mean,
+    stratified_ppi_mean,
+)
+from .leaderboard import bt_leaderboard, bt_style_leaderboard
 
 MODEL_COLUMNS = ("model_a", "model_b")
+TEXT_COLUMNS = ("response_a", "response_b")
+STYLE_CONTROLLED = "elo (style-controlled): "
+STYLE_COEFFICIENT = "style: "
+# A style feature needs this many labelled rows where the two responses differ in it: one that differs on
+# a handful (MT-Bench's markdown headers: 3 of 1,232) separates the outcomes and its coefficient diverges.
+STYLE_MIN_ROWS = 20
 
 
 @dataclass(frozen=True)
@@ -98,19 +120,18 @@ def _p_wrong_column(items: pd.DataFrame) -> str:
     return "p_wrong"
 
 
-def audit_predictions(table: pd.DataFrame, items: pd.DataFrame) -> np.ndarray:
-    """The audit's expected human A-outcome for every row of ``table``.
+def audit_p_wrong(table: pd.DataFrame, items: pd.DataFrame) -> np.ndarray:
+    """The audit's P(judge wrong) for every row of ``table``, checked against it.
 
-    1 - p when the judge said A, p when it said B, p = P(judge wrong) (out of fold on labelled rows, by
-    cross-prediction on the pool: ``p_wrong_cross``), the judge's own outcome where the audit gave none
-    (ties, excluded rows).
+    Out of fold on labelled rows, by cross-prediction on the pool (``p_wrong_cross``); NaN where the
+    audit gave none (ties, excluded rows).
 
     Args:
         table: the comparison table, R rows.
         items: the items table of an audit of the same comparisons with a calibrated rule.
 
     Returns:
-        (R,) float predictions in [0, 1].
+        (R,) float P(judge wrong) in [0, 1] or NaN.
 
     Raises:
         ValueError: the audit has no P(judge wrong), an id does not match, the audit excluded rows for
@@ -136,7 +157,26 @@ def audit_predictions(table: pd.DataFrame, items: pd.DataFrame) -> np.ndarray:
         row = ids.iloc[int(np.flatnonzero(differ)[0])]
         raise ValueError(f"row {row!r} is labelled in the audit but not here: the audit saw other human labels "
                          "(e.g. --hide-labels); quantify the table it audited")  # fmt: skip
-    judge, p_wrong = table["judge"].to_numpy(dtype=object), items[_p_wrong_column(items)].to_numpy(float)
+    return items[_p_wrong_column(items)].to_numpy(float)
+
+
+def audit_predictions(table: pd.DataFrame, items: pd.DataFrame) -> np.ndarray:
+    """The audit's expected human A-outcome for every row of ``table``.
+
+    1 - p when the judge said A, p when it said B, p = P(judge wrong) of :func:`audit_p_wrong`, the
+    judge's own outcome where the audit gave none (ties, excluded rows).
+
+    Args:
+        table: the comparison table, R rows.
+        items: the items table of an audit of the same comparisons with a calibrated rule.
+
+    Returns:
+        (R,) float predictions in [0, 1].
+
+    Raises:
+        ValueError: as :func:`audit_p_wrong`.
+    """
+    judge, p_wrong = table["judge"].to_numpy(dtype=object), audit_p_wrong(table, items)
     audit = np.where(judge == A, 1 - p_wrong, np.where(judge == B, p_wrong, np.nan))
     return np.where(np.isfinite(audit), audit, _score(judge, A))
 
@@ -147,7 +187,8 @@ class Inputs:
 
     labelled / unlabelled: masks; y: human A-outcome (NaN where unlabelled); judge: the judge's
     verdicts; predictions: estimator -> predicted A-outcome, the judge's first; clusters / strata:
-    labels or None; level: interval coverage.
+    labels or None; level: interval coverage; probability: with a label plan, the probability each
+    labelled row was sampled with (1 for the random sample before the plan; :mod:`.active`), else None.
     """
 
     labelled: np.ndarray
@@ -158,6 +199,7 @@ class Inputs:
     clusters: np.ndarray | None
     strata: np.ndarray | None
     level: float
+    probability: np.ndarray | None = None
 
 
 def inputs(table: pd.DataFrame, level: float, cluster_by: str | None = None, audit_items=None) -> Inputs:
@@ -179,6 +221,8 @@ def _means(target: str, inp: Inputs, rows: np.ndarray, flip: np.ndarray, truth: 
     ``flip``: rows whose outcome is B's (1 - the A-outcome); ``truth``: the human outcome when it is not
     the A-outcome (agreement).
     """
+    if inp.probability is not None:
+        return _active_means(target, inp, rows, flip, truth)
     lab, unl = inp.labelled & rows, inp.unlabelled & rows
     y = np.where(flip, 1 - inp.y, inp.y) if truth is None else truth
     preds = {k: np.where(flip, 1 - v, v) for k, v in inp.predictions.items()}
@@ -194,6 +238,41 @@ def _means(target: str, inp: Inputs, rows: np.ndarray, flip: np.ndarray, truth: 
         out.append(stratified_ppi_mean(y[lab], preds[PPI][lab], preds[PPI][unl], inp.strata[lab], inp.strata[unl],
                                        inp.level, cl))  # fmt: skip
     return [TargetEstimate(target, e) for e in out]
+
+
+def _active_means(target: str, inp: Inputs, rows: np.ndarray, flip: np.ndarray, truth) -> list:
+    """:func:`_means` under a label plan: every labelled row weighted by 1 / its sampling probability.
+
+    Human only is the inverse-probability-weighted mean (lam = 0), each PPI++ the active estimator of
+    :func:`.active.active_mean`; the stratified estimator assumes random sampling within strata and is
+    not estimable here.
+    """
+    used = (inp.labelled | inp.unlabelled) & rows
+    lab = inp.labelled[used]
+    y = (np.where(flip, 1 - inp.y, inp.y) if truth is None else truth)[used]
+    preds = {k: np.where(flip, 1 - v, v)[used] for k, v in inp.predictions.items()}
+    pi, cl = inp.probability[used], None if inp.clusters is None else inp.clusters[used]
+    out = [judge_only(preds[PPI][lab], preds[PPI][~lab], inp.level, None if cl is None else (cl[lab], cl[~lab]))
+           ] if truth is None else []  # fmt: skip
+    out.append(active_mean(y, preds[PPI], pi, lab, inp.level, lam=0.0, clusters=cl, estimator=HUMAN_ONLY))
+    for name, yhat in preds.items():
+        if name != PPI or truth is None:
+            out.append(active_mean(y, yhat, pi, lab, inp.level, clusters=cl, estimator=name))
+    if inp.strata is not None:
+        out.append(Estimate(STRATIFIED, np.nan, np.nan, np.nan, inp.level, int(lab.sum()), int((~lab).sum()),
+                            note="not estimable: with a label plan (use ppi++, weighted by the plan)"))  # fmt: skip
+    caveat = "labels weighted by 1 / their sampling probability (label plan)"
+    weighted = [e if e.note or e.estimator == JUDGE_ONLY else replace(e, caveat=caveat) for e in out]
+    return [TargetEstimate(target, e) for e in weighted]
+
+
+def _without_plan_weights(rows: list[TargetEstimate], inp: Inputs) -> list[TargetEstimate]:
+    """Under a label plan, the Bradley-Terry rows that read labels become not estimable (not yet weighted)."""
+    if inp.probability is None:
+        return rows
+    why = "not estimable: the Bradley-Terry fit does not weight planned labels yet (label a random sample)"
+    blank = lambda e: Estimate(e.estimator, np.nan, np.nan, np.nan, e.level, e.n_labelled, e.n_unlabelled, note=why)  # noqa: E731
+    return [r if r.estimate.estimator == JUDGE_ONLY else TargetEstimate(r.target, blank(r.estimate)) for r in rows]
 
 
 def agreement_inputs(inp: Inputs) -> Inputs:
@@ -249,7 +328,53 @@ def leaderboard(table: pd.DataFrame, inp: Inputs) -> list[TargetEstimate]:
     """Bradley-Terry scores (Elo scale) of every model by every estimator (:mod:`.leaderboard`)."""
     ma, mb = _models(table)
     rows = bt_leaderboard(ma, mb, inp.y, inp.predictions, inp.labelled, inp.unlabelled, inp.level, inp.clusters)
-    return [TargetEstimate(f"elo: {m}", e) for m, e in sorted(rows, key=lambda r: r[0])]
+    return _without_plan_weights([TargetEstimate(f"elo: {m}", e) for m, e in sorted(rows, key=lambda r: r[0])], inp)
+
+
+def _no_style(ma, mb, inp: Inputs, why: str) -> list[TargetEstimate]:
+    """Not-estimable style-controlled rows for every model and estimator, saying ``why``."""
+    used = inp.labelled | inp.unlabelled
+    estimators = [JUDGE_ONLY, HUMAN_ONLY, *inp.predictions]
+    return [TargetEstimate(f"{STYLE_CONTROLLED}{m}", Estimate(e, np.nan, np.nan, np.nan, inp.level, 0, 0,
+                                                               note=f"not estimable: {why}"))
+            for m in sorted(set(ma[used]) | set(mb[used])) for e in estimators]  # fmt: skip
+
+
+def style_leaderboard(table: pd.DataFrame, inp: Inputs, features: tuple[str, ...]) -> list[TargetEstimate]:
+    """The style-controlled leaderboard and each style feature's coefficient, by every estimator.
+
+    Covariates: the normalised A - B differences of ``features`` (:func:`~puaudit_jax.datasets.style.
+    style_differences`); a feature that differs on fewer than :data:`STYLE_MIN_ROWS` labelled rows is
+    left out (named in the rows' caveat). Without the response texts every row is "not estimable" and says so.
+
+    Args:
+        table: the comparison table (``model_a``, ``model_b``, ``response_a``, ``response_b``).
+        inp: its :class:`Inputs`.
+        features: names of :data:`~puaudit_jax.datasets.style.STYLE_FEATURES` (empty: no rows).
+
+    Returns:
+        Rows "elo (style-controlled): <model>" (Elo points, rank-sets) and "style: <feature>" (Elo
+        points for a normalised difference of 1, i.e. only A has it).
+    """
+    if not features:
+        return []
+    ma, mb = _models(table)
+    missing = [c for c in TEXT_COLUMNS if c not in table.columns]
+    if missing:
+        return _no_style(ma, mb, inp, f"style control needs the response texts (columns {missing} missing)")
+    diffs = style_differences(table)[list(features)]
+    rare = [f for f in features if (diffs[f].to_numpy()[inp.labelled] != 0).sum() < STYLE_MIN_ROWS]
+    caveat = f"style features differing on < {STYLE_MIN_ROWS} labelled rows left out: {', '.join(rare)}" if rare else ""
+    kept = diffs.drop(columns=rare)
+    if kept.shape[1] == 0:
+        why = f"no style feature differs on {STYLE_MIN_ROWS} labelled rows ({', '.join(features)})"
+        return _no_style(ma, mb, inp, why)
+    scores, coefficients = bt_style_leaderboard(ma, mb, inp.y, inp.predictions, inp.labelled, inp.unlabelled,
+                                                inp.level, kept, inp.clusters)  # fmt: skip
+    joined = lambda e: "; ".join(c for c in (e.caveat, caveat) if c)  # noqa: E731
+    with_caveat = lambda e: e if e.note or not caveat else replace(e, caveat=joined(e))  # noqa: E731
+    out = [TargetEstimate(f"{STYLE_CONTROLLED}{m}", with_caveat(e)) for m, e in sorted(scores, key=lambda r: r[0])]
+    return _without_plan_weights(out + [TargetEstimate(f"{STYLE_COEFFICIENT}{f}", e) for f, e in coefficients], inp)
 
 
 def audit_agreement(items: pd.DataFrame, level: float = 0.9) -> tuple[TargetEstimate, ...]:

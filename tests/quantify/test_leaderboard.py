@@ -107,7 +107,7 @@ def test_human_only_elo_equals_the_consensus_bradley_terry_fit():
     for model in bt.scores.index:
         assert frame.loc[(f"elo: {model}", HUMAN_ONLY), "estimate"] == pytest.approx(bt.scores[model], abs=1e-6)
         assert frame.loc[(f"elo: {model}", JUDGE_ONLY), "estimate"] == pytest.approx(judged.scores[model], abs=1e-6)
-    elo = frame[frame.index.get_level_values(0).str.startswith("elo")]
+    elo = frame[frame.index.get_level_values(0).str.startswith("elo: ")]
     assert (elo["lower"] < elo["estimate"]).all() and (elo["estimate"] < elo["upper"]).all()
     assert elo.xs(PPI, level=1)["estimate"].mean() == pytest.approx(1000.0)
     # the judge's self-preference lifts m0 above the humans' score; PPI++ corrects towards them
@@ -150,12 +150,12 @@ def test_not_estimable_leaderboard_rows_say_why():
     assert "not estimable" in frame.loc[("elo: m4", HUMAN_ONLY), "note"]
 
 
-def test_stratified_ppi_combines_the_strata_and_refuses_tiny_ones():
+def test_stratified_ppi_combines_the_strata_and_pools_tiny_ones():
     rng = np.random.default_rng(5)
     strata = np.array(["x", "y"])[(rng.random(400) < 0.3).astype(int)]
     y_all = np.where(strata == "x", rng.binomial(1, 0.7, 400), rng.binomial(1, 0.2, 400)).astype(float)
     yhat = np.clip(y_all + rng.normal(0, 0.3, 400), 0, 1)
-    lab = rng.random(400) < np.where(strata == "x", 0.1, 0.5)  # labelled share differs by stratum
+    lab = rng.random(400) < np.where(strata == "x", 0.4, 0.8)  # labelled share differs by stratum
     est = stratified_ppi_mean(y_all[lab], yhat[lab], yhat[~lab], strata[lab], strata[~lab], 0.9)
     parts = {t: ppi_mean(y_all[lab & (strata == t)], yhat[lab & (strata == t)], yhat[~lab & (strata == t)], 0.9)
              for t in ("x", "y")}  # fmt: skip
@@ -166,7 +166,21 @@ def test_stratified_ppi_combines_the_strata_and_refuses_tiny_ones():
     assert est.estimator == STRATIFIED and abs(est.estimate - y_all.mean()) < 0.1
     few = lab & ((strata == "y") | (np.cumsum(strata == "x") <= 5))
     tiny = stratified_ppi_mean(y_all[few], yhat[few], yhat[~few], strata[few], strata[~few], 0.9)
-    assert np.isnan(tiny.estimate) and "stratum 'x' has" in tiny.note
+    pooled = ppi_mean(y_all[few], yhat[few], yhat[~few], 0.9)  # x (<= 5 labels) pooled with y: one stratum
+    assert tiny.estimate == pytest.approx(pooled.estimate) and tiny.caveat.endswith("pooled: x + y")
+    none = few & (np.cumsum(few) <= 6)
+    assert "stratum 'x + y' has 6 labelled items" in stratified_ppi_mean(
+        y_all[none], yhat[none], yhat[~none], strata[none], strata[~none], 0.9).note  # fmt: skip
+
+
+def test_collapse_strata_pools_the_smallest_until_each_is_big_enough():
+    from puaudit_jax.quantify.estimators import collapse_strata
+
+    assert collapse_strata({"a": 30, "b": 12, "c": 10}, 10) == {"a": "a", "b": "b", "c": "c"}
+    assert set(collapse_strata({"a": 30, "b": 12, "c": 10}).values()) == {"a + b + c"}  # default: pools of 30
+    merged = collapse_strata({"a": 30, "b": 3, "c": 4, "d": 5, "e": 12}, 10)  # b + c = 7, then + d = 12
+    assert merged == {"a": "a", "b": "b + c + d", "c": "b + c + d", "d": "b + c + d", "e": "e"}
+    assert set(collapse_strata({"a": 2, "b": 3}).values()) == {"a + b"}  # one stratum left: not estimable then
 
 
 def test_audit_predictions_check_the_audit_matches_the_table():

@@ -1,0 +1,114 @@
+"""``puaudit plan-labels DATA --budget K``: which unlabelled items to send to humans next.
+
+    puaudit plan-labels DATA --budget K [--with-audit | --audit DIR] [--target agreement] [--width X] [--out DIR]
+
+Draws about K items of the unlabelled pool, more where the audit's P(judge wrong) is uncertain
+(:mod:`puaudit_jax.quantify.active`; random sampling without an audit), and writes ``plan.csv``
+(every usable row with its sampling probability), ``to_label.csv`` (the drawn rows), ``power.csv``
+and ``power.png`` (predicted interval half-widths against the budget, planned and random) and
+``plan.json``. When the labels are back in DATA, ``puaudit quantify DATA --plan DIR`` weights them by
+their probabilities so the intervals stay valid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from ..audit import AuditConfig
+from ..audit.predictions import audit_for_quantify
+from ..audit.write import read_items
+from ..datasets.verdicts import MISSING
+from ..quantify.plan import PlanConfig, plan_labels
+from ..quantify.targets import audit_p_wrong
+from . import inputs
+from .options import add_options, options_from_args
+from .quantify import AUDIT_EVIDENCE
+
+
+def _p_wrong(args, table, config: AuditConfig):
+    """The audit's P(judge wrong) per row (--with-audit / --audit), or None for random sampling."""
+    if args.audit is not None:
+        return audit_p_wrong(table, read_items(args.audit))
+    if args.with_audit:
+        features = inputs.features(args, table.assign(human=MISSING))
+        return audit_p_wrong(table, audit_for_quantify(table, features, config))
+    return None
+
+
+def _write(report, table, folder: Path, data: str, config: PlanConfig) -> list[str]:
+    from puaudit_runtime.files import write_csv, write_json
+
+    chosen = table[table["id"].astype(str).isin(report.selected["id"])]
+    write_csv(report.frame, folder / "plan.csv")
+    write_csv(chosen.drop(columns=["human"]), folder / "to_label.csv")
+    write_csv(report.power, folder / "power.csv")
+    write_json({"data": data, "settings": asdict(config), "pool": int((report.frame["role"] == "pool").sum()),
+                "labelled_before": int((report.frame["role"] == "labelled").sum()), "selected": len(chosen),
+                "informative": report.informative, "labels_needed_for_width": report.needed,
+                "half_width_now": report.current,
+                "power": report.power.to_dict(orient="records")}, folder / "plan.json")  # fmt: skip
+    return ["plan.csv", "to_label.csv", "power.csv", "plan.json"]
+
+
+def cmd_plan_labels(args) -> int:
+    """``puaudit plan-labels``: settings checked, the audit if asked, the draw, the files."""
+    config = PlanConfig(**options_from_args(args, PlanConfig))
+    config.validate()
+    audit_config = AuditConfig(**options_from_args(args, AuditConfig, include=AUDIT_EVIDENCE))
+    audit_config.validate()
+    args.mesh_obj = inputs.mesh_of(args) if args.with_audit else None
+    inputs.checked_first(args)
+    with inputs.output_folder(args) as run:
+        table = inputs.load_data(args.data, True, other_judges=audit_config.other_judges)
+        report = plan_labels(table, _p_wrong(args, table, audit_config), config)
+        files = _write(report, table, Path(args.out), args.data, config)
+        if not args.no_figures:
+            import matplotlib.pyplot as plt
+
+            from ..quantify.plots import power_plot
+
+            plt.close(power_plot(report, Path(args.out) / "power.png", title=args.data))
+            files.append("power.png")
+        run.finish(files)
+    _print(report, config)
+    print(f"wrote {args.out}/" + ", ".join(files))
+    return 0
+
+
+def _print(report, config: PlanConfig) -> None:
+    chosen, pool = report.selected, report.frame[report.frame["role"] == "pool"]
+    how = "more where P(judge wrong) is uncertain" if report.informative else "uniformly (no audit: random sampling)"
+    print(f"{len(chosen)} of {len(pool)} unlabelled items drawn {how}; sampling probabilities "
+          f"{pool['sampling_prob'].min():.3g} to {pool['sampling_prob'].max():.3g}")  # fmt: skip
+    at = report.power.set_index("budget").loc[config.budget]
+    print(f"predicted {config.target} interval half-width at budget {config.budget}: {at['planned']:.4f} "
+          f"(random sampling: {at['random']:.4f}; level {config.level})")  # fmt: skip
+    print(f"with the labels at hand: {report.current:.4f}")
+    if report.needed is not None:
+        pool_size = len(pool)
+        enough = (f"about {report.needed} more labels" if 0 < report.needed <= pool_size else
+                  "the labels at hand suffice" if report.needed == 0 else
+                  f"more labels than the pool has ({pool_size})")  # fmt: skip
+        print(f"for a half-width of {config.width}: {enough}")
+    if np.isfinite(pool["p_wrong"]).any() and not report.informative:
+        print("note: P(judge wrong) is the same everywhere: the plan is random sampling")
+
+
+def add_plan_parser(sub) -> None:
+    """Register ``plan-labels`` on a subparsers object."""
+    p = sub.add_parser("plan-labels", help="which unlabelled items to send to humans next (active sampling, "
+                       "valid intervals afterwards with quantify --plan)")  # fmt: skip
+    inputs.add_data_options(p)
+    add_options(p, PlanConfig)
+    add_options(p, AuditConfig, include=AUDIT_EVIDENCE)
+    audit = p.add_mutually_exclusive_group()
+    audit.add_argument("--with-audit", action="store_true",
+                       help="run the default calibrated audit (tie labels hidden) and sample where its "
+                       "P(judge wrong) is uncertain")  # fmt: skip
+    audit.add_argument("--audit", help="an audit's output folder (or its items.csv) of the same data, run with a "
+                       "calibrated rule and the tie labels hidden")  # fmt: skip
+    p.add_argument("--out", default="puaudit-plan")
+    p.set_defaults(func=cmd_plan_labels)

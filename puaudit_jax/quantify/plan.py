@@ -1,0 +1,208 @@
+"""``plan_labels``: the next items to send to humans, their probabilities, and what the labels will buy.
+
+A plan covers every usable row of a comparison table: rows labelled before the plan (a random
+sample, role ``labelled``) and the unlabelled pool (role ``pool``), each pool item with its sampling
+probability and whether it was drawn (:mod:`.active`). Written as ``plan.csv``, it is read back by
+:func:`planned_probabilities` when the labels have come back, so that :func:`~puaudit_jax.quantify.
+quantify` weights every planned label by 1 / pi and its intervals stay valid.
+
+    plan_labels(table, p_wrong (R,) or None, config) -> LabelPlanReport
+    planned_probabilities(table, plan frame) -> (R,) pi of every labelled row (1 before the plan)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .active import inclusion_probability, predicted_half_width, sampling_probabilities, uncertainty
+from .targets import agreement_inputs, inputs, usable_rows
+
+PLAN_COLUMNS = ("id", "role", "p_wrong", "sampling_prob", "selected")
+TARGETS = ("agreement", "a-share")
+
+
+@dataclass(frozen=True)
+class PlanConfig:
+    """Settings of :func:`plan_labels` (the CLI's options are generated from them).
+
+    Fields:
+        budget: expected number of items to send to humans (Poisson sampling: the count drawn varies
+            by about its square root)
+        target: the mean the power analysis is for: agreement (judge == human) or a-share (A wins)
+        width: interval half-width the power analysis solves for (labels needed), or none
+        mix: share of uniform sampling mixed into the probabilities, in [0, 1] (1: random sampling)
+        seed: random seed of the draw
+        level: coverage of the intervals of the power analysis, in (0, 1)
+    """
+
+    budget: int = 100
+    target: str = "agreement"
+    width: float | None = None
+    mix: float = 0.2
+    seed: int = 0
+    level: float = 0.9
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first bad setting."""
+        if self.budget < 1:
+            raise ValueError(f"--budget {self.budget}: need at least 1 item")
+        if self.target not in TARGETS:
+            raise ValueError(f"--target {self.target!r}: use one of {', '.join(TARGETS)}")
+        if self.width is not None and not self.width > 0:
+            raise ValueError(f"--width {self.width}: a half-width must be > 0")
+        if not 0 <= self.mix <= 1:
+            raise ValueError(f"--mix {self.mix}: must be in [0, 1]")
+        if not 0 < self.level < 1:
+            raise ValueError(f"--level {self.level}: must be in (0, 1)")
+
+
+@dataclass(frozen=True)
+class LabelPlanReport:
+    """A drawn plan and its power analysis.
+
+    Attributes:
+        frame: one row per usable table row (:data:`PLAN_COLUMNS`; on rows labelled before the plan,
+            ``sampling_prob`` is the probability they would have had: the estimator weighs them too).
+        power: predicted half-widths of ``target`` at several budgets: columns ``budget``,
+            ``planned`` and ``random`` (uniform sampling), in the outcome's units.
+        needed: labels needed for a half-width ``width`` with the plan's weighting (None without a
+            width; 0 when the labels at hand reach it; the pool size + 1 when even labelling all of it
+            does not).
+        target: the power analysis' target.
+        informative: whether the probabilities differ from uniform (the audit gave P(judge wrong)).
+        current: the predicted half-width with the labels at hand (inf without any).
+    """
+
+    frame: pd.DataFrame
+    power: pd.DataFrame
+    needed: int | None
+    target: str
+    informative: bool
+    current: float = np.inf
+
+    @property
+    def selected(self) -> pd.DataFrame:
+        """The rows to send to humans."""
+        return self.frame[self.frame["selected"]]
+
+
+def _residual_variance(table: pd.DataFrame, p_wrong: np.ndarray, target: str, level: float):
+    """(sigma2 (R,) expected squared residual per row, var_y, labelled, pool) for the power analysis.
+
+    With a P(judge wrong) p: sigma2 = p (1 - p); without: the labelled items' mean squared residual
+    of the judge's prediction. var_y: the labelled outcomes' variance.
+    """
+    inp = inputs(table, level)
+    if target == "agreement":
+        inp = agreement_inputs(inp)
+    y, yhat = inp.y[inp.labelled], next(iter(inp.predictions.values()))[inp.labelled]
+    var_y = float(np.var(y)) if len(y) > 1 else 0.25
+    fallback = float(np.mean((y - yhat) ** 2)) if target != "agreement" and len(y) else var_y
+    sigma2 = np.where(np.isfinite(p_wrong), p_wrong * (1 - p_wrong), fallback)
+    return sigma2, var_y, inp.labelled, inp.unlabelled
+
+
+def plan_labels(table: pd.DataFrame, p_wrong, config: PlanConfig = PlanConfig()) -> LabelPlanReport:
+    """Draw the next items to label from the table's unlabelled pool, and the power analysis.
+
+    Args:
+        table: a validated comparison table (R rows; the pool: rows with a judge verdict and no human
+            one).
+        p_wrong: (R,) the audit's P(judge wrong) (NaN where it has none), or None (random sampling).
+        config: the :class:`PlanConfig`.
+
+    Returns:
+        The :class:`LabelPlanReport`.
+
+    Raises:
+        ValueError: a bad setting, an empty pool, or a budget larger than the pool.
+    """
+    config.validate()
+    p = np.full(len(table), np.nan) if p_wrong is None else np.asarray(p_wrong, np.float64)
+    sigma2, var_y, labelled, pool = _residual_variance(table, p, config.target, config.level)
+    used, n_pool = labelled | pool, int(pool.sum())
+    if n_pool == 0:
+        raise ValueError("no unlabelled item to plan: every usable row already has a human label")
+    if config.budget > n_pool:
+        raise ValueError(f"--budget {config.budget} is larger than the pool of {n_pool} unlabelled items")
+    u = uncertainty(p[used])
+    in_pool, share = pool[used], float(labelled.sum() / used.sum())
+
+    def probabilities(budget: float, mix: float) -> np.ndarray:
+        """(used rows,) plan probabilities: drawn ones for the pool, would-have-been ones for the rest."""
+        out = np.empty(len(u))
+        out[in_pool], out[~in_pool] = sampling_probabilities(u[in_pool], budget, mix, others=u[~in_pool])
+        return out
+
+    pi = probabilities(config.budget, config.mix)
+    drawn = np.random.default_rng(config.seed).random(len(pi)) < pi
+    frame = pd.DataFrame({"id": table["id"].astype(str).to_numpy()[used], "role": np.where(in_pool, "pool", "labelled"),
+                          "p_wrong": p[used], "sampling_prob": pi, "selected": drawn & in_pool})  # fmt: skip
+    half = lambda b, m: predicted_half_width(inclusion_probability(probabilities(b, m), share), sigma2[used], var_y,
+                                             config.level)  # fmt: skip  # noqa: E731
+    budgets = sorted({int(b) for b in np.linspace(1, n_pool, 9).round()} | {config.budget})
+    power = pd.DataFrame({"budget": budgets, "planned": [half(b, config.mix) for b in budgets],
+                          "random": [half(b, 1.0) for b in budgets]})  # fmt: skip
+    now = predicted_half_width(np.full(len(u), share), sigma2[used], var_y, config.level) if share > 0 else np.inf
+    needed = None if config.width is None else (
+        0 if now <= config.width else _labels_needed(lambda b: half(b, config.mix), n_pool, config.width))  # fmt: skip
+    return LabelPlanReport(frame, power, needed, config.target, bool(np.ptp(u[in_pool]) > 0), float(now))
+
+
+def _labels_needed(half_width, n_pool: int, width: float) -> int:
+    """The smallest budget in [1, n_pool] whose predicted half-width is <= width (n_pool + 1: none is)."""
+    if half_width(n_pool) > width:
+        return n_pool + 1
+    lo, hi = 1, n_pool
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if half_width(mid) <= width else (mid + 1, hi)
+    return lo
+
+
+def planned_probabilities(table: pd.DataFrame, plan: pd.DataFrame) -> np.ndarray:
+    """The sampling probability of every labelled row of ``table`` under ``plan`` (1 before the plan).
+
+    Args:
+        table: the comparison table after the planned labels came back (R rows).
+        plan: a plan frame (:data:`PLAN_COLUMNS`, e.g. ``plan.csv`` read back).
+
+    Returns:
+        (R,) float probability of each labelled row to be labelled, r + (1 - r) pi (r: the share of the
+        plan's rows labelled before it; :func:`.active.inclusion_probability`), NaN on unlabelled rows.
+
+    Raises:
+        ValueError: the plan lacks a column; a usable row is not in the plan; labels came back for items
+            never planned; a planned item has no label or no valid sampling probability.
+    """
+    missing = [c for c in PLAN_COLUMNS if c not in plan.columns]
+    if missing:
+        raise ValueError(f"the label plan lacks the columns {missing} (write it with `puaudit plan-labels`)")
+    plan = plan.assign(id=plan["id"].astype(str)).set_index("id")
+    labelled, unlabelled = usable_rows(table)
+    ids = table["id"].astype(str).to_numpy()
+    absent = ~np.isin(ids, plan.index) & (labelled | unlabelled)
+    if absent.any():
+        raise ValueError(f"{int(absent.sum())} rows are not in the label plan, e.g. id {ids[absent][0]!r}: "
+                         "quantify the table the plan was drawn from")  # fmt: skip
+    rows = plan.reindex(ids)
+    role, chosen = rows["role"].astype(str).to_numpy(), rows["selected"].astype(str).str.lower().isin(["true", "1"])
+    chosen = chosen.to_numpy()
+    _check(ids, labelled & (role == "pool") & ~chosen, "labels came back for {n} items the plan never selected")
+    _check(ids, unlabelled & chosen, "{n} planned items have no human label: IPW needs every planned label "
+           "(label them, or re-plan without them)")  # fmt: skip
+    pi = pd.to_numeric(rows["sampling_prob"], errors="coerce").to_numpy(float)
+    bad = labelled & chosen & ~((pi > 0) & (pi <= 1))
+    _check(ids, bad, "{n} planned items have no valid sampling probability in (0, 1]")
+    bad = labelled & (role == "labelled") & ~((pi > 0) & (pi <= 1))
+    _check(ids, bad, "{n} items labelled before the plan have no valid sampling probability in (0, 1]")
+    share = float((plan["role"].astype(str) == "labelled").mean())
+    return np.where(labelled, inclusion_probability(pi, share), np.nan)
+
+
+def _check(ids: np.ndarray, bad: np.ndarray, message: str) -> None:
+    if bad.any():
+        raise ValueError(message.format(n=int(bad.sum())) + f", e.g. id {ids[bad][0]!r}")
