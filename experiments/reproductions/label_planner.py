@@ -6,7 +6,7 @@ embeddings, the default calibrated rule, tie labels hidden) runs on those labels
 of the same expected budget (``--budget`` share of the rows) draw from the rest: ``planned``
 (:func:`puaudit_jax.quantify.plan.plan_labels` with the audit's P(judge wrong)) and ``random``
 (uniform, mix 1); the drawn rows' held labels are revealed, and ``quantify(..., plan=...)`` estimates
-the agreement m, the A share and every model's win rate with every estimator. Truth: the same
+the agreement m, the A share, every model's win rate and Elo score with every estimator. Truth: the same
 targets on all the labelled rows. Coverage and mean width per design, and the width of planned over
 random per target (< 1: the planner helps).
 
@@ -40,9 +40,10 @@ JUDGES = {
     "llmfao (GPT-4)": "llmfao-gpt4",
     "llmfao (GPT-3.5)": "llmfao-gpt3",
     "mtbench (SmolLM2-135M local)": str(LOCAL_JUDGE_CSV),
+    "synthetic (oracle P(judge wrong))": "synthetic",
 }
 DESIGNS = {"planned": None, "random": 1.0}  # mix: None = the default PlanConfig.mix
-KEEP = ("agreement m", "share of A wins", "win rate: ")
+KEEP = ("agreement m", "share of A wins", "win rate: ", "elo: ")
 
 
 def _kind(target: str) -> str:
@@ -54,13 +55,25 @@ def _estimates(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.loc[keep, ["target", "estimator", "estimate", "lower", "upper", "note"]]
 
 
-def run_split(table, features, rng_seed: int, args) -> list[pd.DataFrame]:
-    """One split: the first labels, the audit, both plans revealed and quantified."""
+def synthetic(rows: int = 2000, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
+    """A judge wrong with a known probability: 0.45 on a fifth of the items, 0.03 elsewhere.
+
+    What the planner gains when P(judge wrong) separates items sharply (an oracle audit).
+    """
+    rng = np.random.default_rng(seed)
+    p_wrong = np.where(rng.random(rows) < 0.2, 0.45, 0.03)
+    human = np.where(rng.random(rows) < 0.5, "A", "B")
+    judge = np.where(rng.random(rows) < p_wrong, np.where(human == "A", "B", "A"), human)
+    return pd.DataFrame({"id": [f"s{i}" for i in range(rows)], "judge": judge, "human": human}), p_wrong
+
+
+def run_split(table, features, rng_seed: int, args, oracle=None) -> list[pd.DataFrame]:
+    """One split: the first labels, the audit (or the oracle's P(judge wrong)), both plans revealed and quantified."""
     rng = np.random.default_rng(rng_seed)
     first = rng.random(len(table)) < args.first
     shown = table.assign(human=np.where(first, table["human"].to_numpy(dtype=object), MISSING))
-    items = audit_for_quantify(shown, features)
-    p_wrong = audit_p_wrong(shown, items)
+    items = None if oracle is not None else audit_for_quantify(shown, features)
+    p_wrong = oracle if oracle is not None else audit_p_wrong(shown, items)
     budget = max(1, int(round(args.budget * len(table))))
     out = []
     for design, mix in DESIGNS.items():
@@ -99,13 +112,17 @@ def summarise(rows: pd.DataFrame, truth: pd.Series, splits: int, level: float) -
 
 
 def run_judge(label: str, source: str, args) -> tuple[pd.DataFrame, pd.Series]:
-    table = population(load_data(source))
+    oracle, features = None, None
+    if source == "synthetic":
+        table, oracle = synthetic(seed=args.seed)
+    else:
+        table = population(load_data(source))
+        features = table_embeddings(table.assign(human=MISSING), EmbedConfig(), progress=False)
     truth_frame = quantify(table, style=(), level=args.level).to_frame()
     truth = truth_frame[truth_frame["estimator"] == "human only"].set_index("target")["estimate"]
-    features = table_embeddings(table.assign(human=MISSING), EmbedConfig(), progress=False)
     start, rows = time.time(), []
     for s in tqdm(range(args.splits), desc=label):
-        rows += run_split(table, features, args.seed + s, args)
+        rows += run_split(table, features, args.seed + s, args, oracle)
     print(f"{label}: {args.splits} splits, {time.time() - start:.0f} s", flush=True)
     return pd.concat(rows).assign(judge=label), truth
 

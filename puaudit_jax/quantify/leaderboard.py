@@ -31,7 +31,7 @@ import pandas as pd
 
 from ..consensus.bradley_terry import ELO_PER_NAT, ComparisonGraphError, check_identifiable, count_matrices
 from .estimators import HUMAN_ONLY, JUDGE_ONLY, Estimate, check_level, z_value
-from .m_estimation import MFit, ppi_logistic
+from .m_estimation import MFit, ppi_logistic, ppi_logistic_active
 from .ranks import rank_sets
 
 MIN_LABELLED = 2
@@ -86,8 +86,12 @@ def _human_graph_problem(model_a, model_b, y, models: list[str]) -> str:
     return ""
 
 
-def _fit_or_note(X, y, yhat, lab, unl, lam, clusters) -> tuple[MFit | None, str]:
-    fit = ppi_logistic(X, y, yhat, lab, unl, lam=lam, clusters=clusters)
+def _fit_or_note(X, y, yhat, lab, unl, lam, clusters, probability=None) -> tuple[MFit | None, str]:
+    """The PPI++ fit (weighted by 1 / ``probability`` on labelled rows when given: a label plan), or why not."""
+    if probability is None:
+        fit = ppi_logistic(X, y, yhat, lab, unl, lam=lam, clusters=clusters)
+    else:
+        fit = ppi_logistic_active(X, y, yhat, lab, probability, lam=lam, clusters=clusters)
     ok = fit.converged and np.isfinite(fit.cov).all() and np.abs(fit.theta).max() < 30
     return (fit, "") if ok else (None, "the Bradley-Terry fit did not converge (a model never lost or never won)")
 
@@ -109,8 +113,13 @@ class _Fits:
     caveat: str
 
 
-def _bt_fits(model_a, model_b, y, predictions: dict, labelled, unlabelled, clusters, covariates) -> _Fits:
-    """Fit every estimator; ``covariates`` (R, p) or None are appended to the design's columns."""
+def _bt_fits(model_a, model_b, y, predictions: dict, labelled, unlabelled, clusters, covariates,
+             probability=None) -> _Fits:  # fmt: skip
+    """Fit every estimator; ``covariates`` (R, p) or None are appended to the design's columns.
+
+    ``probability`` (R,): under a label plan, each labelled row's probability of being labelled; the
+    human-only and PPI++ fits then weight labels by its inverse (:func:`.m_estimation.ppi_logistic_active`).
+    """
     model_a, model_b = np.asarray(model_a).astype(str), np.asarray(model_b).astype(str)
     used = labelled | unlabelled
     models, dropped = scored_models(model_a[used], model_b[used], labelled[used])
@@ -129,9 +138,12 @@ def _bt_fits(model_a, model_b, y, predictions: dict, labelled, unlabelled, clust
     judge = np.asarray(next(iter(predictions.values())), float)[keep]
     out.fits[JUDGE_ONLY] = _fit_or_note(X, judge, judge, lab | unl, none, 0.0, clusters)
     problem = _human_graph_problem(model_a[keep][lab], model_b[keep][lab], y[lab], models)
-    out.fits[HUMAN_ONLY] = (None, problem) if problem else _fit_or_note(X, y, y, lab, none, 0.0, clusters)
+    pi = None if probability is None else np.asarray(probability, float)[keep]
+    human = (lambda: _fit_or_note(X, y, y, lab, none, 0.0, clusters)) if pi is None else (
+        lambda: _fit_or_note(X, y, judge, lab, unl, 0.0, clusters, pi))  # fmt: skip
+    out.fits[HUMAN_ONLY] = (None, problem) if problem else human()
     for est, yhat in predictions.items():
-        out.fits[est] = (_fit_or_note(X, y, np.asarray(yhat, float)[keep], lab, unl, None, clusters) if out.n_unl
+        out.fits[est] = (_fit_or_note(X, y, np.asarray(yhat, float)[keep], lab, unl, None, clusters, pi) if out.n_unl
                          else (None, "no unlabelled item"))  # fmt: skip
     return out
 
@@ -150,7 +162,7 @@ def _score_rows(fits: _Fits, predictions: dict, level: float) -> list[tuple[str,
 
 
 def bt_leaderboard(model_a, model_b, y, predictions: dict, labelled, unlabelled, level: float,
-                   clusters=None) -> list[tuple[str, Estimate]]:  # fmt: skip
+                   clusters=None, probability=None) -> list[tuple[str, Estimate]]:  # fmt: skip
     """(model, Estimate) rows of every estimator, the scores on the Elo scale.
 
     Args:
@@ -163,17 +175,19 @@ def bt_leaderboard(model_a, model_b, y, predictions: dict, labelled, unlabelled,
         unlabelled: (R,) bool mask of the unlabelled rows.
         level: coverage of the intervals and the rank-sets, in (0, 1).
         clusters: (R,) cluster labels for cluster-robust intervals, or None.
+        probability: (R,) under a label plan, each labelled row's probability of being labelled
+            (:func:`.active.inclusion_probability`), or None for a random sample.
 
     Returns:
         (model, Estimate) pairs: Elo scores with their rank-sets, or not-estimable rows saying why.
     """
     level = check_level(level)
-    fits = _bt_fits(model_a, model_b, y, predictions, labelled, unlabelled, clusters, None)
+    fits = _bt_fits(model_a, model_b, y, predictions, labelled, unlabelled, clusters, None, probability)
     return _score_rows(fits, predictions, level)
 
 
 def bt_style_leaderboard(model_a, model_b, y, predictions: dict, labelled, unlabelled, level: float,
-                         covariates: pd.DataFrame, clusters=None) -> tuple[list, list]:  # fmt: skip
+                         covariates: pd.DataFrame, clusters=None, probability=None) -> tuple[list, list]:  # fmt: skip
     """The style-controlled leaderboard: Bradley-Terry with style covariates, every estimator.
 
     P(A beats B) = sigmoid(theta_a - theta_b + gamma . s), s the comparison's style differences
@@ -193,6 +207,7 @@ def bt_style_leaderboard(model_a, model_b, y, predictions: dict, labelled, unlab
             :func:`puaudit_jax.datasets.style.style_differences`), one named column per covariate,
             none constant over the used rows.
         clusters: (R,) cluster labels for cluster-robust intervals, or None.
+        probability: (R,) under a label plan, each labelled row's probability of being labelled, or None.
 
     Returns:
         (scores, coefficients): (model, Elo Estimate) rows as :func:`bt_leaderboard`, and (covariate,
@@ -200,7 +215,8 @@ def bt_style_leaderboard(model_a, model_b, y, predictions: dict, labelled, unlab
     """
     level = check_level(level)
     covariates = pd.DataFrame(covariates)
-    fits = _bt_fits(model_a, model_b, y, predictions, labelled, unlabelled, clusters, covariates.to_numpy(float))
+    fits = _bt_fits(model_a, model_b, y, predictions, labelled, unlabelled, clusters, covariates.to_numpy(float),
+                    probability)  # fmt: skip
     p, z = covariates.shape[1], z_value(level)
     coefficients = []
     for est, (fit, why) in fits.fits.items():

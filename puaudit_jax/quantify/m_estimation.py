@@ -49,13 +49,17 @@ def _weights(lab, unl, lam):
 
 
 def _fit(X, y, yhat, lab, unl, lam):
-    """The argmin of L_lam by damped Newton from theta = 0 -> (theta (d,), converged).
+    """The argmin of L_lam by damped Newton from theta = 0 -> (theta (d,), converged)."""
+    return _newton(X, y, yhat, *_weights(lab, unl, lam))
 
-    At most NEWTON_STEPS steps, stopping once the largest step is below 1e-10 (max(1, |theta|)) or
-    |theta| passes DIVERGED.
+
+def _newton(X, y, yhat, w_y, w_hat):
+    """The argmin of sum_i w_y,i l(theta; x_i, y_i) + w_hat,i l(theta; x_i, yhat_i) -> (theta, converged).
+
+    Damped Newton from theta = 0: at most NEWTON_STEPS steps, stopping once the largest step is below
+    1e-10 (max(1, |theta|)) or |theta| passes DIVERGED. The per-row curvature w_y + w_hat must be >= 0.
     """
-    w_y, w_hat = _weights(lab, unl, lam)
-    curvature = w_y + w_hat  # lam/N on unlabelled rows, (1 - lam)/n on labelled ones: >= 0
+    curvature = w_y + w_hat  # PPI++: lam/N on unlabelled rows, (1 - lam)/n on labelled ones
 
     def step(state):
         i, theta, _ = state
@@ -160,6 +164,7 @@ def _ppi_logistic(X, y, yhat, lab, unl, lam, clusters, n_clusters):
 
 
 _ppi_logistic_jit = jax.jit(_ppi_logistic, static_argnames="n_clusters")
+_newton_jit = jax.jit(_newton)
 _ppi_logistic_vmap = jax.jit(
     jax.vmap(_ppi_logistic, in_axes=(None, None, 0, 0, 0, None, None, None)), static_argnames="n_clusters"
 )
@@ -224,3 +229,74 @@ def _as_f64(X, y, yhat, labelled, unlabelled):
     """Float64 arrays; NaN outcomes / predictions (rows outside a mask) become 0: their weight is 0."""
     y, yhat = (np.nan_to_num(np.asarray(a, np.float64)) for a in (y, yhat))
     return np.asarray(X, np.float64), y, yhat, np.asarray(labelled, np.float64), np.asarray(unlabelled, np.float64)
+
+
+def _active_parts(theta, X, y, yhat, w):
+    """Per-row a_i = w_i g_i and b_i = (1 - w_i) ghat_i (psi = a + lam b), and the Hessian's inverse."""
+    mu = 1 / (1 + np.exp(-(X @ theta)))
+    a = (w * (mu - y))[:, None] * X
+    b = ((1 - w) * (mu - yhat))[:, None] * X
+    hess = (X.T * (mu * (1 - mu))) @ X / len(X)
+    return a, b, np.linalg.inv(hess)
+
+
+def _active_lambda(a, b, inv_hess) -> float:
+    """The lam in [0, 1] minimising tr(H^-1 cov(a + lam b) H^-1)."""
+    ac, bc = a - a.mean(0), b - b.mean(0)
+    cross = (ac.T @ bc + bc.T @ ac) / (2 * len(a))
+    den = np.trace(inv_hess @ (bc.T @ bc / len(b)) @ inv_hess)
+    return float(np.clip(-np.trace(inv_hess @ cross @ inv_hess) / den, 0.0, 1.0)) if den > 0 else 0.0
+
+
+def ppi_logistic_active(X, y, yhat, labelled, probability, *, lam: float | None = None, clusters=None) -> MFit:
+    """PPI++ logistic regression when the labels were drawn with known probabilities (active inference).
+
+    Zrnic & Candes 2024 (arXiv:2403.03208, §4) for M-estimators: over the R rows, with w_i = xi_i / pi_i
+    (1 / the probability the row was labelled, 0 where it was not),
+
+        L(theta) = 1/R sum_i [lam l(theta; x_i, yhat_i) + w_i (l(theta; x_i, y_i) - lam l(theta; x_i, yhat_i))],
+
+    whose per-row influence H^-1 psi_i, psi_i = w_i g_i + lam (1 - w_i) ghat_i, is i.i.d.: Sigma =
+    H^-1 cov(psi) H^-1 / R (cluster-robust with ``clusters``). lam minimises tr Sigma (a pilot fit at
+    lam = 0, then once more), clipped to [0, 1]; ``lam=0`` is the inverse-probability-weighted
+    classical fit. With uniform probabilities n / R it is :func:`ppi_logistic` with every row unlabelled.
+
+    Args:
+        X: (R, d) covariates.
+        y: (R,) outcomes in [0, 1] (read on labelled rows).
+        yhat: (R,) predictions in [0, 1].
+        labelled: (R,) bool mask of the labelled rows.
+        probability: (R,) the probability each labelled row was labelled with, in (0, 1] (read on
+            labelled rows).
+        lam: None tunes lam; a number fixes it.
+        clusters: (R,) cluster labels for a cluster-robust covariance, or None.
+
+    Returns:
+        The :class:`MFit` (float64).
+    """
+    lab = np.asarray(labelled, bool)
+    w = np.where(lab, 1.0 / np.where(lab, np.asarray(probability, np.float64), 1.0), 0.0)
+    X, y, yhat = np.asarray(X, np.float64), np.nan_to_num(np.asarray(y, np.float64)), np.asarray(yhat, np.float64)
+    rows = len(X)
+
+    def fit(lam_):
+        with jax.enable_x64(True):
+            theta, ok = _newton_jit(X, y, yhat, w / rows, lam_ * (1 - w) / rows)
+            return np.asarray(theta), bool(ok)
+
+    theta, ok = fit(0.0 if lam is None else float(lam))
+    used = 0.0 if lam is None else float(lam)
+    for _ in range(2 if lam is None else 0):
+        used = _active_lambda(*_active_parts(theta, X, y, yhat, w))
+        theta, ok2 = fit(used)
+        ok = ok and ok2
+    a, b, inv_hess = _active_parts(theta, X, y, yhat, w)
+    psi = a + used * b
+    if clusters is None:
+        middle = np.cov(psi, rowvar=False, bias=True).reshape(X.shape[1], X.shape[1]) / rows
+    else:
+        codes, k = _cluster_codes(clusters, rows)
+        sums = np.zeros((k, X.shape[1]))
+        np.add.at(sums, codes, (psi - psi.mean(0)) / rows)
+        middle = sums.T @ sums
+    return MFit(theta, inv_hess @ middle @ inv_hess, used, ok)

@@ -261,18 +261,19 @@ def _active_means(target: str, inp: Inputs, rows: np.ndarray, flip: np.ndarray, 
     if inp.strata is not None:
         out.append(Estimate(STRATIFIED, np.nan, np.nan, np.nan, inp.level, int(lab.sum()), int((~lab).sum()),
                             note="not estimable: with a label plan (use ppi++, weighted by the plan)"))  # fmt: skip
-    caveat = "labels weighted by 1 / their sampling probability (label plan)"
-    weighted = [e if e.note or e.estimator == JUDGE_ONLY else replace(e, caveat=caveat) for e in out]
-    return [TargetEstimate(target, e) for e in weighted]
+    return _plan_caveat([TargetEstimate(target, e) for e in out], inp)
 
 
-def _without_plan_weights(rows: list[TargetEstimate], inp: Inputs) -> list[TargetEstimate]:
-    """Under a label plan, the Bradley-Terry rows that read labels become not estimable (not yet weighted)."""
+PLAN_CAVEAT = "labels weighted by 1 / their sampling probability (label plan)"
+
+
+def _plan_caveat(rows: list[TargetEstimate], inp: Inputs) -> list[TargetEstimate]:
+    """Under a label plan, every estimable row that reads labels says they were weighted."""
     if inp.probability is None:
         return rows
-    why = "not estimable: the Bradley-Terry fit does not weight planned labels yet (label a random sample)"
-    blank = lambda e: Estimate(e.estimator, np.nan, np.nan, np.nan, e.level, e.n_labelled, e.n_unlabelled, note=why)  # noqa: E731
-    return [r if r.estimate.estimator == JUDGE_ONLY else TargetEstimate(r.target, blank(r.estimate)) for r in rows]
+    said = lambda e: "; ".join(c for c in (e.caveat, PLAN_CAVEAT) if c)  # noqa: E731
+    return [r if r.estimate.note or r.estimate.estimator == JUDGE_ONLY else
+            TargetEstimate(r.target, replace(r.estimate, caveat=said(r.estimate))) for r in rows]  # fmt: skip
 
 
 def agreement_inputs(inp: Inputs) -> Inputs:
@@ -327,8 +328,9 @@ def win_rates(table: pd.DataFrame, inp: Inputs) -> list[TargetEstimate]:
 def leaderboard(table: pd.DataFrame, inp: Inputs) -> list[TargetEstimate]:
     """Bradley-Terry scores (Elo scale) of every model by every estimator (:mod:`.leaderboard`)."""
     ma, mb = _models(table)
-    rows = bt_leaderboard(ma, mb, inp.y, inp.predictions, inp.labelled, inp.unlabelled, inp.level, inp.clusters)
-    return _without_plan_weights([TargetEstimate(f"elo: {m}", e) for m, e in sorted(rows, key=lambda r: r[0])], inp)
+    rows = bt_leaderboard(ma, mb, inp.y, inp.predictions, inp.labelled, inp.unlabelled, inp.level, inp.clusters,
+                          inp.probability)  # fmt: skip
+    return _plan_caveat([TargetEstimate(f"elo: {m}", e) for m, e in sorted(rows, key=lambda r: r[0])], inp)
 
 
 def _no_style(ma, mb, inp: Inputs, why: str) -> list[TargetEstimate]:
@@ -370,11 +372,11 @@ def style_leaderboard(table: pd.DataFrame, inp: Inputs, features: tuple[str, ...
         why = f"no style feature differs on {STYLE_MIN_ROWS} labelled rows ({', '.join(features)})"
         return _no_style(ma, mb, inp, why)
     scores, coefficients = bt_style_leaderboard(ma, mb, inp.y, inp.predictions, inp.labelled, inp.unlabelled,
-                                                inp.level, kept, inp.clusters)  # fmt: skip
+                                                inp.level, kept, inp.clusters, inp.probability)  # fmt: skip
     joined = lambda e: "; ".join(c for c in (e.caveat, caveat) if c)  # noqa: E731
     with_caveat = lambda e: e if e.note or not caveat else replace(e, caveat=joined(e))  # noqa: E731
     out = [TargetEstimate(f"{STYLE_CONTROLLED}{m}", with_caveat(e)) for m, e in sorted(scores, key=lambda r: r[0])]
-    return _without_plan_weights(out + [TargetEstimate(f"{STYLE_COEFFICIENT}{f}", e) for f, e in coefficients], inp)
+    return _plan_caveat(out + [TargetEstimate(f"{STYLE_COEFFICIENT}{f}", e) for f, e in coefficients], inp)
 
 
 def audit_agreement(items: pd.DataFrame, level: float = 0.9) -> tuple[TargetEstimate, ...]:

@@ -146,3 +146,55 @@ def test_the_cli_plans_labels_and_quantify_weights_them_back(tmp_path, capsys):
     with pytest.raises(CommandError):
         main(["plan-labels", str(tmp_path / "data.csv"), "--budget", "500", "--out", str(tmp_path / "p2")])
     assert "larger than the pool of 320" in capsys.readouterr().err
+
+
+def test_weighted_logistic_equals_ppi_logistic_under_uniform_sampling():
+    from puaudit_jax.quantify.m_estimation import ppi_logistic, ppi_logistic_active
+
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(600, 3))
+    y = rng.binomial(1, 1 / (1 + np.exp(-X @ np.array([1.0, -0.5, 0.3])))).astype(float)
+    yhat = np.clip(y + rng.normal(0, 0.3, 600), 0, 1)
+    lab = np.zeros(600, bool)
+    lab[rng.choice(600, 120, replace=False)] = True
+    pi = np.full(600, 0.2)
+    for lam in (0.0, 0.6):
+        ours = ppi_logistic_active(X, y, yhat, lab, pi, lam=lam)
+        plain = ppi_logistic(X, y, yhat, lab, np.ones(600, bool), lam=lam)  # every row predicted
+        np.testing.assert_allclose(ours.theta, plain.theta, atol=1e-8)
+    tuned = ppi_logistic_active(X, y, yhat, lab, pi)
+    assert 0 < tuned.lam <= 1 and tuned.converged and np.all(np.diag(tuned.cov) > 0)
+
+
+def test_the_weighted_bradley_terry_fit_covers_under_a_plan_that_over_samples_errors():
+    from puaudit_jax.quantify.leaderboard import bt_leaderboard
+
+    rng = np.random.default_rng(7)
+    theta = np.array([0.5, 0.0, -0.5])
+    covered, naive = [], []
+    for _ in range(120):
+        n = 1500
+        a = rng.integers(0, 3, n)
+        b = (a + rng.integers(1, 3, n)) % 3
+        y = (rng.random(n) < 1 / (1 + np.exp(-(theta[a] - theta[b])))).astype(float)
+        judge = np.where(rng.random(n) < 0.2, 1 - y, y)
+        m0_won = ((a == 0) & (judge == 1)) | ((b == 0) & (judge == 0))
+        u = np.where(m0_won, 0.5, 0.05)  # the plan over-samples the judge's wins of m0, which track the outcome
+        first = rng.random(n) < 0.05
+        pi_plan, pi_first = sampling_probabilities(u[~first], 150, 0.0, others=u[first])
+        drawn = np.zeros(n, bool)
+        drawn[~first] = rng.random((~first).sum()) < pi_plan
+        plan_pi = np.ones(n)
+        plan_pi[~first], plan_pi[first] = pi_plan, pi_first
+        lab = first | drawn
+        prob = inclusion_probability(plan_pi, first.mean())
+        names = np.array(["m0", "m1", "m2"])
+        args = (names[a], names[b], np.where(lab, y, np.nan), {PPI: judge}, lab, ~lab, 0.9)
+        full = bt_leaderboard(names[a], names[b], y, {PPI: judge}, np.ones(n, bool), np.zeros(n, bool), 0.9)
+        truth = next(e.estimate for m, e in full if m == "m0" and e.estimator == HUMAN_ONLY)
+        for weighted, out in ((True, covered), (False, naive)):
+            rows = bt_leaderboard(*args, probability=prob if weighted else None)
+            est = {m: e for m, e in rows if e.estimator == HUMAN_ONLY}["m0"]
+            out.append(est.lower <= truth <= est.upper)
+    assert np.mean(covered) >= 0.9 - 3 * np.sqrt(0.09 / 120)
+    assert np.mean(naive) < np.mean(covered) - 0.15
