@@ -73,7 +73,9 @@ def run_split(table, features, rng_seed: int, args, oracle=None) -> list[pd.Data
     first = rng.random(len(table)) < args.first
     shown = table.assign(human=np.where(first, table["human"].to_numpy(dtype=object), MISSING))
     items = None if oracle is not None else audit_for_quantify(shown, features)
-    p_wrong = oracle if oracle is not None else audit_p_wrong(shown, items)
+    if items is not None and not np.isfinite(items["p_wrong"].to_numpy(float)).any():
+        items = None  # too few labels for a calibrated P(judge wrong): both designs are random sampling
+    p_wrong = oracle if oracle is not None else None if items is None else audit_p_wrong(shown, items)
     budget = max(1, int(round(args.budget * len(table))))
     out = []
     for design, mix in DESIGNS.items():
@@ -86,7 +88,7 @@ def run_split(table, features, rng_seed: int, args, oracle=None) -> list[pd.Data
         frame = quantify(revealed, plan=report.frame, audit_items=items, style=(), level=args.level).to_frame()
         pool = report.frame.loc[report.frame["role"] == "pool", "sampling_prob"]
         out.append(_estimates(frame).assign(design=design, split=rng_seed, drawn=int(drawn.sum()),
-                                            spread=pool.max() / pool.min()))  # fmt: skip
+                                            spread=pool.max() / pool.min(), audited=p_wrong is not None))  # fmt: skip
     return out
 
 
@@ -97,7 +99,7 @@ def summarise(rows: pd.DataFrame, truth: pd.Series, splits: int, level: float) -
     rows["width"] = rows["upper"] - rows["lower"]
     per_target = rows.groupby(["judge", "target", "estimator", "design"]).agg(
         coverage=("covered", "mean"), width=("width", "mean"), estimable=("width", "size"),
-        spread=("spread", "median")).reset_index()  # fmt: skip
+        spread=("spread", "median"), audited=("audited", "mean")).reset_index()  # fmt: skip
     wide = per_target.pivot_table(index=["judge", "target", "estimator"], columns="design", values="width")
     ratio = (wide["planned"] / wide["random"]).rename("width_ratio").reset_index()
     per_target = per_target.merge(ratio, on=["judge", "target", "estimator"], how="left")
@@ -108,7 +110,7 @@ def summarise(rows: pd.DataFrame, truth: pd.Series, splits: int, level: float) -
         targets=("target", "size"), coverage=("coverage", "mean"), min_coverage=("coverage", "min"),
         valid=("valid", "mean"), width=("width", "mean"), width_ratio=("width_ratio", "median"),
         best_ratio=("width_ratio", "min"), worst_ratio=("width_ratio", "max"),
-        pi_spread=("spread", "median")).reset_index()  # fmt: skip
+        pi_spread=("spread", "median"), audited=("audited", "mean")).reset_index()  # fmt: skip
 
 
 def run_judge(label: str, source: str, args) -> tuple[pd.DataFrame, pd.Series]:
@@ -150,7 +152,8 @@ def main(argv=None) -> int:
             f"{args.budget:.0%} of the rows; level {args.level})\n\nwidth_ratio: median over targets of the planned "
             "width / the random width (best / worst: min / max); valid: share of targets whose coverage reaches "
             "level - 3 binomial standard errors; pi_spread: median over splits of the largest / the smallest "
-            "sampling probability of the pool (1: the plan is random sampling).\n\n")  # fmt: skip
+            "sampling probability of the pool (1: the plan is random sampling); audited: share of splits whose audit "
+            "gave a P(judge wrong) (the others sample at random).\n\n")  # fmt: skip
     write_text(head + markdown_table(summary) + "\n", f"{args.out}.md")
     with pd.option_context("display.width", 200, "display.max_rows", 500):
         print(summary.to_string(index=False, float_format="{:.3f}".format))

@@ -29,13 +29,20 @@ from .quantify import AUDIT_EVIDENCE
 
 
 def _p_wrong(args, table, config: AuditConfig):
-    """The audit's P(judge wrong) per row (--with-audit / --audit), or None for random sampling."""
+    """The audit's P(judge wrong) per row (--with-audit / --audit), or None for random sampling.
+
+    An audit that gave no P(judge wrong) (too few labels to calibrate) means random sampling, said.
+    """
+    if args.audit is None and not args.with_audit:
+        return None
     if args.audit is not None:
-        return audit_p_wrong(table, read_items(args.audit))
-    if args.with_audit:
-        features = inputs.features(args, table.assign(human=MISSING))
-        return audit_p_wrong(table, audit_for_quantify(table, features, config))
-    return None
+        items = read_items(args.audit)
+    else:
+        items = audit_for_quantify(table, inputs.features(args, table.assign(human=MISSING)), config)
+    if "p_wrong" not in items.columns or not np.isfinite(items["p_wrong"].to_numpy(float)).any():
+        print("note: the audit gave no P(judge wrong) (too few labels to calibrate it): sampling at random")
+        return None
+    return audit_p_wrong(table, items)
 
 
 def _write(report, table, folder: Path, data: str, config: PlanConfig) -> list[str]:
