@@ -12,7 +12,7 @@ random per target (< 1: the planner helps).
 
     OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python -m experiments.reproductions.label_planner    # ~30 min
 
-Writes results/label_planner.{csv,md,json}.
+Writes results/label_planner.{csv,md,json} (csv: one row per target, estimator and design).
 """
 
 from __future__ import annotations
@@ -92,21 +92,26 @@ def run_split(table, features, rng_seed: int, args, oracle=None) -> list[pd.Data
     return out
 
 
-def summarise(rows: pd.DataFrame, truth: pd.Series, splits: int, level: float) -> pd.DataFrame:
+def per_target(rows: pd.DataFrame, truth: pd.Series, splits: int, level: float) -> pd.DataFrame:
+    """Per (judge, target, estimator, design): coverage of ``truth``, mean width, planned / random width."""
     rows = rows[rows["note"].fillna("") == ""].copy()
     t = truth.reindex(rows["target"]).to_numpy()
     rows["covered"] = (rows["lower"] <= t) & (t <= rows["upper"])
     rows["width"] = rows["upper"] - rows["lower"]
-    per_target = rows.groupby(["judge", "target", "estimator", "design"]).agg(
+    out = rows.groupby(["judge", "target", "estimator", "design"]).agg(
         coverage=("covered", "mean"), width=("width", "mean"), estimable=("width", "size"),
         spread=("spread", "median"), audited=("audited", "mean")).reset_index()  # fmt: skip
-    wide = per_target.pivot_table(index=["judge", "target", "estimator"], columns="design", values="width")
+    wide = out.pivot_table(index=["judge", "target", "estimator"], columns="design", values="width")
     ratio = (wide["planned"] / wide["random"]).rename("width_ratio").reset_index()
-    per_target = per_target.merge(ratio, on=["judge", "target", "estimator"], how="left")
-    per_target["kind"] = per_target["target"].map(_kind)
-    bound = level - 3 * np.sqrt(level * (1 - level) / splits)
-    per_target["valid"] = per_target["coverage"] >= bound
-    return per_target.groupby(["judge", "kind", "estimator", "design"], sort=False).agg(
+    out = out.merge(ratio, on=["judge", "target", "estimator"], how="left")
+    out["kind"] = out["target"].map(_kind)
+    out["valid"] = out["coverage"] >= level - 3 * np.sqrt(level * (1 - level) / splits)
+    return out
+
+
+def summarise(targets: pd.DataFrame) -> pd.DataFrame:
+    """Per (judge, target kind, estimator, design): the :func:`per_target` rows aggregated."""
+    return targets.groupby(["judge", "kind", "estimator", "design"], sort=False).agg(
         targets=("target", "size"), coverage=("coverage", "mean"), min_coverage=("coverage", "min"),
         valid=("valid", "mean"), width=("width", "mean"), width_ratio=("width_ratio", "median"),
         best_ratio=("width_ratio", "min"), worst_ratio=("width_ratio", "max"),
@@ -139,13 +144,13 @@ def main(argv=None) -> int:
     parser.add_argument("--judges", default=",".join(JUDGES), help="comma list of " + ", ".join(JUDGES))
     parser.add_argument("--out", default=str(RESULTS / "label_planner"))
     args = parser.parse_args(argv)
-    summaries, all_rows = [], []
+    targets = []
     for judge in args.judges.split(","):
         rows, truth = run_judge(judge, JUDGES[judge], args)
-        all_rows.append(rows)
-        summaries.append(summarise(rows, truth, args.splits, args.level))
-    rows, summary = pd.concat(all_rows, ignore_index=True), pd.concat(summaries, ignore_index=True)
-    write_csv(rows, f"{args.out}.csv")
+        targets.append(per_target(rows, truth, args.splits, args.level))
+    targets = pd.concat(targets, ignore_index=True)
+    summary = summarise(targets)
+    write_csv(targets, f"{args.out}.csv")
     settings = {k: getattr(args, k) for k in ("splits", "first", "budget", "level", "seed")}
     write_json({**settings, "summary": summary.to_dict(orient="records")}, f"{args.out}.json")
     head = (f"# Label planner vs random sampling ({args.splits} splits; {args.first:.0%} labelled first, a plan of "
