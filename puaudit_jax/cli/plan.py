@@ -54,6 +54,7 @@ def _write(report, table, folder: Path, data: str, config: PlanConfig) -> list[s
     write_csv(report.power, folder / "power.csv")
     write_json({"data": data, "settings": asdict(config), "pool": int((report.frame["role"] == "pool").sum()),
                 "labelled_before": int((report.frame["role"] == "labelled").sum()), "selected": len(chosen),
+                "rows_without_a_judge_verdict": len(table) - len(report.frame),
                 "informative": report.informative, "labels_needed_for_width": report.needed,
                 "half_width_now": report.current,
                 "power": report.power.to_dict(orient="records")}, folder / "plan.json")  # fmt: skip
@@ -81,6 +82,8 @@ def cmd_plan_labels(args) -> int:
             files.append("power.png")
         run.finish(files)
     _print(report, config)
+    if len(table) > len(report.frame):
+        print(f"{len(table) - len(report.frame)} rows have no judge verdict (A/B/tie): not in the plan")
     print(f"wrote {args.out}/" + ", ".join(files))
     return 0
 
