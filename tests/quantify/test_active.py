@@ -113,7 +113,6 @@ def test_a_plan_read_back_names_labels_never_planned_and_planned_items_without_l
 def test_uncertainty_is_largest_at_one_half_and_fills_missing_values():
     u = uncertainty([0.5, 0.1, np.nan, 0.0])
     assert u[0] == pytest.approx(0.5) and u[3] == 0.0 and u[2] == pytest.approx(np.mean(u[[0, 1, 3]]))
-    assert PPI != HUMAN_ONLY
 
 
 def test_the_cli_plans_labels_and_quantify_weights_them_back(tmp_path, capsys):
