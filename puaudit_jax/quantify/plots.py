@@ -70,6 +70,8 @@ def _forest_panel(ax, frame: pd.DataFrame, estimators: list[str]) -> None:
     targets = list(dict.fromkeys(frame["target"]))
     for k, est in enumerate(estimators):
         part = frame[frame["estimator"] == est].set_index("target").reindex(targets)
+        if part["estimate"].isna().all():
+            continue  # no row of this estimator in this panel: no empty legend entry
         y = np.arange(len(targets)) + (k - (len(estimators) - 1) / 2) * 0.8 / max(len(estimators), 1)
         ax.errorbar(part["estimate"], y, xerr=[part["estimate"] - part["lower"], part["upper"] - part["estimate"]],
                     fmt="o", ms=3, lw=1, capsize=2, label=est, color=f"C{k}")  # fmt: skip
