@@ -18,14 +18,11 @@ from pathlib import Path
 import numpy as np
 
 from ..audit import AuditConfig
-from ..audit.predictions import audit_for_quantify
-from ..audit.write import read_items
-from ..datasets.verdicts import MISSING
 from ..quantify.plan import PlanConfig, plan_labels
 from ..quantify.targets import audit_p_wrong
 from . import inputs
 from .options import add_options, options_from_args
-from .quantify import AUDIT_EVIDENCE
+from .quantify import AUDIT_EVIDENCE, add_audit_source, audit_items_of
 
 
 def _p_wrong(args, table, config: AuditConfig):
@@ -33,12 +30,9 @@ def _p_wrong(args, table, config: AuditConfig):
 
     An audit that gave no P(judge wrong) (too few labels to calibrate) means random sampling, said.
     """
-    if args.audit is None and not args.with_audit:
+    items = audit_items_of(args, table, config)
+    if items is None:
         return None
-    if args.audit is not None:
-        items = read_items(args.audit)
-    else:
-        items = audit_for_quantify(table, inputs.features(args, table.assign(human=MISSING)), config)
     if "p_wrong" not in items.columns or not np.isfinite(items["p_wrong"].to_numpy(float)).any():
         print("note: the audit gave no P(judge wrong) (too few labels to calibrate it): sampling at random")
         return None
@@ -114,11 +108,8 @@ def add_plan_parser(sub) -> None:
     inputs.add_data_options(p)
     add_options(p, PlanConfig)
     add_options(p, AuditConfig, include=AUDIT_EVIDENCE)
-    audit = p.add_mutually_exclusive_group()
-    audit.add_argument("--with-audit", action="store_true",
-                       help="run the default calibrated audit (tie labels hidden) and sample where its "
-                       "P(judge wrong) is uncertain")  # fmt: skip
-    audit.add_argument("--audit", help="an audit's output folder (or its items.csv) of the same data, run with a "
-                       "calibrated rule and the tie labels hidden")  # fmt: skip
+    add_audit_source(p, "run the default calibrated audit (tie labels hidden) and sample where its P(judge "
+                     "wrong) is uncertain", "an audit's output folder (or its items.csv) of the same data, run "
+                     "with a calibrated rule and the tie labels hidden")  # fmt: skip
     p.add_argument("--out", default="puaudit-plan")
     p.set_defaults(func=cmd_plan_labels)

@@ -50,6 +50,22 @@ def read_plan(path: str):
     return pd.read_csv(path, dtype={"id": str})
 
 
+def audit_items_of(args, table, config: AuditConfig):
+    """The items of the audit --audit names, or of the default audit --with-audit runs, or None."""
+    if args.audit is not None:
+        return read_items(args.audit)
+    if args.with_audit:
+        return audit_for_quantify(table, inputs.features(args, table.assign(human=MISSING)), config)
+    return None
+
+
+def add_audit_source(p, with_audit: str, audit: str) -> None:
+    """``--with-audit`` | ``--audit DIR`` on parser ``p``, each with the help text that says what it adds."""
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--with-audit", action="store_true", help=with_audit)
+    group.add_argument("--audit", help=audit)
+
+
 def cmd_quantify(args) -> int:
     """``puaudit quantify``: options checked, then the estimates in a locked output folder."""
     options = options_from_args(args, QuantifyConfig)
@@ -60,10 +76,7 @@ def cmd_quantify(args) -> int:
     inputs.checked_first(args)
     with inputs.output_folder(args) as run:
         table = inputs.load_data(args.data, args.include_unlabelled, other_judges=config.other_judges)
-        audit_items = None if args.audit is None else read_items(args.audit)
-        if args.with_audit:
-            features = inputs.features(args, table.assign(human=MISSING))
-            audit_items = audit_for_quantify(table, features, config)
+        audit_items = audit_items_of(args, table, config)
         plan = None if args.plan is None else read_plan(args.plan)
         result = quantify(table, audit_items=audit_items, plan=plan, **options)
         files = write_quantification(result, args.out, data=args.data)
@@ -88,12 +101,10 @@ def add_quantify_parser(sub) -> None:
     inputs.add_data_options(p)
     add_options(p, QuantifyConfig)
     add_options(p, AuditConfig, include=AUDIT_EVIDENCE)
-    audit = p.add_mutually_exclusive_group()
-    audit.add_argument("--with-audit", action="store_true",
-                       help="also run the default calibrated audit (tie labels hidden; embeddings as for "
-                       "`puaudit audit`) and add PPI++ with its expected human verdicts")  # fmt: skip
-    audit.add_argument("--audit", help="an audit's output folder (or its items.csv) of the same data, run "
-                       "with a calibrated rule and the tie labels hidden: adds PPI++ with its predictions")  # fmt: skip
+    add_audit_source(p, "also run the default calibrated audit (tie labels hidden; embeddings as for `puaudit "
+                     "audit`) and add PPI++ with its expected human verdicts", "an audit's output folder (or its "
+                     "items.csv) of the same data, run with a calibrated rule and the tie labels hidden: adds PPI++ "
+                     "with its predictions")  # fmt: skip
     p.add_argument("--plan", help="the label plan (a `puaudit plan-labels` folder or its plan.csv) the newer "
                    "labels were drawn by: weights them by 1 / their sampling probability")  # fmt: skip
     p.add_argument("--out", default="puaudit-quantify")

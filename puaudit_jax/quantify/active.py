@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .estimators import HUMAN_ONLY, PPI, Estimate, check_level, clustered_se, z_value
+from .estimators import HUMAN_ONLY, PPI, Estimate, check_level, clustered_se, not_estimable, z_value
 
 __all__ = [
     "active_lambda",
@@ -174,8 +174,7 @@ def active_mean(y, yhat, pi, labelled, level: float, lam: float | None = None, c
         raise ValueError(f"sampling probability {pi[bad][0]!r} of labelled row {int(np.flatnonzero(bad)[0])} "
                          "is outside (0, 1]")  # fmt: skip
     if n < 2:
-        return Estimate(estimator, np.nan, np.nan, np.nan, level, n, rows - n,
-                        note=f"not estimable: {n} labelled items (need 2)")  # fmt: skip
+        return not_estimable(estimator, level, n, rows - n, f"{n} labelled items (need 2)")
     lam = active_lambda(y, yhat, pi, labelled) if lam is None else float(lam)
     a, b = _z_parts(y, yhat, pi, labelled)
     z = a + lam * b

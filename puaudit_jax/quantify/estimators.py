@@ -86,7 +86,8 @@ def _interval(estimate: float, se: float, level: float) -> tuple[float, float]:
     return estimate - half, estimate + half
 
 
-def _not_estimable(estimator, level, n, n_unl, why) -> Estimate:
+def not_estimable(estimator: str, level: float, n: int, n_unl: int, why: str) -> Estimate:
+    """An :class:`Estimate` with NaN numbers and the note "not estimable: ``why``"."""
     return Estimate(estimator, np.nan, np.nan, np.nan, level, n, n_unl, note=f"not estimable: {why}")
 
 
@@ -119,7 +120,7 @@ def human_only(y, level: float, n_unlabelled: int = 0, clusters=None) -> Estimat
     """
     y, level = np.asarray(y, np.float64), check_level(level)
     if len(y) < 2:
-        return _not_estimable(HUMAN_ONLY, level, len(y), n_unlabelled, f"{len(y)} labelled items (need 2)")
+        return not_estimable(HUMAN_ONLY, level, len(y), n_unlabelled, f"{len(y)} labelled items (need 2)")
     se = y.std() / np.sqrt(len(y)) if clusters is None else clustered_se([(y - y.mean()) / len(y)], [clusters])
     lo, hi = _interval(y.mean(), se, level)
     return Estimate(HUMAN_ONLY, float(y.mean()), lo, hi, level, len(y), n_unlabelled)
@@ -143,7 +144,7 @@ def judge_only(yhat_labelled, yhat_unlabelled, level: float, clusters=None) -> E
     both = np.concatenate([np.asarray(yhat_labelled, np.float64), np.asarray(yhat_unlabelled, np.float64)])
     level, n, n_unl = check_level(level), len(yhat_labelled), len(yhat_unlabelled)
     if len(both) < 2:
-        return _not_estimable(JUDGE_ONLY, level, n, n_unl, f"{len(both)} items (need 2)")
+        return not_estimable(JUDGE_ONLY, level, n, n_unl, f"{len(both)} items (need 2)")
     se = (both.std() / np.sqrt(len(both)) if clusters is None else
           clustered_se([(both - both.mean()) / len(both)], [np.concatenate(clusters)]))  # fmt: skip
     lo, hi = _interval(both.mean(), se, level)
@@ -198,7 +199,7 @@ def ppi_mean(y, yhat, yhat_unlabelled, level: float, lam: float | None = None, c
         raise ValueError(f"y has {n} labelled outcomes but yhat {len(yhat)} predictions")
     if n < 2 or big_n < 1:
         why = f"{n} labelled items (need 2)" if n < 2 else "no unlabelled item"
-        return _not_estimable(PPI, level, n, big_n, why)
+        return not_estimable(PPI, level, n, big_n, why)
     lam = ppi_lambda(y, yhat, yhat_unlabelled) if lam is None else float(lam)
     imputed, rectifier = lam * yhat_unlabelled, y - lam * yhat
     estimate = imputed.mean() + rectifier.mean()
@@ -282,14 +283,14 @@ def stratified_ppi_mean(y, yhat, yhat_unlabelled, strata, strata_unlabelled, lev
         lab, unl = strata == t, strata_unlabelled == t
         sub = None if clusters is None else (clusters[0][lab], clusters[1][unl])
         if lab.sum() < MIN_PER_STRATUM:
-            return _not_estimable(STRATIFIED, level, n, big_n, f"stratum {t!r} has {int(lab.sum())} labelled items "
+            return not_estimable(STRATIFIED, level, n, big_n, f"stratum {t!r} has {int(lab.sum())} labelled items "
                                   f"(need {MIN_PER_STRATUM})")  # fmt: skip
         if unl.any():
             est = ppi_mean(y[lab], yhat[lab], yhat_unlabelled[unl], level, clusters=sub)
         else:
             est = human_only(y[lab], level, 0, None if sub is None else sub[0])
         if not est.estimable:
-            return _not_estimable(
+            return not_estimable(
                 STRATIFIED, level, n, big_n, f"stratum {t!r}: {est.note.removeprefix('not estimable: ')}"
             )
         w = (lab.sum() + unl.sum()) / (n + big_n)

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ..consensus.bradley_terry import ELO_PER_NAT, ComparisonGraphError, check_identifiable, count_matrices
-from .estimators import HUMAN_ONLY, JUDGE_ONLY, Estimate, check_level, z_value
+from .estimators import HUMAN_ONLY, JUDGE_ONLY, Estimate, check_level, not_estimable, z_value
 from .m_estimation import MFit, ppi_logistic, ppi_logistic_active
 from .ranks import rank_sets
 
@@ -150,11 +150,11 @@ def _bt_fits(model_a, model_b, y, predictions: dict, labelled, unlabelled, clust
 
 def _score_rows(fits: _Fits, predictions: dict, level: float) -> list[tuple[str, Estimate]]:
     """(model, Elo Estimate) rows of every estimator, not-estimable rows included."""
-    rows = [(m, _not_estimable(est, level, f"fewer than {MIN_LABELLED} labelled comparisons"))
+    rows = [(m, not_estimable(est, level, 0, 0, f"fewer than {MIN_LABELLED} labelled comparisons"))
             for m in fits.dropped for est in (JUDGE_ONLY, HUMAN_ONLY, *predictions)]  # fmt: skip
     for est, (fit, why) in fits.fits.items():
         rows += (
-            [(m, _not_estimable(est, level, why)) for m in fits.models]
+            [(m, not_estimable(est, level, 0, 0, why)) for m in fits.models]
             if fit is None
             else elo_estimates(fit, fits.models, est, level, fits.n, fits.n_unl)
         )
@@ -222,7 +222,7 @@ def bt_style_leaderboard(model_a, model_b, y, predictions: dict, labelled, unlab
     for est, (fit, why) in fits.fits.items():
         for j, name in enumerate(covariates.columns):
             if fit is None:
-                coefficients.append((name, _not_estimable(est, level, why)))
+                coefficients.append((name, not_estimable(est, level, 0, 0, why)))
                 continue
             k = len(fit.theta) - p + j
             g, h = ELO_PER_NAT * fit.theta[k], z * ELO_PER_NAT * np.sqrt(max(fit.cov[k, k], 0.0))
@@ -237,7 +237,3 @@ def _models_part(fit: MFit, p: int) -> MFit:
     """The fit restricted to its first d - p coefficients (the models' contrasts)."""
     d = len(fit.theta) - p
     return replace(fit, theta=fit.theta[:d], cov=fit.cov[:d, :d])
-
-
-def _not_estimable(estimator: str, level: float, why: str) -> Estimate:
-    return Estimate(estimator, np.nan, np.nan, np.nan, level, 0, 0, note=f"not estimable: {why}")

@@ -40,6 +40,7 @@ from .estimators import (
     check_level,
     human_only,
     judge_only,
+    not_estimable,
     ppi_mean,
     stratified_ppi_mean,
 )
@@ -259,8 +260,8 @@ def _active_means(target: str, inp: Inputs, rows: np.ndarray, flip: np.ndarray, 
         if name != PPI or truth is None:
             out.append(active_mean(y, yhat, pi, lab, inp.level, clusters=cl, estimator=name))
     if inp.strata is not None:
-        out.append(Estimate(STRATIFIED, np.nan, np.nan, np.nan, inp.level, int(lab.sum()), int((~lab).sum()),
-                            note="not estimable: with a label plan (use ppi++, weighted by the plan)"))  # fmt: skip
+        out.append(not_estimable(STRATIFIED, inp.level, int(lab.sum()), int((~lab).sum()),
+                                 "with a label plan (use ppi++, weighted by the plan)"))  # fmt: skip
     return _plan_caveat([TargetEstimate(target, e) for e in out], inp)
 
 
@@ -337,8 +338,7 @@ def _no_style(ma, mb, inp: Inputs, why: str) -> list[TargetEstimate]:
     """Not-estimable style-controlled rows for every model and estimator, saying ``why``."""
     used = inp.labelled | inp.unlabelled
     estimators = [JUDGE_ONLY, HUMAN_ONLY, *inp.predictions]
-    return [TargetEstimate(f"{STYLE_CONTROLLED}{m}", Estimate(e, np.nan, np.nan, np.nan, inp.level, 0, 0,
-                                                               note=f"not estimable: {why}"))
+    return [TargetEstimate(f"{STYLE_CONTROLLED}{m}", not_estimable(e, inp.level, 0, 0, why))
             for m in sorted(set(ma[used]) | set(mb[used])) for e in estimators]  # fmt: skip
 
 
