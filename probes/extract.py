@@ -350,13 +350,30 @@ _HEX_KEY = re.compile(r"^[0-9a-f]{64}$")
 STALE_TEMP_S = 3600  # a temporary shard older than this belongs to a killed writer
 
 
+def shard_checksum(keys: list[str], values: np.ndarray) -> str:
+    """The sha256 hex digest of a shard's keys (k,) and values (k, ...): their bytes, dtype and shape."""
+    values = np.ascontiguousarray(values)
+    h = hashlib.sha256()
+    h.update("\n".join(keys).encode())
+    h.update(f"|{values.dtype.str}|{values.shape}|".encode())
+    h.update(values.tobytes())
+    return h.hexdigest()
+
+
 def _read_shard(path: Path, row_shape: tuple | None) -> tuple[list[str], np.ndarray]:
-    """(keys, values (k, *row_shape)) of one shard; ValueError saying what is wrong with it."""
+    """(keys, values (k, *row_shape)) of one shard; ValueError saying what is wrong with it.
+
+    The shard's ``checksum`` (:func:`shard_checksum`, written with it) must match its keys and values:
+    values rewritten with other well-formed numbers are damage too. A shard without a checksum
+    (written before checksums were) counts as damaged: it is recomputed once, then has one.
+    """
     try:
         with np.load(path, allow_pickle=False) as z:
             if "keys" not in z or "values" not in z:
                 raise ValueError(f"arrays {sorted(z.files)}, need keys and values")
-            keys, values = z["keys"].tolist(), np.asarray(z["values"])
+            if "checksum" not in z:
+                raise ValueError("no checksum (written before checksums were, or rewritten)")
+            keys, values, checksum = z["keys"].tolist(), np.asarray(z["values"]), str(z["checksum"])
     except (OSError, EOFError, zipfile.BadZipFile, KeyError) as err:
         raise ValueError(f"unreadable: {type(err).__name__}: {err}") from None
     if values.ndim < 1 or len(keys) != len(values):
@@ -367,16 +384,20 @@ def _read_shard(path: Path, row_shape: tuple | None) -> tuple[list[str], np.ndar
         raise ValueError("keys are not content hashes")
     if not np.isfinite(values).all():
         raise ValueError("non-finite values")
+    if shard_checksum(keys, values) != checksum:
+        raise ValueError("checksum mismatch: the keys or values changed after the shard was written")
     return keys, values
 
 
 class EmbeddingCache:
     """Content-hash cache: `root/<namespace>/part-*.npz`, each with `keys` (str) and `values`.
 
-    Every shard is checked when read (:func:`_read_shard`: readable, keys are hashes, one row per
-    key of ``row_shape`` when given, finite); a damaged one is reported with its path (a
-    RuntimeWarning), removed, and its rows are recomputed by the caller. Temporary shards left by
-    writers killed more than :data:`STALE_TEMP_S` seconds ago are removed.
+    Every shard is written with a ``checksum`` (:func:`shard_checksum`: sha256 of its keys and
+    values) and checked when read (:func:`_read_shard`: readable, keys are hashes, one row per
+    key of ``row_shape`` when given, finite, the checksum matches); a damaged one is reported with
+    its path (a RuntimeWarning), removed, and its rows are recomputed by the caller. Shards
+    written before checksums (none stored) are treated as damaged the same way: recomputed once.
+    Temporary shards left by writers killed more than :data:`STALE_TEMP_S` seconds ago are removed.
     """
 
     def __init__(self, root: str | Path, namespace: str, row_shape: tuple | None = None):
@@ -423,8 +444,9 @@ class EmbeddingCache:
         if not keys:
             return
         # a new shard under a unique name: concurrent writers never replace each other's shards
+        values = np.asarray(values)
         with atomic_path(self.dir / f"part-{uuid.uuid4().hex}.npz", prefix=".part-") as tmp:
-            np.savez(tmp, keys=np.asarray(keys), values=values)
+            np.savez(tmp, keys=np.asarray(keys), values=values, checksum=np.asarray(shard_checksum(keys, values)))
         self.load().update(zip(keys, values))
 
 

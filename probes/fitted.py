@@ -4,6 +4,7 @@
     ProbeSpec                                         how the features are made: encoder, layer, prompt
     dialogue_features(spec, dialogues, mesh) -> (n, d)
     fit_probe(table, dialogues, target, spec, head_config, mesh) -> FittedProbe
+    check_components(k, n_rows, n_features=None)      the largest k a probe can fit, else ValueError
     save_probe / load_probe                           the pickle file (written atomically)
 
 Data: a ``messages`` column (a list of {"role", "content"}, the rated response last; JSON text in
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +30,15 @@ from puaudit_runtime.files import atomic_path
 
 from . import borp
 
-__all__ = ["FittedProbe", "dialogue_features", "fit_probe", "load_probe", "read_dialogues", "save_probe"]
+__all__ = [
+    "FittedProbe",
+    "check_components",
+    "dialogue_features",
+    "fit_probe",
+    "load_probe",
+    "read_dialogues",
+    "save_probe",
+]
 
 
 def _dialogues(table: pd.DataFrame, path: str) -> list[list[dict]]:
@@ -105,24 +115,66 @@ class FittedProbe:
         """(n,) predicted scores of ``dialogues``."""
         return self.head.predict(dialogue_features(self.spec, dialogues, mesh))
 
+    @property
+    def components(self) -> tuple[int, ...]:
+        """The number of PLS / PCA components of each fitted head (after any resampling's limit)."""
+        return tuple(int(m.n_components) for m in self.head.models_)
+
+
+def check_components(k, n_rows: int, n_features: int | None = None, name: str = "n_components") -> int:
+    """``k`` as an int when a probe on n_rows rows and n_features head features can fit it, else ValueError.
+
+    The limit is min(n_rows - 1, n_features) (the rank of the centred features); scikit-learn's
+    PLSRegression likewise refuses n_components above its bound instead of clipping it.
+
+    Args:
+        k: the requested number of components.
+        n_rows: training rows n.
+        n_features: the head's feature count (d + 2 with the geometric features), None if not yet known.
+        name: how the error names k (``--components`` in the CLI).
+
+    Raises:
+        ValueError: k is not an integer in [1, the limit]; the message names ``name`` and the limit.
+    """
+    limit = n_rows - 1 if n_features is None else min(n_rows - 1, n_features)
+    why = f"training rows - 1 = {n_rows - 1}" + ("" if n_features is None else f", head features = {n_features}")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= limit:
+        raise ValueError(f"{name}={k!r} is outside [1, {limit}]: the maximum is {limit} ({why})")
+    return int(k)
+
 
 def fit_probe(
     table: pd.DataFrame, dialogues: list, target: str, spec: dict, config: borp.HeadConfig, mesh=None
 ) -> FittedProbe:
     """Fit a BoRP head on the human scores in column ``target`` of ``table``.
 
+    ``config.n_components`` above the limit of :func:`check_components` is an error (never clipped);
+    a resample with fewer distinct rows can still lower a head's components: then a UserWarning says
+    so, and :attr:`FittedProbe.components` records the values used.
+
     Raises:
-        ValueError: no such column, or rows without a score (counted).
+        ValueError: no such column, rows without a score (counted), or config.n_components above
+            min(rows - 1, head features) (the maximum named).
     """
     if target not in table:
         raise ValueError(f"no column {target!r}")
     y = table[target].to_numpy(float)
     if np.isnan(y).any():
         raise ValueError(f"{int(np.isnan(y).sum())} rows without a {target!r} score")
+    check_components(config.n_components, len(y))
     V = dialogue_features(spec, dialogues, mesh)
+    check_components(config.n_components, len(y), V.shape[1] + (2 if config.geometric else 0))
     head = borp.BorpHead(config, mesh=mesh).fit(V, y)
     fitted = head.predict(V)
-    return FittedProbe(spec, head, len(y), V.shape[1], borp.agreement(y, fitted) if np.ptp(y) > 0 else {})
+    probe = FittedProbe(spec, head, len(y), V.shape[1], borp.agreement(y, fitted) if np.ptp(y) > 0 else {})
+    if min(probe.components) < config.n_components:
+        warnings.warn(
+            f"n_components={config.n_components}: the resampled training sets have too few distinct rows; "
+            f"the heads were fitted with {min(probe.components)} to {max(probe.components)} components",
+            UserWarning,
+            stacklevel=2,
+        )
+    return probe
 
 
 def save_probe(probe: FittedProbe, path: str | Path) -> None:
@@ -131,8 +183,25 @@ def save_probe(probe: FittedProbe, path: str | Path) -> None:
         pickle.dump(dict(spec=probe.spec, head=probe.head, n_train=probe.n_train), f)
 
 
+# what unpickling a file that is not a probe (text, a truncated or foreign pickle) can raise
+_NOT_A_PICKLE = (pickle.UnpicklingError, EOFError, AttributeError, ImportError, IndexError, TypeError, ValueError)
+
+
 def load_probe(path: str | Path) -> FittedProbe:
-    """A probe saved by :func:`save_probe` (only load files you trust: pickle runs code)."""
+    """A probe saved by :func:`save_probe` (only load files you trust: pickle runs code).
+
+    Raises:
+        OSError: the file cannot be read.
+        ValueError: the file is not a probe written by :func:`save_probe` (``puaudit probe fit``), named.
+    """
+    not_a_probe = f"{path}: not a fitted probe written by `puaudit probe fit`"
     with open(path, "rb") as f:
-        saved = pickle.load(f)
+        try:
+            saved = pickle.load(f)
+        except _NOT_A_PICKLE as err:
+            raise ValueError(f"{not_a_probe} ({type(err).__name__}: {err})") from None
+    if not (isinstance(saved, dict) and {"spec", "head", "n_train"} <= set(saved)):
+        raise ValueError(f"{not_a_probe} (a pickled {type(saved).__name__} without spec, head and n_train)")
+    if not isinstance(saved["head"], borp.BorpHead):
+        raise ValueError(f"{not_a_probe} (its head is a {type(saved['head']).__name__}, not a BorpHead)")
     return FittedProbe(saved["spec"], saved["head"], saved["n_train"], 0, {})

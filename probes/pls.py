@@ -1,10 +1,15 @@
 """Partial least squares regression (NIPALS PLS2, PLS1 as its special case) in JAX.
 
-    PLSRegression(n_components=2, scale=True, max_iter=500, tol=1e-6, dtype=None)
+    PLSRegression(n_components=2, scale=True, max_iter=500, tol=1e-6, dtype=None, mesh=None)
         .fit(X (n, d), y (n,) or (n, q)) -> self
         .predict(X (m, d)) -> (m,) or (m, q)          on y's scale
         .transform(X (m, d)[, y]) -> x scores (m, n_components) [, y scores]
-        .fit_transform, .score (R^2), .get_params / .set_params (sklearn.clone works)
+        .fit_transform, .score (R^2), .get_params / .set_params, .get_feature_names_out
+
+A scikit-learn estimator (ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin,
+MultiOutputMixin, BaseEstimator, as sklearn's own PLSRegression): inputs go through sklearn's
+``validate_data`` / ``check_is_fitted``, so it passes ``sklearn.utils.estimator_checks.check_estimator``
+(every check) and works with clone, Pipeline and GridSearchCV.
 
 Semantics are scikit-learn's `PLSRegression` (deflation_mode="regression", mode "A", algorithm
 "nipals"): X and y are centred and, with `scale=True`, divided by their ddof=1 standard deviations;
@@ -28,12 +33,23 @@ by block while each row block of X is still in cache: every component costs one 
 arrays have a static capacity (a multiple of 8), so one compilation serves n_components 1..8 for a
 given (n, d, q). Rotations, predict and transform are small or single matmuls, done in numpy.
 
-Precision: float64 when JAX's x64 mode is on (`jax.enable_x64(True)`), else float32; `dtype`
-overrides (float64 needs x64).
+Precision: the fit computes in float64 when JAX's x64 mode is on (`jax.enable_x64(True)`), else
+float32; `dtype` overrides (float64 needs x64). The centring and scaling are done first, on the host
+in float64 (as sklearn), each column divided by a power of two near its largest |value| while its
+moments are taken, so a column of 1e20 or 1e-20 among columns of 1 loses nothing in float32 and
+values of 1e300 or 1e-300 (whose squares over- or underflow) fit like the unscaled data (sklearn
+itself fails there). Without `scale`, X (and y) far outside [2**-40, 2**40] is divided by one power
+of two (the fit is equivariant under it). The standardised arrays are zero-padded to shape buckets
+(zero rows and columns change nothing), so nearby shapes share one compilation. Fitted attributes
+are float64; predict / transform return their input's float dtype (float64 for integer input).
 
 Bad input and degenerate cases (documented behaviour):
-* NaN / inf in X or y, n < 2, mismatched lengths, n_components < 1 or > min(n, d): ValueError
-  (the last with sklearn's message "`n_components` upper bound is ...").
+* NaN / inf in X or y (the first index named), n < 2, empty, complex or non-numeric data,
+  mismatched lengths, a bad constructor argument, n_components > min(n, d): ValueError (the last
+  with sklearn's message "`n_components` upper bound is ..."); sparse X: TypeError (sklearn's);
+  predict / transform before fit: sklearn's NotFittedError; another feature count: ValueError.
+* A column whose standard deviation is not representable in float64 (|values| near 1.8e308):
+  ValueError naming the column.
 * Constant X columns: standard deviation taken as 1 (sklearn), and the centred column is set to
   exactly 0, so the column gets weight, loading and coefficient 0. (sklearn computes the centred
   column as x - mean(x), which can be a few ulps instead of 0; then its weights are ~1e-30.)
@@ -44,12 +60,13 @@ Bad input and degenerate cases (documented behaviour):
   ||M_k|| <= 100 eps ||M_0||): the remaining components are zero and a UserWarning names the
   component. sklearn instead fits noise directions there and its coef_ blows up (~1e13); here the
   predictions equal those of the model with the rank's number of components.
-* The power method hits max_iter: warning (sklearn's ConvergenceWarning text).
+* The power method hits max_iter: sklearn's ConvergenceWarning (its text).
 """
 
 from __future__ import annotations
 
 import functools
+import numbers
 import warnings
 
 import jax
@@ -57,6 +74,16 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    MultiOutputMixin,
+    RegressorMixin,
+    TransformerMixin,
+)
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_consistent_length
+from sklearn.utils.validation import FLOAT_DTYPES, check_array, check_is_fitted, validate_data
 
 from puaudit_runtime.mesh import data_axes, pad_to_multiple
 
@@ -107,13 +134,20 @@ def _column_stats(A, mask=None, axes=None):
     return n, mean, hi == lo
 
 
-def _standardize(A, scale: bool, pad: int = 0, mask=None, axes=None):
+def _standardize(A, scale: bool, pad: int = 0, mask=None, axes=None, given: bool = False):
     """Centre (and scale) the columns of A (m, p), then append `pad` zero rows.
 
     Exactly-constant columns become exactly 0 with std 1. Row-sharded (see `_nipals`): the statistics are
     those of the real rows of all shards, and the padding rows (mask False) become exactly 0.
+    given=True: A is already standardised (on the host, in float64); only the padding is done, and the
+    mean / std returned are 0 / 1.
     Returns (A_std (m + pad, p), mean (p,), std (p,), squared norm of A_std over all rows).
     """
+    if given:
+        Ac = A if mask is None else jnp.where(mask[:, None], A, 0.0)
+        ss = _across(lax.psum, axes)(jnp.sum(Ac * Ac, axis=0))
+        Ac = jnp.pad(Ac, ((0, pad), (0, 0))) if pad else Ac
+        return Ac, jnp.zeros(A.shape[1], A.dtype), jnp.ones(A.shape[1], A.dtype), jnp.sum(ss)
     n, mean, constant = _column_stats(A, mask, axes)
     zero = constant[None, :] if mask is None else constant[None, :] | ~mask[:, None]
     Ac = jnp.where(zero, 0.0, A - mean)
@@ -188,7 +222,18 @@ def _power_method(M, j0, *, tol, max_iter: int, eps):
 
 # long: jitted fit whose fori_loop body `component` shares the 11-array carry and the norms/blocks
 def _nipals(
-    X, Y, n_components, tol, mask=None, *, capacity: int, scale: bool, max_iter: int, block: int | None, axes=None
+    X,
+    Y,
+    n_components,
+    tol,
+    mask=None,
+    *,
+    capacity: int,
+    scale: bool,
+    max_iter: int,
+    block: int | None,
+    standardized: bool = False,
+    axes=None,
 ):
     """The fit of `pls_fit` on X (m, d), Y (m, q).
 
@@ -209,8 +254,8 @@ def _nipals(
     pad = nb * B - m
 
     # standardised X with zero rows appended up to nb * B (zero rows change no sum below)
-    Xs, x_mean, x_std, x_ss = _standardize(X, scale, pad, mask, axes)
-    Ys, y_mean, y_std, _ = _standardize(Y, scale, pad, mask, axes)
+    Xs, x_mean, x_std, x_ss = _standardize(X, scale, pad, mask, axes, standardized)
+    Ys, y_mean, y_std, _ = _standardize(Y, scale, pad, mask, axes, standardized)
     Xb = Xs.reshape(nb, B, d)
     M0 = psum((Ys.T @ Xs).T)  # (d, q) cross-covariance X^T Y
     x_norm = jnp.sqrt(x_ss)
@@ -306,7 +351,9 @@ def _fit_sharded(fit, X, Y, n_components, tol, mesh: Mesh, n_rows: int):
     return {k: v[:n_rows] if k in _ROW_OUTPUTS else v for k, v in r.items()}
 
 
-@functools.partial(jax.jit, static_argnames=("capacity", "scale", "max_iter", "block", "mesh", "n_rows"))
+@functools.partial(
+    jax.jit, static_argnames=("capacity", "scale", "max_iter", "block", "mesh", "n_rows", "standardized")
+)
 def pls_fit(
     X,
     Y,
@@ -319,6 +366,7 @@ def pls_fit(
     block: int | None = None,
     mesh: Mesh | None = None,
     n_rows: int | None = None,
+    standardized: bool = False,
 ):
     """NIPALS PLS2 regression fit (jitted; the semantics of the module docstring).
 
@@ -336,6 +384,8 @@ def pls_fit(
             (zero rows appended up to a multiple of mesh.size).
         n_rows: the samples are the first n_rows rows (default N); rows past them are padding,
             ignored (only with a mesh).
+        standardized: X and Y are already centred (and scaled), e.g. by the host in float64, with
+            padding rows exactly 0; then ``scale`` is ignored and the returned means / stds are 0 / 1.
 
     Returns:
         A dict of arrays: x_mean (d,), x_std (d,), y_mean (q,), y_std (q,), x_weights (d, c),
@@ -350,20 +400,23 @@ def pls_fit(
     n_rows = X.shape[0] if n_rows is None else n_rows
     if not (0 < n_rows <= X.shape[0]) or (mesh is None and n_rows != X.shape[0]):
         raise ValueError(f"n_rows={n_rows} must lie in [1, {X.shape[0]}] and be {X.shape[0]} without a mesh")
-    fit = functools.partial(_nipals, capacity=capacity, scale=scale, max_iter=max_iter, block=block)
+    fit = functools.partial(
+        _nipals, capacity=capacity, scale=scale, max_iter=max_iter, block=block, standardized=standardized
+    )
     if _check_mesh(mesh) is None:
         return fit(X, Y, n_components, tol)
     return _fit_sharded(fit, X, Y, n_components, tol, mesh, n_rows)
 
 
-def _rotations(W, P, C, Q, x_std, y_std):
+def _rotations(W, P, C, Q, x_std, y_std, eps: float):
     """x_rotations = W pinv(P^T W), y_rotations = C pinv(Q^T C), coef (q, d) on the raw scale.
 
-    Small (k x k) problems: numpy, with scipy.linalg.pinv's cutoff max(shape) * eps * s_max.
+    Small (k x k) problems: numpy, with scipy.linalg.pinv's cutoff max(shape) * eps * s_max, eps that of
+    the dtype the fit was computed in.
     """
 
     def pinv(a):
-        return np.linalg.pinv(a, rcond=max(a.shape) * np.finfo(a.dtype).eps)
+        return np.linalg.pinv(a, rcond=max(a.shape) * eps)
 
     x_rot = W @ pinv(P.T @ W)
     y_rot = C @ pinv(Q.T @ C)
@@ -372,10 +425,11 @@ def _rotations(W, P, C, Q, x_std, y_std):
 
 
 # ---------------------------------------------------------------------------------------------
-# Input checks
+# Input checks and host-side standardisation (float64)
 
 
 def _dtype(dtype):
+    """The compute dtype (a numpy scalar type): float64 under JAX's x64 mode, else float32; `dtype` overrides."""
     if dtype is None:
         return np.float64 if jax.config.jax_enable_x64 else np.float32
     dtype = np.dtype(dtype)
@@ -410,13 +464,8 @@ def _on_devices(A, mesh):
     return jax.device_put(A, NamedSharding(mesh, PartitionSpec(data_axes(mesh), None)))
 
 
-def _check_array(A, name: str, dtype, ndim=(2,)) -> np.ndarray:
-    A = np.asarray(A)
-    if A.dtype == object or not (np.issubdtype(A.dtype, np.number) or A.dtype == bool):
-        raise ValueError(f"{name} must be numeric, got dtype {A.dtype}")
-    A = A.astype(dtype, copy=False)
-    if A.ndim not in ndim:
-        raise ValueError(f"{name} must have {' or '.join(map(str, ndim))} dimensions, got shape {A.shape}")
+def _check_finite(A: np.ndarray, name: str) -> np.ndarray:
+    """A itself; NaN / inf in it is a ValueError naming the first bad index and the count."""
     bad = ~np.isfinite(A)
     if bad.any():
         idx = np.argwhere(bad)[0]
@@ -428,36 +477,132 @@ def _check_array(A, name: str, dtype, ndim=(2,)) -> np.ndarray:
     return A
 
 
-def _power_of_two_scale(A) -> float:
-    """2**k that brings max |A| (finite entries) near 1 when it lies outside [2**-40, 2**40], else 1.
+def _power_of_two(top):
+    """2**floor(log2(top)) elementwise for top > 0 (so top / it lies in [1, 2): exact scaling), 1 for top == 0."""
+    top = np.asarray(top, np.float64)
+    positive = top > 0
+    return np.where(positive, np.exp2(np.floor(np.log2(np.where(positive, top, 1.0)))), 1.0)
 
-    float32 moments of such columns overflow (1e20**2) or vanish (1e-30**2): the fit would see
-    constant columns. Dividing by a power of two is exact, and the fit undoes it on the raw scale.
+
+def _host_standardize(A: np.ndarray, scale: bool, name: str):
+    """Centre (and with `scale` divide by the ddof=1 std) the columns of A (n, p) float64, in float64.
+
+    As sklearn, done before the cast to the compute dtype, so a column of 1e20 or 1e-20 next to
+    columns of 1 keeps its information in float32. Each column is first divided by a power of two
+    near its largest |value| (exact), so squares neither overflow (1e300) nor vanish (1e-300).
+    Exactly-constant columns become exactly 0 with std 1. Without `scale`, all of A is divided by one
+    power of two when its largest |value| lies outside [2**-40, 2**40] (float32 moments), returned as
+    a uniform "std" (the fit is equivariant under that).
+
+    Returns:
+        (Z (n, p) standardised, mean (p,), std (p,)), so that A = Z * std + mean.
+
+    Raises:
+        ValueError: a column whose standard deviation overflows float64 (named).
     """
-    A = np.asarray(A)
-    if A.size == 0 or not np.issubdtype(A.dtype, np.number):  # bad types are _check_array's to report
-        return 1.0
-    A = A.astype(np.float64)
-    finite = np.abs(A[np.isfinite(A)])
-    top = float(finite.max()) if finite.size else 0.0
-    if top == 0.0 or 2.0**-40 <= top <= 2.0**40:
-        return 1.0
-    return float(2.0 ** np.round(np.log2(top)))
+    top = np.abs(A).max(axis=0)
+    p = _power_of_two(top)
+    B = A / p
+    mean_b = B.mean(axis=0)
+    constant = A.max(axis=0) == A.min(axis=0)
+    Bc = np.where(constant, 0.0, B - mean_b)
+    if scale:
+        std_b = Bc.std(axis=0, ddof=1)
+        std_b = np.where(constant | (std_b == 0), 1.0, std_b)
+        Z = Bc / std_b
+        with np.errstate(over="ignore"):
+            std = np.where(constant, 1.0, std_b * p)
+    else:
+        big = float(top.max())
+        s = float(_power_of_two(big)) if big > 0 and not (2.0**-40 <= big <= 2.0**40) else 1.0
+        Z = Bc * (p / s)
+        std = np.full(A.shape[1], s)
+    if not np.all(np.isfinite(std)):
+        j = int(np.flatnonzero(~np.isfinite(std))[0])
+        raise ValueError(f"{name} column {j}: its standard deviation overflows float64; rescale it")
+    return Z, mean_b * p, std
+
+
+def _bucket(m: int) -> int:
+    """The shape bucket of m: 32 for m <= 32, else m rounded up to a multiple of 2**(bit_length - 4) (< 1/8 more).
+
+    The fit compiles once per (rows, columns) shape; zero rows and columns of standardised data change
+    nothing, so padding to buckets lets one compilation serve nearby shapes (cross-validation folds).
+    """
+    if m <= 32:
+        return 32
+    step = 1 << (m.bit_length() - 4)
+    return -(-m // step) * step
+
+
+def _to_compute(Z: np.ndarray, dtype, name: str, pad_columns: bool = True) -> np.ndarray:
+    """Z (n, p) standardised float64, cast to the compute dtype and padded with zeros to bucket shapes.
+
+    Rows go to `_bucket(n)`, columns to `_bucket(p)` when `pad_columns`. A value the compute dtype
+    cannot hold is a ValueError.
+    """
+    n, p = Z.shape
+    out = np.zeros((_bucket(n), _bucket(p) if pad_columns else p), dtype)
+    out[:n, :p] = Z
+    if not np.all(np.isfinite(out)):
+        raise ValueError(
+            f"{name}: values too large for the compute dtype {np.dtype(dtype).name} after centring "
+            f"(max |value| {np.abs(Z).max():.3g}); use scale=True or rescale {name}"
+        )
+    return out
+
+
+def _check_params(est) -> None:
+    """ValueError naming the first bad constructor argument of `est` (a PLSRegression)."""
+    k = est.n_components
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+        raise ValueError(f"n_components must be >= 1 (an integer), got {k!r}")
+    if not isinstance(est.scale, (bool, np.bool_)):
+        raise ValueError(f"scale must be True or False, got {est.scale!r}")
+    if isinstance(est.max_iter, bool) or not isinstance(est.max_iter, numbers.Integral) or est.max_iter < 1:
+        raise ValueError(f"max_iter must be an integer >= 1, got {est.max_iter!r}")
+    if isinstance(est.tol, bool) or not isinstance(est.tol, numbers.Real) or not est.tol >= 0:
+        raise ValueError(f"tol must be a real number >= 0, got {est.tol!r}")
+
+
+def _warn_stops(stop: int, reason: int, k: int, n_iter: np.ndarray, q: int, max_iter: int) -> None:
+    """The fit's warnings: a constant y residual, an exhausted rank, the power method's iteration cap."""
+    if reason == 1:
+        warnings.warn(f"y residual is constant at iteration {stop}", UserWarning, stacklevel=3)
+    elif reason == 2:
+        warnings.warn(
+            f"PLSRegression: the residual of X (or its covariance with y) is exhausted at component "
+            f"{stop}: n_components={k} exceeds the numerical rank; components {stop}..{k - 1} are "
+            "zero",
+            UserWarning,
+            stacklevel=3,
+        )
+    if q > 1 and np.any(n_iter >= max_iter):
+        warnings.warn("Maximum number of iterations reached", ConvergenceWarning, stacklevel=3)
 
 
 # ---------------------------------------------------------------------------------------------
 # The estimator
 
 
-class PLSRegression:
-    """Scikit-learn-compatible PLS regression in JAX (see the module docstring).
+class PLSRegression(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, MultiOutputMixin, BaseEstimator):
+    """Scikit-learn PLS regression estimator computed in JAX (see the module docstring).
+
+    A real scikit-learn estimator (the base classes of sklearn's own PLSRegression): it passes
+    ``sklearn.utils.estimator_checks.check_estimator`` and works with ``clone``, ``Pipeline`` and
+    ``GridSearchCV``. Inputs are validated by sklearn (``validate_data``): sparse, complex and
+    non-numeric data are refused, ``predict`` / ``transform`` check the number of features and raise
+    ``NotFittedError`` before ``fit``. Centring and scaling are done on the host in float64, then the
+    NIPALS fit runs in the compute dtype; the fitted attributes are float64 and ``predict`` /
+    ``transform`` return the float dtype of their input (float64 for integer input).
 
     Args:
-        n_components: number of components k.
+        n_components: number of components k, 1 <= k <= min(n_samples, n_features) (else ValueError,
+            with sklearn's message).
         scale: divide X and y by their (ddof=1) std.
         max_iter: iteration cap of the power method (PLS2 only).
         tol: stopping tolerance of the power method (PLS2 only).
-        dtype: None: float64 under x64 else float32; float32 or float64 overrides.
+        dtype: compute dtype of the fit. None: float64 under x64 else float32; float32 or float64 overrides.
         mesh: None, or a jax.sharding.Mesh of this process's devices, e.g.
             puaudit_runtime.mesh.make_mesh("all"): the samples are split over its devices; same
             results up to rounding; a Mesh does not pickle, so set mesh=None (``set_params``)
@@ -470,12 +615,11 @@ class PLSRegression:
         x_rotations_: (d, k) x rotations; y_rotations_ (q, k) likewise.
         coef_: (q, d) coefficients on the raw scale of X and y.
         intercept_: (q,) intercept (the mean of y).
-        n_iter_: list of power-method iterations per fitted component.
-        n_features_in_: d.
+        n_iter_: list of power-method iterations per fitted component (as sklearn).
+        n_features_in_: d; feature_names_in_ (d,) when X had string column names.
         n_components_fitted_: the first zero component (k when none is zero).
+        compute_dtype_: the numpy dtype the fit was computed in.
     """
-
-    _param_names = ("n_components", "scale", "max_iter", "tol", "dtype", "mesh")
 
     def __init__(
         self,
@@ -494,110 +638,114 @@ class PLSRegression:
         self.dtype = dtype
         self.mesh = mesh
 
-    # sklearn estimator protocol ---------------------------------------------------------------
-    def get_params(self, deep: bool = True) -> dict:
-        """The constructor's arguments ``{name: value}`` (``deep`` is accepted for sklearn and ignored)."""
-        return {k: getattr(self, k) for k in self._param_names}
+    def __sklearn_tags__(self):
+        """The tags of sklearn's PLS; predict / transform keep float32 and float64 inputs' dtype; y is required."""
+        tags = super().__sklearn_tags__()
+        tags.regressor_tags.poor_score = True
+        tags.target_tags.required = True
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
 
-    def set_params(self, **params):
-        """Set constructor arguments by name and return self; an unknown name is a ValueError."""
-        for k, v in params.items():
-            if k not in self._param_names:
-                raise ValueError(f"invalid parameter {k!r} for PLSRegression")
-            setattr(self, k, v)
-        return self
+    # fit --------------------------------------------------------------------------------------
+    def _validate_fit_data(self, X, y):
+        """(X (n, d), y (n,) or (n, q)) float64, validated; ValueError / TypeError as sklearn's."""
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
+        check_consistent_length(X, y)
+        X, y = validate_data(
+            self, X, y, dtype=np.float64, multi_output=True, y_numeric=True, ensure_min_samples=2,
+            ensure_all_finite=False,
+        )  # fmt: skip
+        return _check_finite(X, "X"), _check_finite(y, "y")
 
-    def __repr__(self):
-        args = ", ".join(f"{k}={getattr(self, k)!r}" for k in self._param_names)
-        return f"PLSRegression({args})"
-
-    def __sklearn_tags__(self):  # lets sklearn's model selection treat it as a regressor
-        from sklearn.base import BaseEstimator, RegressorMixin
-
-        class _Tmp(RegressorMixin, BaseEstimator):
-            pass
-
-        return _Tmp().__sklearn_tags__()
-
-    # fit / predict ----------------------------------------------------------------------------
     def fit(self, X, y):
         """Fit the model.
 
         Args:
-            X: (n, d) inputs.
+            X: (n, d) inputs (array-like, dense, real numbers).
             y: (n,) or (n, q) targets.
 
         Returns:
             self, fitted.
 
         Raises:
-            ValueError: NaN / inf or non-numeric input, n < 2, mismatched lengths, n_components < 1
-                or > min(n, d), or a bad dtype / mesh.
+            ValueError: NaN / inf, complex or non-numeric input, n < 2, mismatched lengths, a bad
+                constructor argument, n_components > min(n, d), or a bad dtype / mesh.
+            TypeError: sparse X.
         """
+        _check_params(self)
         dt = _dtype(self.dtype)
-        sx, sy = _power_of_two_scale(X), _power_of_two_scale(y)
-        X = _check_array(np.asarray(X, np.float64) / sx if sx != 1 else X, "X", dt)
-        y = _check_array(np.asarray(y, np.float64) / sy if sy != 1 else y, "y", dt, ndim=(1, 2))
-        if len(X) != len(y):
-            raise ValueError(f"X has {len(X)} samples but y has {len(y)}")
+        mesh = _local_mesh(self.mesh)
+        X, y = self._validate_fit_data(X, y)
         n, d = X.shape
-        if n < 2:
-            raise ValueError(f"PLSRegression needs at least 2 samples, got {n}")
         k = int(self.n_components)
-        if k < 1:
-            raise ValueError(f"n_components must be >= 1, got {self.n_components}")
         if k > min(n, d):
             raise ValueError(f"`n_components` upper bound is {min(n, d)}. Got {k} instead. Reduce `n_components`.")
         self._predict_1d = y.ndim == 1
         Y = y.reshape(n, -1)
-        mesh = _local_mesh(self.mesh)
+        Zx, self._x_mean, self._x_std = _host_standardize(X, bool(self.scale), "X")
+        Zy, self._y_mean, self._y_std = _host_standardize(Y, bool(self.scale), "y")
         r = pls_fit(
-            _on_devices(X, mesh),
-            _on_devices(Y, mesh),
+            _on_devices(_to_compute(Zx, dt, "X"), mesh),
+            _on_devices(_to_compute(Zy, dt, "y", pad_columns=False), mesh),
             k,
             capacity=_capacity(k),
-            scale=bool(self.scale),
             max_iter=int(self.max_iter),
             tol=float(self.tol),
             mesh=mesh,
-            n_rows=n,
+            n_rows=_bucket(n),
+            standardized=True,
         )
         r = {name: np.asarray(v) for name, v in r.items()}
+        for name in ("x_scores", "y_scores"):
+            r[name] = r[name][:n]  # the bucket's zero rows and columns are not samples and features
+        for name in ("x_weights", "x_loadings"):
+            r[name] = r[name][:d]
         stop, reason = int(r["stop"]), int(r["stop_reason"])
-        if reason == 1:
-            warnings.warn(f"y residual is constant at iteration {stop}", UserWarning, stacklevel=2)
-        elif reason == 2:
-            warnings.warn(
-                f"PLSRegression: the residual of X (or its covariance with y) is exhausted at component "
-                f"{stop}: n_components={k} exceeds the numerical rank; components {stop}..{k - 1} are "
-                "zero",
-                UserWarning,
-                stacklevel=2,
-            )
         n_iter = r["n_iter"][:stop]
-        if Y.shape[1] > 1 and np.any(n_iter >= self.max_iter):
-            warnings.warn("Maximum number of iterations reached", UserWarning, stacklevel=2)
-        self.n_iter_ = n_iter.tolist()
-        # back to the raw scale of X and y (sx = sy = 1 unless their magnitudes were extreme)
-        self._x_mean, self._x_std = (r["x_mean"] * sx).astype(dt), (r["x_std"] * sx).astype(dt)
-        self._y_mean, self._y_std = (r["y_mean"] * sy).astype(dt), (r["y_std"] * sy).astype(dt)
-        for name in ("x_weights", "y_weights", "x_loadings", "y_loadings", "x_scores", "y_scores"):
-            setattr(self, name + "_", r[name][:, :k])
-        self.x_rotations_, self.y_rotations_, self.coef_ = _rotations(
-            self.x_weights_, self.x_loadings_, self.y_weights_, self.y_loadings_, self._x_std, self._y_std
-        )
-        self.intercept_ = self._y_mean
-        self.n_features_in_ = d
-        self.n_components_fitted_ = stop
+        _warn_stops(stop, reason, k, n_iter, Y.shape[1], int(self.max_iter))
+        self._set_fitted(r, k, stop, n_iter, dt)
         return self
 
-    def _check_fitted(self, X):
-        if not hasattr(self, "coef_"):
-            raise RuntimeError("this PLSRegression is not fitted yet; call fit(X, y) first")
-        X = _check_array(X, "X", self._x_mean.dtype.type)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, the model was fitted with {self.n_features_in_}")
-        return X
+    def _set_fitted(self, r: dict, k: int, stop: int, n_iter: np.ndarray, dt) -> None:
+        """The fitted attributes (float64) from pls_fit's numpy results `r`."""
+        self.n_iter_ = [int(i) for i in n_iter]
+        for name in ("x_weights", "y_weights", "x_loadings", "y_loadings", "x_scores", "y_scores"):
+            setattr(self, name + "_", r[name][:, :k].astype(np.float64))
+        self.x_rotations_, self.y_rotations_, self.coef_ = _rotations(
+            self.x_weights_,
+            self.x_loadings_,
+            self.y_weights_,
+            self.y_loadings_,
+            self._x_std,
+            self._y_std,
+            float(np.finfo(dt).eps),
+        )
+        # standardised X -> y (d, q); predict uses it, so 1e300 / 1e-300 scales never meet in one product
+        self._coef_std = (self.x_rotations_ @ self.y_loadings_.T) * self._y_std
+        self.intercept_ = self._y_mean
+        self.n_components_fitted_ = stop
+        self.compute_dtype_ = np.dtype(dt)
+        self._n_features_out = k
+
+    def __setstate__(self, state):
+        """Unpickle; a model pickled before this class was a sklearn estimator gets its derived attributes."""
+        super().__setstate__(state)
+        if "coef_" in state and "_coef_std" not in state:
+            self._coef_std = (self.x_rotations_ @ self.y_loadings_.T).astype(np.float64) * self._y_std
+            self.compute_dtype_ = np.dtype(self._x_mean.dtype)
+            self._n_features_out = self.x_rotations_.shape[1]
+
+    # predict / transform ----------------------------------------------------------------------
+    def _standardized(self, X):
+        """X (m, d) validated against the fit (NotFittedError, feature count / names) and standardised.
+
+        Returns (Z (m, d) float64, the output dtype: X's float dtype, float64 for other input).
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=FLOAT_DTYPES, reset=False, ensure_all_finite=False)
+        _check_finite(X, "X")
+        return (X.astype(np.float64) - self._x_mean) / self._x_std, X.dtype
 
     def predict(self, X) -> np.ndarray:
         """Predictions on y's scale.
@@ -606,14 +754,14 @@ class PLSRegression:
             X: (m, d) inputs.
 
         Returns:
-            (m,) for a 1-d training y, else (m, q).
+            (m,) for a 1-d training y, else (m, q); X's float dtype (float64 for integer X).
 
         Raises:
-            RuntimeError: the model is not fitted.
+            sklearn.exceptions.NotFittedError: the model is not fitted.
             ValueError: bad X (non-finite, or another number of features than in fit).
         """
-        X = self._check_fitted(X)
-        out = (X - self._x_mean) @ self.coef_.T + self.intercept_
+        Z, out_dtype = self._standardized(X)
+        out = (Z @ self._coef_std + self.intercept_).astype(out_dtype)
         return out.ravel() if self._predict_1d else out
 
     def transform(self, X, y=None):
@@ -624,32 +772,21 @@ class PLSRegression:
             y: None, or (m,) / (m, q) targets.
 
         Returns:
-            x scores (m, k); with y the pair (x scores (m, k), y scores (m, k)).
+            x scores (m, k); with y the pair (x scores (m, k), y scores (m, k)); in the inputs' float dtypes.
+
+        Raises:
+            sklearn.exceptions.NotFittedError: the model is not fitted.
+            ValueError: bad X or y, or X and y of different lengths.
         """
-        X = self._check_fitted(X)
-        xs = ((X - self._x_mean) / self._x_std) @ self.x_rotations_
+        Z, out_dtype = self._standardized(X)
+        xs = (Z @ self.x_rotations_).astype(out_dtype)
         if y is None:
             return xs
-        y = _check_array(y, "y", self._x_mean.dtype.type, ndim=(1, 2)).reshape(len(y), -1)
-        return xs, ((y - self._y_mean) / self._y_std) @ self.y_rotations_
+        check_consistent_length(Z, y)
+        y = _check_finite(check_array(y, input_name="y", ensure_2d=False, dtype=FLOAT_DTYPES), "y")
+        Zy = (y.reshape(len(y), -1).astype(np.float64) - self._y_mean) / self._y_std
+        return xs, (Zy @ self.y_rotations_).astype(y.dtype)
 
-    def fit_transform(self, X, y):
+    def fit_transform(self, X, y=None):
         """``fit(X, y)``, then ``transform(X, y)``: the pair (x scores (n, k), y scores (n, k))."""
         return self.fit(X, y).transform(X, y)
-
-    def score(self, X, y) -> float:
-        """Coefficient of determination R^2 (uniform average over targets), as sklearn's.
-
-        Args:
-            X: (m, d) inputs.
-            y: (m,) or (m, q) true targets.
-
-        Returns:
-            R^2, a float (1 is a perfect fit).
-        """
-        y = np.asarray(y, float).reshape(len(y), -1)
-        pred = np.asarray(self.predict(X), float).reshape(len(y), -1)
-        ss_res = ((y - pred) ** 2).sum(0)
-        ss_tot = ((y - y.mean(0)) ** 2).sum(0)
-        r2 = np.where(ss_tot > 0, 1 - ss_res / np.where(ss_tot > 0, ss_tot, 1), np.where(ss_res == 0, 1.0, 0.0))
-        return float(r2.mean())

@@ -151,9 +151,10 @@ def test_no_import_cycle():
 
 
 def test_one_atomic_write_helper():
-    """``os.replace`` (the atomic step) appears only in puaudit_runtime/files.py and in the one
-    directory writer that needs it for whole folders (probes/models/gguf_convert.py)."""
-    allowed = {"puaudit_runtime/files.py", "probes/models/gguf_convert.py"}
+    """``os.replace`` (the atomic step) appears only in puaudit_runtime/files.py and in the two
+    writers of whole folders (probes/models/gguf_convert.py; cli/run_folder.py, whose commit moves a
+    run's staged files into its output folder)."""
+    allowed = {"puaudit_runtime/files.py", "probes/models/gguf_convert.py", "puaudit_jax/cli/run_folder.py"}
     users = {
         str(p.relative_to(ROOT))
         for folder in ("puaudit_runtime", "puaudit_jax", "probes", "experiments", "theory")

@@ -91,6 +91,11 @@ class AuditConfig:
                 raise ValueError(f"{name} must be in (0, 1], got {value!r}")
         if not 0 <= self.holdout < 1:
             raise ValueError(f"holdout must be in [0, 1), got {self.holdout!r}")
+        if self.m is None and self.holdout == 0:
+            raise ValueError("holdout must be > 0 when m is not given (m is estimated on the holdout); give m or a "
+                             "holdout in (0, 1)")  # fmt: skip
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
+            raise ValueError(f"seed must be an integer >= 0 (a numpy Generator seed), got {self.seed!r}")
         lo, hi = self.m_clip
         if not 0 < lo <= hi <= 1:
             raise ValueError(f"m_clip must satisfy 0 < low <= high <= 1, got {self.m_clip!r}")

@@ -242,10 +242,16 @@ class EmbedConfig:
     long_inputs: str | None = field(default=None, metadata={"choices": ("chunk", "middle_out", "truncate", "error")})
 
     def validate(self) -> None:
-        """ValueError naming a batch size or input cap that is not an integer >= 1."""
+        """ValueError naming a batch size or input cap that is not an integer >= 1, or a cache folder that is a file.
+
+        The cache folder (``cache_dir``, else :func:`default_cache_dir`; unused with ``no_cache``) may
+        not exist yet, but neither it nor a folder above it may be a file.
+        """
         from probes.extract import check_encode_settings  # puaudit_jax -> probes, never the other way
 
         check_encode_settings(batch_size=self.batch_size, max_length=self.max_length)
+        if not self.no_cache:
+            _check_cache_folder(Path(self.cache_dir) if self.cache_dir else default_cache_dir())
 
     def resolved(self) -> EmbedConfig:
         """The settings actually used (the encoder named, MiniLM's own input length and cut).
@@ -258,6 +264,14 @@ class EmbedConfig:
         if name == "minilm" and self.max_length is None and self.long_inputs is None:
             return replace(self, encoder=name, max_length=256, long_inputs="middle_out")
         return replace(self, encoder=name)
+
+
+def _check_cache_folder(folder: Path) -> None:
+    """ValueError naming ``folder`` when it, or the nearest existing folder above it, is a file."""
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        where = "" if existing == folder else f" ({existing} is a file)"
+        raise ValueError(f"cache_dir {folder}: not a folder{where}; name a folder for the embedding cache, or no_cache")
 
 
 def table_embeddings(table: pd.DataFrame, config: EmbedConfig, *, mesh=None, progress: bool = True) -> PairEmbeddings:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..datasets.comparisons import check_histories
 from ..datasets.exclusions import EXCLUDED, LABELLED, UNLABELLED, item_status
 from ..datasets.verdicts import question_types
 from .config import AuditConfig
@@ -93,6 +94,7 @@ def _embeddings(table: pd.DataFrame, usable: np.ndarray, features: PairEmbedding
     if isinstance(features, PairEmbeddings):
         return features
     if callable(features):
+        check_histories(table, source="the comparisons")  # each side's conversation, before encoding
         return embed_comparisons(table.iloc[usable], features, source=getattr(features, "__name__", "encoder"))
     raise TypeError(f"features must be PairEmbeddings or an encoder callable, got {type(features).__name__}")
 
@@ -152,8 +154,10 @@ def prepare(comparisons: pd.DataFrame, features: PairEmbeddings | Encoder, confi
         The :class:`AuditData`, one entry per row of ``comparisons``.
 
     Raises:
-        ValueError: an empty table, repeated ids, a missing cluster column, mismatched embedding ids,
-            non-finite embeddings, or no usable labelled / unlabelled comparison.
+        ValueError: an empty table, repeated ids, a missing cluster column, a multi-turn row without
+            its sides' earlier answers (with an encoder; named before anything is encoded),
+            mismatched embedding ids, non-finite embeddings, or no usable labelled / unlabelled
+            comparison.
         TypeError: ``features`` is neither embeddings nor an encoder.
     """
     table = comparisons.reset_index(drop=True)

@@ -80,6 +80,7 @@ def cmd_audit(args) -> int:
 
 def _audit_command(args, config: AuditConfig, run) -> int:
     table = inputs.load_data(args.data, args.include_unlabelled, other_judges=config.other_judges)
+    inputs.check_columns(table, args.data, {"--cluster-by": config.cluster_by})
     emb = inputs.features(args, table)
     truth = None
     if args.hide_labels:
@@ -96,11 +97,11 @@ def _audit_command(args, config: AuditConfig, run) -> int:
         result = with_hidden_labels(result, truth, args.hide_labels)
     if run is None:
         return 0
-    files = write_result(result, args.out)
+    files = write_result(result, run.path)
     if not args.no_figures:
         from ..audit.plots import audit_figures
 
-        files += audit_figures(result, truth, args.out, title=args.data)
+        files += audit_figures(result, truth, run.path, title=args.data)
     run.finish(files)
     print(result.report.summary())
     if truth is not None:

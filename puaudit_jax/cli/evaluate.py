@@ -14,6 +14,7 @@ MT-Bench GPT-4 against the expert votes and prints the default audit beside the 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from ..audit import DEFAULT_RULE, DEFAULT_SCORER, AuditConfig
 from ..audit.rules import RULES
@@ -22,7 +23,7 @@ from ..evaluate import evaluate, summary_table, sweep, write_evaluation
 from ..evaluate.demo import DEMO_SCORERS, demo_text, run_demo
 from ..evaluate.protocol import DEFAULT_PAIRS, Protocol
 from . import inputs
-from .audit import add_audit_options, audit_config, rule_of, scorer_of
+from .audit import AUDIT_FIELDS, add_audit_options, audit_config, rule_of, scorer_of
 from .options import add_options, options_from_args
 
 
@@ -60,6 +61,19 @@ def _sweep(value: str | None) -> tuple[str, list[float]] | None:
     return param, values
 
 
+def _checked_settings(args, proto: dict, swept) -> AuditConfig:
+    """The :class:`AuditConfig` of the options; it and the protocol validated with each --sweep value.
+
+    A swept m replaces the config's per run (so --holdout 0 may go with --sweep m=...).
+    """
+    param, values = swept or (None, [None])
+    config = AuditConfig(**options_from_args(args, AuditConfig, include=AUDIT_FIELDS))
+    for value in values:
+        Protocol(**{**proto, **({param: value} if param == "p_ratio" else {})}).validate()
+        (replace(config, m=value) if param == "m" else config).validate()
+    return config
+
+
 def _compared(args) -> dict:
     """{"pairs": [...]} or the grid {"scorers": [...], "rules": [...]} the options ask for."""
     if args.scorers or args.rules:
@@ -72,11 +86,11 @@ def _compared(args) -> dict:
 
 def _write(res, args, data: str, run) -> list[str]:
     """The evaluation's files and figures in --out, recorded in the run folder's manifest."""
-    files = write_evaluation(res, args.out, data=data)
+    files = write_evaluation(res, run.path, data=data)
     if not args.no_figures:
         from ..evaluate.plots import evaluation_figures
 
-        files += evaluation_figures(res, args.out, data=data)
+        files += evaluation_figures(res, run.path, data=data)
     run.finish(files)
     return files
 
@@ -84,9 +98,9 @@ def _write(res, args, data: str, run) -> list[str]:
 def cmd_evaluate(args) -> int:
     """``puaudit evaluate``: options checked, then the protocol in a locked output folder."""
     args.mesh_obj = inputs.mesh_of(args)
-    config, compared, swept = audit_config(args), _compared(args), _sweep(args.sweep)
+    swept = _sweep(args.sweep)
     proto = options_from_args(args, Protocol, include=("seeds", "p_ratio", "split_by", "ceiling"))
-    Protocol(**proto).validate()
+    config, compared = _checked_settings(args, proto, swept), _compared(args)
     inputs.checked_first(args)
     with inputs.output_folder(args) as run:
         return _evaluate_command(args, config, compared, swept, proto, run)
@@ -94,6 +108,8 @@ def cmd_evaluate(args) -> int:
 
 def _evaluate_command(args, config: AuditConfig, compared: dict, swept, proto: dict, run) -> int:
     table = inputs.load_data(args.data, args.include_unlabelled, other_judges=config.other_judges)
+    columns = {"--split-by": proto["split_by"], "--cluster-by": config.cluster_by}
+    inputs.check_columns(table, args.data, columns, complete=("--split-by",))
     emb = inputs.features(args, table)
     kwargs = dict(config=config, progress=not args.quiet, **compared, **proto)
     if swept:

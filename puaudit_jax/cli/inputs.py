@@ -22,10 +22,13 @@ from puaudit_runtime.flags import add_device_arguments, mesh_from_args
 from .. import datasets
 from ..audit.embed import EmbedConfig, load_embeddings, save_embeddings, table_embeddings
 from ..datasets import BUNDLED
+from ..datasets.comparisons import check_histories
 from .options import add_options, options_from_args
 from .run_folder import RunFolder
 
 EMBED_FIELDS = ("cache_dir", "no_cache", "batch_size", "max_length", "long_inputs")
+DEVICE_FIELDS = ("devices", "mesh", "coordinator", "num_processes", "process_id", "cluster_auto", "cluster_timeout")
+"""Destinations of the device and cluster flags (:func:`puaudit_runtime.flags.add_device_arguments`)."""
 
 
 def load_data(
@@ -78,19 +81,62 @@ def embed_config(args) -> EmbedConfig:
 
 def check_out(folder: str) -> None:
     """The output folder exists (created) and this process can write there."""
+    _check_folder("--out", folder, Path(folder))
+
+
+def check_file_out(option: str, path: str) -> None:
+    """``path`` (the value of ``option``) can be written as a file: not a folder, its folder writable."""
+    if Path(path).is_dir():
+        raise ValueError(f"{option} {path}: is a folder, not a file")
+    _check_folder(option, path, Path(path).parent)
+
+
+def _check_folder(option: str, value: str, folder: Path) -> None:
+    """``folder`` exists (created) and this process can write there; else ValueError naming ``option``."""
+    blocker = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise ValueError(f"{option} {value}: {blocker} is a file, not a folder")
     try:
-        Path(folder).mkdir(parents=True, exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as err:
-        raise ValueError(f"--out {folder}: cannot write there ({err.strerror or err})") from None
+        raise ValueError(f"{option} {value}: cannot write there ({err.strerror or err})") from None
 
 
 def checked_first(args) -> None:
-    """Everything that can be checked before loading data or a model: embedding options, --out."""
+    """Everything that can be checked before loading data or a model.
+
+    The embedding settings unless --embeddings gives the embeddings (:meth:`EmbedConfig.validate`,
+    e.g. a --cache-dir that is a file), --save-embeddings (a file this process can write; refused
+    with --embeddings, which computes nothing to save) and --out.
+    """
     if not args.embeddings:
         embed_config(args)
+    if args.save_embeddings:
+        if args.embeddings:
+            raise ValueError("--save-embeddings only applies to computed embeddings, not with --embeddings")
+        check_file_out("--save-embeddings", args.save_embeddings)
     check_out(args.out)
+
+
+def check_columns(table: pd.DataFrame, data: str, options: dict[str, str | None], complete: tuple = ()) -> None:
+    """Each option's column (``{"--split-by": "prompt"}``; None: not asked) is a column of ``table``.
+
+    The options in ``complete`` also need a value on every row. Checked after loading DATA and before
+    embedding it, so a misspelt column fails in seconds.
+    """
+    for option, column in options.items():
+        if column is None:
+            continue
+        if column not in table.columns:
+            names = ", ".join(map(str, table.columns))
+            raise ValueError(f"{option} {column}: no such column in {data} (columns: {names})")
+        missing = table[column].isna().to_numpy()
+        if option in complete and missing.any():
+            row = int(missing.argmax())
+            raise ValueError(f"{option} {column}: {int(missing.sum())} rows of {data} have no value there, e.g. row "
+                             f"{row + 1} (id {table['id'].iloc[row]!r})")  # fmt: skip
 
 
 def features(args, table: pd.DataFrame):
@@ -98,6 +144,7 @@ def features(args, table: pd.DataFrame):
     if args.embeddings:
         return load_embeddings(args.embeddings)
     config = embed_config(args)
+    check_histories(table, source=args.data)  # what the encoder needs, checked before loading it
     t = time.perf_counter()
     emb = table_embeddings(table, config, mesh=args.mesh_obj, progress=not args.quiet)
     print(

@@ -25,7 +25,16 @@ text`` (default) parses the judge's written ``[[A]]/[[B]]/[[C]]``; ``--verdict l
 local judge's rule (log p("A") vs log p("B") after ``[[``, both orders) from the completions
 endpoint's ``top_logprobs``, the prompt rendered with ``--chat-template`` (the served model's
 template: a model name or folder; default smollm2). Failed requests are rows with an ``error``
-status (printed with their ids); answered requests are cached, so rerunning resumes.
+status (printed with their ids) and ``judge = "missing"`` (never a tie); answered requests are
+cached, so rerunning resumes. The base URL must be http(s) with a host; ``--limit`` >= 1,
+``--timeout`` > 0, ``--concurrency`` >= 1 and ``--max-retries`` >= 0 (errors name the option).
+
+Exit status of judge and attack: 0 when the command did its job; 1 when every pair sent failed, or
+more than ``--max-failures`` of them (a fraction, default 0.2; 0 allows none) -- the files are
+written first, so the work is not lost, then one line ``error: N of M pairs failed (first error:
+...)``; 2 for a user error (a bad option, file or folder). The output folder is locked while a run
+writes it (a second run on the same ``--out`` is refused) and gets a ``manifest.json``
+(:class:`~.run_folder.RunFolder`).
 
 serve-local: llama.cpp's OpenAI-compatible server (the ``serve`` extra) on 127.0.0.1 serving a
 GGUF model (default the bundled SmolLM2-135M-Instruct), in the foreground until Ctrl-C.
@@ -40,6 +49,53 @@ import time
 
 from ..datasets import BUNDLED
 from .inputs import load_data
+from .run_folder import RunFolder
+
+FAILED_RUN = 1
+"""Exit status of a judge or attack run with too many failed pairs (files written; 2 is a user error)."""
+
+
+def _number(kind, low: float, strict: bool = False, note: str = ""):
+    """An argparse type: ``kind`` of the text, ``>= low`` (``> low`` when strict); the error names the option."""
+    need = f"{'>' if strict else '>='} {low:g}{note}"
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"must be {'an integer' if kind is int else 'a number'} {need}, got {text!r}"
+            ) from None
+        if not (value > low if strict else value >= low):  # NaN fails too
+            raise argparse.ArgumentTypeError(f"must be {need}, got {text!r}")
+        return value
+
+    return parse
+
+
+def _fraction(text: str) -> float:
+    """An argparse type: a fraction in [0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a fraction in [0, 1] (0: no failure allowed), got {text!r}")
+    return value
+
+
+def check_options(args) -> None:
+    """What can be checked before loading data or a model: --judge openai's --base-url and --model.
+
+    The base URLs (--base-url, --gen-base-url) must be http(s) URLs with a host (ValueError naming them).
+    """
+    from ..judges.openai_chat import check_base_url
+
+    if args.judge == "openai" and (not args.base_url or not args.model):
+        raise SystemExit("error: --judge openai needs --base-url and --model")
+    for option in ("base_url", "gen_base_url"):
+        if getattr(args, option, None):
+            check_base_url(getattr(args, option), "--" + option.replace("_", "-"))
 
 
 def make_judge(args):
@@ -53,8 +109,7 @@ def make_judge(args):
             cache_dir=args.cache_dir,
             predict_type=args.predict_type,
         )
-    if not args.base_url or not args.model:
-        raise SystemExit("error: --judge openai needs --base-url and --model")
+    check_options(args)
     from ..judges import OpenAIChatJudge, OpenAILogprobJudge
 
     client = {
@@ -99,15 +154,34 @@ def make_generator(args, judge):
     )
 
 
+def _client_arguments(p: argparse.ArgumentParser) -> None:
+    """The HTTP client's options and --max-failures (checked at parse time: errors name the option)."""
+    p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
+    p.add_argument(
+        "--timeout", type=_number(float, 0, strict=True), default=120.0, help="seconds per HTTP request (> 0)"
+    )
+    p.add_argument("--concurrency", type=_number(int, 1), default=4, help="parallel HTTP requests (>= 1)")
+    p.add_argument(
+        "--max-retries",
+        type=_number(int, 0),
+        default=4,
+        help="extra attempts of a request after a transient failure (timeout, 408, 429, 5xx, connection)",
+    )
+    p.add_argument(
+        "--max-failures",
+        type=_fraction,
+        default=0.2,
+        help="the largest fraction of pairs whose requests may fail before the run exits with status 1 "
+        "(files written first; default 0.2; 0: none may fail; a run where every pair failed always exits 1)",
+    )
+
+
 def _judge_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("data", help=f"comparison file or bundled set ({', '.join(BUNDLED)})")
     p.add_argument("--judge", choices=["local", "openai"], default="local")
     p.add_argument("--model", help="local: model name or folder (default smollm2); openai: the served model name")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
-    p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds per HTTP request")
-    p.add_argument("--concurrency", type=int, default=4, help="parallel HTTP requests")
-    p.add_argument("--max-retries", type=int, default=4)
+    _client_arguments(p)
     p.add_argument(
         "--verdict",
         choices=["text", "logprob"],
@@ -119,8 +193,12 @@ def _judge_arguments(p: argparse.ArgumentParser) -> None:
         default="smollm2",
         help="--verdict logprob: model name or folder whose chat template renders the prompt",
     )
-    p.add_argument("--top-logprobs", type=int, default=20, help="--verdict logprob: tokens returned per position")
-    p.add_argument("--max-length", type=int, help="local judge prompt cap in tokens (middle-out above; default window)")
+    p.add_argument(
+        "--top-logprobs", type=_number(int, 1), default=20, help="--verdict logprob: tokens returned per position"
+    )
+    p.add_argument(
+        "--max-length", type=_number(int, 1), help="local judge prompt cap in tokens (middle-out above; default window)"
+    )
     p.add_argument(
         "--predict-type",
         action="store_true",
@@ -130,7 +208,9 @@ def _judge_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--cache-dir", help="response cache folder (default $PUAUDIT_CACHE/judges or ~/.cache/puaudit/judges)"
     )
-    p.add_argument("--limit", type=int, help="only the first N comparisons")
+    p.add_argument(
+        "--limit", type=_number(int, 1, note=" (omit it for every row)"), help="only the first N comparisons"
+    )
     p.add_argument(
         "--single-order",
         action="store_true",
@@ -154,7 +234,7 @@ def add_attack_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--gen-base-url")
     p.add_argument("--gen-model")
-    p.add_argument("--max-new-tokens", type=int, default=512, help="rewrite length cap in tokens")
+    p.add_argument("--max-new-tokens", type=_number(int, 1), default=512, help="rewrite length cap in tokens")
     p.add_argument(
         "--original",
         choices=["rejudge", "column"],
@@ -168,50 +248,75 @@ def add_judge_arguments(p: argparse.ArgumentParser) -> None:
     _judge_arguments(p)
 
 
+def _out_folder(args) -> RunFolder:
+    """The locked output folder of --out (lock and manifest.json: :class:`~.run_folder.RunFolder`)."""
+    return RunFolder(args.out, getattr(args, "argv", None) or ["puaudit", args.command])
+
+
+def _exit_status(failures, max_failures: float) -> int:
+    """0, or :data:`FAILED_RUN` after one ``error: N of M pairs failed`` line when they are too many."""
+    if not failures.too_many(max_failures):
+        return 0
+    print(f"error: {failures.message()}", file=sys.stderr)
+    return FAILED_RUN
+
+
 def cmd_attack(args) -> int:
     """``puaudit attack``: the judge's verdicts, the losers attacked, the pairs re-judged."""
     from ..judges import Verdict
-    from ..judges.attacks import attack_report, get_attack, run_attack, write_attack
+    from ..judges.attacks import attack_failures, attack_report, get_attack, run_attack, write_attack
 
+    check_options(args)
     table = load_data(args.data, args.include_unlabelled, args.limit)
     attack = get_attack(args.attack, **({"emotion": args.emotion} if args.attack == "sentiment" else {}))
-    t0 = time.perf_counter()
-    judge = make_judge(args)
-    generator = make_generator(args, judge) if attack.needs_generator else None
-    original = None
-    if args.original == "column":
-        original = {str(r.id): Verdict(r.judge, None, "table judge column", "ok") for r in table.itertuples()}
-    res = run_attack(table, judge, attack, generator, original=original, progress=not args.quiet)
-    report = attack_report(res, data=args.data, generator=getattr(generator, "name", None), original=args.original,
-                           seconds=time.perf_counter() - t0)  # fmt: skip
-    files = write_attack(res, table, report, args.out)
+    with _out_folder(args) as run:
+        t0 = time.perf_counter()
+        judge = make_judge(args)
+        generator = make_generator(args, judge) if attack.needs_generator else None
+        original = None
+        if args.original == "column":
+            original = {str(r.id): Verdict(r.judge, None, "table judge column", "ok") for r in table.itertuples()}
+        res = run_attack(table, judge, attack, generator, original=original, progress=not args.quiet)
+        report = attack_report(res, data=args.data, generator=getattr(generator, "name", None),
+                               original=args.original, seconds=time.perf_counter() - t0)  # fmt: skip
+        files = write_attack(res, table, report, run.path)
+        run.finish(files)
     print(report.summary())
     print(f"wrote {args.out}/" + ", ".join(files))
-    return 0
+    return _exit_status(attack_failures(res, rejudged=original is None), args.max_failures)
 
 
-def cmd_judge(args) -> int:
-    """``puaudit judge``: every comparison re-judged."""
-    from ..judges import judge_table
-    from ..judges.run import judge_report, write_judging
-
-    table = load_data(args.data, args.include_unlabelled, args.limit)
-    t0 = time.perf_counter()
-    judge = make_judge(args)
-    result = judge_table(table, judge, both_orders=not args.single_order, progress=not args.quiet)
-    report = judge_report(result, judge.name, args.data, time.perf_counter() - t0)
-    files = write_judging(result, report, args.out)
-    print(report.summary())
+def _print_errors(report) -> None:
+    """The first failed pairs of a judge run, and how many there are (stderr)."""
     for r in report.errors[:5]:
         print(f"  pair {r['id']}: {r['status']}", file=sys.stderr)
     if report.errors:
         more = f" ({len(report.errors) - 5} more in judge.json)" if len(report.errors) > 5 else ""
         print(
-            f"{len(report.errors)} pairs failed{more}; answered requests are cached: rerun the same command to resume",
+            f"{len(report.errors)} pairs failed{more} (judge = missing); answered requests are cached: "
+            "rerun the same command to resume",
             file=sys.stderr,
         )
+
+
+def cmd_judge(args) -> int:
+    """``puaudit judge``: every comparison re-judged."""
+    from ..judges import judge_table
+    from ..judges.run import judge_failures, judge_report, write_judging
+
+    check_options(args)
+    table = load_data(args.data, args.include_unlabelled, args.limit)
+    with _out_folder(args) as run:
+        t0 = time.perf_counter()
+        judge = make_judge(args)
+        result = judge_table(table, judge, both_orders=not args.single_order, progress=not args.quiet)
+        report = judge_report(result, judge.name, args.data, time.perf_counter() - t0)
+        files = write_judging(result, report, run.path)
+        run.finish(files)
+    print(report.summary())
+    _print_errors(report)
     print(f"wrote {args.out}/" + ", ".join(files))
-    return 0
+    return _exit_status(judge_failures(result), args.max_failures)
 
 
 def add_serve_arguments(p: argparse.ArgumentParser) -> None:

@@ -12,13 +12,17 @@
     probe      BoRP regression probes                             (cli/probe.py)
 
 DATA is a comparison file (jsonl / csv / parquet; see :mod:`puaudit_jax.datasets.comparisons`) or a
-bundled set: ``mtbench``, ``llmfao-gpt4``, ``llmfao-gpt3``. User errors print ``error: ...`` and
-exit with status 2; ``--debug`` anywhere on the line shows the traceback instead.
+bundled set: ``mtbench``, ``llmfao-gpt4``, ``llmfao-gpt3``. User errors -- a bad option value
+(argparse's included), file, row or folder -- print one line ``error: ...`` on stderr and exit with
+status 2; ``--debug`` anywhere on the line shows the traceback instead. Ctrl-C prints ``interrupted``
+and exits with status 130 (the traceback too with ``--debug``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 import zipfile
 
@@ -32,11 +36,23 @@ from .quantify import add_quantify_parser
 
 # What a bad file, option or folder can raise; anything else is a bug and keeps its traceback.
 USER_ERRORS = (ValueError, OSError, EOFError, zipfile.BadZipFile)
+INTERRUPTED = 130  # 128 + SIGINT, the shell's status of a command ended by Ctrl-C
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors read ``error: ...`` like every other user error of ``puaudit``.
+
+    Its sub-parsers are of this class too (argparse makes them with the parent's class).
+    """
+
+    def error(self, message: str):
+        """Print ``error: PROG: MESSAGE`` and where the usage is, then exit with status 2."""
+        self.exit(2, f"error: {self.prog}: {message}\n(usage: {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``puaudit`` parser with every command."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="puaudit",
         description="Audit LLM-judge verdicts with partial OT "
         "(PUAudit) and evaluate the audit against hidden human labels.",
@@ -71,17 +87,32 @@ def main(argv: list[str] | None = None) -> int:
     """Run a command.
 
     Args:
-        argv: the arguments after ``puaudit`` (default: ``sys.argv[1:]``).
+        argv: the arguments after ``puaudit`` (default: ``sys.argv[1:]``: the process is the
+            ``puaudit`` program).
 
     Returns:
-        The command's exit status (0).
+        The command's exit status: 0 when it did its job; 1 when a ``judge`` or ``attack`` run had
+        more failed requests than ``--max-failures`` allows (its files are written first).
 
     Raises:
         CommandError: a user error (``error: ...`` naming the file, row, column or option, printed
             on stderr; exit status 2). ``--debug`` anywhere on the line raises the error itself.
+        SystemExit: 130 after Ctrl-C when ``argv`` is given (a caller's process is left to it); as
+            the program (``argv`` None) the process ends with status 130 at once instead, skipping
+            the interpreter's teardown, where JAX's threads could crash it.
     """
+    program = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
+    try:
+        return _run(argv, debug)
+    except KeyboardInterrupt:  # output folder locks and temporary files were released while unwinding
+        _interrupted(debug, program)
+        raise SystemExit(INTERRUPTED) from None
+
+
+def _run(argv: list[str], debug: bool) -> int:
+    """Parse ``argv`` and run its command; a user error becomes :class:`CommandError` (see :func:`main`)."""
     args = build_parser().parse_args([a for a in argv if a != "--debug"])
     args.argv = ["puaudit", *argv]
     try:
@@ -89,13 +120,37 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as err:  # a command's own "error: ..." exit
         if isinstance(err, CommandError) or not isinstance(err.code, str):
             raise
-        message = err.code
+        message = err.code if err.code.startswith("error:") else f"error: {err.code}"
     except USER_ERRORS as err:
         if debug:
             raise
         message = f"error: {err}"
     print(message, file=sys.stderr)
     raise CommandError(message)
+
+
+def _interrupted(debug: bool, program: bool) -> None:
+    """Say ``interrupted`` (after the traceback with ``debug``); as the program, end the process with 130."""
+    if program:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C cannot interrupt the way out
+    if debug:
+        import traceback
+
+        traceback.print_exc()
+    _say("interrupted")
+    if program:
+        os._exit(INTERRUPTED)
+
+
+def _say(line: str) -> None:
+    """``line`` on stderr, stdout and stderr flushed (a closed stream is left alone)."""
+    for stream, text in ((sys.stdout, None), (sys.stderr, line)):
+        try:
+            if text is not None:
+                print(text, file=stream)
+            stream.flush()
+        except (OSError, ValueError):
+            pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -22,7 +22,7 @@ from ..quantify.plan import PlanConfig, plan_labels
 from ..quantify.targets import audit_p_wrong
 from . import inputs
 from .options import add_options, options_from_args
-from .quantify import AUDIT_EVIDENCE, add_audit_source, audit_items_of
+from .quantify import AUDIT_EVIDENCE, add_audit_source, audit_items_of, refuse_unused_audit_options
 
 
 def _p_wrong(args, table, config: AuditConfig):
@@ -61,18 +61,19 @@ def cmd_plan_labels(args) -> int:
     config.validate()
     audit_config = AuditConfig(**options_from_args(args, AuditConfig, include=AUDIT_EVIDENCE))
     audit_config.validate()
+    refuse_unused_audit_options(args)
     args.mesh_obj = inputs.mesh_of(args) if args.with_audit else None
     inputs.checked_first(args)
     with inputs.output_folder(args) as run:
         table = inputs.load_data(args.data, True, other_judges=audit_config.other_judges)
         report = plan_labels(table, _p_wrong(args, table, audit_config), config)
-        files = _write(report, table, Path(args.out), args.data, config)
+        files = _write(report, table, run.path, args.data, config)
         if not args.no_figures:
             import matplotlib.pyplot as plt
 
             from ..quantify.plots import power_plot
 
-            plt.close(power_plot(report, Path(args.out) / "power.png", title=args.data))
+            plt.close(power_plot(report, run.path / "power.png", title=args.data))
             files.append("power.png")
         run.finish(files)
     _print(report, config)

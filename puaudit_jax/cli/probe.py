@@ -10,18 +10,27 @@ The data format, the encoders and the probe file are :mod:`probes.fitted`'s; ``-
 human score column (fit only); an ``id`` column is carried over to the predictions. ``--devices`` /
 ``--mesh`` split the extraction batches' rows and the PLS fits' samples over several devices (one
 process; the saved probe does not depend on them).
+
+``--components`` above min(rows - 1, head features) is an error naming the maximum (checked against
+the rows before any model is loaded), as scikit-learn's PLSRegression refuses n_components above its
+bound; when a resample has too few distinct rows for it, a ``warning:`` line on stderr says with how
+many components the heads were fitted (the probe file records them). A ``--model`` file that is not
+a probe written by ``puaudit probe fit`` is a one-line error naming it.
+
+The probe modules (and scikit-learn, which their PLS needs) are imported by ``probe`` only, so the
+other commands run without scikit-learn.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from probes import borp
-from probes.fitted import fit_probe, load_probe, prompt_spec, read_dialogues, save_probe
 from puaudit_runtime.files import write_csv
 from puaudit_runtime.flags import add_device_arguments, mesh_from_args
 
@@ -64,30 +73,61 @@ def _describe(mesh) -> str:
     return "one device" if mesh is None else f"a mesh of {mesh.size} devices ({'x'.join(map(str, mesh.devices.shape))})"
 
 
+def _probe_modules():
+    """(probes.borp, probes.fitted), imported on first use; without scikit-learn a one-line error."""
+    try:
+        from probes import borp, fitted
+    except ModuleNotFoundError as err:
+        if err.name != "sklearn" and not str(err.name).startswith("sklearn."):
+            raise
+        raise SystemExit("error: puaudit probe needs scikit-learn (pip install scikit-learn)") from None
+    return borp, fitted
+
+
 def _fit(args, mesh) -> int:
-    table, dialogues = read_dialogues(args.data)
+    borp, fitted = _probe_modules()
+    table, dialogues = fitted.read_dialogues(args.data)
+    try:  # before any model is loaded: the rows alone bound the components
+        fitted.check_components(args.components, len(table), name="--components")
+    except ValueError as err:
+        raise ValueError(f"{err} in {args.data}") from None
     scale = tuple(float(v) for v in args.scale.split(","))
     rubric = Path(args.rubric).read_text() if args.rubric else None
-    spec = prompt_spec(args.encoder, args.layer, scale, rubric, args.criterion)
+    spec = fitted.prompt_spec(args.encoder, args.layer, scale, rubric, args.criterion)
     config = borp.HeadConfig(n_components=args.components, scale=scale, seed=args.seed,
                              resample=None if args.resample == "none" else args.resample)  # fmt: skip
     try:
-        probe = fit_probe(table, dialogues, args.target, spec, config, mesh)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r"n_components=.*too few distinct rows")  # said below
+            probe = fitted.fit_probe(table, dialogues, args.target, spec, config, mesh)
     except ValueError as err:
         raise ValueError(f"{args.data}: {err}") from None
-    save_probe(probe, args.out)
-    r = probe.in_sample
-    print(
-        f"fitted on {probe.n_train} rows ({probe.n_features} features) on {_describe(mesh)}; "
-        f"in-sample K-alpha {r.get('k_alpha', float('nan')):.3f} "
-        f"Pearson {r.get('pearson', float('nan')):.3f}; wrote {args.out}"
-    )
+    fitted.save_probe(probe, args.out)
+    _report_fit(args, probe, mesh)
     return 0
 
 
+def _report_fit(args, probe, mesh) -> None:
+    """The fit's summary line on stdout, and a ``warning:`` line on stderr when a head got fewer components."""
+    k = probe.components
+    if min(k) < args.components:
+        print(
+            f"warning: --components {args.components}: the resampled training sets have too few distinct "
+            f"rows; the heads were fitted with {min(k)} to {max(k)} components (recorded in {args.out})",
+            file=sys.stderr,
+        )
+    r = probe.in_sample
+    print(
+        f"fitted on {probe.n_train} rows ({probe.n_features} features, {min(k)} components) on {_describe(mesh)}; "
+        f"in-sample K-alpha {r.get('k_alpha', float('nan')):.3f} "
+        f"Pearson {r.get('pearson', float('nan')):.3f}; wrote {args.out}"
+    )
+
+
 def _predict(args, mesh) -> int:
-    probe = load_probe(args.model)
-    table, dialogues = read_dialogues(args.data)
+    _, fitted = _probe_modules()
+    probe = fitted.load_probe(args.model)
+    table, dialogues = fitted.read_dialogues(args.data)
     pred = probe.predict(dialogues, mesh)
     ids = table["id"] if "id" in table else np.arange(len(pred))
     write_csv(pd.DataFrame({"id": ids, "prediction": pred}), args.out)

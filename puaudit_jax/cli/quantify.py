@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from ..audit import AuditConfig
 from ..audit.predictions import audit_for_quantify
 from ..audit.write import read_items
@@ -22,9 +24,12 @@ from ..quantify import quantify, write_quantification
 from ..quantify.estimators import check_level
 from ..quantify.pipeline import QuantifyConfig
 from . import inputs
-from .options import add_options, options_from_args
+from .options import add_options, option_name, options_from_args
 
 AUDIT_EVIDENCE = ("evidence", "other_judges")  # what --with-audit weighs, as for `puaudit audit`
+WITH_AUDIT_ONLY = ("embeddings", "encoder", *inputs.EMBED_FIELDS, "save_embeddings", *inputs.DEVICE_FIELDS,
+                   *AUDIT_EVIDENCE)  # fmt: skip
+"""Destinations of the options only the audit --with-audit runs reads (its embeddings, devices and evidence)."""
 COLUMNS = (
     "target",
     "estimator",
@@ -59,11 +64,43 @@ def audit_items_of(args, table, config: AuditConfig):
     return None
 
 
+def _with_p_wrong(args, items):
+    """The audit's items (or None), refused with advice for this command when they hold no P(judge wrong)."""
+    if items is None or ("p_wrong" in items.columns and np.isfinite(items["p_wrong"].to_numpy(float)).any()):
+        return items
+    if args.with_audit:
+        raise ValueError("--with-audit: the audit gave no P(judge wrong) (too few human labels to calibrate it; "
+                         "its rule abstained): label more items, or quantify without --with-audit")  # fmt: skip
+    raise ValueError(f"--audit {args.audit}: the audit has no P(judge wrong); run `puaudit audit` with a calibrated "
+                     "rule (--rule calibrated) on enough labels, or quantify without --audit")  # fmt: skip
+
+
 def add_audit_source(p, with_audit: str, audit: str) -> None:
-    """``--with-audit`` | ``--audit DIR`` on parser ``p``, each with the help text that says what it adds."""
+    """``--with-audit`` | ``--audit DIR`` on parser ``p``, each with the help text that says what it adds.
+
+    The options that only the audit --with-audit runs reads (:data:`WITH_AUDIT_ONLY`, added to
+    ``p`` before) are recorded with their defaults, for :func:`refuse_unused_audit_options`.
+    """
     group = p.add_mutually_exclusive_group()
     group.add_argument("--with-audit", action="store_true", help=with_audit)
     group.add_argument("--audit", help=audit)
+    p.set_defaults(with_audit_only={a.dest: _parsed_default(a) for a in p._actions if a.dest in WITH_AUDIT_ONLY})
+
+
+def _parsed_default(action):
+    """An option's default as it reaches the arguments (argparse applies ``type`` to a str default)."""
+    default = action.default
+    return action.type(default) if isinstance(default, str) and callable(action.type) else default
+
+
+def refuse_unused_audit_options(args) -> None:
+    """Without --with-audit, an option only the audit reads, given a value other than its default, is an error."""
+    if args.with_audit:
+        return
+    given = [option_name(dest) for dest, default in args.with_audit_only.items() if getattr(args, dest) != default]
+    if given:
+        read = " (--audit reads an audit, it runs none)" if args.audit is not None else ""
+        raise ValueError(f"{', '.join(given)} only appl{'ies' if len(given) == 1 else 'y'} with --with-audit{read}")
 
 
 def cmd_quantify(args) -> int:
@@ -72,20 +109,22 @@ def cmd_quantify(args) -> int:
     check_level(options["level"])
     config = AuditConfig(**options_from_args(args, AuditConfig, include=AUDIT_EVIDENCE))
     config.validate()
+    refuse_unused_audit_options(args)
     args.mesh_obj = inputs.mesh_of(args) if args.with_audit else None
     inputs.checked_first(args)
     with inputs.output_folder(args) as run:
         table = inputs.load_data(args.data, args.include_unlabelled, other_judges=config.other_judges)
-        audit_items = audit_items_of(args, table, config)
+        inputs.check_columns(table, args.data, {"--cluster-by": options["cluster_by"]})
+        audit_items = _with_p_wrong(args, audit_items_of(args, table, config))
         plan = None if args.plan is None else read_plan(args.plan)
         result = quantify(table, audit_items=audit_items, plan=plan, **options)
-        files = write_quantification(result, args.out, data=args.data)
+        files = write_quantification(result, run.path, data=args.data)
         if not args.no_figures:
             import matplotlib.pyplot as plt
 
             from ..quantify.plots import forest_plot
 
-            plt.close(forest_plot(result.to_frame(), Path(args.out) / "forest.png", title=f"{args.data}"))
+            plt.close(forest_plot(result.to_frame(), run.path / "forest.png", title=f"{args.data}"))
             files.append("forest.png")
         run.finish(files)
     print(result.to_frame()[list(COLUMNS)].to_string(index=False, float_format="{:.4f}".format))

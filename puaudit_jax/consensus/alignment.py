@@ -46,6 +46,8 @@ import numpy as np
 import optax
 import pandas as pd
 
+from .checks import check_int, check_real
+
 ANCHORS = ("self", "consensus")
 MODES = ("shrink", "residual")
 
@@ -74,15 +76,16 @@ class AlignConfig:
 
     def __post_init__(self):
         for name in ("w_anchor", "w_rank", "w_consensus"):
-            value = getattr(self, name)
-            if not (value >= 0 and np.isfinite(value)):
-                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+            check_real(name, getattr(self, name), 0, what="weight of its term")
         if self.anchor not in ANCHORS:
             raise ValueError(f"anchor must be one of {ANCHORS} (or pass a Series to align()), got {self.anchor!r}")
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
-        if self.steps < 1 or self.embed_dim < 1 or self.hidden < 1:
-            raise ValueError("steps, embed_dim and hidden must be >= 1")
+        for name in ("steps", "embed_dim", "hidden"):
+            check_int(name, getattr(self, name), 1)
+        check_real("learning_rate", self.learning_rate, 0, strict=True)
+        check_real("weight_decay", self.weight_decay, 0)
+        check_int("seed", self.seed, 0, "parameter initialisation")
 
 
 @dataclass(frozen=True)

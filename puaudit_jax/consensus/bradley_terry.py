@@ -39,6 +39,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 from ..datasets.verdicts import JUDGE_VERDICTS, A, B
+from .checks import check_int, check_real
 
 ELO_PER_NAT = 400.0 / np.log(10.0)  # Elo points per unit of theta (natural log odds)
 WINNERS = JUDGE_VERDICTS
@@ -69,10 +70,10 @@ class BTConfig:
     def __post_init__(self):
         if self.ties not in ("half", "davidson"):
             raise ValueError(f"ties must be 'half' or 'davidson', got {self.ties!r}")
-        if not (self.ridge >= 0 and np.isfinite(self.ridge)):
-            raise ValueError(f"ridge must be a finite number >= 0, got {self.ridge!r}")
-        if self.max_iter < 1:
-            raise ValueError("max_iter must be >= 1")
+        check_real("ridge", self.ridge, 0, what="Gaussian prior precision; 0 = plain maximum likelihood")
+        check_real("anchor_value", self.anchor_value, what="Elo points of the anchor")
+        check_int("max_iter", self.max_iter, 1, "Newton iterations")
+        check_real("tol", self.tol, 0, strict=True, what="max |gradient| per comparison")
 
 
 @dataclass(frozen=True)
@@ -365,9 +366,15 @@ def bootstrap_bt(
 
     All refits run as one ``vmap`` of the Newton solver. With ``ridge = 0`` a resample whose graph is
     not identifiable cannot be fitted: it is counted in ``n_degenerate`` and left out.
+
+    Raises:
+        ValueError: ``n_boot`` not an integer >= 1, ``seed`` not an integer >= 0, ``level`` outside (0, 1),
+            or a bad table (see :func:`fit_bt`).
     """
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level}")
+    check_int("n_boot", n_boot, 1, "bootstrap resamples")
+    check_int("seed", seed, 0, "numpy seed")
+    if not (isinstance(level, (int, float, np.floating)) and 0 < level < 1):
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
     full = fit_bt(table, config, models=models)
     names = list(full.scores.index)
     _, codes = encode_comparisons(table, names)

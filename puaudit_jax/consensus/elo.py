@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .bradley_terry import encode_comparisons
+from .checks import check_int, check_real
 
 
 @dataclass(frozen=True)
@@ -44,10 +45,11 @@ class EloConfig:
     seed: int = 0
 
     def __post_init__(self):
-        if not self.k > 0:
-            raise ValueError(f"K factor must be > 0, got {self.k}")
-        if self.n_orders < 1:
-            raise ValueError("n_orders must be >= 1")
+        check_real("k", self.k, 0, strict=True, what="the K factor, Elo points per unit surprise")
+        check_int("n_orders", self.n_orders, 1, "shuffled orders averaged; --orders")
+        check_real("init", self.init, what="start rating")
+        check_real("anchor_value", self.anchor_value, what="Elo points of the anchor")
+        check_int("seed", self.seed, 0, "numpy seed")
 
 
 @dataclass(frozen=True)

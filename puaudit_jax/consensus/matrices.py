@@ -24,6 +24,7 @@ import pandas as pd
 from ..datasets import data_path, load_bundled, normalize_verdict
 from ..datasets.verdicts import MISSING
 from .bradley_terry import BTConfig, bootstrap_bt, fit_bt
+from .checks import check_int
 from .elo import EloConfig, online_elo
 
 VERDICT_COLUMNS = ("judge", "model_a", "model_b", "winner")
@@ -137,7 +138,13 @@ def score_matrices(
     method: "bt" (Bradley-Terry, :class:`BTConfig`) or "elo" (online Elo, :class:`EloConfig`).
     n_boot > 0 adds percentile bootstrap intervals (BT only; seed ``seed + judge position``).
     A judge that never compared some model raises unless ``bt.ridge > 0``.
+
+    Raises:
+        ValueError: ``n_boot`` not an integer >= 0 or ``seed`` not one (checked before any fit), an
+            unknown method, missing columns, or a judge's bad or non-identifiable comparisons.
     """
+    check_int("n_boot", n_boot, 0, "bootstrap resamples; 0 = no intervals")
+    check_int("seed", seed, 0, "numpy seed")
     missing = [c for c in VERDICT_COLUMNS if c not in verdicts.columns]
     if missing:
         raise ValueError(f"verdict table lacks columns {missing} (need {list(VERDICT_COLUMNS)})")

@@ -106,7 +106,9 @@ def judge_scores(
     """Bradley-Terry (or online Elo) per judge, and each judge against ``reference`` (default the consensus).
 
     Raises:
-        ValueError: a non-identifiable comparison graph, bad settings, or an unknown reference judge.
+        ValueError: a non-identifiable comparison graph, an unknown reference judge, or bad settings,
+            named: ``n_boot`` / ``seed`` (integers >= 0, :func:`score_matrices`), the fields of ``bt`` /
+            ``elo`` (checked when the configs are made). The CLI prints the same message.
     """
     res = score_matrices(verdicts, method=method, bt=bt, elo=elo, n_boot=n_boot, seed=seed)
     if reference is not None and reference not in res.scores.index:

@@ -11,7 +11,10 @@ question       str | list[str] | None           the user message; a multi-turn c
                                                 the user turns in order (see "Multi-turn")
 response_a     str | None                       the judged response of the first model
 response_b     str | None                       the judged response of the second model
-judge          "A" | "B" | "tie"                the judge's verdict (required on every row)
+judge          "A" | "B" | "tie" | "missing"    the judge's verdict on every row; "missing" (that
+                                                word: a blank cell is an error) = the judge gave
+                                                none (a failed request of ``puaudit judge``): the
+                                                row is excluded and counted, never a verdict
 human          "A" | "B" | "tie" | "missing"    the human verdict; "missing" = unlabelled.
                                                 Optional column: absent -> all "missing"
 question_type  str | None                       optional grouping label; absent -> None
@@ -32,7 +35,9 @@ judge_confidence  float in [0, 1] | missing        the judge's confidence in its
 ================  ===============================  ===============================================
 
 Other judges' verdicts live in columns the user names (``--other-judges COL,...``);
-:func:`other_judge_verdicts` validates them.
+:func:`other_judge_verdicts` validates them. Model names, for per-model targets (win rates, the
+leaderboard), live in the optional extra columns ``model_a`` / ``model_b``: when a table has them,
+every row names both models (a missing or empty name is a validation error).
 
 Verdict spellings accepted on input are listed in :mod:`puaudit_jax.datasets.verdicts`.
 
@@ -40,7 +45,8 @@ Missing text (None, NaN or an empty / whitespace-only string in question, respon
 the empty string is stored as None) is *not* a validation error: such rows are kept and reported
 with a reason by :func:`puaudit_jax.datasets.exclusions.item_status`. Validation errors are problems
 that make a row unreadable: a missing required column, an empty or duplicate id, an unknown verdict,
-a missing judge verdict, text that is not a string, a bad turn number. All problems of a file are
+a missing judge verdict, text that is not a string, a bad turn number, a history cell that is not
+its side's earlier answers, a missing model name. All problems of a file are
 collected and raised together in one :class:`ComparisonValidationError`, each naming the row (file
 line for jsonl and csv, 1-based record number for parquet and DataFrames), the id when known, and
 the column.
@@ -49,8 +55,10 @@ Multi-turn
 ----------
 ``question`` may be a list of user turns ``[user_1, ..., user_k]``; ``response_a`` / ``response_b``
 are then the models' answers to ``user_k`` (what the judge compared). The models' own earlier
-answers live in the extra columns ``history_a`` / ``history_b`` (``list[str]`` of length k - 1),
-because they differ between the two sides. :func:`conversation` rebuilds a side's full chat.
+answers live in the extra columns ``history_a`` / ``history_b`` (``list[str]`` of length k - 1 on
+each row whose question has k >= 2 turns and no missing text), because they differ between the two
+sides; encoding a table checks first that it has them (:func:`check_histories`).
+:func:`conversation` rebuilds a side's full chat.
 
 File formats
 ------------
@@ -65,6 +73,7 @@ File formats
 
 from __future__ import annotations
 
+import ast
 import csv
 import json
 import os
@@ -77,7 +86,8 @@ import pandas as pd
 
 from puaudit_runtime.files import atomic_path
 
-from .verdicts import MISSING, is_null, normalize_verdict
+from .exclusions import is_blank
+from .verdicts import MISSING, A, is_null, normalize_verdict
 
 REQUIRED_COLUMNS = ("id", "question", "response_a", "response_b", "judge")
 OPTIONAL_COLUMNS = ("human", "question_type", "turn")
@@ -87,6 +97,10 @@ EVIDENCE_COLUMNS = ("judge_swapped", "judge_confidence")
 TEXT_COLUMNS = ("question", "response_a", "response_b")
 LIST_COLUMNS = ("question", "history_a", "history_b")
 """Columns whose cells may be lists of strings (decoded from JSON arrays in csv / parquet)."""
+HISTORY_COLUMNS = ("history_a", "history_b")
+"""Each side's earlier answers of a multi-turn comparison (see "Multi-turn")."""
+MODEL_COLUMNS = ("model_a", "model_b")
+"""Optional extra columns naming the two models; when present, a name on every row."""
 
 _MAX_LISTED_PROBLEMS = 50
 _CSV_NA_VALUES = ["", "NA", "N/A", "NaN", "nan", "null", "None", "<NA>", "#N/A"]
@@ -242,9 +256,12 @@ def _check_cells(frame: pd.DataFrame, label: Callable[[int], str]) -> tuple[dict
             _check_text(v, allow_list=column == "question", report=lambda m, r=row, c=column: add(r, c, m))
             for row, v in enumerate(frame[column].tolist())
         ]
+    judged = frame["judge"].tolist()
+    unjudged = [isinstance(v, str) and v.strip().lower() == MISSING for v in judged]  # explicit: no verdict
     columns["judge"] = _check_verdicts(
-        frame["judge"].tolist(), allow_missing=False, report=lambda r, m: add(r, "judge", m)
+        [A if u else v for u, v in zip(unjudged, judged)], allow_missing=False, report=lambda r, m: add(r, "judge", m)
     )
+    columns["judge"] = [MISSING if u else v for u, v in zip(unjudged, columns["judge"])]
     human = frame["human"].tolist() if "human" in frame.columns else [MISSING] * n
     columns["human"] = _check_verdicts(human, allow_missing=True, report=lambda r, m: add(r, "human", m))
     qtypes = frame["question_type"].tolist() if "question_type" in frame.columns else [None] * n
@@ -262,7 +279,70 @@ def _check_cells(frame: pd.DataFrame, label: Callable[[int], str]) -> tuple[dict
             _check_probability(v, report=lambda m, r=row: add(r, "judge_confidence", m))
             for row, v in enumerate(frame["judge_confidence"].tolist())
         ]
+    texts = zip(*(columns[c] for c in TEXT_COLUMNS))
+    histories = _history_problems(frame, list(texts), absent_ok=True)
+    for row, column, message in histories + _model_problems(frame):
+        add(row, column, message)
     return columns, problems
+
+
+def check_histories(table: pd.DataFrame, *, source: str = "table") -> None:
+    """Raise :class:`ComparisonValidationError` naming each multi-turn row without its sides' earlier answers.
+
+    What encoding a table needs (each side's conversation so far): :func:`validate_comparisons`
+    checks the history cells of a table that has the columns, this also that a table with multi-turn
+    rows has them. Run before anything is encoded.
+    """
+    ids = table["id"].astype(str).tolist()
+    texts = zip(*([_as_list_cell(v) for v in table[c].tolist()] for c in TEXT_COLUMNS))
+    problems = [
+        ValidationProblem(message, row=row, label=f"row {row + 1}", id=ids[row], column=column)
+        for row, column, message in _history_problems(table, list(texts), absent_ok=False)
+    ]
+    if problems:
+        raise ComparisonValidationError(source, problems)
+
+
+def _history_problems(frame: pd.DataFrame, texts: list[tuple], absent_ok: bool) -> list[tuple[int, str, str]]:
+    """(row, column, message) of each multi-turn row whose history_a / history_b is not its earlier answers.
+
+    ``texts``: (question, response_a, response_b) of each row. A question of k >= 2 user turns needs
+    each side's k - 1 earlier answers (a list of str); rows with missing text are left out (they are
+    excluded, never encoded). An absent history column is one problem, on the first row needing it,
+    unless ``absent_ok`` (a table that is only read and written, not encoded, may lack them).
+    """
+    multi = [row for row, (q, a, b) in enumerate(texts) if isinstance(q, list) and len(q) > 1
+             and not any(is_blank(t) for t in (q, a, b))]  # fmt: skip
+    out = []
+    for column in HISTORY_COLUMNS if multi else ():
+        if column not in frame.columns:
+            if absent_ok:
+                continue
+            out.append((multi[0], column, f"column is missing; the {len(multi)} rows whose question is a list of "
+                        "user turns need each side's earlier answers (see Multi-turn)"))  # fmt: skip
+            continue
+        values = frame[column].tolist()
+        for row in multi:
+            need, history = len(texts[row][0]) - 1, _as_list_cell(values[row])
+            if not (isinstance(history, list) and len(history) == need and all(isinstance(h, str) for h in history)):
+                out.append((row, column, f"a {need + 1}-turn question needs this side's {need} earlier "
+                            f"answer(s) as a list of text, got {_short(history)}"))  # fmt: skip
+    return out
+
+
+def _model_problems(frame: pd.DataFrame) -> list[tuple[int, str, str]]:
+    """(row, column, message) of each missing or empty model name in the model_a / model_b columns present."""
+    out = []
+    for column in (c for c in MODEL_COLUMNS if c in frame.columns):
+        for row, value in enumerate(frame[column].tolist()):
+            if _is_missing_name(value):
+                out.append((row, column, f"missing model name ({_short(value)}); every row needs one"))
+    return out
+
+
+def _is_missing_name(value) -> bool:
+    """A model name cell that names no model: null (None, NaN, NA) or blank text."""
+    return is_null(value) or (isinstance(value, str) and not value.strip())
 
 
 def _normal_form(frame: pd.DataFrame, columns: dict[str, list]) -> pd.DataFrame:
@@ -472,14 +552,21 @@ def _short(value, limit: int = 60) -> str:
 
 
 def _as_list_cell(value):
-    """A list cell: ndarray -> list; a JSON array of strings -> list; anything else unchanged."""
+    """A list cell: ndarray -> list; a JSON array of strings -> list; anything else unchanged.
+
+    A Python list literal of strings (what ``DataFrame.to_csv`` writes for a list cell) reads as its
+    list too, so a table written by pandas reads back with its multi-turn rows intact.
+    """
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, str) and value.startswith("[") and value.endswith("]"):
         try:
             decoded = json.loads(value)
         except ValueError:
-            return value
+            try:
+                decoded = ast.literal_eval(value)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                return value
         if isinstance(decoded, list) and all(isinstance(item, str) for item in decoded):
             return decoded
     return value

@@ -65,6 +65,8 @@ def item_status(table: pd.DataFrame) -> pd.DataFrame:
     for row, (judge, human, is_split) in enumerate(zip(table["judge"], table["human"], split)):
         if judge == TIE:
             reasons[row].append("judge tie")
+        if judge == MISSING:
+            reasons[row].append("no judge verdict")
         if human == TIE:
             reasons[row].append("human split vote" if is_split else "human tie")
     status = []

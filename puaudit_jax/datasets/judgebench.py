@@ -12,8 +12,8 @@ Each judge file holds, per pair, the judge's decision with the responses in the 
 for prompted judges, with the two swapped; both become columns of the comparison table:
 
 - ``judge``: the chosen judge's decision in the given order (``A>B`` -> A, ``B>A`` -> B, ``A=B`` ->
-  tie; a pair without a decision is a tie placeholder with ``judge_status`` saying so: the audit
-  excludes ties, with a count);
+  tie; a pair without a decision is "missing" with ``judge_status`` saying so: the audit excludes
+  it with a count, quantify leaves it out and counts it);
 - ``judge_swapped``: its decision with the responses swapped, in the original frame (A = response_a);
   missing where there is none;
 - ``judge_confidence``: the strength of an Arena-Hard-style verdict (``[[A>>B]]`` 1.0, ``[[A>B]]``
@@ -190,8 +190,8 @@ def load_judgebench(split: str = "gpt", *, outputs: str | Path, judge: str | Non
     table = load_judgebench_pairs(split)
     main = _read_judge(files[judge]).reindex(table["id"])
     verdict = main["verdict"].fillna(MISSING).to_numpy(dtype=object)
-    table["judge"] = np.where(verdict == MISSING, TIE, verdict)
-    table["judge_status"] = np.where(verdict == MISSING, "no verdict in the source (tie placeholder)", "ok")
+    table["judge"] = verdict
+    table["judge_status"] = np.where(verdict == MISSING, "no verdict in the source", "ok")
     table["judge_swapped"] = main["swapped"].fillna(MISSING).to_numpy(dtype=object)
     table["judge_confidence"] = main["confidence"].to_numpy(float)
     for model, path in files.items():

@@ -14,7 +14,9 @@ Multi-turn comparisons: only the judged (last) answer is attacked; the earlier a
 Every input id appears in :attr:`AttackResult.table`, with a ``status`` ("attacked" or "skipped")
 and a ``reason`` (original tie / unparsed / error, missing text, generation error / empty
 generation); rows whose attacked verdict is unparsed or an error are attacked rows with that
-reason and are left out of the flip rate's denominator, with a count.
+reason and are left out of the flip rate's denominator, with a count. :func:`attack_failures`
+counts the pairs where a request failed (the clean judgement, the rewrite or the attacked
+judgement); ``puaudit attack`` exits non-zero when they are too many.
 """
 
 from __future__ import annotations
@@ -30,9 +32,9 @@ import pandas as pd
 from puaudit_runtime.files import write_csv, write_json
 
 from ..datasets import save_comparisons
-from ..datasets.verdicts import TIE, A, flip_verdict
-from .base import OK, Verdict, fill, row_inputs, template
-from .run import has_text, verdict_status
+from ..datasets.verdicts import MISSING, TIE, A, flip_verdict
+from .base import ERROR, OK, Verdict, fill, row_inputs, template
+from .run import Failures, first_error, has_text, verdict_status
 
 
 @dataclass(frozen=True)
@@ -137,8 +139,8 @@ class AttackResult:
         """``source`` (the attacked comparisons) with ``judge`` = the attacked verdict, the attacked text in place.
 
         Also the columns ``judge_original`` (the verdict before the attack, as :meth:`original_comparisons`)
-        and ``attack_status``; rows without an attacked verdict keep the original verdict (or "tie" when
-        there is none, which the audit excludes with a count), ``attack_status`` says which.
+        and ``attack_status``; rows without an attacked verdict keep the original verdict (or, when
+        there is none, "missing", which the audit excludes with a count), ``attack_status`` says which.
         """
         out = source.copy().reset_index(drop=True)
         out = out.drop(columns=[c for c in ("judge_original", "attack_status") if c in out.columns])
@@ -154,20 +156,21 @@ class AttackResult:
                 judge.append(r.original)
                 status.append(f"original verdict kept: {r.reason}")
             else:
-                judge.append(TIE)
-                status.append(f"no verdict (tie placeholder): {r.reason}")
+                judge.append(MISSING)
+                what = "failed judgement" if str(r.original_status).startswith(ERROR) else "unparsed"
+                status.append(f"no verdict ({what}): {r.reason}")
         out["judge"], out["attack_status"] = judge, status
         return out
 
     def original_comparisons(self, source: pd.DataFrame) -> pd.DataFrame:
-        """``source`` with ``judge`` = the verdict before the attack; no verdict -> "tie".
+        """``source`` with ``judge`` = the verdict before the attack, "missing" where there is none.
 
-        The "before" of an audit when the judge re-judged the clean pairs itself; the audit excludes the
-        "tie" placeholders with a count.
+        The "before" of an audit when the judge re-judged the clean pairs itself; the audit excludes
+        the rows without a verdict with a count.
         """
         out = source.copy().reset_index(drop=True)
         t = self.table.set_index("id").loc[out["id"].astype(str)]
-        out["judge"] = [r.original if r.original_status == OK else TIE for r in t.itertuples()]
+        out["judge"] = [r.original if r.original_status == OK else MISSING for r in t.itertuples()]
         return out
 
 
@@ -446,11 +449,35 @@ def attack_report(
     )
 
 
+def _row_error(row) -> str | None:
+    """The failed request of a result row (clean judgement, rewrite, attacked judgement), or None."""
+    for status in (row.original_status, row.attacked_status):
+        if isinstance(status, str) and status.startswith(ERROR):
+            return status.removeprefix(f"{ERROR}: ")
+    reason = row.reason if isinstance(row.reason, str) else ""
+    return reason if reason.startswith("generation error") else None
+
+
+def attack_failures(res: AttackResult, rejudged: bool = True) -> Failures:
+    """The pairs of an attack whose requests failed, of the pairs sent to the judge or the generator.
+
+    Args:
+        res: the :func:`run_attack` result.
+        rejudged: whether the clean pairs were judged in this run (every pair with text was sent),
+            or their verdicts came from the table (only the pairs attacked were sent).
+    """
+    t = res.table
+    sent = (t.reason != "missing text") if rejudged else t.loser.notna()
+    errors = [e for e in (_row_error(r) for r in t[sent].itertuples()) if e is not None]
+    return Failures(len(errors), int(sent.sum()), first_error(errors))
+
+
 def write_attack(res: AttackResult, source: pd.DataFrame, report: AttackReport, out: str | Path) -> list[str]:
     """Write an attack's files into ``out``; returns their names.
 
     ``out``/attacked.csv (the result table), ``out``/comparisons.csv (``source`` with the attacked
-    verdicts and texts: an input of ``puaudit evaluate``) and ``out``/attack.json.
+    verdicts and texts: an input of ``puaudit evaluate``) and
+    ``out``/attack.json.
     """
     out = Path(out)
     write_csv(res.table, out / "attacked.csv")

@@ -3,14 +3,17 @@
 The endpoint of vLLM, SGLang, llama.cpp's server or a hosted API.
 
 - :class:`ChatClient`: one request -> the first choice's message content. Retries with exponential
-  back-off (``backoff * 2**attempt`` seconds, capped at ``max_backoff``) on 429, 5xx, timeouts,
-  connection errors and malformed response bodies; a ``Retry-After`` header (seconds) on 429/503
-  is honoured instead (capped at ``max_backoff``). Any other 4xx raises :class:`ChatAPIError`
-  at once with the server's error message. The API key is read from the environment variable
-  named ``api_key_env`` (default ``OPENAI_API_KEY``); no key -> no Authorization header (local
-  servers). Successful answers are cached on disk (content hash of URL, model, prompt and
-  decoding settings); empty completions are returned but not cached. Once the server cannot be
-  reached after the retries, the client's later requests fail at once (no retry storm).
+  back-off (``backoff * 2**attempt`` seconds, capped at ``max_backoff``) on 408, 429, 5xx,
+  timeouts, connection errors and malformed response bodies; a ``Retry-After`` header (seconds) on
+  429/503 is honoured instead (capped at ``max_backoff``). Permanent errors are never retried: any
+  other 4xx raises :class:`ChatAPIError` at once with the server's error message, and so does a URL
+  urllib cannot open. The base URL is checked up front (:func:`check_base_url`: http or https and
+  a host), and ``timeout`` > 0, ``max_retries`` >= 0, ``concurrency`` >= 1 (a ValueError naming
+  them). The API key is read from the environment variable named ``api_key_env`` (default
+  ``OPENAI_API_KEY``); no key -> no Authorization header (local servers). Successful answers are
+  cached on disk (content hash of URL, model, prompt and decoding settings); empty completions are
+  returned but not cached. Once the server cannot be reached after the retries (or its URL cannot be
+  opened), the client's later requests fail at once (no retry storm).
 - :class:`OpenAIChatJudge`: the seed's Figure 10 prompt, :func:`~.base.parse_verdict` of the reply.
 - :class:`OpenAILogprobJudge`: the local judge's verdict rule (log p("A") vs log p("B") after
   ``[[``, both orders) from the completions endpoint's ``top_logprobs``.
@@ -23,10 +26,12 @@ from __future__ import annotations
 
 import http.client
 import json
+import math
 import os
 import socket
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -66,6 +71,45 @@ def _server_message(body: bytes) -> str:
         return body.decode("utf-8", "replace")[:500]
 
 
+def check_base_url(base_url: str, option: str = "base_url") -> str:
+    """``base_url`` itself when it is an http(s) URL with a host, else a ValueError naming ``option``.
+
+    Args:
+        base_url: e.g. ``http://127.0.0.1:8000/v1``.
+        option: the name the error gives it (``--base-url`` on the command line).
+
+    Raises:
+        ValueError: no scheme, another scheme than http / https, or no host.
+    """
+    parts = urllib.parse.urlsplit(str(base_url).strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            f"{option} {base_url!r}: needs an http:// or https:// URL with a host, e.g. http://127.0.0.1:8000/v1"
+        )
+    return base_url
+
+
+def check_client_settings(timeout: float, max_retries: int, concurrency: int, names: dict | None = None) -> None:
+    """Raise a ValueError naming the setting when timeout <= 0, max_retries < 0 or concurrency < 1.
+
+    Args:
+        timeout: seconds per request.
+        max_retries: extra attempts after the first.
+        concurrency: parallel requests.
+        names: how the errors name each setting (default the parameter names).
+    """
+    names = {"timeout": "timeout", "max_retries": "max_retries", "concurrency": "concurrency", **(names or {})}
+    if not _is_number(timeout) or not timeout > 0:
+        raise ValueError(f"{names['timeout']} must be > 0 seconds, got {timeout!r}")
+    for key, value, low in (("max_retries", max_retries, 0), ("concurrency", concurrency, 1)):
+        if not (_is_number(value) and math.isfinite(value) and value == int(value) and value >= low):
+            raise ValueError(f"{names[key]} must be an integer >= {low}, got {value!r}")
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
+
+
 def _retry_after(headers) -> float | None:
     value = headers.get("Retry-After") if headers is not None else None
     if value is None:
@@ -82,8 +126,9 @@ class ChatClient:
     The log-probabilities come through the legacy completions endpoint.
 
     ``base_url``: e.g. ``http://127.0.0.1:8000/v1`` (a trailing ``/chat/completions`` is accepted).
-    ``timeout``: seconds per request. ``max_retries``: extra attempts after the first. ``params``:
-    decoding settings sent with every chat request (default temperature 0).
+    ``timeout``: seconds per request (> 0). ``max_retries``: extra attempts after the first (>= 0).
+    ``concurrency``: parallel requests of a batch (>= 1). ``params``: decoding settings sent with
+    every chat request (default temperature 0). A bad setting is a ValueError naming it.
 
     Once a request has failed on every attempt because the server could not be reached, later
     requests fail at once with that reason (``stats["not_sent"]`` counts them) instead of each
@@ -106,11 +151,13 @@ class ChatClient:
         cache_dir=None,
         sleep=time.sleep,
     ):
-        base = base_url.rstrip("/").removesuffix("/chat/completions")
+        check_base_url(base_url)
+        check_client_settings(timeout, max_retries, concurrency)
+        base = base_url.strip().rstrip("/").removesuffix("/chat/completions")
         self.url, self.completions_url = base + "/chat/completions", base + "/completions"
         self.model, self.api_key_env = model, api_key_env
         self.timeout, self.max_retries = float(timeout), int(max_retries)
-        self.backoff, self.max_backoff, self.concurrency = float(backoff), float(max_backoff), max(1, int(concurrency))
+        self.backoff, self.max_backoff, self.concurrency = float(backoff), float(max_backoff), int(concurrency)
         self.params = {"temperature": 0.0, **(params or {})}
         self.cache = (
             None
@@ -147,6 +194,8 @@ class ChatClient:
         except urllib.error.URLError as err:
             if isinstance(err.reason, (socket.timeout, TimeoutError)):
                 raise ChatAPIError(f"timeout after {self.timeout}s from {url}", None, True) from err
+            if not isinstance(err.reason, OSError):  # e.g. "unknown url type": retrying cannot help
+                raise _unreachable_error(f"cannot open {url}: {err.reason}", retryable=False) from err
             raise _unreachable_error(f"cannot reach {url}: {err.reason}") from err
         except (ConnectionError, http.client.HTTPException) as err:
             raise _unreachable_error(f"connection error from {url}: {err!r}") from err
@@ -246,8 +295,8 @@ class ChatClient:
         return self._many(lambda p: self.next_token_logprobs(p, top), prompts, progress, desc)
 
 
-def _unreachable_error(message: str) -> ChatAPIError:
-    err = ChatAPIError(message, None, True)
+def _unreachable_error(message: str, retryable: bool = True) -> ChatAPIError:
+    err = ChatAPIError(message, None, retryable)
     err.unreachable = True
     return err
 

@@ -2,9 +2,13 @@
 
 :func:`judge_table` returns the table with the new verdicts in ``judge`` (so every downstream
 command, e.g. ``puaudit evaluate``, reads them) and the previous ones in ``judge_original``. Rows
-whose new verdict is not usable (unparsed, error, missing text) get ``judge = "tie"``: ties are
-excluded, with a count and a reason, by the audit; ``judge_status`` says why
-("ok" | "unparsed: ..." | "error: ..." | "skipped: missing text"), so nothing is dropped silently.
+without a verdict get ``judge = "missing"``, never a tie: the request failed (unreachable server,
+HTTP error, timeout), the judge answered without a verdict (unparsed), or the row was not sent
+(missing text). ``judge_status`` says which ("ok" | "unparsed: ..." | "error: ..." | "skipped:
+missing text"); the audit excludes such rows with the reason "no judge verdict" and quantify counts
+them, so nothing is dropped silently. :func:`judge_failures` counts the failed requests; ``puaudit
+judge`` exits non-zero when they are too many (after writing what it has: answered requests are
+cached, so a rerun resumes).
 
 Both orders are judged by default, so the table carries the judge's own tells for the audit:
 ``judge_swapped`` (the verdict with the responses swapped, in the original frame) and
@@ -26,7 +30,7 @@ from puaudit_runtime.files import write_json
 
 from ..datasets import save_comparisons
 from ..datasets.verdicts import JUDGE_VERDICTS, MISSING, TIE, A, B, is_null
-from .base import OK, Verdict, progress_iter, row_inputs
+from .base import ERROR, OK, Verdict, progress_iter, row_inputs
 
 JUDGE_COLUMNS = (
     "judge_original",
@@ -91,11 +95,16 @@ def evidence_columns(v: Verdict | None, swapped: Verdict | None = None) -> dict:
     return {"judge_swapped": _other_order(swapped) if v is not None else MISSING, "judge_confidence": np.nan}
 
 
+def table_verdict(v: Verdict) -> str:
+    """The ``judge`` cell of a verdict: its winner, or "missing" when it has none (failed or unparsed)."""
+    return v.winner if v.status == OK else MISSING
+
+
 def verdict_columns(v: Verdict | None, skipped: str | None = None) -> dict:
     """The :data:`JUDGE_COLUMNS` values (except judge_original) of one verdict."""
     if v is None:
         return {
-            "judge": TIE,
+            "judge": MISSING,
             "judge_status": f"skipped: {skipped}",
             "judge_type": None,
             "judge_text": None,
@@ -109,7 +118,7 @@ def verdict_columns(v: Verdict | None, skipped: str | None = None) -> dict:
         }
     d = v.details or {}
     return {
-        "judge": v.winner if v.status == OK else TIE,
+        "judge": table_verdict(v),
         "judge_status": verdict_status(v),
         "judge_type": v.question_type,
         "judge_text": v.raw,
@@ -266,8 +275,50 @@ def judge_report(result: pd.DataFrame, judge: str, data: str, seconds: float) ->
     )
 
 
+@dataclass(frozen=True)
+class Failures:
+    """The failed judgements of a run: ``failed`` of the ``sent`` pairs, and the first error's message."""
+
+    failed: int
+    sent: int
+    first_error: str | None = None
+
+    def too_many(self, max_fraction: float) -> bool:
+        """Whether every sent pair failed, or more than ``max_fraction`` of them did."""
+        return self.failed > 0 and (self.failed == self.sent or self.failed > max_fraction * self.sent)
+
+    def message(self) -> str:
+        """``N of M pairs failed (first error: ...)``."""
+        return f"{self.failed} of {self.sent} pairs failed (first error: {self.first_error})"
+
+
+def check_max_failures(value: float, option: str = "max_failures") -> float:
+    """``value`` as a float when it is a fraction in [0, 1], else a ValueError naming ``option``."""
+    try:
+        fraction = float(value)
+    except (TypeError, ValueError):
+        fraction = float("nan")
+    if not 0.0 <= fraction <= 1.0:
+        raise ValueError(f"{option} must be a fraction in [0, 1] (0: no failure allowed), got {value!r}")
+    return fraction
+
+
+def judge_failures(result: pd.DataFrame) -> Failures:
+    """The :class:`Failures` of a :func:`judge_table` result: rows with an ``error`` status, of the rows sent."""
+    status = result.judge_status.astype(str)
+    failed = [s.removeprefix(f"{ERROR}: ") for s in status[status.str.startswith(ERROR)]]
+    sent = int((~status.str.startswith("skipped")).sum())
+    return Failures(len(failed), sent, first_error(failed))
+
+
+def first_error(messages: list[str]) -> str | None:
+    """The first error message that says why (a request the client did not send repeats another's reason)."""
+    sent = [m for m in messages if not m.startswith("not sent: ")]
+    return (sent or messages or [None])[0]
+
+
 def write_judging(result: pd.DataFrame, report: JudgeReport, out: str | Path) -> list[str]:
-    """``out``/comparisons.csv (the re-judged table) and ``out``/judge.json; returns their names."""
+    """``out``/comparisons.csv (the re-judged table) and ``out``/judge.json; their names."""
     out = Path(out)
     save_comparisons(result, out / "comparisons.csv")
     write_json(report.to_json(), out / "judge.json")

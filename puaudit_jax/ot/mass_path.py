@@ -29,6 +29,7 @@ import numpy as np
 
 from puaudit_jax.ot.geometry import Geometry
 from puaudit_jax.ot.problem import PartialProblem, checked_mass, unit_rows, validate
+from puaudit_jax.ot.settings import check_settings
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn
 
 
@@ -100,8 +101,15 @@ def solve_mass_path(x, y, ms, *, a=None, b=None, cost: str = "cosine", epsilon: 
         The :class:`MassPath` of the T solutions.
 
     Raises:
-        ValueError: naming a bad m or setting.
+        ValueError: naming a bad m, point cloud or setting (``settings.check_settings``: epsilon and tol
+            positive and finite, max_iter a positive integer, dtype "float32" / "float64", certify and
+            warm_start booleans, relaxation "auto" or in [1, 2); cost not a matrix).
     """
+    check_settings(dtype=dtype, epsilon=epsilon, tol=tol, max_iter=max_iter, certify=certify, warm_start=warm_start,
+                   relaxation=relaxation)  # fmt: skip
+    if not (callable(cost) or isinstance(cost, str)):
+        raise ValueError(f"cost must be 'cosine', 'sqeuclidean' or a callable (the path builds its cost from x, y); "
+                         f"got {type(cost).__name__}")  # fmt: skip
     ms = np.atleast_1d(np.asarray(ms, np.float64))
     if ms.ndim != 1 or len(ms) == 0:
         raise ValueError(f"ms must be a non-empty 1-D grid of masses, got shape {ms.shape}")

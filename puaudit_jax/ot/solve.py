@@ -20,10 +20,10 @@ from puaudit_jax.ot import sharded
 from puaudit_jax.ot.certificate import Certificate
 from puaudit_jax.ot.geometry import Geometry
 from puaudit_jax.ot.problem import PartialProblem, unit_rows, validate
+from puaudit_jax.ot.settings import check_settings
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn, SinkhornOutput
 from puaudit_runtime.mesh import make_mesh
 
-METHODS = ("auto", "sinkhorn", "exact")
 #: Default cap on a materialised cost matrix; above it the cosine / callable costs are
 #: computed block by block and the plan is not returned.
 DEFAULT_MEMORY_BUDGET = 1 << 30
@@ -141,28 +141,6 @@ def _dense_cost_np(x, y, matrix, cost) -> np.ndarray:
         return np.asarray(geom.matrix)
 
 
-def _check_settings(method, dtype, epsilon, tol, max_iter, block_size, eps_decay, gap_tol=None) -> None:
-    """Raise ValueError naming the first bad solver setting of `solve_partial`.
-
-    The data are checked by ``problem.validate``.
-    """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
-    if dtype not in ("float32", "float64"):
-        raise ValueError(f"dtype must be 'float32' or 'float64'; got {dtype!r}")
-    if not (epsilon > 0 and np.isfinite(epsilon)):
-        raise ValueError(f"epsilon must be positive and finite; got {epsilon!r}")
-    if not tol > 0:
-        raise ValueError(f"tol must be positive; got {tol!r}")
-    for name, value in (("max_iter", max_iter), ("block_size", block_size)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
-            raise ValueError(f"{name} must be a positive integer; got {value!r}")
-    if gap_tol is not None and not (gap_tol > 0 and np.isfinite(gap_tol)):
-        raise ValueError(f"gap_tol must be positive and finite (cost units) or None; got {gap_tol!r}")
-    if eps_decay is not None and not 0 < eps_decay < 1:
-        raise ValueError(f"eps_decay must lie in (0, 1) (or be None: no epsilon scaling); got {eps_decay!r}")
-
-
 def _check_sqeuclidean_range(x: np.ndarray, y: np.ndarray, dtype) -> None:
     """Raise ValueError when the squared distances would all vanish in ``dtype``.
 
@@ -217,7 +195,8 @@ def solve_partial(
       method: "sinkhorn" (entropic), "exact" (LP), or "auto" (Sinkhorn, then the exact
         solver when Sinkhorn did not converge or produced non-finite values).
       epsilon: Sinkhorn's entropic regularisation, in cost units (see ``PartialSinkhorn``).
-      tol: Sinkhorn's stopping tolerance on the marginal error (see ``PartialSinkhorn``).
+      tol: Sinkhorn's stopping tolerance on the marginal error (see ``PartialSinkhorn``); positive and
+        finite (an infinite tol would call any result converged).
       max_iter: Sinkhorn's iteration limit (see ``PartialSinkhorn``).
       eps_decay: Sinkhorn's epsilon-scaling factor, or None (see ``PartialSinkhorn``).
       dtype: "float32" or "float64" for Sinkhorn (the exact solvers are float64).
@@ -246,9 +225,12 @@ def solve_partial(
       :class:`PartialOTResult`.
 
     Raises:
-      ValueError naming the argument for bad input (see ``problem.validate``).
+      ValueError naming the argument for bad input (the data: ``problem.validate``; the settings:
+        ``settings.check_settings``).
     """
-    _check_settings(method, dtype, epsilon, tol, max_iter, block_size, eps_decay, gap_tol)
+    check_settings(method=method, dtype=dtype, epsilon=epsilon, tol=tol, max_iter=max_iter, block_size=block_size,
+                   eps_decay=eps_decay, gap_tol=gap_tol, memory_budget=memory_budget, return_plan=return_plan,
+                   certify=certify, relaxation=relaxation)  # fmt: skip
     x, y, matrix, a, b, m = validate(x, y, m, a=a, b=b, cost=cost, dtype=np.float64)
     if matrix is None:
         x, y = unit_rows(x, y, cost)

@@ -21,7 +21,7 @@ no unlabelled item for PPI) gives NaNs and a ``note`` saying why, never a silent
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.stats import norm
@@ -89,6 +89,71 @@ def _interval(estimate: float, se: float, level: float) -> tuple[float, float]:
 def not_estimable(estimator: str, level: float, n: int, n_unl: int, why: str) -> Estimate:
     """An :class:`Estimate` with NaN numbers and the note "not estimable: ``why``"."""
     return Estimate(estimator, np.nan, np.nan, np.nan, level, n, n_unl, note=f"not estimable: {why}")
+
+
+FLAT = 1e-9  # an interval narrower than this is a variance of 0 up to rounding
+
+
+def wilson_interval(successes: float, n: int, level: float) -> tuple[float, float]:
+    """The Wilson score interval of a share from ``successes`` of ``n`` trials at ``level`` (inside [0, 1]).
+
+    Unlike the normal interval it keeps a positive width at 0 and n successes (Wilson 1927).
+    """
+    z2, p = z_value(level) ** 2, successes / n
+    centre, half = (p + z2 / (2 * n)) / (1 + z2 / n), np.sqrt(p * (1 - p) / n + z2 / (4 * n**2)) / (1 + z2 / n)
+    z = np.sqrt(z2)
+    return float(max(centre - z * half, 0.0)), float(min(centre + z * half, 1.0))
+
+
+def few_clusters(clusters) -> str:
+    """Why a cluster-robust interval of items in ``clusters`` ((n,) labels or None) is not estimable, or ""."""
+    if clusters is None:
+        return ""
+    labels = np.asarray(clusters).astype(str)
+    count = len(set(labels.tolist()))
+    return f"its {len(labels)} items fall in {count} cluster (a cluster-robust interval needs 2)" if count < 2 else ""
+
+
+def unit_interval(est: Estimate, outcomes, clusters=None) -> Estimate:
+    """``est`` of a share (a mean of outcomes in [0, 1]) made valid at the boundaries of [0, 1].
+
+    - labelled items in fewer than 2 clusters: not estimable (the cluster-robust variance is 0);
+    - a zero-width interval (the outcomes never vary): the Wilson score interval when they are 0/1,
+      else not estimable (all ties: no interval follows from data without variance);
+    - bounds beyond [0, 1] are clipped to it (the share lies in it, so coverage is kept), and said;
+      an interval wholly outside [0, 1] is not estimable.
+
+    Args:
+        est: the estimate, from any estimator of this module or :mod:`.active`.
+        outcomes: (n,) the outcomes its interval rests on (the labelled ones; the judge's for judge only).
+        clusters: (n,) their cluster labels, or None.
+
+    Returns:
+        The :class:`Estimate`, estimable with 0 <= lower < upper <= 1, or not estimable with its reason.
+    """
+    if not est.estimable:
+        return est
+    why = few_clusters(clusters)
+    if why:
+        return not_estimable(est.estimator, est.level, est.n_labelled, est.n_unlabelled, why)
+    notes = [est.caveat] if est.caveat else []
+    lower, upper, estimate = est.lower, est.upper, est.estimate
+    if not upper - lower > FLAT:
+        y = np.asarray(outcomes, np.float64)
+        if not np.isin(y, (0.0, 1.0)).all():
+            why = f"all {len(y)} outcomes are {y[0]:g}" if (y == y[0]).all() else "its variance estimate is 0"
+            return not_estimable(est.estimator, est.level, est.n_labelled, est.n_unlabelled,
+                                 f"{why}: a zero-width interval is not an interval")  # fmt: skip
+        lower, upper = wilson_interval(float(y.sum()), len(y), est.level)
+        notes.append(f"zero variance ({y.sum():g} of {len(y)} outcomes are 1): Wilson score interval")
+    elif lower < 0 or upper > 1:
+        if upper <= 0 or lower >= 1:
+            return not_estimable(est.estimator, est.level, est.n_labelled, est.n_unlabelled,
+                                 f"its interval [{lower:.3g}, {upper:.3g}] lies outside [0, 1]")  # fmt: skip
+        lower, upper = max(lower, 0.0), min(upper, 1.0)
+        notes.append("interval clipped to [0, 1]")
+    estimate = float(np.clip(estimate, lower, upper))
+    return replace(est, estimate=estimate, lower=float(lower), upper=float(upper), caveat="; ".join(notes))
 
 
 def clustered_se(terms: list[np.ndarray], clusters: list[np.ndarray]) -> float:

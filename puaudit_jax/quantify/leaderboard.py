@@ -36,6 +36,7 @@ from .ranks import rank_sets
 
 MIN_LABELLED = 2
 ELO_MEAN = 1000.0
+FLAT = 1e-6  # a half-width (nats) below this is a variance of 0 up to rounding: no interval
 
 
 def contrast(k: int) -> np.ndarray:
@@ -68,9 +69,10 @@ def elo_estimates(fit: MFit, models: list[str], estimator: str, level: float, n:
     half = z_value(level) * np.sqrt(np.clip(np.diag(cov), 0, None))
     lam = None if estimator in (JUDGE_ONLY, HUMAN_ONLY) else fit.lam
     ranks = rank_sets(theta, cov, level)
+    flat = "zero variance (the outcomes it rests on never vary, or fall in one cluster): no interval"
     return [(m, Estimate(estimator, ELO_MEAN + ELO_PER_NAT * t, ELO_MEAN + ELO_PER_NAT * (t - h),
                          ELO_MEAN + ELO_PER_NAT * (t + h), level, n, n_unl, lam=lam, rank_lower=int(lo),
-                         rank_upper=int(hi)))
+                         rank_upper=int(hi)) if h > FLAT else not_estimable(estimator, level, n, n_unl, flat))
             for m, t, h, lo, hi in zip(models, theta, half, ranks.lower, ranks.upper)]  # fmt: skip
 
 

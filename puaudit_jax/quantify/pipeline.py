@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..datasets.style import STYLE_FEATURES
+from ..datasets.verdicts import MISSING
 from .plan import planned_probabilities
 from .sample_check import SampleCheck, sample_check
 from .targets import (
@@ -49,12 +50,15 @@ class Quantification:
         checks: the random-sample checks of the labelled items (by question type, and by cluster when
             clustered).
         cluster_by: the cluster column, or None.
+        no_judge_verdict: rows left out because the judge gave no verdict ("missing": a failed
+            request), said in :attr:`warnings`.
     """
 
     rows: tuple[TargetEstimate, ...]
     level: float
     checks: tuple[SampleCheck, ...] = ()
     cluster_by: str | None = None
+    no_judge_verdict: int = 0
 
     def to_frame(self) -> pd.DataFrame:
         """The leaderboard table: one row per (target, estimator), the estimate's fields as columns."""
@@ -62,8 +66,9 @@ class Quantification:
 
     @property
     def warnings(self) -> list[str]:
-        """The random-sample checks' warnings (empty when none fired)."""
-        return [c.warning for c in self.checks if c.warning]
+        """The rows left out for want of a judge verdict, and the random-sample checks' warnings."""
+        left_out = [f"{self.no_judge_verdict} rows without a judge verdict (judge = missing) left out"]
+        return left_out[: bool(self.no_judge_verdict)] + [c.warning for c in self.checks if c.warning]
 
 
 def quantify(table: pd.DataFrame, *, level: float = QuantifyConfig.level,
@@ -95,6 +100,9 @@ def quantify(table: pd.DataFrame, *, level: float = QuantifyConfig.level,
         ValueError: a bad level, a missing cluster column or value, audit items that do not match
             the table, or a plan that does not (:func:`.plan.planned_probabilities`).
     """
+    unjudged = int((table["judge"].to_numpy(dtype=object) == MISSING).sum())
+    if unjudged == len(table):
+        raise ValueError(f"none of the {len(table)} rows has a judge verdict (every judge cell is missing)")
     inp = inputs(table, level, cluster_by, audit_items)
     if plan is not None:
         inp = replace(inp, probability=planned_probabilities(table, plan))
@@ -105,7 +113,7 @@ def quantify(table: pd.DataFrame, *, level: float = QuantifyConfig.level,
     checks = [] if plan is not None else checks
     if inp.clusters is not None and plan is None:
         checks.append(sample_check(inp.clusters, inp.labelled, inp.unlabelled, cluster_by))
-    return Quantification(tuple(rows), inp.level, tuple(checks), cluster_by)
+    return Quantification(tuple(rows), inp.level, tuple(checks), cluster_by, unjudged)
 
 
 def write_quantification(result: Quantification, folder, *, data: str) -> list[str]:
@@ -125,5 +133,6 @@ def write_quantification(result: Quantification, folder, *, data: str) -> list[s
     write_csv(frame, Path(folder) / "leaderboard.csv")
     checks = [c.to_dict() for c in result.checks]
     write_json({"data": data, "level": result.level, "cluster_by": result.cluster_by, "random_sample_checks": checks,
-                "rows": frame.to_dict(orient="records")}, Path(folder) / "leaderboard.json")  # fmt: skip
+                "no_judge_verdict": result.no_judge_verdict, "rows": frame.to_dict(orient="records")},
+               Path(folder) / "leaderboard.json")  # fmt: skip
     return ["leaderboard.csv", "leaderboard.json"]

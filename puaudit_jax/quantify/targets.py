@@ -43,6 +43,7 @@ from .estimators import (
     not_estimable,
     ppi_mean,
     stratified_ppi_mean,
+    unit_interval,
 )
 from .leaderboard import bt_leaderboard, bt_style_leaderboard
 
@@ -228,16 +229,19 @@ def _means(target: str, inp: Inputs, rows: np.ndarray, flip: np.ndarray, truth: 
     y = np.where(flip, 1 - inp.y, inp.y) if truth is None else truth
     preds = {k: np.where(flip, 1 - v, v) for k, v in inp.predictions.items()}
     cl = None if inp.clusters is None else (inp.clusters[lab], inp.clusters[unl])
-    out = [judge_only(preds[PPI][lab], preds[PPI][unl], inp.level, cl)] if truth is None else []
-    out.append(human_only(y[lab], inp.level, int(unl.sum()), None if cl is None else cl[0]))
+    judged, judged_cl = preds[PPI][lab | unl], None if inp.clusters is None else inp.clusters[lab | unl]
+    out = [unit_interval(judge_only(preds[PPI][lab], preds[PPI][unl], inp.level, cl), judged, judged_cl)
+           ] if truth is None else []  # fmt: skip
+    labels = lambda est: unit_interval(est, y[lab], None if cl is None else cl[0])  # noqa: E731
+    out.append(labels(human_only(y[lab], inp.level, int(unl.sum()), None if cl is None else cl[0])))
     for name, yhat in preds.items():
         if name == PPI and truth is not None:
             continue  # the judge predicts its own agreement as 1: no information
         est = ppi_mean(y[lab], yhat[lab], yhat[unl], inp.level, clusters=cl)
-        out.append(replace(est, estimator=name))
+        out.append(labels(replace(est, estimator=name)))
     if inp.strata is not None:
-        out.append(stratified_ppi_mean(y[lab], preds[PPI][lab], preds[PPI][unl], inp.strata[lab], inp.strata[unl],
-                                       inp.level, cl))  # fmt: skip
+        out.append(labels(stratified_ppi_mean(y[lab], preds[PPI][lab], preds[PPI][unl], inp.strata[lab],
+                                              inp.strata[unl], inp.level, cl)))  # fmt: skip
     return [TargetEstimate(target, e) for e in out]
 
 
@@ -253,12 +257,14 @@ def _active_means(target: str, inp: Inputs, rows: np.ndarray, flip: np.ndarray, 
     y = (np.where(flip, 1 - inp.y, inp.y) if truth is None else truth)[used]
     preds = {k: np.where(flip, 1 - v, v)[used] for k, v in inp.predictions.items()}
     pi, cl = inp.probability[used], None if inp.clusters is None else inp.clusters[used]
-    out = [judge_only(preds[PPI][lab], preds[PPI][~lab], inp.level, None if cl is None else (cl[lab], cl[~lab]))
+    out = [unit_interval(judge_only(preds[PPI][lab], preds[PPI][~lab], inp.level,
+                                    None if cl is None else (cl[lab], cl[~lab])), preds[PPI], cl)
            ] if truth is None else []  # fmt: skip
-    out.append(active_mean(y, preds[PPI], pi, lab, inp.level, lam=0.0, clusters=cl, estimator=HUMAN_ONLY))
+    labels = lambda est: unit_interval(est, y[lab], None if cl is None else cl[lab])  # noqa: E731
+    out.append(labels(active_mean(y, preds[PPI], pi, lab, inp.level, lam=0.0, clusters=cl, estimator=HUMAN_ONLY)))
     for name, yhat in preds.items():
         if name != PPI or truth is None:
-            out.append(active_mean(y, yhat, pi, lab, inp.level, clusters=cl, estimator=name))
+            out.append(labels(active_mean(y, yhat, pi, lab, inp.level, clusters=cl, estimator=name)))
     if inp.strata is not None:
         out.append(not_estimable(STRATIFIED, inp.level, int(lab.sum()), int((~lab).sum()),
                                  "with a label plan (use ppi++, weighted by the plan)"))  # fmt: skip
@@ -272,9 +278,9 @@ def _plan_caveat(rows: list[TargetEstimate], inp: Inputs) -> list[TargetEstimate
     """Under a label plan, every estimable row that reads labels says they were weighted."""
     if inp.probability is None:
         return rows
-    said = lambda e: "; ".join(c for c in (e.caveat, PLAN_CAVEAT) if c)  # noqa: E731
-    return [r if r.estimate.note or r.estimate.estimator == JUDGE_ONLY else
-            TargetEstimate(r.target, replace(r.estimate, caveat=said(r.estimate))) for r in rows]  # fmt: skip
+    judge = [r.estimate.estimator == JUDGE_ONLY for r in rows]
+    said = iter(_with_caveat([r for r, j in zip(rows, judge) if not j], PLAN_CAVEAT))
+    return [r if j else next(said) for r, j in zip(rows, judge)]
 
 
 def agreement_inputs(inp: Inputs) -> Inputs:
@@ -316,22 +322,53 @@ def _models(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return table["model_a"].astype(str).to_numpy(), table["model_b"].astype(str).to_numpy()
 
 
+def _between_models(ma: np.ndarray, mb: np.ndarray, inp: Inputs) -> tuple[Inputs, str]:
+    """``inp`` without its self-comparisons (model_a == model_b), and the caveat counting them ("" if none).
+
+    A model compared with itself says nothing about it against the others: such rows are left out of
+    the per-model targets (win rates, Elo) and counted in every estimable row's caveat.
+    """
+    own = (ma == mb) & (inp.labelled | inp.unlabelled)
+    if not own.any():
+        return inp, ""
+    caveat = f"{int(own.sum())} self-comparisons (model_a == model_b) left out"
+    return replace(inp, labelled=inp.labelled & ~own, unlabelled=inp.unlabelled & ~own), caveat
+
+
+def _with_caveat(rows: list[TargetEstimate], caveat: str) -> list[TargetEstimate]:
+    """``rows`` whose estimable estimates also carry ``caveat`` (none when it is "")."""
+    if not caveat:
+        return rows
+    said = lambda e: "; ".join(c for c in (e.caveat, caveat) if c)  # noqa: E731
+    return [r if r.estimate.note else TargetEstimate(r.target, replace(r.estimate, caveat=said(r.estimate)))
+            for r in rows]  # fmt: skip
+
+
 def win_rates(table: pd.DataFrame, inp: Inputs) -> list[TargetEstimate]:
-    """Per model named in ``model_a`` / ``model_b``: its win rate by every estimator (sorted by name)."""
+    """Per model named in ``model_a`` / ``model_b``: its win rate by every estimator (sorted by name).
+
+    Self-comparisons are left out (:func:`_between_models`).
+    """
     ma, mb = _models(table)
+    inp, caveat = _between_models(ma, mb, inp)
     used = inp.labelled | inp.unlabelled
     rows = []
     for model in sorted(set(ma[used]) | set(mb[used])):
         rows += _means(f"win rate: {model}", inp, (ma == model) | (mb == model), mb == model)
-    return rows
+    return _with_caveat(rows, caveat)
 
 
 def leaderboard(table: pd.DataFrame, inp: Inputs) -> list[TargetEstimate]:
-    """Bradley-Terry scores (Elo scale) of every model by every estimator (:mod:`.leaderboard`)."""
+    """Bradley-Terry scores (Elo scale) of every model by every estimator (:mod:`.leaderboard`).
+
+    Self-comparisons are left out (:func:`_between_models`).
+    """
     ma, mb = _models(table)
+    inp, caveat = _between_models(ma, mb, inp)
     rows = bt_leaderboard(ma, mb, inp.y, inp.predictions, inp.labelled, inp.unlabelled, inp.level, inp.clusters,
                           inp.probability)  # fmt: skip
-    return _plan_caveat([TargetEstimate(f"elo: {m}", e) for m, e in sorted(rows, key=lambda r: r[0])], inp)
+    rows = [TargetEstimate(f"elo: {m}", e) for m, e in sorted(rows, key=lambda r: r[0])]
+    return _with_caveat(_plan_caveat(rows, inp), caveat)
 
 
 def _no_style(ma, mb, inp: Inputs, why: str) -> list[TargetEstimate]:
@@ -361,6 +398,7 @@ def style_leaderboard(table: pd.DataFrame, inp: Inputs, features: tuple[str, ...
     if not features:
         return []
     ma, mb = _models(table)
+    inp, own = _between_models(ma, mb, inp)
     missing = [c for c in TEXT_COLUMNS if c not in table.columns]
     if missing:
         return _no_style(ma, mb, inp, f"style control needs the response texts (columns {missing} missing)")
@@ -373,10 +411,10 @@ def style_leaderboard(table: pd.DataFrame, inp: Inputs, features: tuple[str, ...
         return _no_style(ma, mb, inp, why)
     scores, coefficients = bt_style_leaderboard(ma, mb, inp.y, inp.predictions, inp.labelled, inp.unlabelled,
                                                 inp.level, kept, inp.clusters, inp.probability)  # fmt: skip
-    joined = lambda e: "; ".join(c for c in (e.caveat, caveat) if c)  # noqa: E731
-    with_caveat = lambda e: e if e.note or not caveat else replace(e, caveat=joined(e))  # noqa: E731
-    out = [TargetEstimate(f"{STYLE_CONTROLLED}{m}", with_caveat(e)) for m, e in sorted(scores, key=lambda r: r[0])]
-    return _plan_caveat(out + [TargetEstimate(f"{STYLE_COEFFICIENT}{f}", e) for f, e in coefficients], inp)
+    out = _with_caveat([TargetEstimate(f"{STYLE_CONTROLLED}{m}", e) for m, e in sorted(scores, key=lambda r: r[0])],
+                       caveat)  # fmt: skip
+    out += [TargetEstimate(f"{STYLE_COEFFICIENT}{f}", e) for f, e in coefficients]
+    return _with_caveat(_plan_caveat(out, inp), own)
 
 
 def audit_agreement(items: pd.DataFrame, level: float = 0.9) -> tuple[TargetEstimate, ...]:
@@ -397,11 +435,12 @@ def audit_agreement(items: pd.DataFrame, level: float = 0.9) -> tuple[TargetEsti
     status, role = items["status"].to_numpy(), items["role"].to_numpy()
     lab, pool = status == "labelled", role == "U"
     y = (items["judge"].to_numpy(dtype=object) == items["human"].to_numpy(dtype=object))[lab].astype(float)
-    rows = [TargetEstimate("agreement m", human_only(y, level, int(pool.sum())))]
+    rows = [TargetEstimate("agreement m", unit_interval(human_only(y, level, int(pool.sum())), y))]
     p_wrong = items[_p_wrong_column(items)].to_numpy(float)
     scored = np.isfinite(p_wrong[lab])
     if scored.any() and np.isfinite(p_wrong[pool]).all():
         est = ppi_mean(y[scored], 1 - p_wrong[lab][scored], 1 - p_wrong[pool], level)
         caveat = "" if scored.all() else f"{int((~scored).sum())} unscored labelled rows left out"
-        rows.append(TargetEstimate("agreement m", replace(est, estimator=AUDIT_PPI, caveat=caveat)))
+        est = unit_interval(replace(est, estimator=AUDIT_PPI, caveat=caveat), y[scored])
+        rows.append(TargetEstimate("agreement m", est))
     return tuple(rows)

@@ -68,6 +68,22 @@ def test_bad_files_are_one_line_errors_naming_the_file(files, capsys, name, extr
         (["evaluate", "mtbench", "--sweep", "eta=0.1"], "--sweep needs p_ratio="),
         (["evaluate", "mtbench", "--pairs", "knn:magic"], "--pairs needs scorer:rule"),
         (["audit", "mtbench", "--hide-labels", "1.5"], "--hide-labels must be in (0, 1)"),
+        (["audit", "mtbench", "--seed", "-1"], "seed must be an integer >= 0"),
+        (["evaluate", "mtbench", "--seed", "-1"], "seed must be an integer >= 0"),
+        (["audit", "mtbench", "--holdout", "0"], "holdout must be > 0 when m is not given"),
+        (["evaluate", "mtbench", "--holdout", "0"], "holdout must be > 0 when m is not given"),
+        (["evaluate", "mtbench", "--holdout", "0", "--sweep", "m=0.5,1.5"], "got 1.5"),
+        (["evaluate", "mtbench", "--sweep", "p_ratio=0.2,1"], "p_ratio must be in (0, 1)"),
+        (["audit", "mtbench", "--embeddings", "e.npz", "--save-embeddings", "f.npz"], "--save-embeddings only"),
+        (["quantify", "mtbench", "--encoder", "smollm2"], "--encoder only applies with --with-audit"),
+        (["quantify", "mtbench", "--embeddings", "e.npz"], "--embeddings only applies with --with-audit"),
+        (["quantify", "mtbench", "--devices", "2", "--mesh", "2"], "--devices, --mesh only apply with --with-audit"),
+        (["quantify", "mtbench", "--coordinator", "h:1", "--num-processes", "2"], "--coordinator, --num-processes"),
+        (["quantify", "mtbench", "--cluster-auto"], "--cluster-auto only applies with --with-audit"),
+        (["quantify", "mtbench", "--batch-size", "4", "--no-cache"], "--no-cache, --batch-size only apply"),
+        (["quantify", "mtbench", "--audit", "dir", "--encoder", "minilm"], "(--audit reads an audit, it runs none)"),
+        (["plan-labels", "mtbench", "--encoder", "smollm2"], "--encoder only applies with --with-audit"),
+        (["plan-labels", "mtbench", "--devices", "all"], "--devices only applies with --with-audit"),
     ],
 )
 def test_bad_options_fail_before_any_data_or_model_is_loaded(tmp_path, capsys, monkeypatch, argv, expected):
@@ -80,12 +96,151 @@ def test_bad_options_fail_before_any_data_or_model_is_loaded(tmp_path, capsys, m
     assert expected in _fail([*argv, "--out", str(tmp_path / "out"), "--quiet"], capsys)
 
 
+def test_holdout_0_goes_with_a_given_or_swept_m(tmp_path, monkeypatch):
+    """m given (or swept): nothing is estimated on a holdout, so --holdout 0 passes the checks."""
+    import puaudit_jax.cli.inputs as cli
+
+    def stop(*_, **__):
+        raise _Stop
+
+    monkeypatch.setattr(cli, "load_data", stop)
+    for extra in (["audit", "mtbench", "--m", "0.8"], ["evaluate", "mtbench", "--sweep", "m=0.5,0.9"]):
+        with pytest.raises(_Stop):
+            main([*extra, "--holdout", "0", "--out", str(tmp_path / "out"), "--quiet"])
+
+
 def test_an_unwritable_output_folder_fails_first(tmp_path, capsys, monkeypatch):
     import puaudit_jax.cli.inputs as cli
 
     monkeypatch.setattr(cli, "load_data", lambda *_: pytest.fail("data loaded before --out was checked"))
     (tmp_path / "file").write_text("")
     assert "--out " in _fail(["audit", "mtbench", "--out", str(tmp_path / "file" / "sub"), "--quiet"], capsys)
+
+
+@pytest.mark.parametrize(
+    "option, value, expected",
+    [
+        ("--cache-dir", "file", "cache_dir {root}/file: not a folder"),
+        ("--cache-dir", "file/sub", "({root}/file is a file)"),
+        ("--save-embeddings", "file/emb.npz", "--save-embeddings {root}/file/emb.npz: {root}/file is a file"),
+        ("--save-embeddings", "folder", "--save-embeddings {root}/folder: is a folder, not a file"),
+    ],
+)
+def test_unusable_cache_and_embedding_paths_fail_before_loading(tmp_path, capsys, monkeypatch, option, value, expected):
+    import puaudit_jax.cli.inputs as cli
+
+    monkeypatch.setattr(cli, "load_data", lambda *_, **__: pytest.fail("data loaded before the paths were checked"))
+    (tmp_path / "file").write_text("")
+    (tmp_path / "folder").mkdir()
+    argv = ["audit", "mtbench", option, str(tmp_path / value), "--out", str(tmp_path / "out"), "--quiet"]
+    assert expected.format(root=tmp_path) in _fail(argv, capsys)
+
+
+def test_cache_and_seed_settings_are_checked_by_the_config_classes(tmp_path):
+    """The Python API refuses what the command line refuses (the configs' validate)."""
+    from puaudit_jax.audit import AuditConfig
+    from puaudit_jax.audit.embed import EmbedConfig
+
+    (tmp_path / "file").write_text("")
+    for bad, match in [({"seed": -1}, "seed must be"), ({"seed": 1.5}, "seed must be"), ({"holdout": 0}, "holdout")]:
+        with pytest.raises(ValueError, match=match):
+            AuditConfig(**bad).validate()
+    AuditConfig(holdout=0, m=0.8).validate()  # m given: no holdout needed
+    with pytest.raises(ValueError, match="cache_dir .*file: not a folder"):
+        EmbedConfig(cache_dir=str(tmp_path / "file")).validate()
+    EmbedConfig(cache_dir=str(tmp_path / "file"), no_cache=True).validate()  # no cache: the folder is unused
+    EmbedConfig(cache_dir=str(tmp_path / "new" / "cache")).validate()  # created when first written
+
+
+def _rows(n: int, **extra) -> list[dict]:
+    return [{**ROW, "id": str(k), "judge": "AB"[k % 2], "human": "AB"[k % 3 == 0], **extra} for k in range(n)]
+
+
+def _jsonl(path, rows) -> str:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+@pytest.fixture
+def no_encoding(monkeypatch):
+    import puaudit_jax.cli.inputs as cli
+
+    monkeypatch.setattr(cli, "table_embeddings", lambda *_, **__: pytest.fail("encoding started before the check"))
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["evaluate", "{data}", "--split-by", "prompt"], "--split-by prompt: no such column in {data}"),
+        (["evaluate", "{data}", "--split-by", "group"], "--split-by group: 1 rows of {data} have no value there, e.g. "
+                                                        "row 4 (id '3')"),
+        (["evaluate", "{data}", "--cluster-by", "prompt"], "--cluster-by prompt: no such column"),
+        (["audit", "{data}", "--cluster-by", "prompt"], "--cluster-by prompt: no such column"),
+        (["quantify", "{data}", "--cluster-by", "prompt"], "--cluster-by prompt: no such column"),
+    ],
+)  # fmt: skip
+def test_columns_the_options_name_are_checked_before_encoding(tmp_path, capsys, no_encoding, argv, expected):
+    rows = _rows(8)
+    for k, row in enumerate(rows):
+        row["group"] = None if k == 3 else f"g{k // 2}"
+    data = _jsonl(tmp_path / "d.jsonl", rows)
+    argv = [a.format(data=data) for a in argv] + ["--out", str(tmp_path / "out"), "--quiet", "--no-figures"]
+    assert expected.format(data=data) in _fail(argv, capsys)
+
+
+def test_a_missing_model_name_is_refused_by_the_loader_naming_line_and_column(tmp_path, capsys):
+    rows = _rows(6, model_a="m1", model_b="m2")
+    rows[2]["model_a"], rows[4]["model_b"] = None, "  "
+    data = _jsonl(tmp_path / "d.jsonl", rows)
+    err = _fail(["quantify", data, "--out", str(tmp_path / "out"), "--no-figures"], capsys)
+    assert "line 3 (id '2'): column 'model_a': missing model name" in err
+    assert "line 5 (id '4'): column 'model_b': missing model name" in err
+
+
+def test_multi_turn_rows_without_history_are_refused_before_encoding(tmp_path, capsys, no_encoding):
+    rows = _rows(4, question=["u1", "u2"], history_a=["a1"], history_b=["b1"])
+    rows[1]["history_b"] = None
+    rows[2]["history_a"] = ["a1", "extra"]
+    data = _jsonl(tmp_path / "d.jsonl", rows)
+    err = _fail(["audit", data, "--out", str(tmp_path / "out"), "--quiet"], capsys)
+    assert "line 2 (id '1'): column 'history_b': a 2-turn question needs this side's 1 earlier answer(s)" in err
+    assert "line 3 (id '2'): column 'history_a'" in err
+    for row in rows:
+        row.pop("history_a"), row.pop("history_b")
+    err = _fail(["audit", _jsonl(tmp_path / "d.jsonl", rows), "--out", str(tmp_path / "out"), "--quiet"], capsys)
+    assert "row 1 (id '0'): column 'history_a': column is missing; the 4 rows whose question is a list" in err
+
+
+def test_multi_turn_rows_without_history_are_refused_by_the_audit_before_encoding():
+    """The Python API too: a table handed to the audit with an encoder is checked before it is encoded."""
+    import pandas as pd
+
+    from puaudit_jax.audit import AuditConfig, run_audit
+    from puaudit_jax.datasets import ComparisonValidationError
+
+    table = pd.DataFrame(_rows(6, question=["u1", "u2"], history_a=["a1"], history_b=["b1"]))
+    table.at[4, "history_a"] = []
+
+    def encoder(_inputs):
+        raise AssertionError("encoded before the histories were checked")
+
+    with pytest.raises(ComparisonValidationError, match="row 5 .id '4'.: column 'history_a'"):
+        run_audit(table, encoder, AuditConfig(m=0.8))
+
+
+def test_with_audit_without_enough_labels_advises_what_quantify_can_do(tmp_path, capsys):
+    """The audit --with-audit runs cannot calibrate on 12 labels: the advice is for quantify (it has no --rule)."""
+    from puaudit_jax.audit.embed import save_embeddings
+    from puaudit_jax.audit.synthetic import cone_comparisons
+    from puaudit_jax.datasets import save_comparisons
+
+    small = cone_comparisons(12, 30, d=16, seed=2)
+    save_comparisons(small.table, tmp_path / "d.jsonl")
+    save_embeddings(small.embeddings, tmp_path / "e.npz")
+    argv = ["quantify", str(tmp_path / "d.jsonl"), "--embeddings", str(tmp_path / "e.npz"), "--with-audit",
+            "--out", str(tmp_path / "out"), "--no-figures"]  # fmt: skip
+    err = _fail(argv, capsys)
+    assert "--with-audit: the audit gave no P(judge wrong)" in err and "--rule" not in err
 
 
 def test_debug_shows_the_traceback(files):
@@ -128,7 +283,7 @@ def test_loaders_either_load_a_valid_table_or_raise_a_named_value_error(tmp_path
     except ValueError as err:
         assert str(path) in str(err) or "line" in str(err) or "record" in str(err)
         return
-    assert len(table) == len(rows) and set(table["judge"]) <= {"A", "B", "tie"}
+    assert len(table) == len(rows) and set(table["judge"]) <= {"A", "B", "tie", "missing"}
     assert set(table["human"]) <= {"A", "B", "tie", "missing"}
 
 
@@ -199,3 +354,74 @@ def test_model_folders_that_are_files_or_truncated_are_named(files, tmp_path, ca
             (broken / item.name).symlink_to(item)
     (broken / "model.safetensors").write_bytes((source / "model.safetensors").read_bytes()[: 1 << 20])
     assert "model.safetensors: truncated safetensors file" in _fail([*argv, str(broken)], capsys)
+
+
+# every command: a bad input is one `error: ...` line and a non-zero status, never a traceback
+
+BAD_INPUT = {  # a bad file or option value per command (a command missing here fails the test below)
+    "audit": ["audit", "{root}/missing.jsonl", "--out", "{root}/o"],
+    "evaluate": ["evaluate", "{root}/missing.jsonl", "--out", "{root}/o"],
+    "demo": ["demo", "--eta", "2", "--out", "{root}/o"],
+    "quantify": ["quantify", "{root}/missing.jsonl", "--out", "{root}/o"],
+    "plan-labels": ["plan-labels", "{root}/missing.jsonl", "--out", "{root}/o"],
+    "attack": ["attack", "{root}/missing.jsonl", "--attack", "length", "--out", "{root}/o"],
+    "judge": ["judge", "{root}/missing.jsonl", "--out", "{root}/o"],
+    "serve-local": ["serve-local", "--port", "-5"],
+    "consensus scores": ["consensus", "scores", "{root}/missing.csv", "--out", "{root}/o"],
+    "consensus align": ["consensus", "align", "{root}/missing.csv", "--out", "{root}/o"],
+    "consensus table4": ["consensus", "table4", "--no-such-option"],
+    "probe fit": ["probe", "fit", "--data", "{root}/missing.jsonl", "--target", "score", "--out", "{root}/p.pkl"],
+    "probe predict": [
+        "probe",
+        "predict",
+        "--model",
+        "{root}/missing.pkl",
+        "--data",
+        "{root}/d.jsonl",
+        "--out",
+        "{root}/p.csv",
+    ],  # fmt: skip
+}
+MORE_BAD_INPUT = [  # the ways out that are not a missing file: argparse's own errors, a command's SystemExit
+    ["audit", "mtbench", "--eta", "x"],
+    ["quantify", "mtbench", "--no-such-option"],
+    ["probe", "predict", "--model", "{root}/m.pkl", "--data", "{root}/d.jsonl", "--out", "{root}/p.csv",
+     "--devices", "999"],
+]  # fmt: skip
+
+
+def _commands(parser, prefix=()) -> list[str]:
+    """Every runnable command of ``parser``: "audit", ..., "consensus scores", "probe fit", ..."""
+    import argparse
+
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        return [" ".join(prefix)]
+    return [c for name, p in subs[0].choices.items() for c in _commands(p, (*prefix, name))]
+
+
+def _one_error_line(argv, root, capsys) -> str:
+    with pytest.raises(SystemExit) as info:
+        main([a.format(root=root) for a in argv])
+    assert info.value.code not in (0, None)
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "Traceback" not in err, err
+    return err
+
+
+def test_every_command_has_a_bad_input_case():
+    from puaudit_jax.cli import build_parser
+
+    assert sorted(_commands(build_parser())) == sorted(BAD_INPUT)
+
+
+@pytest.mark.parametrize("command", sorted(BAD_INPUT))
+def test_every_command_fails_a_bad_input_with_one_error_line(command, tmp_path, capsys):
+    err = _one_error_line(BAD_INPUT[command], tmp_path, capsys)
+    assert "missing" in err or "-5" in err or "--no-such-option" in err or "eta" in err
+
+
+@pytest.mark.parametrize("argv", MORE_BAD_INPUT, ids=lambda argv: " ".join(argv[:3]))
+def test_parser_and_command_exits_read_error_too(argv, tmp_path, capsys):
+    err = _one_error_line(argv, tmp_path, capsys)
+    assert any(word in err for word in ("--eta", "--no-such-option", "--devices")), err

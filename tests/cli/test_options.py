@@ -108,3 +108,34 @@ def test_a_field_without_help_is_an_error():
     with pytest.raises(ValueError, match="no help text"):
         add_options(argparse.ArgumentParser(), Bare)
     assert [f.name for f in fields(Bare)] == ["x"]
+
+
+# options that only the audit of --with-audit reads: refused without it when the user gave them
+
+GIVEN = {"embeddings": "e.npz", "encoder": "smollm2", "cache_dir": "c", "no_cache": None, "batch_size": "4",
+         "max_length": "64", "long_inputs": "chunk", "save_embeddings": "s.npz", "devices": "2", "mesh": "2",
+         "coordinator": "h:1", "num_processes": "2", "process_id": "1", "cluster_auto": None,
+         "cluster_timeout": "5", "evidence": "style", "other_judges": "judge2"}  # fmt: skip
+
+
+@pytest.mark.parametrize("command", ["quantify", "plan-labels"])
+def test_options_only_the_audit_reads_are_refused_without_with_audit(command):
+    from puaudit_jax.cli.options import option_name
+    from puaudit_jax.cli.quantify import WITH_AUDIT_ONLY, refuse_unused_audit_options
+
+    parse = build_parser().parse_args
+    assert set(GIVEN) == set(WITH_AUDIT_ONLY)
+    refuse_unused_audit_options(parse([command, "D"]))  # nothing given: the defaults pass (tuples included)
+    for dest, value in GIVEN.items():
+        flag = [option_name(dest)] + ([] if value is None else [value])
+        refuse_unused_audit_options(parse([command, "D", "--with-audit", *flag]))
+        with pytest.raises(ValueError, match=f"^{option_name(dest)} only applies with --with-audit"):
+            refuse_unused_audit_options(parse([command, "D", *flag]))
+
+
+def test_parser_errors_read_error_and_name_the_command(capsys):
+    with pytest.raises(SystemExit) as info:
+        build_parser().parse_args(["audit", "D", "--eta", "x"])
+    assert info.value.code == 2
+    assert capsys.readouterr().err == "error: puaudit audit: argument --eta: invalid float value: 'x'\n" \
+                                      "(usage: puaudit audit --help)\n"  # fmt: skip

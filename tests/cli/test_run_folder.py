@@ -64,3 +64,62 @@ def test_the_cli_refuses_a_folder_another_run_writes(cone_files, tmp_path, capsy
     main(["audit", str(root / "cmp.jsonl"), "--embeddings", str(root / "emb.npz"), "--out", str(out), "--quiet",
           "--rule", "seed"])  # fmt: skip
     assert not (out / "calibration.png").exists() and not (out / LOCK).exists()
+
+
+def _run(folder, command, outputs: dict) -> None:
+    with RunFolder(folder, command) as run:
+        for name, text in outputs.items():
+            (run.path / name).write_text(text)
+        run.finish(list(outputs))
+
+
+def test_a_run_killed_before_its_commit_leaves_the_previous_outputs(tmp_path):
+    _run(tmp_path, ["puaudit", "audit", "old"], {"items.csv": "old items", "report.json": "old report"})
+    script = (f"import time; from puaudit_jax.cli.run_folder import RunFolder\n"
+              f"with RunFolder({str(tmp_path)!r}, ['puaudit', 'audit', 'new']) as run:\n"
+              f"    (run.path / 'items.csv').write_text('new items')\n"
+              f"    print('written', flush=True)\n"
+              f"    time.sleep(60)\n")  # fmt: skip
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "written"
+    finally:
+        child.kill()  # SIGKILL: no cleanup runs
+        child.wait(timeout=30)
+    assert (tmp_path / "items.csv").read_text() == "old items"  # never the new items beside the old report
+    assert json.loads((tmp_path / MANIFEST).read_text())["command"][-1] == "old"
+    _run(tmp_path, ["puaudit", "audit", "third"], {"items.csv": "third"})
+    assert not list(tmp_path.glob(".puaudit-run-*")) and not (tmp_path / "report.json").exists()
+
+
+def test_a_failed_run_changes_nothing(tmp_path):
+    _run(tmp_path, ["puaudit", "audit", "old"], {"items.csv": "old items"})
+    with pytest.raises(RuntimeError):
+        with RunFolder(tmp_path, ["puaudit", "audit", "new"]) as run:
+            (run.path / "items.csv").write_text("half")
+            raise RuntimeError("the run failed")
+    assert (tmp_path / "items.csv").read_text() == "old items" and not list(tmp_path.glob(".puaudit-run-*"))
+
+
+def test_a_commit_killed_half_way_is_completed_by_the_next_run(tmp_path):
+    _run(tmp_path, ["puaudit", "audit", "old"], {"items.csv": "old", "report.json": "old", "calibration.png": "old"})
+    staging = tmp_path / ".puaudit-run-999999"  # what a run killed after moving items.csv left
+    staging.mkdir()
+    (staging / "report.json").write_text("new")
+    (tmp_path / "items.csv").write_text("new")
+    files = [{"name": "items.csv"}, {"name": "report.json"}]
+    manifest = {"command": ["new"], "removed_stale": ["calibration.png"], "files": files}
+    (staging / MANIFEST).write_text(json.dumps(manifest))
+    with RunFolder(tmp_path, ["puaudit", "quantify"]) as run:
+        assert (tmp_path / "report.json").read_text() == "new" and not (tmp_path / "calibration.png").exists()
+        assert json.loads((tmp_path / MANIFEST).read_text())["command"] == ["new"]
+        run.finish([])
+
+
+def test_an_unreadable_manifest_is_refused(tmp_path):
+    _run(tmp_path, ["puaudit", "audit", "old"], {"calibration.png": "old"})
+    (tmp_path / MANIFEST).write_text("{not json")
+    with pytest.raises(ValueError, match="manifest.json cannot be read"):
+        with RunFolder(tmp_path, ["puaudit", "audit", "new"]):
+            pass
+    assert not (tmp_path / LOCK).exists()

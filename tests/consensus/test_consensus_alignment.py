@@ -164,3 +164,37 @@ def test_cli_scores_align_and_table4(tmp_path, capsys):
     assert "0.7363 -> 0.8778" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="neither a file"):
         consensus_main(["consensus", "scores", "nope", "--out", str(tmp_path / "x")])
+
+
+@pytest.mark.parametrize(
+    "option, value, name",
+    [
+        ("--n-boot", "-1", "n_boot"),
+        ("--orders", "0", "n_orders"),
+        ("--k", "inf", "k"),
+        ("--seed", "-1", "seed"),
+        ("--ridge", "-1", "ridge"),
+    ],
+)
+def test_cli_scores_names_a_bad_numeric_option(tmp_path, capsys, option, value, name):
+    """``--n-boot -1`` ended with numpy's "need at least one array to stack": now the option is named,
+    with the same message as the Python API, and the command exits with status 2 before any fit."""
+    rows = [{"judge": "j", "model_a": a, "model_b": b, "winner": "A"} for a, b in (("x", "y"), ("y", "z"), ("z", "x"))]
+    pd.DataFrame(rows).to_csv(tmp_path / "v.csv", index=False)
+    with pytest.raises(SystemExit) as exit_:
+        consensus_main(["consensus", "scores", str(tmp_path / "v.csv"), option, value, "--out", str(tmp_path / "s")])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {name} must be ") and "stack" not in err
+    assert not (tmp_path / "s").exists()
+
+
+def test_align_config_names_a_bad_option():
+    for kwargs, match in [
+        (dict(steps=0), "steps must be an integer >= 1"),
+        (dict(learning_rate=0.0), "learning_rate must be a finite number > 0"),
+        (dict(w_consensus=float("inf")), "w_consensus must be a finite number >= 0"),
+        (dict(seed=1.5), "seed must be an integer >= 0"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            AlignConfig(**kwargs)

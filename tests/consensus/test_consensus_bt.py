@@ -178,3 +178,27 @@ def test_score_matrices_by_judge():
     bad = verdicts[~((verdicts["judge"] == "j2") & ((verdicts["model_a"] == "m05") | (verdicts["model_b"] == "m05")))]
     with pytest.raises(ComparisonGraphError, match="judge 'j2'.*never compared"):
         score_matrices(bad, models=models)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        # n_boot=-1 failed inside numpy ("need at least one array to stack")
+        (lambda t: score_matrices(t.assign(judge="j"), n_boot=-1), r"n_boot must be an integer >= 0"),
+        (lambda t: score_matrices(t.assign(judge="j"), n_boot=2.5), r"n_boot must be an integer >= 0"),
+        (lambda t: score_matrices(t.assign(judge="j"), seed=-1), r"seed must be an integer >= 0"),
+        (lambda t: bootstrap_bt(t, n_boot=0), r"n_boot must be an integer >= 1"),
+        (lambda t: bootstrap_bt(t, n_boot=5, level=1.5), r"level must be in \(0, 1\)"),
+        (lambda t: BTConfig(ridge=float("nan")), r"ridge must be a finite number >= 0"),
+        (lambda t: BTConfig(tol=0.0), r"tol must be a finite number > 0"),
+        (lambda t: BTConfig(max_iter=0), r"max_iter must be an integer >= 1"),
+        (lambda t: EloConfig(k=float("inf")), r"k must be a finite number > 0"),
+        (lambda t: EloConfig(k="4"), r"k must be a finite number > 0"),
+        (lambda t: EloConfig(n_orders=0), r"n_orders must be an integer >= 1 \(.*--orders\)"),
+        (lambda t: EloConfig(seed=-3), r"seed must be an integer >= 0"),
+    ],
+)
+def test_bad_options_are_named_before_any_fit(call, match):
+    table, _, _ = tournament(n_models=4, n_games=100, seed=3)
+    with pytest.raises(ValueError, match=match):
+        call(table)

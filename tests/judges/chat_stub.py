@@ -15,8 +15,11 @@ def judge_blocks(user: str) -> tuple[str, str]:
 
 
 @contextmanager
-def chat_server(reply: Callable[[str], str]):
-    """Serve ``/v1/chat/completions``: ``reply(last user message)`` is the assistant's text; yields the base URL."""
+def chat_server(reply: Callable[[str], str | tuple[int, str]]):
+    """Serve ``/v1/chat/completions``: ``reply(last user message)`` is the assistant's text; yields the base URL.
+
+    A reply ``(status, message)`` is an HTTP error with that status and an OpenAI-style error body.
+    """
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args):
@@ -24,9 +27,13 @@ def chat_server(reply: Callable[[str], str]):
 
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            content = reply(body["messages"][-1]["content"])
-            data = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
-            self.send_response(200)
+            content, status = reply(body["messages"][-1]["content"]), 200
+            if isinstance(content, tuple):
+                status, message = content
+                data = json.dumps({"error": {"message": message}}).encode()
+            else:
+                data = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
+            self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

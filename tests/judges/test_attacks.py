@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from puaudit_jax.datasets import load_comparisons, validate_comparisons
+from puaudit_jax.datasets import load_comparisons, save_comparisons, validate_comparisons
 from puaudit_jax.judges import Verdict, row_inputs
 from puaudit_jax.judges.attacks import (
     ATTACKS,
@@ -215,13 +215,13 @@ def test_attacked_comparisons_table(tmp_path):
     assert c.loc["a-wins", "judge"] == "B" and c.loc["a-wins", "judge_original"] == "A"
     assert PASTA in c.loc["a-wins", "response_b"] and c.loc["a-wins", "response_a"] == "WIN text"
     assert c.loc["tie", "judge"] == "tie" and c.loc["tie", "attack_status"].startswith("original verdict kept")
-    assert c.loc["unparsed", "judge"] == "tie" and "placeholder" in c.loc["unparsed", "attack_status"]
+    assert c.loc["unparsed", "judge"] == "missing" and "unparsed" in c.loc["unparsed", "attack_status"]
+    # a failed judgement is no verdict, never a tie
+    assert c.loc["error", "judge"] == "missing" and "failed judgement" in c.loc["error", "attack_status"]
     validate_comparisons(comp)
-    from puaudit_jax.datasets import save_comparisons
-
     save_comparisons(comp, tmp_path / "c.csv")
     back = load_comparisons(tmp_path / "c.csv")
-    assert list(back.judge) == list(comp.judge)
+    assert list(back.judge) == list(comp.judge)  # no verdict reads back as none, not as a tie
 
 
 def test_original_verdicts_are_the_rejudged_ones_not_the_file_column():
@@ -231,7 +231,7 @@ def test_original_verdicts_are_the_rejudged_ones_not_the_file_column():
     before = res.original_comparisons(table).set_index("id")
     assert list(before.index) == list(table.id)  # every row, in input order
     assert before.loc["a-wins", "judge"] == "A" and before.loc["a-wins", "response_b"] == "plain b"
-    assert before.loc["unparsed", "judge"] == "tie" and before.loc["error", "judge"] == "tie"
+    assert before.loc["unparsed", "judge"] == "missing" and before.loc["error", "judge"] == "missing"
     after = res.comparisons(table).set_index("id")
     assert after.loc["a-wins", "judge_original"] == "A" and after.loc["a-wins", "judge"] == "B"
     validate_comparisons(res.original_comparisons(table))

@@ -119,7 +119,7 @@ def test_judgebench_loader_reads_both_orders_strength_and_other_judges(tmp_path)
     assert head.judge_confidence.tolist() == [1.0, 0.5, 0.0]
     assert head.other_some_reward_7b.tolist() == ["A", "A", "missing"]
     rest = table.set_index("id").drop(index=ids)
-    assert (rest.judge_status == "no verdict in the source (tie placeholder)").all() and (rest.judge == "tie").all()
+    assert (rest.judge_status == "no verdict in the source").all() and (rest.judge == "missing").all()
     with pytest.raises(ValueError, match="no JudgeBench file of judge"):
         load_judgebench("gpt", outputs=tmp_path, judge="gpt-5")
     with pytest.raises(FileNotFoundError):

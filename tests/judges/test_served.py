@@ -103,9 +103,10 @@ def test_judge_cli_through_the_server_names_the_failed_pair(server, tmp_path, ca
     save_comparisons(_short_and_long(), tmp_path / "pairs.csv")
     args = ["judge", str(tmp_path / "pairs.csv"), "--judge", "openai", "--verdict", "logprob", "--quiet"]
     args += ["--base-url", server.base_url, "--model", server.config.alias, "--out", str(tmp_path / "out")]
-    assert main([*args, "--cache-dir", str(tmp_path / "cache")]) == 0
+    assert main([*args, "--cache-dir", str(tmp_path / "cache")]) == 1  # 1 of 2 failed: more than --max-failures
     err = capsys.readouterr().err
     assert "pair long-1: error: HTTP 400" in err and "rerun the same command to resume" in err
+    assert err.strip().splitlines()[-1].startswith("error: 1 of 2 pairs failed (first error: HTTP 400")
     summary = json.loads((tmp_path / "out" / "judge.json").read_text())
     assert summary["status"] == {"ok": 1, "error": 1} and summary["errors"][0]["id"] == "long-1"
 

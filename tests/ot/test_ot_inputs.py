@@ -36,6 +36,17 @@ X, Y = rng.normal(size=(5, 3)), rng.normal(size=(7, 3))
         (dict(method="lp"), r"method must be one of"),
         (dict(epsilon=0.0), r"epsilon must be positive"),
         (dict(dtype="float16"), r"dtype must be"),
+        # an infinite tol called any plan converged (marginal error 0.71, converged=True)
+        (dict(tol=float("inf")), r"tol must be positive and finite"),
+        (dict(tol=float("nan")), r"tol must be positive and finite"),
+        (dict(tol=0.0), r"tol must be positive and finite"),
+        # a string where a number belongs was a TypeError from a comparison
+        (dict(gap_tol="0.01"), r"gap_tol must be positive and finite"),
+        (dict(epsilon="0.01"), r"epsilon must be positive and finite"),
+        (dict(gap_tol=float("inf")), r"gap_tol must be positive and finite"),
+        (dict(memory_budget=0), r"memory_budget must be a positive integer"),
+        (dict(certify="yes"), r"certify must be True or False"),
+        (dict(relaxation=2.5), r"relaxation must be 'auto' or a number in \[1, 2\)"),
     ],
 )
 def test_bad_input_names_the_argument(kwargs, match):

@@ -50,6 +50,31 @@ def test_bad_grids_are_named(clouds):
         solve_mass_path(x, y, [])
 
 
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        # epsilon=0 gave NaN costs with only converged=False; float16 overflowed; strings were cast
+        (dict(epsilon=0.0), r"epsilon must be positive and finite"),
+        (dict(epsilon=float("inf")), r"epsilon must be positive and finite"),
+        (dict(epsilon="0.01"), r"epsilon must be positive and finite"),
+        (dict(tol=float("inf")), r"tol must be positive and finite"),
+        (dict(tol="0.01"), r"tol must be positive and finite"),
+        (dict(max_iter=0), r"max_iter must be a positive integer"),
+        (dict(max_iter=10.5), r"max_iter must be a positive integer"),
+        (dict(dtype="float16"), r"dtype must be one of \('float32', 'float64'\)"),
+        (dict(certify="no"), r"certify must be True or False"),
+        (dict(warm_start=None), r"warm_start must be True or False"),
+        (dict(relaxation=0.5), r"relaxation must be 'auto' or a number in \[1, 2\)"),
+        (dict(cost=np.ones((60, 90))), r"cost must be 'cosine', 'sqeuclidean' or a callable"),
+    ],
+)
+def test_bad_settings_are_named(clouds, kwargs, match):
+    """Every setting is checked by the helper ``solve_partial`` uses, before any solve."""
+    x, y = clouds
+    with pytest.raises(ValueError, match=match):
+        solve_mass_path(x, y, MASSES[:2], **kwargs)
+
+
 def test_the_cosine_path_ignores_the_length_of_the_rows(clouds):
     """Rows are scaled to unit norm on the host and the geometry skips its own normalisation
     (``normalised=True``): without the host step the cost would read 1 - <x, y> of raw rows."""

@@ -38,19 +38,25 @@ def _damage(shard: Path, how: str) -> None:
         shard.write_bytes(b"")
     else:
         with np.load(shard) as z:
-            keys, values = z["keys"], z["values"]
+            keys, values, z_checksum = z["keys"], z["values"], z["checksum"]
         arrays = {
             "wrong-dimension": dict(keys=keys, values=np.zeros((len(keys), 100), np.float32)),
             "no-values": dict(keys=keys),
             "nan": dict(keys=keys, values=np.full_like(values, np.nan)),
             "length-mismatch": dict(keys=keys, values=values[:-1]),
+            # well-formed values of the right shape, dtype and key count: only the checksum tells
+            "rewritten": dict(
+                keys=keys,
+                values=np.random.default_rng(0).normal(size=values.shape).astype(values.dtype),
+                checksum=z_checksum,
+            ),
         }[how]
         with open(shard, "wb") as fh:
             np.savez(fh, **arrays)
 
 
 @pytest.mark.parametrize(
-    "how", ["truncated", "garbage", "empty", "wrong-dimension", "no-values", "nan", "length-mismatch"]
+    "how", ["truncated", "garbage", "empty", "wrong-dimension", "no-values", "nan", "length-mismatch", "rewritten"]
 )
 def test_a_damaged_shard_is_reported_with_its_path_removed_and_recomputed(tmp_path, tiny_char_decoder, fresh, how):
     encode(tiny_char_decoder, TEXTS, batch_size=4, progress=False, cache_dir=tmp_path, cache_every=8)
@@ -93,6 +99,36 @@ def test_cache_keys_are_checked_too(tmp_path):
     with pytest.warns(RuntimeWarning, match="part-bad.npz"):
         stored = EmbeddingCache(tmp_path, "ns", row_shape=(3,)).load()
     assert list(stored) == [EmbeddingCache.key("x")]
+
+
+def test_values_rewritten_with_random_numbers_fail_the_checksum(tmp_path):
+    """A shard whose values were replaced by well-formed random ones (same shape, dtype, keys and
+    stored checksum) is named, removed and not served."""
+    keys = [EmbeddingCache.key(i) for i in range(4)]
+    EmbeddingCache(tmp_path, "ns", row_shape=(3,)).put(keys, np.ones((4, 3), np.float32))
+    (shard,) = _shards(tmp_path)
+    with np.load(shard) as z:
+        stored = dict(z)
+    with open(shard, "wb") as fh:
+        np.savez(fh, **{**stored, "values": np.random.default_rng(1).random((4, 3)).astype(np.float32)})
+    with pytest.warns(RuntimeWarning, match=f"damaged cache shard {shard} .*checksum mismatch"):
+        assert EmbeddingCache(tmp_path, "ns", row_shape=(3,)).load() == {}
+    assert not shard.exists()
+
+
+def test_a_shard_without_a_checksum_is_recomputed(tmp_path):
+    """Shards written before checksums carry none: treated as damaged (removed, recomputed once)."""
+    (tmp_path / "ns").mkdir()
+    old = tmp_path / "ns" / "part-old.npz"
+    with open(old, "wb") as fh:
+        np.savez(fh, keys=np.array([EmbeddingCache.key("x")]), values=np.ones((1, 3), np.float32))
+    with pytest.warns(RuntimeWarning, match="part-old.npz .*no checksum"):
+        assert EmbeddingCache(tmp_path, "ns", row_shape=(3,)).load() == {}
+    cache = EmbeddingCache(tmp_path, "ns", row_shape=(3,))
+    cache.put([EmbeddingCache.key("x")], np.ones((1, 3), np.float32))
+    with warnings_as_errors():
+        stored = EmbeddingCache(tmp_path, "ns", row_shape=(3,)).load()
+    np.testing.assert_array_equal(stored[EmbeddingCache.key("x")], np.ones(3, np.float32))
 
 
 @pytest.mark.parametrize(
