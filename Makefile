@@ -7,7 +7,7 @@ export OMP_NUM_THREADS := 1
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test test-slow lint format bench install serve-install serve wheel-check clean
+.PHONY: demo test test-slow lint format bench install serve-install serve wheel-check clean docs
 
 $(STAMP): setup.cfg pyproject.toml requirements-models.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -65,6 +65,16 @@ lint: $(STAMP)
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
+
+# The documentation site (docs/): Sphinx + myst-nb, tutorials executed (outputs cached in build/docs/jupyter_cache),
+# every warning an error. Open build/docs/html/index.html. PUAUDIT_DOCS_EXECUTE=force reruns every tutorial.
+DOCS_STAMP := $(VENV)/.docs-installed
+$(DOCS_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[dev,docs]'
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	$(VENV)/bin/sphinx-build -W --keep-going -b html docs build/docs/html
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,145 @@
+"""Sphinx configuration for the puaudit-jax documentation (``make docs``).
+
+Built with ``sphinx-build -W --keep-going -b html docs build/docs/html``: every warning (a broken
+reference, a docstring that does not parse, a tutorial cell that raises) fails the build. The
+tutorials in ``docs/tutorials/`` are MyST notebooks executed by myst-nb at build time; their outputs
+are cached in ``build/docs/jupyter_cache`` so an unchanged tutorial is not run again.
+"""
+
+import inspect
+import io
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import docutils.core
+import docutils.nodes
+
+DOCS = Path(__file__).resolve().parent
+ROOT = DOCS.parent
+sys.path.insert(0, str(ROOT))  # the packages, and `experiments` / `theory` for the tutorials
+
+# Kernels started by myst-nb inherit this environment: one thread per op, no hub access.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+
+project = "puaudit-jax"
+author = "puaudit-jax contributors"
+copyright = "puaudit-jax contributors, Apache-2.0"
+release = version = "0.1.0"
+
+extensions = [
+    "myst_nb",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.napoleon",
+    "sphinx.ext.viewcode",
+    "sphinx.ext.mathjax",
+]
+
+source_suffix = {".rst": "restructuredtext", ".md": "myst-nb"}
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "**.ipynb_checkpoints", "jupyter_execute"]
+root_doc = "index"
+
+# --- MyST ---------------------------------------------------------------------------------------
+myst_enable_extensions = ["colon_fence", "dollarmath", "deflist"]
+myst_heading_anchors = 3
+
+# --- myst-nb: execute every tutorial at build time, fail on any error ---------------------------
+nb_execution_mode = os.environ.get("PUAUDIT_DOCS_EXECUTE", "cache")
+nb_execution_cache_path = str(ROOT / "build" / "docs" / "jupyter_cache")
+nb_execution_timeout = 300  # seconds per cell
+nb_execution_raise_on_error = True
+nb_execution_show_tb = True
+nb_execution_excludepatterns = []
+nb_merge_streams = True
+
+# --- autodoc ------------------------------------------------------------------------------------
+autodoc_default_options = {"members": True, "show-inheritance": False, "member-order": "bysource"}
+autodoc_typehints = "signature"
+autodoc_member_order = "bysource"
+autodoc_preserve_defaults = True
+autosummary_generate = False
+napoleon_google_docstring = True
+napoleon_numpy_docstring = False
+napoleon_use_rtype = False
+napoleon_use_ivar = True  # "Attributes:" as fields, not as a second description of each attribute
+
+# --- HTML ---------------------------------------------------------------------------------------
+html_theme = "furo"
+html_title = "puaudit-jax"
+html_static_path = []
+html_show_sourcelink = True
+
+
+def _copy_result_figures(app):
+    """Copy the committed figures of ``results/`` into ``docs/_generated/`` (gitignored).
+
+    The results pages then show them with paths inside the source folder.
+    """
+    out = DOCS / "_generated" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    for png in sorted((ROOT / "results").rglob("*.png")):
+        dest = out / png.relative_to(ROOT / "results")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if not dest.exists() or dest.stat().st_mtime < png.stat().st_mtime:
+            shutil.copy2(png, dest)
+
+
+# --- docstrings: reST where they parse cleanly, verbatim text where they do not --------------------
+# Many docstrings are written as plain text (ASCII maths with |x| and P', aligned columns). Each one
+# is parsed on its own first; one that docutils would warn about is shown as preformatted text,
+# exactly as written, so the reference stays complete and -W stays meaningful for the pages.
+_OURS = ("puaudit_jax", "probes", "puaudit_runtime")
+_ROLE = re.compile(r":(?:py:)?[a-z]+:`([^`]*)`")
+_UNRESOLVABLE = re.compile(r":(?:ref|term|doc):`([^`]*)`")  # labels of other projects' sites
+
+
+def _parses_cleanly(text):
+    probe = _ROLE.sub(lambda m: "``" + m.group(1).lstrip("~!.") + "``", text)
+    probe = probe.replace(".. seealso::", ".. note::")
+    stream = io.StringIO()
+    settings = {
+        "report_level": 2,
+        "halt_level": 5,
+        "warning_stream": stream,
+        "file_insertion_enabled": False,
+        "raw_enabled": False,
+        "input_encoding": "unicode",
+        "doctitle_xform": False,
+    }
+    try:
+        tree = docutils.core.publish_doctree(probe, settings_overrides=settings)
+    except Exception:  # noqa: BLE001 - anything docutils cannot take is shown verbatim
+        return False
+    return not stream.getvalue() and not any(True for _ in tree.findall(docutils.nodes.section))
+
+
+def _docstring(app, what, name, obj, options, lines):
+    for i, line in enumerate(lines):
+        lines[i] = _UNRESOLVABLE.sub(lambda m: "``" + m.group(1) + "``", line)
+    if not lines or _parses_cleanly("\n".join(lines)):
+        return
+    raw = None
+    if what in ("module", "class", "function", "method", "exception"):
+        raw = getattr(obj, "__doc__", None)
+    text = inspect.cleandoc(raw).splitlines() if isinstance(raw, str) and raw.strip() else list(lines)
+    lines[:] = [".. code-block:: text", ""] + ["   " + line for line in text] + [""]
+
+
+def _skip(app, what, name, obj, skip, options):
+    module = getattr(obj, "__module__", None) or ""
+    if what == "module" and callable(obj) and module and not module.startswith(_OURS):
+        return True  # re-exported third-party helpers (scipy's kendalltau) belong to their own docs
+    return None
+
+
+def setup(app):
+    """Register the figure copy and the docstring hooks."""
+    app.connect("builder-inited", _copy_result_figures)
+    app.connect("autodoc-process-docstring", _docstring, priority=900)
+    app.connect("autodoc-skip-member", _skip)
