@@ -34,12 +34,22 @@ def _wait_until(ready, timeout: float) -> None:
         time.sleep(0.05)
 
 
+def _ctrl_c_as_at_a_terminal() -> None:
+    """In the child before exec: SIGINT's default action, as a command started at a terminal has.
+
+    A shell starts background jobs (CI runners, ``cmd &``) with SIGINT ignored, and Python then
+    leaves it ignored: the child would never see the Ctrl-C this test sends.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupted_audit(out: Path) -> tuple[int, str]:
     """(exit status, stderr) of `puaudit audit mtbench` sent SIGINT once it is encoding (no cache: minutes of work)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
     argv = ["audit", "mtbench", "--out", str(out), "--no-cache", "--batch-size", "4", "--no-figures"]
     proc = subprocess.Popen([sys.executable, "-m", "puaudit_jax.cli", *argv], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=_ctrl_c_as_at_a_terminal)  # fmt: skip
     err: list[bytes] = []
     reader = threading.Thread(target=_drain, args=(proc.stderr, err), daemon=True)
     reader.start()
