@@ -3,9 +3,11 @@
 Built with ``sphinx-build -W --keep-going -b html docs build/docs/html``: every warning (a broken
 reference, a docstring that does not parse, a tutorial cell that raises) fails the build. The
 tutorials in ``docs/tutorials/`` are MyST notebooks executed by myst-nb at build time; their outputs
-are cached in ``build/docs/jupyter_cache`` so an unchanged tutorial is not run again.
+are cached per machine, under a key of the code they run (:func:`_execution_cache`), so an unchanged
+tutorial on unchanged code is not run again, in this clone or a fresh one.
 """
 
+import hashlib
 import inspect
 import io
 import os
@@ -51,7 +53,27 @@ myst_heading_anchors = 3
 
 # --- myst-nb: execute every tutorial at build time, fail on any error ---------------------------
 nb_execution_mode = os.environ.get("PUAUDIT_DOCS_EXECUTE", "cache")
-nb_execution_cache_path = str(ROOT / "build" / "docs" / "jupyter_cache")
+
+
+def _execution_cache() -> str:
+    """The jupyter-cache folder: ``$PUAUDIT_DOCS_CACHE`` or ``~/.cache/puaudit-jax/jupyter-cache``, then a key.
+
+    jupyter-cache reuses a notebook's outputs when its code cells are unchanged; they also depend on
+    the library, its bundled data, the experiments and theory modules they import and the pinned
+    dependencies, so the folder is keyed by a hash of every file of those folders and of
+    ``setup.cfg``: a changed line of library code reruns every tutorial, a changed page reruns none.
+    """
+    folders = ("puaudit_jax", "probes", "puaudit_runtime", "experiments", "theory")
+    digest = hashlib.sha256()
+    for path in sorted(p for folder in folders for p in (ROOT / folder).rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    digest.update((ROOT / "setup.cfg").read_bytes())
+    base = os.environ.get("PUAUDIT_DOCS_CACHE") or Path.home() / ".cache" / "puaudit-jax" / "jupyter-cache"
+    return str(Path(base) / digest.hexdigest()[:16])
+
+
+nb_execution_cache_path = _execution_cache()
 nb_execution_timeout = 300  # seconds per cell
 nb_execution_raise_on_error = True
 nb_execution_show_tb = True

@@ -1,9 +1,17 @@
 """Fixtures shared by the test folders (plain helpers are in tests/helpers.py).
 
+Compilation cache (session)
+    JAX_COMPILATION_CACHE_DIR  set at import, before anything imports JAX: one persistent compilation
+                          cache in a temporary folder for the whole session, its xdist workers and
+                          every subprocess and cluster process they start (they inherit the
+                          environment), so a program that took over a second to compile is
+                          loaded, not compiled again, where another worker or child needs it;
+                          removed at the end
 Process hygiene (autouse)
-    _release_executables  after each test module, drop JAX's compiled executables: each holds a
-                          few memory maps, and the whole suite in one process would otherwise pass
-                          the kernel's vm.max_map_count (65530), where XLA's next compile crashes
+    _release_executables  after a test module, drop JAX's compiled executables once the process
+                          holds more than half of the kernel's vm.max_map_count memory maps (each
+                          executable holds about 15; at the limit XLA's next compile crashes).
+                          Below that they stay, so the next module reuses what is compiled
 Numerics
     x64                   float64 JAX for the test (``with jax.enable_x64(True)``); a module that
                           needs it everywhere says ``pytestmark = pytest.mark.usefixtures("x64")``
@@ -30,7 +38,10 @@ Library modules are imported inside the fixtures, so collecting one folder does 
 from __future__ import annotations
 
 import gc
+import os
+import shutil
 import sys
+import tempfile
 
 import numpy as np
 import pytest
@@ -38,13 +49,52 @@ import pytest
 from tests.helpers import make_tiny_char_decoder, make_tiny_decoder, unit
 
 # --------------------------------------------------------------------------------------------------
+# compilation cache
+
+_CACHE_OWNER = "PUAUDIT_TEST_JAX_CACHE_OWNER"
+
+
+def _start_compilation_cache() -> None:
+    """Point JAX's persistent compilation cache at a fresh temporary folder, unless one is set.
+
+    Environment variables, not ``jax.config``: xdist workers, subprocesses and cluster processes
+    inherit them and share the folder. Only programs that took over a second to compile are written
+    (JAX's default threshold: writing every small one made the suite 20 % slower); a size limit turns
+    on JAX's file lock, so processes that write and read the same entry at once never see half a file.
+    """
+    if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return  # a worker of this session, or a folder the user chose
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="puaudit-tests-jax-cache-")
+    os.environ["JAX_COMPILATION_CACHE_MAX_SIZE"] = str(16 << 30)
+    os.environ[_CACHE_OWNER] = str(os.getpid())
+
+
+_start_compilation_cache()
+
+
+def pytest_unconfigure(config):
+    if os.environ.get(_CACHE_OWNER) == str(os.getpid()):  # the process that made the folder removes it
+        shutil.rmtree(os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)
+
+
+# --------------------------------------------------------------------------------------------------
 # process hygiene
+
+
+def _memory_maps() -> tuple[int, int]:
+    """(memory maps this process holds, the kernel's limit); (1, 1) where /proc cannot tell."""
+    try:
+        with open("/proc/self/maps", "rb") as maps, open("/proc/sys/vm/max_map_count") as limit:
+            return sum(1 for _ in maps), int(limit.read())
+    except (OSError, ValueError):
+        return 1, 1  # not Linux: release after every module, as a process near the limit would
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _release_executables():
     yield
-    if "jax" in sys.modules:  # a module that never imported JAX has nothing to release
+    held, limit = _memory_maps()
+    if "jax" in sys.modules and held > limit // 2:  # a module that never imported JAX has nothing to release
         sys.modules["jax"].clear_caches()
         gc.collect()
 

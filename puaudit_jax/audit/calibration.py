@@ -96,6 +96,18 @@ def fit_isotonic(x: np.ndarray, c: np.ndarray) -> IsotonicMap:
     return IsotonicMap(knots, np.clip(values, 0.0, 1.0))
 
 
+def per_group(values: dict, groups, default) -> np.ndarray:
+    """``values[g]`` for each item's group g, ``default`` where g has no entry: (n,) + shape of a value.
+
+    One table lookup for all items (a map is evaluated on the whole pool for every bootstrap fit).
+    """
+    codes, seen = pd.factorize(np.asarray(groups, dtype=object))  # code -1: a missing group
+    row = {g: k for k, g in enumerate(values)}
+    rows = np.array([row.get(g, len(row)) for g in seen] + [len(row)], dtype=np.intp)
+    table = np.array([*values.values(), default], dtype=np.float64)  # (G + 1, ...): the last is the default
+    return table[rows[codes]]
+
+
 @dataclass(frozen=True)
 class PlattMap:
     """P(correct | x, g) = sigmoid(a + o_g + b x), b >= 0; unknown groups get o = 0.
@@ -113,7 +125,7 @@ class PlattMap:
     def __call__(self, x, groups=None) -> np.ndarray:
         """P(correct) (n,) at the features x (n,) of items in ``groups`` (n,) (None: no offsets)."""
         x = np.asarray(x, np.float64)
-        o = np.zeros_like(x) if groups is None else np.array([self.offsets.get(g, 0.0) for g in groups])
+        o = np.zeros_like(x) if groups is None else per_group(self.offsets, groups, 0.0)
         return 1.0 / (1.0 + np.exp(-(self.a + o + self.b * x)))
 
 
@@ -164,11 +176,8 @@ class LogisticMap:
         z = (np.asarray(x, np.float64).reshape(-1, len(self.w)) - self.mean) / self.scale
         logit = self.a + z @ self.w
         if groups is not None:
-            zero = np.zeros(len(self.w))
-            logit = logit + np.array([self.offsets.get(g, 0.0) for g in groups])
-            logit = logit + np.einsum(
-                "ij,ij->i", z, np.array([self.slopes.get(g, zero) for g in groups]).reshape(z.shape)
-            )
+            logit = logit + per_group(self.offsets, groups, 0.0)
+            logit = logit + np.einsum("ij,ij->i", z, per_group(self.slopes, groups, np.zeros(len(self.w))))
         return expit(logit)  # no overflow warning where the logit is huge (separable data)
 
 

@@ -157,3 +157,25 @@ def test_logistic_map_learns_a_per_group_slope_only_where_there_is_one():
     pooled = fit_logistic(x, c, g, interact=[True, False], ridge=0.1, slope_ridge=1.0)
     assert pooled.slopes["a"][1] == 0.0 and pooled.slopes["b"][1] == 0.0
     assert -1.3 * sd[1] < pooled.w[1] < -0.7 * sd[1]  # one slope for both: about the average of -2 and 0
+
+
+def test_maps_look_up_each_items_group_and_give_unknown_groups_no_effect():
+    """LogisticMap and PlattMap evaluated at once on a pool equal the item-by-item formula; a group the
+    map never saw (or None) gets no offset and no slope deviation."""
+    from puaudit_jax.audit.calibration import LogisticMap, PlattMap
+
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(9, 2))
+    groups = np.array(["new", "a", "b", "a", None, "b", "b", "a", "new"], dtype=object)  # None after "b": -1 codes
+    slopes = {"a": np.array([0.5, -1.0]), "b": np.array([0.0, 2.0])}
+    fitted = LogisticMap(0.3, np.array([1.0, 0.2]), {"a": -0.7, "b": 0.4}, slopes, np.zeros(2), np.ones(2))
+    z = x
+    by_item = [
+        0.3 + fitted.offsets.get(g, 0.0) + z[i] @ (fitted.w + slopes.get(g, np.zeros(2))) for i, g in enumerate(groups)
+    ]
+    np.testing.assert_allclose(fitted(x, groups), 1 / (1 + np.exp(-np.array(by_item))), rtol=1e-12)
+    np.testing.assert_allclose(fitted(x), 1 / (1 + np.exp(-(0.3 + z @ fitted.w))), rtol=1e-12)
+    assert fitted(x[:0], groups[:0]).shape == (0,)
+    platt = PlattMap(0.1, 2.0, {"a": 1.0})
+    expected = [1 / (1 + np.exp(-(0.1 + (1.0 if g == "a" else 0.0) + 2.0 * v))) for v, g in zip(x[:, 0], groups)]
+    np.testing.assert_allclose(platt(x[:, 0], groups), expected, rtol=1e-12)

@@ -5,6 +5,7 @@ see tests/multidevice.py)."""
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from puaudit_jax.audit.synthetic import cone_comparisons
 from puaudit_jax.datasets import save_comparisons
@@ -115,6 +116,10 @@ emit(dict(rc=main(args), rank=jax.process_index()))
 """
 
 
+# slow (43 s; CI runs it): the real MiniLM end to end, once alone and once in a cluster. The default set keeps
+# encode_distributed on a real two-process cluster (tests/probes/test_extract_sharded.py::
+# test_encode_distributed_two_processes) and the audit command on a cluster (test_audit_on_a_two_process_cluster)
+@pytest.mark.slow
 def test_audit_embeds_on_a_two_process_cluster(tmp_path):
     """Embedding in a cluster: each process encodes its share of the texts on its own devices
     (probes.extract.encode_distributed) and every process audits all of them."""

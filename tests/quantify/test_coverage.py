@@ -48,6 +48,8 @@ def test_mtbench_intervals_cover_and_the_judge_alone_does_not():
     assert set(study.ranks.estimator) == {JUDGE_ONLY, HUMAN_ONLY, PPI}
 
 
+# slow (28 s; CI runs it): 500 splits of LLMFAO; the default set keeps the same check on MT-Bench (above)
+@pytest.mark.slow
 def test_llmfao_mean_targets_cover_where_there_are_enough_labels():
     table = load_bundled("llmfao-gpt4")
     study = coverage_study(table, CoverageConfig(fraction=0.2, splits=500), leaderboard=False)
@@ -55,6 +57,10 @@ def test_llmfao_mean_targets_cover_where_there_are_enough_labels():
     assert (rows.labels >= ENOUGH).sum() >= 4 * 3  # agreement, A share and the two most compared models
 
 
+# slow (65 s; CI runs it): 100 audits. The default set keeps the audit-powered rows on a real audit
+# (tests/quantify/test_leaderboard.py::test_quantify_with_a_real_audit_adds_audit_powered_rows) and the
+# coverage of the other estimators on the same splits (test_mtbench_intervals_cover_and_the_judge_alone_does_not)
+@pytest.mark.slow
 def test_audit_powered_ppi_covers_on_mtbench():
     """The default audit (hashed features here, no model) re-run on each split's labels alone."""
     from tests.data.golden.record import hashed_embeddings
