@@ -7,6 +7,11 @@ Compilation cache (session)
                           environment), so a program that took over a second to compile is
                           loaded, not compiled again, where another worker or child needs it;
                           removed at the end
+Property tests
+    hypothesis profiles   "repeatable" (the default): every run draws the same examples
+                          (derandomize), so a red run is the code's doing and reruns the same; "explore":
+                          fresh random examples each run (HYPOTHESIS_PROFILE=explore make test), to go
+                          looking for new failures
 Process hygiene (autouse)
     _release_executables  after a test module, drop JAX's compiled executables once the process
                           holds more than half of the kernel's vm.max_map_count memory maps (each
@@ -45,6 +50,7 @@ import tempfile
 
 import numpy as np
 import pytest
+from hypothesis import settings
 
 from tests.helpers import make_tiny_char_decoder, make_tiny_decoder, unit
 
@@ -76,6 +82,13 @@ def pytest_unconfigure(config):
     if os.environ.get(_CACHE_OWNER) == str(os.getpid()):  # the process that made the folder removes it
         shutil.rmtree(os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)
 
+
+# --------------------------------------------------------------------------------------------------
+# property tests
+
+settings.register_profile("repeatable", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 # --------------------------------------------------------------------------------------------------
 # process hygiene
