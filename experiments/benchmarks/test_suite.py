@@ -147,8 +147,9 @@ def main(argv=None):
     command = "python -m experiments.benchmarks.test_suite " + " ".join(sys.argv[1:])
     out = RESULTS / "test_suite"
     dump_json(dict(summary, machine=info, command=command), out / f"{args.name}.json")
-    write_text(markdown(summary, info, command), out / f"{args.name}.md")
-    print(markdown(summary, info, command))
+    text = markdown(summary, info, command)
+    write_text(text, out / f"{args.name}.md")
+    print(text)
     return status
 
 
