@@ -60,8 +60,8 @@ class MassPath:
     gap: np.ndarray | None = None
 
 
-@functools.partial(jax.jit, static_argnames=("solver", "cost", "warm"))
-def _path(x, y, a, b, ms, *, solver: PartialSinkhorn, cost, warm: bool):
+@functools.partial(jax.jit, static_argnames=("cost", "warm"))
+def _path(x, y, a, b, ms, solver: PartialSinkhorn, *, cost, warm: bool):
     geom = Geometry.from_points(x, y, cost, normalised=True)  # rows: unit_rows on the host
 
     def one(pots, m):
@@ -120,7 +120,7 @@ def solve_mass_path(x, y, ms, *, a=None, b=None, cost: str = "cosine", epsilon: 
                              relaxation=relaxation)  # fmt: skip
     with jax.enable_x64(dtype == "float64"):
         jd = jnp.dtype(dtype)
-        out = _path(*(jnp.asarray(v, jd) for v in (x_, y_, a_, b_, ms)), solver=solver, cost=cost, warm=warm_start)
+        out = _path(*(np.asarray(v, jd) for v in (x_, y_, a_, b_, ms)), solver, cost=cost, warm=warm_start)
         out = jax.tree.map(np.asarray, out)
     cert = out.certificate
     return MassPath(ms, out.cost, out.col_mass, out.row_mass, out.iterations, out.converged,

@@ -87,6 +87,7 @@ class _ScalingState(NamedTuple):
     eps: jax.Array  # epsilon the kernel was built with
     stable_steps: jax.Array
     relax: rx.Relaxation
+    stable_first: jax.Array  # bool: the next epoch starts with a stable log-domain iteration
 
 
 @jax.tree_util.register_dataclass
@@ -199,6 +200,12 @@ class _Marginals(NamedTuple):
     log_cd: jax.Array
 
 
+def _static(default):
+    """A setting that shapes the compiled program (a branch, a precision): part of the pytree's structure."""
+    return dataclasses.field(metadata=dict(static=True), default=default)
+
+
+@jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class PartialSinkhorn:
     """Sinkhorn for entropic partial OT on the dummy-augmented problem.
@@ -243,13 +250,13 @@ class PartialSinkhorn:
     eps_init: float | None = None
     eps_decay: float | None = None
     eps_steps: int = 10
-    mode: str = "auto"
-    one_pass: bool = True
+    mode: str = _static("auto")
+    one_pass: bool = _static(True)
     absorb_threshold: float = 1e6
-    entropy: str = "augmented"
-    matmul_precision: str = "highest"
-    certify: bool = False
-    relaxation: float | str = 1.0
+    entropy: str = _static("augmented")
+    matmul_precision: str = _static("highest")
+    certify: bool = _static(False)
+    relaxation: float | str = _static(1.0)
 
     def __post_init__(self):
         if self.mode not in ("auto", "scaling", "log"):
@@ -285,6 +292,10 @@ class PartialSinkhorn:
     def __call__(self, prob: PartialProblem, init: tuple | None = None) -> SinkhornOutput:
         """Solve ``prob``; ``init`` = optional (f, g, fd, gd) warm start.
 
+        Compiled once per problem shape and static setting: the numbers (epsilon, tol, max_iter, the
+        schedule, the absorb threshold) are arguments of the program, so changing them reuses it, and
+        the certificate is a program of its own, so ``certify`` True and False share the solve's.
+
         Args:
             prob: the partial problem (geometry of size (n, m), weights, mass).
             init: None (cold start), or potentials (f (n,), g (m,), fd, gd) of a solved problem
@@ -293,6 +304,11 @@ class PartialSinkhorn:
         Returns:
             The :class:`SinkhornOutput`; the certificate is set when ``certify``.
         """
+        out = _solve(dataclasses.replace(self, certify=False), prob, init)
+        return with_certificate(prob, out) if self.certify else out
+
+    def _solve(self, prob: PartialProblem, init: tuple | None) -> SinkhornOutput:
+        """The body of :meth:`__call__`, traced by ``_solve`` (no certificate)."""
         geom = jax.tree.map(jax.lax.stop_gradient, prob.geom)
         a, b = jax.lax.stop_gradient(prob.a), jax.lax.stop_gradient(prob.b)
         m = jax.lax.stop_gradient(prob.m)
@@ -308,7 +324,7 @@ class PartialSinkhorn:
             start = self.eps_init if self.eps_init is not None else geom.max_abs_cost()
             eps0 = jnp.maximum(jnp.asarray(start, dtype), self.epsilon)
         if self.entropy == "plan":
-            return self._certified(prob, self._checked(self._run_plan_entropy(prob, geom, tg, eps0)))
+            return self._checked(self._run_plan_entropy(prob, geom, tg, eps0))
         if init is None:
             f, g = _initial_potentials(a, b, geom.split, dtype)
             fd = jnp.where(jnp.isfinite(tg.log_rd), 0.0, -jnp.inf).astype(dtype)
@@ -323,13 +339,7 @@ class PartialSinkhorn:
         f, g, fd, gd, it, err, eps_last, stable_steps = run(geom, tg, (f, g, fd, gd), eps0)
         converged = (eps_last <= self.epsilon) & (err < self.tol)
         eps = jnp.asarray(self.epsilon, dtype)
-        return self._certified(prob, self._checked(_finalise(prob, f, g, fd, gd, eps, it, converged, stable_steps)))
-
-    def _certified(self, prob: PartialProblem, out: SinkhornOutput) -> SinkhornOutput:
-        if not self.certify:
-            return out
-        cert = certify(prob, *(jax.lax.stop_gradient(p) for p in (out.f, out.g, out.fd, out.gd)), out.epsilon)
-        return dataclasses.replace(out, certificate=cert)
+        return self._checked(_finalise(prob, f, g, fd, gd, eps, it, converged, stable_steps))
 
     def _checked(self, out: SinkhornOutput) -> SinkhornOutput:
         """Converged also means the constraints hold at the returned plan.
@@ -468,10 +478,12 @@ class PartialSinkhorn:
         are absorbed and one stable log-domain iteration is taken).
 
         A cold start (``warm`` False) first takes one stable log-domain iteration (four passes
-        over C). A warm start (potentials of a solved problem: another mass on the mass path,
-        a larger epsilon in ``gap_tol`` rounds) builds its kernel at once: the plan they give is
-        nearly feasible, and where a row of that kernel underflows all the same, the non-finite
-        update is rescued by the same stable step.
+        over C): the plan it gives is nearly feasible, so the kernel built from it neither
+        overflows nor underflows whole rows, whatever eps. A warm start (potentials of a solved
+        problem: another mass on the mass path, a larger epsilon in ``gap_tol`` rounds) builds its
+        kernel at once: the plan they give is nearly feasible, and where a row of that kernel
+        underflows all the same, the non-finite update is rescued by the same stable step. The
+        step is compiled once: an epoch starts with it when the state asks for it.
         """
         dtype = eps0.dtype
         split = geom.split
@@ -487,28 +499,30 @@ class PartialSinkhorn:
             return self._scaling_epoch(geom, tg, s, eps0, log_t, ones)
 
         zero = jnp.array(0, jnp.int32)
-        eps = self._epsilon_at(zero, eps0)
+        inf = jnp.asarray(jnp.inf, dtype)
         relax = rx.start(self.relaxation, dtype)
-        if warm:
-            s = _ScalingState(pots, zero, jnp.asarray(jnp.inf, dtype), eps, zero, relax)
-        else:
-            # A first stable log-domain iteration makes the plan nearly feasible, so the kernel
-            # built from it neither overflows nor underflows whole rows, whatever eps.
-            pots, err, _ = self._log_iteration(geom, tg, pots, eps, stable_only=True)
-            s = _ScalingState(pots, jnp.array(1, jnp.int32), err, eps, jnp.array(1, jnp.int32), relax)
+        s = _ScalingState(pots, zero, inf, self._epsilon_at(zero, eps0), zero, relax, jnp.array(not warm))
         s = jax.lax.while_loop(lambda s: ~self._done(s.it, s.eps, s.err), epoch, s)
         f, g, fd, gd = s.pots
         return f, g, fd, gd, s.it, s.err, s.eps, s.stable_steps
 
+    def _stable_step(self, geom, tg, s: _ScalingState, eps0) -> _ScalingState:
+        """One stable log-domain iteration from ``s.pots``: a cold start, or the rescue of a non-finite update."""
+        eps = self._epsilon_at(s.it, eps0)
+        pots, err, _ = self._log_iteration(geom, tg, s.pots, eps, stable_only=True)
+        one = jnp.array(1, jnp.int32)
+        return s._replace(pots=pots, it=s.it + one, err=err, eps=eps, stable_steps=s.stable_steps + one)
+
     def _scaling_epoch(self, geom, tg, s: _ScalingState, eps0, log_t, ones) -> _ScalingState:
         """One outer iteration of `_run_scaling`.
 
-        Build the kernel for s.pots at the current eps, run the scaling iterations (`_scaling_inner`),
-        absorb the scalings into the potentials (f (n,), g (k,), fd, gd) and, after a non-finite
-        update, take one stable log-domain step.
+        The stable step first when ``s.stable_first``; then build the kernel for s.pots at the current
+        eps, run the scaling iterations (`_scaling_inner`) and absorb the scalings into the potentials
+        (f (n,), g (k,), fd, gd). After a non-finite update the next epoch starts with the stable step.
         log_t: log of the absorb threshold T; ones: unit scalings (u (n,), v (k,), ud, vd).
         """
         split = geom.split
+        s = jax.lax.cond(s.stable_first, lambda s: self._stable_step(geom, tg, s, eps0), lambda s: s, s)
         eps = self._epsilon_at(s.it, eps0)
         kernel = self._kernel(geom, s.pots, eps)
         # an error measured at another epsilon says nothing about this one
@@ -516,16 +530,9 @@ class PartialSinkhorn:
         relax = self._relax_reset(s.relax, eps != s.eps, eps0.dtype)
         scal, it, err, ok, relax = self._scaling_inner(kernel, tg, split, eps, eps0, log_t, ones, s.it, err0, relax)
         pots = self._absorbed(s.pots, scal, eps, split)
-
-        def rescue(pots):
-            pots, err, _ = self._log_iteration(geom, tg, pots, eps, stable_only=True)
-            return pots, err
-
-        pots, err = jax.lax.cond(ok, lambda p: (p, err), rescue, pots)
-        bad = (~ok).astype(jnp.int32)
         # a non-finite update under over-relaxation: go on with half the overrelaxation
         relax = relax._replace(omega=jnp.where(ok, relax.omega, rx.halved(relax.omega)))
-        return _ScalingState(pots, it + bad, err, eps, s.stable_steps + bad, relax)
+        return _ScalingState(pots, it, err, eps, s.stable_steps, relax, ~ok)
 
     def _scaling_inner(self, kernel, tg, split: Split, eps, eps0, log_t, ones, it, err, relax):
         """Scaling iterations against the fixed kernel (K (n, k), srow (n,), scol (k,)) built at `eps`.
@@ -564,6 +571,22 @@ class PartialSinkhorn:
 
         scal, _, it, err, ok, relax = jax.lax.while_loop(cond, body, (ones, ones, it, err, jnp.array(True), relax))
         return scal, it, err, ok, relax
+
+
+@jax.jit
+def _solve(solver: PartialSinkhorn, prob: PartialProblem, init: tuple | None) -> SinkhornOutput:
+    """``solver._solve`` compiled: the solver is an argument, its static settings key the program."""
+    return solver._solve(prob, init)
+
+
+@jax.jit
+def with_certificate(prob: PartialProblem, out: SinkhornOutput) -> SinkhornOutput:
+    """``out`` with the :class:`~puaudit_jax.ot.certificate.Certificate` of its potentials for ``prob``.
+
+    Its own program: a solve without a certificate and one with it share the solve's.
+    """
+    cert = certify(prob, *(jax.lax.stop_gradient(p) for p in (out.f, out.g, out.fd, out.gd)), out.epsilon)
+    return dataclasses.replace(out, certificate=cert)
 
 
 def _scaling_iteration(kernel, scal, tg: _Marginals, split: Split, precision, omega=None):

@@ -21,7 +21,7 @@ from puaudit_jax.ot.certificate import Certificate
 from puaudit_jax.ot.geometry import Geometry
 from puaudit_jax.ot.problem import PartialProblem, unit_rows, validate
 from puaudit_jax.ot.settings import check_settings
-from puaudit_jax.ot.sinkhorn import PartialSinkhorn, SinkhornOutput
+from puaudit_jax.ot.sinkhorn import PartialSinkhorn, SinkhornOutput, with_certificate
 from puaudit_runtime.mesh import make_mesh
 
 #: Default cap on a materialised cost matrix; above it the cosine / callable costs are
@@ -56,7 +56,8 @@ class PartialOTResult:
         exact partial cost OPT (floats): ``upper`` (cost of a rounded feasible plan),
         ``lower`` (a dual-feasible value), ``gap`` = upper - lower, ``violation`` (the rounded
         plan's largest constraint violation: float rounding); None for the exact solvers (their
-        cost is OPT) and without certification. ``plan``, when returned, is then the rounded plan.
+        cost is OPT) and without certification. ``plan`` is the entropic plan either way (the
+        rounded one: ``certificate.round_plan`` and ``rounded_plan``).
       gap_met: with ``gap_tol``, whether the certified gap reached it; else None.
       rounds: solves run (> 1 when ``gap_tol`` lowered epsilon).
     """
@@ -83,9 +84,12 @@ def _violation(row, col, a, b, m) -> float:
     return float(np.maximum(row - a, 0).sum() + np.maximum(col - b, 0).sum() + abs(row.sum() - m))
 
 
-@functools.partial(jax.jit, static_argnames=("solver", "cost", "block_size", "with_plan"))
-def run_points(x, y, a, b, m, init=None, *, solver, cost, block_size, with_plan):
+@functools.partial(jax.jit, static_argnames=("cost", "block_size", "with_plan"))
+def run_points(x, y, a, b, m, init, solver, *, cost, block_size, with_plan):
     """The jitted single-device solve of a problem given by its points.
+
+    One program per shape, cost, block size and static setting of ``solver``: its epsilon, tol and
+    iteration cap are arguments, so changing them compiles nothing new.
 
     Args:
         x: (n, d) source points, rows normalised on the host already (``unit_rows``).
@@ -94,7 +98,7 @@ def run_points(x, y, a, b, m, init=None, *, solver, cost, block_size, with_plan)
         b: (k,) target weights.
         m: () mass to transport.
         init: None or potentials (f (n,), g (k,), fd (), gd ()) to start from.
-        solver: the :class:`PartialSinkhorn` to run (static).
+        solver: the :class:`PartialSinkhorn` to run (a pytree argument).
         cost: cost name of ``Geometry.from_points``, e.g. "cosine" (static).
         block_size: None (dense (n, k) cost) or the block size of the recomputed cost (static).
         with_plan: also return the (n, k) plan (static).
@@ -108,8 +112,8 @@ def run_points(x, y, a, b, m, init=None, *, solver, cost, block_size, with_plan)
     return out, plan
 
 
-@functools.partial(jax.jit, static_argnames=("solver", "with_plan"))
-def _run_matrix(C, a, b, m, init=None, *, solver, with_plan):
+@functools.partial(jax.jit, static_argnames=("with_plan",))
+def _run_matrix(C, a, b, m, init, solver, *, with_plan):
     geom = Geometry.from_matrix(C)
     out = solver(PartialProblem(geom, a, b, m), init=init)
     plan = geom.plan(out.f, out.g, out.epsilon) if with_plan else None
@@ -276,25 +280,33 @@ def solve_partial(
 def _solve_one_device(x, y, matrix, a, b, m, solver, cost, block_size, with_plan, dtype, init=None):
     """The single-device Sinkhorn solve: (SinkhornOutput of numpy arrays, plan or None).
 
-    ``init``: None or potentials (f, g, fd, gd) to start from.
+    ``init``: None or potentials (f, g, fd, gd) to start from. Inputs are cast on the host; the
+    certificate, when asked for, is a program of its own, so the solve's serves both.
     """
     with jax.enable_x64(dtype == "float64"):
-        jd = jnp.dtype(dtype)
-        init = None if init is None else tuple(jnp.asarray(p, jd) for p in init)
-        args = (jnp.asarray(a, jd), jnp.asarray(b, jd), jnp.asarray(m, jd), init)
+        cast = functools.partial(np.asarray, dtype=dtype)
+        init = None if init is None else tuple(map(cast, init))
+        args = (cast(a), cast(b), cast(m), init, dataclasses.replace(solver, certify=False))
         if matrix is not None:
-            out, plan = _run_matrix(jnp.asarray(matrix, jd), *args, solver=solver, with_plan=with_plan)
+            matrix = cast(matrix)
+            out, plan = _run_matrix(matrix, *args, with_plan=with_plan)
         else:
-            out, plan = run_points(
-                jnp.asarray(x, jd),
-                jnp.asarray(y, jd),
-                *args,
-                solver=solver,
-                cost=cost,
-                block_size=block_size,
-                with_plan=with_plan,
-            )
+            x, y = cast(x), cast(y)
+            out, plan = run_points(x, y, *args, cost=cost, block_size=block_size, with_plan=with_plan)
+        if solver.certify:
+            points_cost = None if matrix is not None else cost  # a matrix ``cost`` is ``matrix``
+            out = _certified(x, y, matrix, *args[:3], out, cost=points_cost, block_size=block_size)
         return jax.tree.map(np.asarray, out), None if plan is None else np.asarray(plan)
+
+
+@functools.partial(jax.jit, static_argnames=("cost", "block_size"))
+def _certified(x, y, matrix, a, b, m, out: SinkhornOutput, *, cost, block_size) -> SinkhornOutput:
+    """``out`` with its certificate, for the problem of points x, y (or of ``matrix`` when not None)."""
+    if matrix is not None:
+        geom = Geometry.from_matrix(matrix)
+    else:
+        geom = Geometry.from_points(x, y, cost, block_size=block_size, normalised=True)
+    return with_certificate(PartialProblem(geom, a, b, m), out)
 
 
 def _auto_fallback(result, out, x, y, matrix, cost, a, b, m, tol, exact_backend, return_plan):
@@ -401,10 +413,17 @@ def solve_partial_batch(
     if layout is not None:
         return sharded.solve_batch(solver, xs, ys, m, layout.mesh, cost=cost, block_size=block_size)
 
+    return _batch(xs, ys, m, solver, cost=cost, block_size=block_size)
+
+
+@functools.partial(jax.jit, static_argnames=("cost", "block_size"))
+def _batch(xs, ys, m, solver: PartialSinkhorn, *, cost, block_size) -> SinkhornOutput:
+    """``solve_partial_batch`` on one device: vmap of the solver, uniform weights."""
+
     def one(x, y, mm):
         a = jnp.full(x.shape[0], 1.0 / x.shape[0], x.dtype)
         b = jnp.full(y.shape[0], 1.0 / y.shape[0], y.dtype)
         geom = Geometry.from_points(x, y, cost, block_size=block_size)
         return solver(PartialProblem(geom, a, b, mm))
 
-    return jax.jit(jax.vmap(one))(xs, ys, m)
+    return jax.vmap(one)(xs, ys, m)
