@@ -11,6 +11,7 @@ Where things happen, one module per stage:
 ``score.py``                  pool scored against P' by the scorer (:class:`Scores`)
 ``crossfit.py``               out-of-fold features of the labelled rows (calibrated rules)
 ``decide.py``                 the rule flips the judge's verdicts (:func:`apply_rule`)
+``guarantee.py``              with ``guarantee``: trust, flip or escalate each verdict (:class:`Guarantee`)
 ``report.py``                 :class:`AuditReport`, its versioned JSON (report.json) and text
 ``write.py``                  items.csv / items.parquet / report.json written to a folder
 ``pipeline.py``               :func:`run_audit` / :func:`audit`: the chain, :class:`AuditResult`
@@ -21,6 +22,7 @@ from ..datasets.verdicts import NO_TYPE, flip_verdict
 from .config import DEFAULT_RULE, DEFAULT_SCORER, SEED_RULE, SEED_SCORER, AuditConfig
 from .crossfit import CrossfitSummary, crossfit
 from .decide import apply_rule, with_flips
+from .guarantee import Guarantee
 from .mass import MassEstimate, estimate_m
 from .orient import Oriented, orient
 from .pipeline import ITEM_COLUMNS, ROLES, AuditResult, audit, items_table, roles, run_audit
@@ -41,6 +43,7 @@ __all__ = [
     "DEFAULT_SCORER",
     "DenoisingGroup",
     "FORMAT_VERSION",
+    "Guarantee",
     "HiddenLabels",
     "ITEM_COLUMNS",
     "MassEstimate",

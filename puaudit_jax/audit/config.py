@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .evidence import EVIDENCE_KINDS, check_kinds
-from .rules import FEATURES, get_rule, rule_name
+from .rules import FEATURES, get_rule, needs_crossfit, rule_name
 from .scorers import get_scorer, scorer_name
 
 # Picked by the data. kNN scores (experiments/reproductions/puaudit_rules.py, README "Decision rules"):
@@ -47,6 +47,10 @@ class AuditConfig:
         evidence: the kinds of evidence the evidence rule may weigh (embedding: the PU score; style,
             swapped, confidence, others: the judge's own tells); those the data lack are left out
         other_judges: columns holding other judges' verdicts on the same pairs (A | B | tie | missing)
+        guarantee: agreement A in (0, 1) to guarantee: each pool verdict is trusted, flipped or escalated
+            to a human so that the trusted and flipped ones agree with humans at least A of the time,
+            with probability >= 1 - delta (half of the labelled rows calibrate; needs a calibrated rule)
+        delta: probability in (0, 1) that the guarantee fails
     """
 
     m: float | None = None
@@ -67,6 +71,8 @@ class AuditConfig:
     seed: int = 0
     evidence: tuple[str, ...] = field(default=EVIDENCE_KINDS, metadata={"choices": EVIDENCE_KINDS})
     other_judges: tuple[str, ...] = ()
+    guarantee: float | None = None
+    delta: float = 0.1
 
     def __post_init__(self):
         for key in ("scorer_options", "rule_options"):
@@ -113,6 +119,18 @@ class AuditConfig:
         check_kinds(self.evidence)
         if len(set(self.other_judges)) != len(self.other_judges) or not all(self.other_judges):
             raise ValueError(f"other_judges must be distinct column names, got {list(self.other_judges)}")
+        self._validate_guarantee()
+
+    def _validate_guarantee(self) -> None:
+        """Raise ValueError for a guarantee or delta outside (0, 1), or a rule that gives no P(judge wrong)."""
+        for name in ("guarantee", "delta"):
+            value = getattr(self, name)
+            if value is not None and not (np.isfinite(value) and 0 < value < 1):
+                raise ValueError(f"{name} must be in (0, 1), got {value!r}")
+        if self.guarantee is not None and not needs_crossfit(self.decision_rule()):
+            raise ValueError(f"guarantee needs a calibrated rule (it certifies by P(judge wrong)); rule "
+                             f"{rule_name(self.rule)!r} gives none: use a calibrated rule (evidence, calibrated, "
+                             "calibrated-platt, two-sided, two-sided-platt)")  # fmt: skip
 
     def make_scorer(self):
         """The scorer ``scorer`` names, with ``scorer_options`` (:func:`~puaudit_jax.audit.scorers.get_scorer`)."""

@@ -1,11 +1,13 @@
 """The PUAudit pipeline (seed 000 §3, Appendix A.4, Algorithm 1) as a chain of named stages.
 
     prepare -> estimate_m -> orient -> references -> score -> [crossfit] -> decide -> report
+    with ``guarantee``: half the labels hidden -> the chain above -> certify_items (trust / flip / escalate)
 
 Each stage is a function of frozen dataclasses in its own module of this package; :func:`run_audit`
 only chains them and times them. The result is an :class:`AuditResult`: ``items`` (one row per
 input row, input order: id, question_type, group, judge, human, status, reason, role, score_raw,
-score, adjusted, flipped, p_wrong, p_wrong_lo, p_wrong_hi) and an :class:`AuditReport`.
+score, adjusted, flipped, p_wrong, p_wrong_lo, p_wrong_hi; with a guarantee also ``decision``, and role
+"calibration" on the labelled rows that calibrated it) and an :class:`AuditReport`.
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from ..datasets.exclusions import item_status
+from ..datasets.verdicts import MISSING, question_types
 from ..quantify.sample_check import audit_sample_checks
 from ..quantify.targets import audit_agreement
+from . import guarantee
 from .config import AuditConfig
 from .crossfit import crossfit, with_evidence
 from .decide import apply_rule
@@ -32,7 +37,7 @@ from .rules import CrossFit, needs_crossfit, rule_name
 from .score import Scores, score
 from .scorers import scorer_name
 
-ROLES = ("P", "P-filtered", "holdout", "U", "excluded")
+ROLES = ("P", "P-filtered", "holdout", "U", "excluded", "calibration")
 ITEM_COLUMNS = (
     "id",
     "question_type",
@@ -167,10 +172,41 @@ def run_audit(comparisons: pd.DataFrame, features: PairEmbeddings | Encoder, con
         The :class:`AuditResult`.
 
     Raises:
-        ValueError: a setting out of its range, or bad input (see :func:`prepare`).
+        ValueError: a setting out of its range, or bad input (see :func:`prepare`); with ``guarantee``, too
+            few labelled rows or a P(judge wrong) that ties every row.
     """
-    clock = _Clock()
     config.validate()
+    if config.guarantee is not None:
+        return _with_guarantee(comparisons, features, config)
+    return _audit(comparisons, features, config)
+
+
+def _with_guarantee(comparisons: pd.DataFrame, features, config: AuditConfig) -> AuditResult:
+    """``run_audit`` with ``config.guarantee``: half the labels hidden to calibrate, then trust / flip / escalate.
+
+    See :mod:`puaudit_jax.audit.guarantee`.
+    """
+    table = comparisons.reset_index(drop=True)
+    truth = table["human"].to_numpy(dtype=object)
+    hidden = guarantee.hidden_rows(item_status(table)["status"].to_numpy(), question_types(table["question_type"]),
+                                   table, config)  # fmt: skip
+    result = _audit(table.assign(human=np.where(np.isin(np.arange(len(table)), hidden), MISSING, truth)), features,
+                    config)  # fmt: skip
+    items, certified = guarantee.certify_items(result.items, hidden, truth, table, config)
+    flipped, role = items["flipped"].to_numpy(bool), items["role"].to_numpy()
+    counts = Counts.of(items["status"].to_numpy(), items["reason"].to_numpy(), role, flipped)
+    checks = audit_sample_checks(question_types(table["question_type"]), items["status"].to_numpy(), table,
+                                 config.cluster_by)  # fmt: skip
+    report = replace(result.report, counts=counts, flip_rate=float(flipped[role == "U"].mean()), guarantee=certified,
+                     sample_checks=checks)  # fmt: skip
+    return replace(
+        result, items=items, report=report, u_z=result.u_z[role[result.items["role"].to_numpy() == "U"] == "U"]
+    )
+
+
+def _audit(comparisons: pd.DataFrame, features: PairEmbeddings | Encoder, config: AuditConfig) -> AuditResult:
+    """The chain of stages of :func:`run_audit`, on a validated config."""
+    clock = _Clock()
     data = prepare(comparisons, features, config)
     clock.lap("prepare")
     mass = estimate_m(data, config)

@@ -18,6 +18,7 @@ from ..quantify.sample_check import SampleCheck
 from ..quantify.targets import TargetEstimate
 from .config import AuditConfig
 from .crossfit import CrossfitSummary
+from .guarantee import Guarantee
 from .mass import MassEstimate
 from .references import DenoisingGroup
 from .rules import DecisionSummary
@@ -42,6 +43,7 @@ class Counts:
         holdout: labelled rows held out to estimate m.
         U: pool rows (= unlabelled).
         flipped: pool verdicts flipped.
+        calibration: labelled rows that calibrated a guarantee (hidden from the audit; 0 without one).
     """
 
     input: int
@@ -54,6 +56,7 @@ class Counts:
     holdout: int
     U: int
     flipped: int
+    calibration: int = 0
 
     @classmethod
     def of(cls, status: np.ndarray, reason: np.ndarray, roles: np.ndarray, flipped: np.ndarray) -> Counts:
@@ -75,6 +78,7 @@ class Counts:
             holdout=int((roles == "holdout").sum()),
             U=int((roles == "U").sum()),
             flipped=int(flipped.sum()),
+            calibration=int((roles == "calibration").sum()),
         )
 
 
@@ -125,6 +129,7 @@ class AuditReport:
         hidden_labels: the ``--hide-labels`` check, or None.
         agreement: judge-human agreement estimates (PPI++ with the audit's predictions).
         sample_checks: checks that the labelled rows are a random sample.
+        guarantee: what ``guarantee`` certified (trust / flip / escalate), or None.
         format_version: the report.json layout's version.
     """
 
@@ -143,6 +148,7 @@ class AuditReport:
     hidden_labels: HiddenLabels | None = None
     agreement: tuple[TargetEstimate, ...] = ()
     sample_checks: tuple[SampleCheck, ...] = ()
+    guarantee: Guarantee | None = None
     format_version: int = FORMAT_VERSION
 
     @property
@@ -185,6 +191,8 @@ class AuditReport:
             out["agreement"] = [row.to_dict() for row in self.agreement]
         if self.sample_checks:
             out["random_sample_checks"] = [c.to_dict() for c in self.sample_checks]
+        if self.guarantee is not None:
+            out["guarantee"] = self.guarantee.to_dict()
         return out
 
     @classmethod
@@ -200,7 +208,8 @@ class AuditReport:
                 f"report format_version {version} is newer than this puaudit ({FORMAT_VERSION}): "
                 "upgrade puaudit to read it"
             )
-        optional = {"decision": DecisionSummary, "crossfit": CrossfitSummary, "hidden_labels": HiddenLabels}
+        optional = {"decision": DecisionSummary, "crossfit": CrossfitSummary, "hidden_labels": HiddenLabels,
+                    "guarantee": Guarantee}  # fmt: skip
         return cls(
             counts=Counts(**data["counts"]),
             flip_rate=data["flip_rate"],
@@ -238,6 +247,8 @@ class AuditReport:
                          f"{e.estimate:.3f} [{e.lower:.3f}, {e.upper:.3f}] ({100 * e.level:.0f}% interval, "
                          f"{e.n_labelled} labelled, {e.n_unlabelled} pool items)"))  # fmt: skip
         lines += [f"warning: {c.warning}" for c in self.sample_checks if c.warning]
+        if self.guarantee is not None:
+            lines += self.guarantee.lines()
         return "\n".join(lines)
 
 

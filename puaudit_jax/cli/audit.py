@@ -26,7 +26,7 @@ from . import inputs
 from .options import add_options, options_from_args
 
 AUDIT_FIELDS = ("m", "eta", "alpha1", "alpha2", "holdout", "group_by", "min_group_size", "folds", "cluster_by", "seed",
-                "evidence", "other_judges")  # fmt: skip
+                "evidence", "other_judges", "guarantee", "delta")  # fmt: skip
 RULE_FIELDS, RULE_RENAME = ("threshold", "confidence"), {"threshold": "flip_threshold"}
 
 

@@ -269,3 +269,17 @@ def test_demo_table_prints_published_numbers():
     assert "0.539/0.552" in text  # seed Table 5, Qwen coding
     assert "0.780/0.800" in text  # GPT-5.4-mini mixture beside "all"
     assert text.count("\n") == 3
+
+
+def test_audit_with_a_guarantee_writes_decisions_and_says_what_it_certified(cone_files, capsys):
+    root, data = cone_files
+    out = root / "guarantee"
+    argv = ["audit", str(root / "cmp.jsonl"), "--embeddings", str(root / "emb.npz"), "--scorer", "centroid",
+            "--guarantee", "0.8", "--delta", "0.2", "--out", str(out), "--no-figures"]  # fmt: skip
+    assert main(argv) == 0
+    items = pd.read_parquet(out / "items.parquet")
+    assert set(items.loc[items.role == "U", "decision"]) <= {"trust", "flip", "escalate"}
+    assert (items.role == "calibration").sum() == 60  # half of the 120 labelled rows
+    report = json.loads((out / "report.json").read_text())["guarantee"]
+    assert report["agreement"] == 0.8 and report["delta"] == 0.2 and report["n_calibration"] == 60
+    assert "guarantee: agreement >= 0.8 with probability >= 0.8" in capsys.readouterr().out
