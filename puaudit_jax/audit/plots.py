@@ -10,7 +10,11 @@
   P(judge wrong) on the labelled items (binned predicted vs observed error rate, with the hidden
   pool's observed rate when known), (b) the pool's P(judge wrong) sorted, with its bootstrap
   interval and the flip threshold, coloured by hidden truth when known.
-- :func:`audit_figures` -- both into an output folder.
+- :func:`guarantee_figure` -- ``--guarantee``'s risk-coverage curve: the agreement guaranteed at level
+  1 - delta (one-sided Clopper-Pearson bound of the calibration rows above each threshold) and the
+  calibration rows' observed agreement against the share of the pool certified, the target A, the
+  judge's raw agreement, and the kept threshold.
+- :func:`audit_figures` -- all of them that apply into an output folder.
 
 The seed's panel (c) sorts a "diagnostic score" 0.6 (1 - r) + 0.4 (1 - d) whose terms it does not
 define; we sort the normalised transport score s̄ itself.
@@ -242,8 +246,30 @@ def calibration_figure(
     return fig
 
 
+def guarantee_figure(guarantee, path: str | Path | None = None, *, title: str = ""):
+    """Risk-coverage of a :class:`~puaudit_jax.audit.guarantee.Guarantee` (see the module docstring)."""
+    g = guarantee
+    curve = np.array([r[:5] for r in g.curve], float).reshape(-1, 5)  # threshold, coverage, n, errors, bound
+    observed = np.where(curve[:, 2] > 0, 1 - curve[:, 3] / np.maximum(curve[:, 2], 1), np.nan)
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    ax.plot(curve[:, 1], observed, color=C_OK, lw=1, alpha=0.6, label="calibration rows' agreement")
+    ax.plot(curve[:, 1], curve[:, 4], color=C_KEEP, lw=2, label=f"guaranteed at {1 - g.delta:g} (lower bound)")
+    ax.axhline(g.agreement, color=C_BAD, ls="--", lw=1, label=f"target A = {g.agreement:g}")
+    ax.axhline(g.judge_agreement, color="grey", ls=":", lw=1, label=f"judge alone ({g.judge_agreement:.3f})")
+    if g.threshold is not None:
+        ax.plot([g.coverage], [g.lower_bound], "o", color=C_FLIP, label=f"certified: {g.coverage:.1%} of the pool")
+    ax.set(xlabel="share of the pool certified (trust or flip)", ylabel="agreement with humans", xlim=(0, 1.01),
+           ylim=(min(0.5, g.judge_agreement - 0.05), 1.005))  # fmt: skip
+    ax.legend(fontsize=8, loc="lower left")
+    ax.set_title(title or f"trust, flip or escalate: {g.n_calibration} calibration rows", fontsize=10)
+    fig.tight_layout()
+    if path is not None:
+        save_figure(fig, path, dpi=120)
+    return fig
+
+
 def audit_figures(result, truth: pd.Series | None, out: str | Path, *, title: str) -> list[str]:
-    """``out``/figure2.png and, for a calibrated rule, ``out``/calibration.png; returns their names."""
+    """``out``/figure2.png; for a calibrated rule calibration.png; with a guarantee guarantee.png; their names."""
     out = Path(out)
     plt.close(figure2(result, truth, out / "figure2.png", title=f"{title}: audit diagnostics"))
     names = ["figure2.png"]
@@ -257,4 +283,8 @@ def audit_figures(result, truth: pd.Series | None, out: str | Path, *, title: st
             )
         )
         names.append("calibration.png")
+    if result.report.guarantee is not None:
+        plt.close(guarantee_figure(result.report.guarantee, out / "guarantee.png", title=f"{title}: trust, flip or "
+                                   f"escalate at A = {result.report.guarantee.agreement:g}"))  # fmt: skip
+        names.append("guarantee.png")
     return names

@@ -235,12 +235,17 @@ class AuditReport:
             f"items {c.input}: labelled {c.labelled}, unlabelled {c.unlabelled}, excluded {c.excluded} "
             f"{c.exclusion_reasons}",
             f"P {c.P} -> P' {c.P_denoised}, holdout {c.holdout}, U {c.U}; m = {m.value:.3f} ({m.source}{raw}), "
-            f"eta = {self.eta}; flipped {c.flipped} ({self.flip_rate:.1%})",
+            + ("" if self.decision is not None else f"eta = {self.eta}; ")  # eta: the score rules' threshold
+            + f"flipped {c.flipped} ({self.flip_rate:.1%})",
             f"scorer {self.scorer}, rule {self.rule}, solver paths {self.solver_paths}, "
             f"time {self.timings_s.get('total', float('nan')):.2f}s",
         ]
         if self.decision is not None:
             lines.append(_decision_line(self.decision))
+            if self.decision.abstained and self.guarantee is None:
+                lines.append("the judge's verdicts stand; `--guarantee A` (AuditConfig.guarantee) certifies which "
+                             "of them agree with humans at least A of the time and names the rows a human must "
+                             "see")  # fmt: skip
         for row in self.agreement:
             e = row.estimate
             lines.append(f"agreement m, {e.estimator}: " + (e.note if not e.estimable else
