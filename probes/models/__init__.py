@@ -7,7 +7,7 @@ out = pre.model.apply(pre.params, ids, positions, valid)  # Llama
 """
 
 from .config import DecoderConfig, EncoderConfig, RopeConfig, config_from_hf, read_config
-from .gguf_convert import cache_root, convert_gguf
+from .gguf_convert import convert_gguf
 from .pretrained import BUNDLED, Pretrained, build_model, load_pretrained, resolve
 from .tokenizer import Tokenizer, load_tokenizer
 
@@ -19,7 +19,6 @@ __all__ = [
     "RopeConfig",
     "Tokenizer",
     "build_model",
-    "cache_root",
     "config_from_hf",
     "convert_gguf",
     "load_pretrained",

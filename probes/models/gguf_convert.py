@@ -3,7 +3,7 @@
 The file is read and dequantised with the `gguf` package (llama.cpp's own reader); llama.cpp's
 converter permutes the rows of q/k projections of `llama` checkpoints (interleaved rotary pairs),
 which is undone here exactly as transformers' GGUF loader does. The converted folder lives in the
-user cache (`$PUAUDIT_CACHE`, default `~/.cache/puaudit_jax`) under a key made of the file's path,
+user cache (`$PUAUDIT_CACHE/gguf`, default `~/.cache/puaudit/gguf`) under a key made of the file's path,
 size, modification time and this converter's version; it is written to a temporary directory and
 renamed into place, so an interrupted conversion never leaves a half folder. No torch needed.
 
@@ -21,6 +21,8 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from puaudit_runtime.cache import cache_dir
 
 CONVERTER_VERSION = "1"
 
@@ -43,11 +45,6 @@ _ARCHS = {
     "qwen2": ("qwen2", "Qwen2ForCausalLM"),
     "qwen3": ("qwen3", "Qwen3ForCausalLM"),
 }
-
-
-def cache_root() -> Path:
-    """`$PUAUDIT_CACHE` or `~/.cache/puaudit_jax`."""
-    return Path(os.environ.get("PUAUDIT_CACHE") or Path.home() / ".cache" / "puaudit_jax")
 
 
 def _field(reader, key, default=None):
@@ -239,7 +236,7 @@ def convert_gguf(path: str | Path, out_dir: Path | None = None, progress: bool =
         raise FileNotFoundError(f"{path}: GGUF file not found")
     st = path.stat()
     key = hashlib.sha256(f"{path}|{st.st_size}|{st.st_mtime_ns}|{CONVERTER_VERSION}".encode()).hexdigest()[:16]
-    final = Path(out_dir) if out_dir else cache_root() / "gguf" / f"{path.stem}-{key}"
+    final = Path(out_dir) if out_dir else cache_dir("gguf") / f"{path.stem}-{key}"
     if (final / "config.json").is_file():
         return final
 

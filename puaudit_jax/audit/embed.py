@@ -18,7 +18,6 @@ are encoded once (many comparisons share a response).
 
 from __future__ import annotations
 
-import os
 import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -27,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from puaudit_runtime.cache import cache_dir
 from puaudit_runtime.files import atomic_path
 
 from ..datasets.exclusions import EXCLUDED, item_status
@@ -156,9 +156,8 @@ def embed_comparisons(table: pd.DataFrame, encoder: Encoder, *, source: str = "e
 
 
 def default_cache_dir() -> Path:
-    """``$PUAUDIT_CACHE`` or ``~/.cache/puaudit/embeddings``."""
-    root = os.environ.get("PUAUDIT_CACHE")
-    return Path(root) if root else Path.home() / ".cache" / "puaudit" / "embeddings"
+    """``$PUAUDIT_CACHE/embeddings`` (default ``~/.cache/puaudit/embeddings``; :mod:`puaudit_runtime.cache`)."""
+    return cache_dir("embeddings")
 
 
 def _encoding_summary(report) -> dict:
@@ -225,7 +224,7 @@ class EmbedConfig:
 
     Fields:
         encoder: minilm (default), smollm2 or a local model folder
-        cache_dir: embedding cache folder (default $PUAUDIT_CACHE or ~/.cache/puaudit/embeddings)
+        cache_dir: embedding cache folder (default $PUAUDIT_CACHE/embeddings or ~/.cache/puaudit/embeddings)
         no_cache: do not use the embedding disk cache
         batch_size: inputs per encoder batch
         max_length: encoder input cap in tokens (default: 256 for minilm with middle_out, else the

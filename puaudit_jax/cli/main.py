@@ -15,7 +15,9 @@ DATA is a comparison file (jsonl / csv / parquet; see :mod:`puaudit_jax.datasets
 bundled set: ``mtbench``, ``llmfao-gpt4``, ``llmfao-gpt3``. User errors -- a bad option value
 (argparse's included), file, row or folder -- print one line ``error: ...`` on stderr and exit with
 status 2; ``--debug`` anywhere on the line shows the traceback instead. Ctrl-C prints ``interrupted``
-and exits with status 130 (the traceback too with ``--debug``).
+and exits with status 130 (the traceback too with ``--debug``). Compiled programs are kept under
+``$PUAUDIT_CACHE/jax`` (:func:`puaudit_runtime.cache.enable_compilation_cache`) unless JAX's own
+compilation cache is set.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import os
 import signal
 import sys
 import zipfile
+
+from puaudit_runtime.cache import enable_compilation_cache
 
 from .audit import add_audit_parser
 from .consensus import add_consensus_parser
@@ -115,6 +119,7 @@ def _run(argv: list[str], debug: bool) -> int:
     """Parse ``argv`` and run its command; a user error becomes :class:`CommandError` (see :func:`main`)."""
     args = build_parser().parse_args([a for a in argv if a != "--debug"])
     args.argv = ["puaudit", *argv]
+    enable_compilation_cache()  # a second run of a command compiles nothing (puaudit_runtime.cache)
     try:
         return args.func(args)
     except SystemExit as err:  # a command's own "error: ..." exit

@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from puaudit_runtime.cache import cache_dir
 from puaudit_runtime.files import atomic_path
 
 from ..datasets.verdicts import JUDGE_VERDICTS, TIE, A, B, normalize_verdict
@@ -263,8 +264,7 @@ def content_key(*parts: object) -> str:
 
 def default_cache_dir() -> Path:
     """The judges' response cache folder: $PUAUDIT_CACHE/judges, else ~/.cache/puaudit/judges."""
-    root = os.environ.get("PUAUDIT_CACHE") or Path.home() / ".cache" / "puaudit"
-    return Path(root) / "judges"
+    return cache_dir("judges")
 
 
 class ResponseCache:
