@@ -139,7 +139,8 @@ def _abstract_args(layout, n, k, d, dtype="float32"):
 def _compile(mode, max_iter, layout, block_size, args):
     from puaudit_jax.ot.sharded import program
 
-    return program(_solver(mode, max_iter), layout, "cosine", block_size, False, True).lower(*args).compile()
+    solver = _solver(mode, max_iter)
+    return program(solver, layout, "cosine", block_size, False, True).lower(solver, *args).compile()
 
 
 # ----------------------------------------------------------------------------- memory

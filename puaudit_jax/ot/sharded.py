@@ -144,16 +144,17 @@ def _geometry(x, y, matrix, cost, block_size, split) -> Geometry:
     return Geometry.from_points(x, y, cost, block_size=block_size, split=split, normalised=True)
 
 
-@functools.lru_cache(maxsize=64)
 def program(solver: PartialSinkhorn, layout: Layout, cost, block_size, with_plan: bool, points: bool,
             warm: bool = False):  # fmt: skip
     """The jitted sharded solve: ``jit(shard_map(one device's solve))`` over ``layout.mesh``, cached.
 
-    Its arguments are global arrays of padded sizes N, K (multiples of the rows / columns split
+    Its first argument is the solver (a pytree: its numbers are arguments, so one program serves every
+    epsilon, tol and iteration cap with the same static settings, e.g. each round of ``gap_tol``); the
+    others are global arrays of padded sizes N, K (multiples of the rows / columns split
     counts), split as ``layout.specs`` says (``place`` puts host arrays there).
 
     Args:
-        solver: the :class:`PartialSinkhorn` each device runs (static).
+        solver: the :class:`PartialSinkhorn` each device runs (its static settings key the program).
         layout: :class:`Layout`: the mesh and which axes split the rows and the columns.
         cost: cost name of ``Geometry.from_points`` (e.g. "cosine"); None with ``points=False``.
         block_size: None (dense cost) or the block size of the recomputed (log-domain) cost.
@@ -163,23 +164,29 @@ def program(solver: PartialSinkhorn, layout: Layout, cost, block_size, with_plan
         warm: four more arguments, the potentials (f (N,), g (K,), fd (), gd ()) to start from.
 
     Returns:
-        A jitted function of those arguments -> (SinkhornOutput of global arrays, plan (N, K) or
-        None); ``.lower(*abstract args).compile()`` gives its per-device HLO and memory.
+        A jitted function (solver, *arrays) -> (SinkhornOutput of global arrays, plan (N, K) or
+        None); ``.lower(solver, *abstract args).compile()`` gives its per-device HLO and memory.
     """
+    return _program(jax.tree.structure(solver), solver.certify, layout, cost, block_size, with_plan, points, warm)
+
+
+@functools.lru_cache(maxsize=64)
+def _program(settings, certify: bool, layout: Layout, cost, block_size, with_plan: bool, points: bool, warm: bool):
+    """:func:`program`, cached by the solver's static settings (its pytree structure), not its numbers."""
     split, sp = layout.split, layout.specs
 
-    def run(*args):
+    def run(solver, *args):
         args, init = (args[:-4], args[-4:]) if warm else (args, None)
         (x, y, a, b, m), matrix = (args, None) if points else ((None, None, *args[1:]), args[0])
         geom = _geometry(x, y, matrix, cost, block_size, split)
         out = solver(PartialProblem(geom, a, b, m), init=init)
         return out, (geom.plan(out.f, out.g, out.epsilon) if with_plan else None)
 
-    in_specs = (sp["x"], sp["y"]) if points else (sp["matrix"],)
+    in_specs = (P(),) + ((sp["x"], sp["y"]) if points else (sp["matrix"],))  # P(): the solver's numbers
     in_specs += (sp["a"], sp["b"], sp["m"])
     if warm:  # potentials are split like the weights they belong to
         in_specs += (sp["a"], sp["b"], sp["m"], sp["m"])
-    out_specs = (layout.output_specs(solver.certify), sp["plan"] if with_plan else None)
+    out_specs = (layout.output_specs(certify), sp["plan"] if with_plan else None)
     return jax.jit(jax.shard_map(run, mesh=layout.mesh, in_specs=in_specs, out_specs=out_specs))
 
 
@@ -278,7 +285,7 @@ def solve(
                      jnp.asarray(fd), jnp.asarray(gd))  # fmt: skip
         run = program(solver, layout, None if matrix is not None else cost, block_size, with_plan, matrix is None,
                       init is not None)  # fmt: skip
-        out, plan = run(*args)
+        out, plan = run(solver, *args)
         out = jax.tree.map(_to_host, out)
         plan = None if plan is None else _to_host(plan)[:n, :k]
     return _unpad(out, n, k), plan
@@ -339,7 +346,7 @@ def solve_process_local(
             local(b_p, sp["b"], share * n_proc),
             jnp.asarray(m, jd),
         )
-        out, _ = program(solver, layout, cost, block_size, False, True)(*args)
+        out, _ = program(solver, layout, cost, block_size, False, True)(solver, *args)
         # U's outputs stay where they are (this process's share); the rest is whole on every process
         fields = {f.name: getattr(out, f.name) for f in dataclasses.fields(out)}
         own = {name: _local_rows(fields.pop(name))[: len(y_local)] for name in ("g", "col_mass")}
@@ -497,7 +504,8 @@ def memory_per_device(
             spec((K,), sp["b"]),
             spec((), sp["m"]),
         )
-        stats = program(solver, layout, cost, block_size, False, True).lower(*args).compile().memory_analysis()
+        run = program(solver, layout, cost, block_size, False, True)
+        stats = run.lower(solver, *args).compile().memory_analysis()
     out = dict(
         arguments=int(stats.argument_size_in_bytes),
         outputs=int(stats.output_size_in_bytes),

@@ -153,7 +153,7 @@ layout = Layout.of(make_mesh(8, "2x4"))
 solver = PartialSinkhorn(epsilon=0.05)
 args = (np.zeros((40, 6), np.float32), np.zeros((104, 6), np.float32), np.zeros(40, np.float32),
         np.zeros(104, np.float32), np.float32(0.5))
-hlo = sharded.program(solver, layout, "cosine", None, False, True).lower(*args).compile().as_text()
+hlo = sharded.program(solver, layout, "cosine", None, False, True).lower(solver, *args).compile().as_text()
 kinds = "all-reduce|all-gather|all-to-all|collective-permute|reduce-scatter"
 ops = re.findall(r"= (\\w+)\\[([\\d,]*)\\][^=]*? (" + kinds + r")\\(", hlo)
 emit(dict(ops=[(kind, [int(d) for d in dims.split(",") if d]) for _, dims, kind in ops]))
