@@ -28,6 +28,8 @@ every Sinkhorn needs thousands of iterations).
     python -m experiments.benchmarks.ot            # full run (about 30-40 min on 2 cores)
     python -m experiments.benchmarks.ot --quick    # small sizes, a minute or two
     python -m experiments.benchmarks.ot --memory   # compiled memory of each solve (no run)
+    python -m experiments.benchmarks.ot --first-call   # a fresh process's first solve, compilation
+        included: ours with cold and with warm persistent compilation caches, ott-jax cold (ratios)
     python -m experiments.benchmarks.ot --devices 2 --solvers ours,ours-blocked   # + ours@mesh rows:
         the same solves split over 2 devices (forced host devices on CPU), side by side
 
@@ -252,6 +254,11 @@ def worker(spec: dict) -> dict:
 
     import puaudit_jax.ot  # noqa: F401
 
+    if spec.get("compile_cache"):  # --first-call: ours with a persistent compilation cache
+        from puaudit_runtime.cache import enable_compilation_cache
+
+        enable_compilation_cache(spec["compile_cache"])
+
     if spec["solver"].startswith("ott"):
         import ott.solvers.linear.sinkhorn  # noqa: F401
     x, y = make_problem(spec["n"], spec["k"])
@@ -260,6 +267,8 @@ def worker(spec: dict) -> dict:
         from puaudit_runtime.mesh import make_mesh
 
         fn = functools.partial(fn, mesh=make_mesh(spec["mesh"]["devices"], spec["mesh"]["shape"]))
+    if spec.get("certify"):  # --first-call's certified rows
+        fn = functools.partial(fn, certify=True)
     kw = dict(eps=spec["eps"], tol=spec["tol"], max_iter=spec["max_iter"])
     warm = spec["solver"] not in EXACT
     first = None
@@ -460,10 +469,14 @@ def main(argv=None):
     ap.add_argument(
         "--memory", action="store_true", help="only the compiled-memory table (XLA buffer assignment, no solve)"
     )
+    ap.add_argument("--first-call", action="store_true", help="only the first-call table (fresh processes)")
     add_device_arguments(ap, cluster=False, what="ours@mesh")
     args = ap.parse_args(argv)
     if args.worker:
         emit(worker(json.loads(args.worker)))
+        return
+    if args.first_call:
+        first_call_table(args)
         return
     if args.memory:
         sizes = _square_sizes(args.sizes)
@@ -550,6 +563,52 @@ def main(argv=None):
     out = ROOT / args.out
     print("\n" + _write(out, rows, args.tol, bw))
     print(f"\nwrote {out} and {out.with_suffix('.md')}")
+
+
+FIRST_CALL = (  # (row, solver, persistent compilation cache, certify)
+    ("ours, cold", "ours", False, False),
+    ("ours, cold, certified", "ours", False, True),
+    ("ours, warm cache", "ours", True, False),
+    ("ours, warm cache, certified", "ours", True, True),
+    ("ott-jax, cold", "ott", False, False),
+)
+
+
+def first_call_table(args) -> str:
+    """Seconds of a fresh process's first solve (compilation included), medians over ``--repeats`` processes.
+
+    The rows run interleaved, one process each, at the first of ``--sizes`` and ``--eps``: ours without a
+    persistent compilation cache, ours with one warmed by an untimed process, and ott-jax (no cache).
+    Writes ``results/bench_ot_first_call.{json,md}``.
+    """
+    import tempfile
+
+    n, eps = _square_sizes(args.sizes)[0][0], float(args.eps.split(",")[0])
+    cache = tempfile.mkdtemp(prefix="puaudit-first-call-")
+    env = {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    base = dict(n=n, k=n, eps=eps, tol=args.tol, max_iter=args.max_iter, repeats=1)
+    for certify in (False, True):  # fill the persistent cache, untimed
+        run_worker(MODULE, dict(base, solver="ours", certify=certify, compile_cache=cache), env=env)
+    runs = {name: [] for name, *_ in FIRST_CALL}
+    for _ in range(args.repeats):
+        for name, solver, cached, certify in FIRST_CALL:
+            spec = dict(base, solver=solver, certify=certify, compile_cache=cache if cached else None)
+            runs[name].append(run_worker(MODULE, spec, env=env, timeout=args.timeout))
+    ott = statistics.median(r["first"] for r in runs["ott-jax, cold"])
+    lines = [f"First call in a fresh process, {n} x {n}, d {D}, eps {eps}, tol {args.tol}: median of {args.repeats} "
+             "processes (s)", "", "| run | first call | steady solve | first / ott-jax's first |",
+             "|---|---|---|---|"]  # fmt: skip
+    rows = []
+    for name, *_ in FIRST_CALL:
+        first, steady = (statistics.median(r[k] for r in runs[name]) for k in ("first", "time"))
+        rows.append(dict(run=name, first=first, steady=steady, ratio=first / ott, runs=runs[name]))
+        lines.append(f"| {name} | {first:.2f} | {steady:.3f} | {first / ott:.2f} |")
+    text = "\n".join(lines)
+    out = ROOT / "results" / "bench_ot_first_call.json"
+    dump_json(dict(n=n, d=D, eps=eps, tol=args.tol, repeats=args.repeats, rows=rows), out, default=float)
+    write_text(text + "\n", out.with_suffix(".md"))
+    print(text)
+    return text
 
 
 def _square_sizes(arg: str) -> list[tuple[int, int]]:

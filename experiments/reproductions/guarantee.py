@@ -82,8 +82,9 @@ def _outcomes(items: pd.DataFrame, truth: np.ndarray, agreements, delta: float, 
 
 
 def run_split(table, emb, truth, keep, others, agreements, delta, seed) -> list[dict]:
-    """Every signal's outcomes on one split (labels outside ``keep`` hidden)."""
-    hidden = table.assign(human=np.where(keep, table["human"].to_numpy(dtype=object), MISSING))
+    """Every signal's outcomes on one split (the labels of labelled rows outside ``keep`` hidden)."""
+    hide = (truth != MISSING) & ~keep  # rows left out of the population (a human tie, ...) stay as they are
+    hidden = table.assign(human=np.where(hide, MISSING, table["human"].to_numpy(dtype=object)))
     rows = []
     for signal, kinds in SIGNALS.items():
         config = AuditConfig(guarantee=min(agreements), delta=delta, evidence=kinds, other_judges=others, seed=seed)
