@@ -342,8 +342,9 @@ def certify_items(items: pd.DataFrame, hidden: np.ndarray, truth: np.ndarray, ta
     role[cal] = "calibration"
     pool = np.flatnonzero(role == "U")
     q_cal, q_pool = confidence(p[cal]), confidence(p[pool])
-    finite = np.concatenate([q_cal, q_pool])[np.isfinite(np.concatenate([q_cal, q_pool]))]
-    if len(finite) and np.ptp(finite) == 0:
+    known = p[np.concatenate([cal, pool])]
+    known = known[np.isfinite(known)]
+    if len(known) > 1 and np.ptp(known) == 0:
         raise ValueError("guarantee: every row has the same P(judge wrong) (everything tied): the audit cannot rank "
                          "verdicts by it; give it evidence (--other-judges, both orders) or more labels")  # fmt: skip
     correct = final_verdicts(p[cal], judge[cal]) == human[cal]
