@@ -13,6 +13,8 @@ binomial testing):
 - ``audit``: every kind of evidence the set has (the default);
 - ``confidence``: the judge's verdict strength alone; ``both orders``: its verdict with the responses
   swapped alone (SCOPE's signal); ``embedding``: the PU score alone;
+- ``one sequence``: the audit's P(judge wrong), one fixed sequence from the strictest threshold (Jung
+  et al.'s Alg. 1) instead of the default's five starts;
 - ``plug-in``: the audit's P(judge wrong) with the naive threshold (the calibration agreement >= A, no
   finite-sample correction).
 
@@ -69,9 +71,11 @@ def _outcomes(items: pd.DataFrame, truth: np.ndarray, agreements, delta: float, 
     correct = final_verdicts(p[cal], judge[cal]) == human[cal]
     rows = []
     for a in agreements:
-        for name, t in ((signal, select(confidence(p[cal]), correct, confidence(p[pool]), a, delta).threshold),
-                        ("plug-in", plug_in(confidence(p[cal]), correct, confidence(p[pool]), a))):  # fmt: skip
-            if name == "plug-in" and signal != "audit":
+        q_cal, q_pool = confidence(p[cal]), confidence(p[pool])
+        for name, t in ((signal, select(q_cal, correct, q_pool, a, delta).threshold),
+                        ("one sequence", select(q_cal, correct, q_pool, a, delta, starts=()).threshold),
+                        ("plug-in", plug_in(q_cal, correct, q_pool, a))):  # fmt: skip
+            if name in ("one sequence", "plug-in") and signal != "audit":
                 continue
             decision, final = decisions(p[pool], judge[pool], t)
             kept = decision != "escalate"
@@ -132,7 +136,7 @@ def markdown(table: pd.DataFrame) -> str:
     table = table.assign(cell=[f"{r.violations:.2f} / {r.coverage:.2f}" for r in table.itertuples()])
     wide = table.pivot_table(index=["set", "judge_agreement", "p_ratio", "A"], columns="signal", values="cell",
                              aggfunc="first", sort=False).reset_index()  # fmt: skip
-    order = ["audit", "confidence", "both orders", "embedding", "plug-in"]
+    order = ["audit", "one sequence", "confidence", "both orders", "embedding", "plug-in"]
     wide = wide[[c for c in ["set", "judge_agreement", "p_ratio", "A", *order] if c in wide.columns]].fillna("n/a")
     wide["judge_agreement"] = wide["judge_agreement"].map(lambda v: f"{v:.3f}")
     return markdown_table(wide)
