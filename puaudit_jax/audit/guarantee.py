@@ -185,10 +185,11 @@ def labels_needed(selection: Selection, n_cal: int, n_labelled: int, agreement: 
     """More labelled rows that would likely certify something, when nothing was; None if more labels won't help.
 
     At the grid threshold with the best observed calibration agreement r (among those with at least 10
-    rows), the smallest n whose binomial test rejects with a share 1 - r of errors; scaled by the share
-    of the ``n_cal`` calibration rows above it and doubled (half of the labelled rows calibrate), less the
-    ``n_labelled`` at hand. None when no threshold's observed agreement exceeds A (better evidence is
-    needed, not more labels).
+    rows), the smallest n whose binomial test rejects at the sequences' level with a share 1 - r of
+    errors; scaled by the share of the ``n_cal`` calibration rows above it and doubled (half of the
+    labelled rows calibrate), less the ``n_labelled`` at hand. None when no threshold's observed
+    agreement exceeds A (better evidence is needed, not more labels). It reads the best observed rate,
+    so it is a median, not a guarantee: about half of the samples of that size certify (a test measures it).
     """
     candidates = [r for r in selection.curve if r[2] >= 10]
     if not candidates:
@@ -199,8 +200,8 @@ def labels_needed(selection: Selection, n_cal: int, n_labelled: int, agreement: 
     rate = (n - e) / n
     if rate <= agreement:
         return None
-    sizes = np.arange(1, 10**6 + 1)
-    rejects = np.flatnonzero(binom.cdf(np.floor(sizes * (1 - rate)), sizes, 1 - agreement) <= delta)
+    sizes, level = np.arange(1, 10**6 + 1), delta / max(1, len(selection.starts))  # the sequences' level
+    rejects = np.flatnonzero(binom.cdf(np.floor(sizes * (1 - rate)), sizes, 1 - agreement) <= level)
     if len(rejects) == 0:
         return None
     return max(0, 2 * math.ceil(int(sizes[rejects[0]]) * n_cal / n) - n_labelled)
@@ -238,7 +239,7 @@ class Guarantee:
         calibration_agreement: the calibration rows' agreement of the final verdicts above the threshold,
             or None.
         judge_agreement: the judge's agreement on the calibration rows (every row, no selection).
-        labels_needed: when nothing was certified, about how many more labelled rows would likely
+        labels_needed: when nothing was certified, about how many more labelled rows would (in about half of the draws)
             certify some (None: more labels would not help at this A, or something was certified).
         applies: whether the guarantee's assumptions hold as far as the data show.
         notes: why it does not apply, or what to do next.
@@ -296,7 +297,8 @@ def notes_for(selection: Selection, labels: int | None, judge_agreement: float, 
     notes = [f"does not apply: {w}" for w in warnings]
     if selection.threshold is None:
         if labels is not None:
-            notes.append(f"about {labels} more labelled rows (a random sample) would likely certify some rows")
+            notes.append(f"about {labels} more labelled rows (a random sample) would certify some rows, in about half "
+                         "of the draws")  # fmt: skip
         else:
             notes.append(f"no confidence level reaches {agreement:g} on the calibration rows: more labels will "
                          "not help; give the audit evidence (both presentation orders, a second judge's "
