@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -137,6 +138,7 @@ def _abstract_args(layout, n, k, d, dtype="float32"):
 
 
 def _compile(mode, max_iter, layout, block_size, args):
+    """The compiled sharded solve of ``args`` (x, y, a, b, m); call it as ``prog(solver, *args)``."""
     from puaudit_jax.ot.sharded import program
 
     solver = _solver(mode, max_iter)
@@ -293,15 +295,18 @@ def solve_worker(spec: dict) -> dict:
 
     t = time.perf_counter()
     abstract = _abstract_args(layout, n, k, d)
-    short = _compile(mode, spec["short"], layout, block, abstract)
-    long_ = _compile(mode, spec["short"] + spec["iters"], layout, block, abstract)
+    programs = {}
+    for name, iters in (("short", spec["short"]), ("long", spec["short"] + spec["iters"])):
+        compiled = _compile(mode, iters, layout, block, abstract)
+        programs[name] = functools.partial(compiled, _solver(mode, iters))  # the solver's numbers: an argument
+    short, long_ = programs["short"], programs["long"]
     res["compile_s"] = time.perf_counter() - t
-    ma = long_.memory_analysis()
+    ma = long_.func.memory_analysis()
     peak = ma.argument_size_in_bytes + ma.output_size_in_bytes + ma.temp_size_in_bytes
     res["peak_per_device"] = int(peak)
     with open("/proc/meminfo") as fh:
         avail = next(int(ln.split()[1]) * 1024 for ln in fh if ln.startswith("MemAvailable"))
-    local = len(jax.local_devices())
+    local = len(jax.local_devices()) if jax.default_backend() == "cpu" else 0  # XLA's buffers in host memory
     if peak * local + 4 * (n + k) * d * 3 > spec.get("mem_fraction", 0.6) * avail:
         res["skipped"] = (
             f"needs {peak * local / 2**30:.1f} GiB of XLA buffers (+ host data) on this process, "

@@ -115,7 +115,7 @@ def solve_mass_path(x, y, ms, *, a=None, b=None, cost: str = "cosine", epsilon: 
         raise ValueError(f"ms must be a non-empty 1-D grid of masses, got shape {ms.shape}")
     x_, y_, _, a_, b_, _ = validate(x, y, ms[0], a=a, b=b, cost=cost)  # the data once, then every mass
     ms = np.array([checked_mass(m, a_, b_) for m in ms])
-    x_, y_ = unit_rows(x_, y_, cost)
+    x_, y_ = unit_rows(x_, y_, cost, dtype=np.float64 if dtype == "float64" else None)
     solver = PartialSinkhorn(epsilon=float(epsilon), tol=float(tol), max_iter=int(max_iter), certify=certify,
                              relaxation=relaxation)  # fmt: skip
     with jax.enable_x64(dtype == "float64"):

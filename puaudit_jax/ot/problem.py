@@ -68,16 +68,36 @@ def pad_points(z: np.ndarray, w: np.ndarray, size: int) -> tuple[np.ndarray, np.
     return np.concatenate([z, np.repeat(z[:1], extra, 0)]), np.concatenate([w, np.zeros(extra, w.dtype)])
 
 
-def unit_rows(x: np.ndarray, y: np.ndarray, cost) -> tuple[np.ndarray, np.ndarray]:
+def unit_rows(x: np.ndarray, y: np.ndarray, cost, dtype=None) -> tuple[np.ndarray, np.ndarray]:
     """For the cosine cost, x (n, d) and y (k, d) with rows scaled to unit norm; other costs: unchanged.
 
-    The scaling is done in float64 on the host (a float32 norm of rows scaled by 1e20 overflows and of
-    rows scaled by 1e-30 underflows). The solvers then build their geometry with ``normalised=True``.
+    One pass for the norms, accumulated in float64 (a float32 sum of squares overflows for rows
+    scaled by 1e20 and underflows for rows scaled by 1e-30), and one for the scaled copy, written in
+    ``dtype`` (None: the input's precision, float32 or float64): no float64 copy of float32 points.
+    The solvers then build their geometry with ``normalised=True``.
+
+    Raises:
+        ValueError: naming the first zero row of x or y (the cosine cost is undefined there).
     """
     if not (isinstance(cost, str) and cost == "cosine"):
         return x, y
-    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-    return x / np.linalg.norm(x, axis=1, keepdims=True), y / np.linalg.norm(y, axis=1, keepdims=True)
+    return _unit("x", x, dtype), _unit("y", y, dtype)
+
+
+def _unit(name: str, z: np.ndarray, dtype) -> np.ndarray:
+    z = np.asarray(z)
+    out = np.dtype(dtype) if dtype is not None else (z.dtype if z.dtype in (np.float32, np.float64) else np.float64)
+    norms = np.sqrt(np.einsum("ij,ij->i", z, z, dtype=np.float64))
+    zero = norms <= np.finfo(np.float64).tiny
+    if zero.any():
+        raise ValueError(
+            f"{name} row {int(np.argmax(zero))} is a zero vector: the cosine cost is undefined "
+            f"({int(zero.sum())} zero rows)"
+        )
+    inv = (1.0 / norms)[:, None]
+    if out == np.float64 or z.dtype == np.float64:  # the product in float64 (1 / norm may leave float32's range)
+        return np.multiply(z, inv, dtype=np.float64).astype(out, copy=False)
+    return np.multiply(z, inv.astype(np.float32), dtype=np.float32)
 
 
 def _finite(name: str, arr: np.ndarray) -> None:
@@ -105,6 +125,12 @@ def _weights(name: str, w, n: int, dtype) -> np.ndarray:
     return w
 
 
+def _float_points(z, dtype) -> np.ndarray:
+    """``z`` as a numpy array: float32 and float64 arrays as they are (no copy), anything else as ``dtype``."""
+    z = np.asarray(z)
+    return z if z.dtype in (np.float32, np.float64) else z.astype(dtype)
+
+
 def validate(x, y, m, a=None, b=None, cost="cosine", dtype=np.float64):
     """Check and convert concrete inputs; raise ``ValueError`` naming the argument.
 
@@ -118,7 +144,9 @@ def validate(x, y, m, a=None, b=None, cost="cosine", dtype=np.float64):
       dtype: numpy dtype of the returned arrays.
 
     Returns:
-      (x, y, matrix, a, b, m) as numpy arrays of ``dtype`` (x, y or matrix may be None).
+      (x, y, matrix, a, b, m) as numpy arrays of ``dtype`` (x, y or matrix may be None), except that
+      float32 and float64 points keep their precision (no host copy of large clouds). Zero rows under
+      the cosine cost are found by :func:`unit_rows`, which every caller applies next.
     """
     matrix = None
     if not (isinstance(cost, str) or callable(cost)):
@@ -138,7 +166,7 @@ def validate(x, y, m, a=None, b=None, cost="cosine", dtype=np.float64):
             raise ValueError(f"cost must be 'cosine', 'sqeuclidean', a callable or a matrix; got {cost!r}")
         if x is None or y is None:
             raise ValueError("x and y are required unless cost is a precomputed matrix")
-        x, y = np.asarray(x, dtype=dtype), np.asarray(y, dtype=dtype)
+        x, y = _float_points(x, dtype), _float_points(y, dtype)
         for name, z in (("x", x), ("y", y)):
             if z.ndim != 2:
                 raise ValueError(f"{name} must be 2-D (points x dims); got shape {z.shape}")
@@ -147,14 +175,6 @@ def validate(x, y, m, a=None, b=None, cost="cosine", dtype=np.float64):
             _finite(name, z)
         if x.shape[1] != y.shape[1]:
             raise ValueError(f"dimension mismatch: x has d={x.shape[1]}, y has d={y.shape[1]}")
-        if cost == "cosine":
-            for name, z in (("x", x), ("y", y)):
-                zero = np.linalg.norm(z, axis=1) <= np.finfo(dtype).tiny
-                if zero.any():
-                    raise ValueError(
-                        f"{name} row {int(np.argmax(zero))} is a zero vector: the cosine cost is "
-                        f"undefined ({int(zero.sum())} zero rows)"
-                    )
         n, k = x.shape[0], y.shape[0]
     a = _weights("a", a, n, dtype)
     b = _weights("b", b, k, dtype)

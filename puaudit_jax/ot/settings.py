@@ -43,6 +43,14 @@ def _positive_int(name, value) -> None:
         raise ValueError(f"{name} must be a positive integer; got {value!r}")
 
 
+def _auto_or_positive_int(name, value) -> None:
+    if value != "auto":
+        try:
+            _positive_int(name, value)
+        except ValueError:
+            raise ValueError(f"{name} must be 'auto' or a positive integer; got {value!r}") from None
+
+
 def _one_of(choices):
     def check(name, value):
         if not isinstance(value, str) or value not in choices:
@@ -74,7 +82,7 @@ RULES = {
     "gap_tol": _optional(_positive_finite("cost units, or None")),
     "max_iter": _positive_int,
     "block_size": _optional(_positive_int),
-    "memory_budget": _positive_int,
+    "memory_budget": _auto_or_positive_int,
     "eps_decay": _eps_decay,
     "relaxation": _relaxation,
     "certify": _flag,
@@ -87,8 +95,8 @@ def check_settings(**settings) -> None:
     """Raise ValueError naming the first bad setting among ``settings`` (name=value, in order).
 
     Accepted: ``method`` in :data:`METHODS`; ``dtype`` "float32" or "float64"; ``epsilon`` and
-    ``tol`` positive finite numbers; ``gap_tol`` None or a positive finite number; ``max_iter``
-    and ``memory_budget`` (bytes) positive integers, ``block_size`` None or one; ``eps_decay``
+    ``tol`` positive finite numbers; ``gap_tol`` None or a positive finite number; ``max_iter`` a
+    positive integer, ``memory_budget`` "auto" or one (bytes), ``block_size`` None or one; ``eps_decay``
     None or in (0, 1); ``relaxation`` "auto" or in [1, 2); ``certify``, ``warm_start``,
     ``return_plan`` booleans.
 

@@ -245,8 +245,9 @@ def solve(
 
     Args:
       solver: the :class:`PartialSinkhorn` each device runs.
-      x: (n, d) source points (None with ``matrix``).
-      y: (k, d) target points (None with ``matrix``).
+      x: (n, d) source points (None with ``matrix``); for the cosine cost, rows of unit norm
+        (``problem.unit_rows``, as ``solve_partial`` passes them).
+      y: (k, d) target points (None with ``matrix``), likewise.
       a: (n,) source weights.
       b: (k,) target weights.
       m: the mass to transport.
@@ -273,7 +274,6 @@ def solve(
             a_p, b_p = np.pad(a, (0, N - n)).astype(jd), np.pad(b, (0, K - k)).astype(jd)
             args = (place(C, layout, sp["matrix"]),)
         else:
-            x, y = unit_rows(x, y, cost)
             (x_p, a_p), (y_p, b_p) = pad_points(x, a, N), pad_points(y, b, K)
             args = (place(x_p.astype(jd), layout, sp["x"]), place(y_p.astype(jd), layout, sp["y"]))
             a_p, b_p = a_p.astype(jd), b_p.astype(jd)

@@ -24,9 +24,15 @@ from puaudit_jax.ot.settings import check_settings
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn, SinkhornOutput, with_certificate
 from puaudit_runtime.mesh import make_mesh
 
-#: Default cap on a materialised cost matrix; above it the cosine / callable costs are
-#: computed block by block and the plan is not returned.
-DEFAULT_MEMORY_BUDGET = 1 << 30
+#: Default cap on a materialised cost matrix: "auto" (:func:`memory_budget_of`); above the cap the
+#: cosine / callable costs are computed block by block and the plan is not returned.
+DEFAULT_MEMORY_BUDGET = "auto"
+#: "auto" on the CPU, or on a device that reports no memory limit: 1 GiB (host memory is shared
+#: with the rest of the process and the machine).
+HOST_MEMORY_BUDGET = 1 << 30
+#: "auto" on an accelerator: this share of the device's memory (the dense scaling mode holds the cost,
+#: its kernel and, with ``return_plan``, the plan: three matrices of the budget's size, and XLA's temporaries).
+DEVICE_MEMORY_SHARE = 0.25
 #: ``gap_tol``: at most this many solves (epsilon / 4 each time: 4^5 ~ 1000x smaller at the last).
 MAX_GAP_ROUNDS = 6
 #: The exact solvers are dense float64; refuse to build more than this for a fallback.
@@ -136,6 +142,34 @@ def layout_for(mesh) -> sharded.Layout | None:
     return sharded.Layout.of(mesh)
 
 
+def memory_budget_of(devices) -> int:
+    """Bytes ``memory_budget="auto"`` allows a materialised cost matrix (per device) on ``devices``.
+
+    Args:
+        devices: the JAX devices the solve runs on (one, or a mesh's).
+
+    Returns:
+        ``HOST_MEMORY_BUDGET`` on the CPU or where a device reports no memory limit, else
+        ``DEVICE_MEMORY_SHARE`` of the smallest device's memory limit (``memory_stats()["bytes_limit"]``):
+        a 20,000 x 100,000 float32 cost (8 GB) stays dense on an 80 GB GPU, where the blocked mode
+        recomputes a matmul per pass and runs about 10x slower.
+    """
+    limits = []
+    for dev in devices:
+        stats = dev.memory_stats() if dev.platform != "cpu" else None
+        if not stats or not stats.get("bytes_limit"):
+            return HOST_MEMORY_BUDGET
+        limits.append(int(stats["bytes_limit"]))
+    return int(DEVICE_MEMORY_SHARE * min(limits)) if limits else HOST_MEMORY_BUDGET
+
+
+def _memory_budget(budget: int | str, layout: sharded.Layout | None) -> int:
+    """``memory_budget`` in bytes: itself, or for "auto" :func:`memory_budget_of` the solve's devices."""
+    if budget != "auto":
+        return budget
+    return memory_budget_of(jax.devices()[:1] if layout is None else list(layout.mesh.devices.flat))
+
+
 def _dense_cost_np(x, y, matrix, cost) -> np.ndarray:
     """The float64 cost matrix for the exact solvers (same definition as Geometry)."""
     if matrix is not None:
@@ -176,7 +210,7 @@ def solve_partial(
     max_iter: int = 5000,
     eps_decay: float | None = None,
     dtype: str = "float32",
-    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    memory_budget: int | str = DEFAULT_MEMORY_BUDGET,
     block_size: int | None = None,
     return_plan: bool = True,
     exact_backend: str = "emd",
@@ -204,8 +238,9 @@ def solve_partial(
       max_iter: Sinkhorn's iteration limit (see ``PartialSinkhorn``).
       eps_decay: Sinkhorn's epsilon-scaling factor, or None (see ``PartialSinkhorn``).
       dtype: "float32" or "float64" for Sinkhorn (the exact solvers are float64).
-      memory_budget: bytes allowed for a materialised cost matrix; above it the cost is
-        computed block by block (cosine / sqeuclidean / callable costs only).
+      memory_budget: bytes allowed for a materialised cost matrix (per device); above it the cost is
+        computed block by block (cosine / sqeuclidean / callable costs only). "auto": 1 GiB on the
+        CPU, a quarter of the device's memory on an accelerator (:func:`memory_budget_of`).
       block_size: force blocked mode with this many rows per block.
       return_plan: materialise the (n, k) plan when the cost matrix is materialised.
       exact_backend: "emd" (POT network simplex) or "highs" (scipy LP; small problems).
@@ -236,8 +271,8 @@ def solve_partial(
                    eps_decay=eps_decay, gap_tol=gap_tol, memory_budget=memory_budget, return_plan=return_plan,
                    certify=certify, relaxation=relaxation)  # fmt: skip
     x, y, matrix, a, b, m = validate(x, y, m, a=a, b=b, cost=cost, dtype=np.float64)
-    if matrix is None:
-        x, y = unit_rows(x, y, cost)
+    if matrix is None:  # float32 points stay float32 unless the solve is in float64
+        x, y = unit_rows(x, y, cost, dtype=np.float64 if dtype == "float64" or method == "exact" else None)
     n, k = matrix.shape if matrix is not None else (x.shape[0], y.shape[0])
     itemsize = np.dtype(dtype).itemsize
     layout = layout_for(mesh)
@@ -249,8 +284,10 @@ def solve_partial(
     if isinstance(cost, str) and cost == "sqeuclidean":
         _check_sqeuclidean_range(x, y, dtype)
 
-    if block_size is None and matrix is None and n_dev * k_dev * itemsize > memory_budget:
-        block_size = max(1, min(1024, memory_budget // (4 * max(n_dev, k_dev) * itemsize)))
+    if block_size is None and matrix is None and n_dev * k_dev * itemsize > (
+        budget := _memory_budget(memory_budget, layout)
+    ):
+        block_size = max(1, min(1024, budget // (4 * max(n_dev, k_dev) * itemsize)))
     blocked = block_size is not None and matrix is None
     solver = PartialSinkhorn(epsilon=float(epsilon), tol=float(tol), max_iter=int(max_iter), eps_decay=eps_decay,
                              certify=certify or gap_tol is not None, relaxation=relaxation)  # fmt: skip

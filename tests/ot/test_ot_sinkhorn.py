@@ -231,6 +231,27 @@ def test_memory_budget_switches_to_blocked_mode():
     np.testing.assert_allclose(small.col_mass, dense.col_mass, atol=2e-6)
 
 
+class _Device:
+    """A stand-in for a JAX device: its platform and memory_stats() (None where it reports none)."""
+
+    def __init__(self, platform, limit=None):
+        self.platform, self._limit = platform, limit
+
+    def memory_stats(self):
+        return None if self._limit is None else {"bytes_limit": self._limit, "bytes_in_use": 0}
+
+
+def test_auto_memory_budget_is_a_share_of_the_accelerators_memory():
+    from puaudit_jax.ot.solve import DEVICE_MEMORY_SHARE, HOST_MEMORY_BUDGET, memory_budget_of
+
+    gpu80, gpu40 = _Device("gpu", 80 << 30), _Device("gpu", 40 << 30)
+    assert memory_budget_of([gpu80]) == int(DEVICE_MEMORY_SHARE * (80 << 30))
+    assert memory_budget_of([gpu80, gpu40]) == int(DEVICE_MEMORY_SHARE * (40 << 30))  # the smallest device
+    assert memory_budget_of([_Device("cpu", 64 << 30)]) == HOST_MEMORY_BUDGET  # host memory is shared
+    assert memory_budget_of([gpu80, _Device("tpu")]) == HOST_MEMORY_BUDGET  # a device that reports no limit
+    assert memory_budget_of(jax.devices()) == HOST_MEMORY_BUDGET  # the tests run on the CPU
+
+
 @pytest.mark.parametrize("mode", ["scaling", "log"])
 def test_epsilon_scaling_reaches_the_same_solution(x64, mode):
     rng = np.random.default_rng(11)
