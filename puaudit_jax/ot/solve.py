@@ -284,10 +284,10 @@ def solve_partial(
     if isinstance(cost, str) and cost == "sqeuclidean":
         _check_sqeuclidean_range(x, y, dtype)
 
-    if block_size is None and matrix is None and n_dev * k_dev * itemsize > (
-        budget := _memory_budget(memory_budget, layout)
-    ):
-        block_size = max(1, min(1024, budget // (4 * max(n_dev, k_dev) * itemsize)))
+    if block_size is None and matrix is None:
+        budget = _memory_budget(memory_budget, layout)
+        if n_dev * k_dev * itemsize > budget:
+            block_size = max(1, min(1024, budget // (4 * max(n_dev, k_dev) * itemsize)))
     blocked = block_size is not None and matrix is None
     solver = PartialSinkhorn(epsilon=float(epsilon), tol=float(tol), max_iter=int(max_iter), eps_decay=eps_decay,
                              certify=certify or gap_tol is not None, relaxation=relaxation)  # fmt: skip
