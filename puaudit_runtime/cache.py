@@ -13,6 +13,7 @@ deleting a folder only costs time.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 KINDS = ("embeddings", "judges", "gguf", "jax")
@@ -48,12 +49,18 @@ def enable_compilation_cache(path: str | Path | None = None) -> Path | None:
     Returns:
         The folder in use, or None when the user already set JAX's own cache (``JAX_COMPILATION_CACHE_DIR``
         or ``jax.config.jax_compilation_cache_dir``), which is then left alone.
-    """
-    import jax
 
-    if os.environ.get("JAX_COMPILATION_CACHE_DIR") or jax.config.jax_compilation_cache_dir:
+    Before JAX is imported the settings go through the environment (JAX reads them when it starts), so a
+    command that needs no JAX never imports it; afterwards through ``jax.config``.
+    """
+    jax = sys.modules.get("jax")
+    if os.environ.get("JAX_COMPILATION_CACHE_DIR") or (jax is not None and jax.config.jax_compilation_cache_dir):
         return None
     folder = Path(path) if path is not None else cache_dir("jax")
+    if jax is None:
+        os.environ["JAX_COMPILATION_CACHE_DIR"] = str(folder)
+        os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = str(MIN_COMPILE_SECONDS)
+        return folder
     jax.config.update("jax_compilation_cache_dir", str(folder))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
     return folder

@@ -51,6 +51,10 @@ class AuditConfig:
             to a human so that the trusted and flipped ones agree with humans at least A of the time,
             with probability >= 1 - delta (half of the labelled rows calibrate; needs a calibrated rule)
         delta: probability in (0, 1) that the guarantee fails
+        cascade: with guarantee, rows the judge's verdict is not certified for go to the other judges in the
+            order given (cheapest first), each audited on its own verdicts with the judges before it (never
+            those after it) as evidence; a row no judge is certified for goes to a human; one guarantee for
+            the whole output
     """
 
     m: float | None = None
@@ -73,6 +77,7 @@ class AuditConfig:
     other_judges: tuple[str, ...] = ()
     guarantee: float | None = None
     delta: float = 0.1
+    cascade: bool = False
 
     def __post_init__(self):
         for key in ("scorer_options", "rule_options"):
@@ -127,6 +132,9 @@ class AuditConfig:
             value = getattr(self, name)
             if value is not None and not (np.isfinite(value) and 0 < value < 1):
                 raise ValueError(f"{name} must be in (0, 1), got {value!r}")
+        if self.cascade and (self.guarantee is None or not self.other_judges):
+            raise ValueError("cascade needs a guarantee (--guarantee A) and the judges to cascade to "
+                             "(--other-judges, cheapest first)")  # fmt: skip
         if self.guarantee is not None and not needs_crossfit(self.decision_rule()):
             raise ValueError(f"guarantee needs a calibrated rule (it certifies by P(judge wrong)); rule "
                              f"{rule_name(self.rule)!r} gives none: use a calibrated rule (evidence, calibrated, "

@@ -51,7 +51,7 @@ guarantee does not apply).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -59,7 +59,7 @@ from scipy.stats import beta, binom
 
 from ..datasets.exclusions import EXCLUDED, LABELLED
 from ..datasets.verdicts import flip_verdict
-from ..quantify.sample_check import audit_sample_checks
+from ..quantify.targets import usable_rows
 from .calibration import crossfit_folds
 
 DECISIONS = ("trust", "flip", "escalate")
@@ -181,6 +181,44 @@ def plug_in(q_cal: np.ndarray, correct: np.ndarray, q_pool: np.ndarray, agreemen
     return min(ok) if ok else None
 
 
+def cascade(stages, cal: np.ndarray, pool: np.ndarray, human: np.ndarray, agreement: float,
+            delta: float) -> tuple[np.ndarray, list[Selection]]:  # fmt: skip
+    """The judge certified for each row, judges tried in order (Jung et al. §4, the cascade).
+
+    Judge k's threshold is tested on the calibration rows no earlier judge certified, with the pool rows
+    no earlier judge certified as its grid, at level ``delta`` / (number of judges): with probability
+    >= 1 - delta every judge's certified rows agree with humans at least A of the time, and so does their
+    union. A row goes to the first judge certified for it; a row no judge is certified for is escalated.
+    One judge: :func:`select` at level ``delta``, unchanged.
+
+    Args:
+        stages: per judge, cheapest first, (P(judge k wrong) (n,), judge k's verdicts (n,)); NaN where
+            judge k has no P (no verdict, or left out of its audit): never certified there.
+        cal: calibration row indices (into the n rows).
+        pool: pool row indices (into the n rows).
+        human: (n,) the human verdicts (read on ``cal`` only).
+        agreement: A in (0, 1).
+        delta: D in (0, 1), for the whole cascade.
+
+    Returns:
+        (stage (n,): index of the judge certified for each calibration and pool row, -1 elsewhere or
+        escalated; each judge's :class:`Selection`).
+    """
+    chosen = np.full(len(human), -1)
+    left_cal, left_pool, selections = np.asarray(cal), np.asarray(pool), []
+    for k, (p_wrong, judge) in enumerate(stages):
+        q = confidence(p_wrong)
+        correct = final_verdicts(p_wrong[left_cal], judge[left_cal]) == human[left_cal]
+        selection = select(q[left_cal], correct, q[left_pool], agreement, delta / len(stages))
+        selections.append(selection)
+        if selection.threshold is None:
+            continue
+        taken_cal, taken_pool = q[left_cal] >= selection.threshold, q[left_pool] >= selection.threshold
+        chosen[left_cal[taken_cal]], chosen[left_pool[taken_pool]] = k, k
+        left_cal, left_pool = left_cal[~taken_cal], left_pool[~taken_pool]
+    return chosen, selections
+
+
 def labels_needed(selection: Selection, n_cal: int, n_labelled: int, agreement: float, delta: float) -> int | None:
     """More labelled rows that would likely certify something, when nothing was; None if more labels won't help.
 
@@ -244,6 +282,8 @@ class Guarantee:
         applies: whether the guarantee's assumptions hold as far as the data show.
         notes: why it does not apply, or what to do next.
         curve: the fixed-sequence test's grid (see :class:`Selection`), for the risk-coverage figure.
+        stages: with a cascade, one (judge, threshold or None, pool rows it decides, calibration rows that
+            reached it) per judge in order; () with one judge.
     """
 
     agreement: float
@@ -261,12 +301,14 @@ class Guarantee:
     applies: bool
     notes: tuple[str, ...]
     curve: tuple = ()
+    stages: tuple = ()
 
     def to_dict(self) -> dict:
         """JSON-able form."""
         out = asdict(self)
         out["coverage_by_type"] = {k: list(v) for k, v in self.coverage_by_type.items()}
         out["notes"], out["curve"] = list(self.notes), [list(r) for r in self.curve]
+        out["stages"] = [list(r) for r in self.stages]
         return out
 
     @classmethod
@@ -274,28 +316,36 @@ class Guarantee:
         """Inverse of :meth:`to_dict`."""
         by_type = {k: (int(v[0]), float(v[1])) for k, v in data["coverage_by_type"].items()}
         curve = tuple(tuple(r) for r in data.get("curve", ()))
-        return cls(**{**data, "coverage_by_type": by_type, "notes": tuple(data["notes"]), "curve": curve})
+        stages = tuple(tuple(r) for r in data.get("stages", ()))
+        return cls(**{**data, "coverage_by_type": by_type, "notes": tuple(data["notes"]), "curve": curve,
+                      "stages": stages})  # fmt: skip
 
     def lines(self) -> list[str]:
         """The report's text: what was certified, or why nothing was and what would help."""
         head = (f"guarantee: agreement >= {self.agreement:g} with probability >= {1 - self.delta:g} "
                 f"({self.n_calibration} labelled rows calibrate, {self.n_fit} fit the audit)")  # fmt: skip
-        if self.threshold is None:
+        c = self.counts
+        if c["trust"] + c["flip"] == 0:
             out = [head + f": nothing certified; every pool row is escalated (judge agrees on "
                    f"{self.judge_agreement:.1%} of the calibration rows)"]  # fmt: skip
         else:
-            c = self.counts
+            at = "" if self.threshold is None else (
+                f"; the judge: confidence >= {self.threshold:.3f}, calibration agreement "
+                f"{self.calibration_agreement:.1%}, lower bound {self.lower_bound:.3f}")  # fmt: skip
             out = [head + f": {self.coverage:.1%} of the pool certified (trust {c['trust']}, flip {c['flip']}, "
-                   f"escalate {c['escalate']}); confidence >= {self.threshold:.3f}, calibration agreement "
-                   f"{self.calibration_agreement:.1%}, lower bound {self.lower_bound:.3f}"]  # fmt: skip
+                   f"escalate {c['escalate']}){at}"]  # fmt: skip
+        for judge, threshold, decided, reached in self.stages:
+            at = "nothing certified" if threshold is None else f"confidence >= {threshold:.3f}"
+            out.append(f"guarantee: cascade: {judge}: {at}, decides {decided} pool rows ({reached} calibration rows "
+                       "reached it)")  # fmt: skip
         return out + [f"guarantee: {note}" for note in self.notes]
 
 
-def notes_for(selection: Selection, labels: int | None, judge_agreement: float, agreement: float,
+def notes_for(certified: bool, labels: int | None, judge_agreement: float, agreement: float,
               warnings: list[str]) -> tuple[str, ...]:  # fmt: skip
-    """The report's advice: broken assumptions first, then what would let the guarantee certify more."""
+    """The report's advice: broken assumptions first, then (nothing ``certified``) what would certify some."""
     notes = [f"does not apply: {w}" for w in warnings]
-    if selection.threshold is None:
+    if not certified:
         if labels is not None:
             notes.append(f"about {labels} more labelled rows (a random sample) would certify some rows, in about half "
                          "of the draws")  # fmt: skip
@@ -319,6 +369,40 @@ def final_verdicts(p_wrong: np.ndarray, judge: np.ndarray) -> np.ndarray:
     """(n,) the judge's verdict where P(judge wrong) <= 1/2 (or unknown), the flipped one where it is above."""
     judge = np.asarray(judge, dtype=object)
     return np.where(np.asarray(p_wrong, float) > 0.5, flip_verdict(judge), judge)
+
+
+def escalation_plan(items: pd.DataFrame, threshold: float | None) -> pd.DataFrame:
+    """The escalated rows as a label plan, in ``puaudit plan-labels``' format (``quantify.plan.PLAN_COLUMNS``).
+
+    Every usable row (a judge verdict; a human one or none) is in the plan. Unlabelled rows are
+    ``pool`` rows: selected with probability 1 when escalated or left out of the audit (no certified
+    verdict), with probability 0 when certified. Rows labelled before the plan carry the probability
+    the same rule would have given them: 1 without a confidence >= ``threshold`` (from ``p_wrong``, else
+    ``p_wrong_cross``), else 0. Once humans have labelled the selected rows, ``puaudit quantify DATA
+    --plan DIR`` weights every label by its inclusion probability r + (1 - r) pi, where r is the share
+    of rows labelled before the plan (a random sample, as the guarantee assumes): r > 0 keeps every
+    row's probability positive, so the intervals stay valid although certified rows are never drawn.
+
+    Args:
+        items: a guaranteed audit's item table (``decision``, ``p_wrong``, ``p_wrong_cross``, verdicts).
+        threshold: the guarantee's kept threshold on the confidence, or None (nothing certified).
+
+    Returns:
+        One row per usable item: id, role (labelled | pool), p_wrong, sampling_prob, selected.
+    """
+    labelled, unlabelled = usable_rows(items)
+    used = labelled | unlabelled
+    p = items["p_wrong"].to_numpy(float)
+    if "p_wrong_cross" in items.columns:
+        p = np.where(np.isfinite(p), p, items["p_wrong_cross"].to_numpy(float))
+    certified = np.zeros(len(items), bool) if threshold is None else confidence(p) >= threshold
+    if "decision" in items.columns:  # pool rows: the audit's own decision
+        decision = items["decision"].to_numpy(dtype=object)
+        certified = np.where(unlabelled, np.isin(decision, ("trust", "flip")), certified)
+    pi = np.where(certified, 0.0, 1.0)
+    return pd.DataFrame({"id": items["id"].astype(str).to_numpy()[used],
+                         "role": np.where(unlabelled, "pool", "labelled")[used], "p_wrong": p[used],
+                         "sampling_prob": pi[used], "selected": (unlabelled & ~certified)[used]})  # fmt: skip
 
 
 def hidden_rows(status: np.ndarray, types: np.ndarray, table, config) -> np.ndarray:
@@ -346,19 +430,24 @@ def hidden_rows(status: np.ndarray, types: np.ndarray, table, config) -> np.ndar
     return np.sort(labelled[calibration_rows(np.asarray(types, dtype=object)[labelled], clusters, rng)])
 
 
-def certify_items(items: pd.DataFrame, hidden: np.ndarray, truth: np.ndarray, table, config):
+def certify_items(items: pd.DataFrame, hidden: np.ndarray, truth: np.ndarray, checks, config, others=()):
     """Trust, flip or escalate every pool row of an audit run with the ``hidden`` rows' labels hidden.
 
     Args:
         items: the audit's item table (calibration rows among the pool, role U, human "missing").
         hidden: (k,) row indices whose human verdicts were hidden (:func:`hidden_rows`).
         truth: (n,) the human verdicts of every row before hiding.
-        table: the comparison table (random-sample checks by its ``cluster_by`` column).
+        checks: the random-sample checks of the labels as given (``quantify.sample_check.audit_sample_checks``):
+            a failed one says the guarantee does not apply.
         config: the audit's settings.
+        others: the cascade's later judges, in order: (name, the item table of the same audit run on that
+            judge's verdicts, same rows in the same order); () without a cascade.
 
     Returns:
         (items with the hidden labels back, role "calibration" on the calibration rows, a ``decision``
-        column ("" off the pool), ``adjusted`` / ``flipped`` from the decisions; the :class:`Guarantee`).
+        column ("" off the pool), ``adjusted`` / ``flipped`` from the decisions and, with a cascade,
+        ``decided_by`` (the judge whose verdict a certified row takes, "human" when escalated) and
+        ``p_wrong[NAME]`` (the later judges' P(judge wrong)); the :class:`Guarantee`).
 
     Raises:
         ValueError: every row has the same P(judge wrong) (nothing to rank by).
@@ -371,31 +460,42 @@ def certify_items(items: pd.DataFrame, hidden: np.ndarray, truth: np.ndarray, ta
     cal = hidden[role[hidden] == "U"]
     role[cal] = "calibration"
     pool = np.flatnonzero(role == "U")
-    q_cal, q_pool = confidence(p[cal]), confidence(p[pool])
     known = p[np.concatenate([cal, pool])]
     known = known[np.isfinite(known)]
     if len(known) > 1 and np.ptp(known) == 0:
         raise ValueError("guarantee: every row has the same P(judge wrong) (everything tied): the audit cannot rank "
                          "verdicts by it; give it evidence (--other-judges, both orders) or more labels")  # fmt: skip
-    correct = final_verdicts(p[cal], judge[cal]) == human[cal]
-    selection = select(q_cal, correct, q_pool, config.guarantee, config.delta)
-    decision, final = decisions(p[pool], judge[pool], selection.threshold)
-    column, adjusted = np.full(len(items), "", dtype=object), judge.copy()
-    column[pool], adjusted[pool] = decision, final
-    items = items.assign(human=human, status=status, role=role, adjusted=adjusted, flipped=column == "flip",
-                         decision=column)  # fmt: skip
+    stages = [(p, judge)] + [(it["p_wrong"].to_numpy(float), it["judge"].to_numpy(dtype=object)) for _, it in others]
+    chosen, selections = cascade(stages, cal, pool, human, config.guarantee, config.delta)
+    decision, adjusted = np.full(len(items), "", dtype=object), judge.copy()
+    decision[pool], by = "escalate", np.where(role == "U", "human", "").astype(object)
+    for k, (p_k, judge_k) in enumerate(stages):
+        rows = pool[chosen[pool] == k]
+        adjusted[rows] = final_verdicts(p_k[rows], judge_k[rows])
+        decision[rows] = np.where(adjusted[rows] != judge_k[rows], "flip", "trust")
+        by[rows] = "judge" if k == 0 else others[k - 1][0]
+    later = {f"p_wrong[{name}]": stages[k][0] for k, (name, _) in enumerate(others, start=1)}
+    items = items.assign(human=human, status=status, role=role, adjusted=adjusted, flipped=decision == "flip",
+                         decision=decision, **({"decided_by": by} if others else {}), **later)  # fmt: skip
     types = items["question_type"].to_numpy(dtype=object)
-    return items, _guarantee(selection, decision, types[pool], correct, judge[cal] == human[cal], status, types,
-                             table, config)  # fmt: skip
+    correct = final_verdicts(p[cal], judge[cal]) == human[cal]
+    built = _guarantee(selections[0], decision[pool], types[pool], correct, judge[cal] == human[cal], status, checks,
+                       config)  # fmt: skip
+    if others:
+        names = ["judge"] + [name for name, _ in others]
+        reached = len(cal) - np.concatenate([[0], np.cumsum([(chosen[cal] == k).sum() for k in range(len(stages))])])
+        built = replace(built, stages=tuple((names[k], sel.threshold, int((chosen[pool] == k).sum()), int(reached[k]))
+                                            for k, sel in enumerate(selections)))  # fmt: skip
+    return items, built
 
 
-def _guarantee(selection, decision, pool_types, correct, judge_correct, status, types, table, config) -> Guarantee:
-    """The report's :class:`Guarantee` of a :class:`Selection` and the pool's decisions."""
+def _guarantee(selection, decision, pool_types, correct, judge_correct, status, checks, config) -> Guarantee:
+    """The report's :class:`Guarantee` of a :class:`Selection`, the pool's decisions and the random-sample checks."""
     n_cal, n_labelled = len(correct), int((status == LABELLED).sum())
     row, a, d = selection.row, config.guarantee, config.delta
-    labels = None if row is not None else labels_needed(selection, max(1, n_cal), n_labelled, a, d)
+    certified = bool((decision != "escalate").any())
+    labels = None if certified else labels_needed(selection, max(1, n_cal), n_labelled, a, d)
     judge_agreement = float(np.mean(judge_correct)) if n_cal else float("nan")
-    checks = audit_sample_checks(types, status, table, config.cluster_by)
     warnings = [c.warning for c in checks if c.warning]
     if config.cluster_by is not None:
         warnings.append(f"rows of one {config.cluster_by!r} group are not independent, which the binomial test "
@@ -414,6 +514,6 @@ def _guarantee(selection, decision, pool_types, correct, judge_correct, status, 
         judge_agreement=judge_agreement,
         labels_needed=labels,
         applies=not warnings,
-        notes=notes_for(selection, labels, judge_agreement, a, warnings),
+        notes=notes_for(certified, labels, judge_agreement, a, warnings),
         curve=selection.curve,
     )

@@ -2,6 +2,7 @@
 
     prepare -> estimate_m -> orient -> references -> score -> [crossfit] -> decide -> report
     with ``guarantee``: half the labels hidden -> the chain above -> certify_items (trust / flip / escalate)
+    with ``cascade``: the chain again on each other judge's verdicts -> certify_items tries the judges in turn
 
 Each stage is a function of frozen dataclasses in its own module of this package; :func:`run_audit`
 only chains them and times them. The result is an :class:`AuditResult`: ``items`` (one row per
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from ..datasets.comparisons import EVIDENCE_COLUMNS
 from ..datasets.exclusions import item_status
 from ..datasets.verdicts import MISSING, question_types
 from ..quantify.sample_check import audit_sample_checks
@@ -188,20 +190,43 @@ def _with_guarantee(comparisons: pd.DataFrame, features, config: AuditConfig) ->
     """
     table = comparisons.reset_index(drop=True)
     truth = table["human"].to_numpy(dtype=object)
-    hidden = guarantee.hidden_rows(item_status(table)["status"].to_numpy(), question_types(table["question_type"]),
-                                   table, config)  # fmt: skip
-    result = _audit(table.assign(human=np.where(np.isin(np.arange(len(table)), hidden), MISSING, truth)), features,
-                    config)  # fmt: skip
-    items, certified = guarantee.certify_items(result.items, hidden, truth, table, config)
+    status, types = item_status(table)["status"].to_numpy(), question_types(table["question_type"])
+    hidden = guarantee.hidden_rows(status, types, table, config)
+    checks = audit_sample_checks(types, status, table, config.cluster_by)  # the labels as given, none hidden
+    shown = table.assign(human=np.where(np.isin(np.arange(len(table)), hidden), MISSING, truth))
+    result = _audit(shown, features, replace(config, other_judges=()) if config.cascade else config)
+    others = []
+    for k in range(len(config.other_judges) if config.cascade else 0):  # the cascade's judges, each on its verdicts
+        judged, judged_config = _on_judge(shown, k, config)
+        others.append((config.other_judges[k], _audit(judged, features, judged_config).items))
+    items, certified = guarantee.certify_items(result.items, hidden, truth, checks, config, others)
     flipped, role = items["flipped"].to_numpy(bool), items["role"].to_numpy()
     counts = Counts.of(items["status"].to_numpy(), items["reason"].to_numpy(), role, flipped)
-    checks = audit_sample_checks(question_types(table["question_type"]), items["status"].to_numpy(), table,
-                                 config.cluster_by)  # fmt: skip
     report = replace(result.report, counts=counts, flip_rate=float(flipped[role == "U"].mean()), guarantee=certified,
-                     sample_checks=checks)  # fmt: skip
-    return replace(
-        result, items=items, report=report, u_z=result.u_z[role[result.items["role"].to_numpy() == "U"] == "U"]
-    )
+                     sample_checks=checks, config=config)  # fmt: skip
+    return replace(result, items=items, report=report, config=config,
+                   u_z=result.u_z[role[result.items["role"].to_numpy() == "U"] == "U"])  # fmt: skip
+
+
+#: The cascade's audits of the other judges see the first judge's verdicts in this column (as one more judge).
+FIRST_JUDGE = "cascade_first_judge"
+
+
+def _on_judge(table: pd.DataFrame, k: int, config: AuditConfig) -> tuple[pd.DataFrame, AuditConfig]:
+    """(table, config) of the audit of the cascade's judge ``config.other_judges[k]``.
+
+    Its verdicts become the judge's. The judges before it in the cascade (the first one's verdicts in the
+    column ``FIRST_JUDGE``) are its evidence, the judges after it are not: they are the more expensive ones,
+    asked only for the rows that reach them. The first judge's own tells (both orders, confidence) are left out.
+    """
+    if FIRST_JUDGE in table.columns:
+        raise ValueError(f"cascade: the comparisons already have a column {FIRST_JUDGE!r}, which the cascade needs")
+    tells = [c for c in EVIDENCE_COLUMNS if c in table.columns]
+    name = config.other_judges[k]
+    shown = table.drop(columns=tells).assign(judge=table[name], **{FIRST_JUDGE: table["judge"]})
+    evidence = tuple(kind for kind in config.evidence if kind not in ("swapped", "confidence"))
+    return shown, replace(config, other_judges=(FIRST_JUDGE, *config.other_judges[:k]), evidence=evidence,
+                          guarantee=None, cascade=False)  # fmt: skip
 
 
 def _audit(comparisons: pd.DataFrame, features: PairEmbeddings | Encoder, config: AuditConfig) -> AuditResult:

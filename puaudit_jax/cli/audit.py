@@ -5,7 +5,9 @@
 
 Writes ``DIR/items.csv`` and ``DIR/items.parquet`` (one row per input comparison), ``DIR/report.json``
 (:class:`~puaudit_jax.audit.AuditReport`), ``DIR/figure2.png`` and, for calibrated rules,
-``DIR/calibration.png``. ``--hide-labels F`` hides the human verdicts of a share F of each type's
+``DIR/calibration.png``; with ``--guarantee A`` also ``DIR/guarantee.png``, ``DIR/plan.csv`` (the
+escalated rows as a label plan, read back by ``puaudit quantify DATA --plan DIR``) and
+``DIR/to_label.csv``. ``--hide-labels F`` hides the human verdicts of a share F of each type's
 labelled rows (audited as unlabelled and scored against their hidden labels in the report).
 
 The audit's options and defaults come from :class:`~puaudit_jax.audit.AuditConfig` and the
@@ -26,7 +28,7 @@ from . import inputs
 from .options import add_options, options_from_args
 
 AUDIT_FIELDS = ("m", "eta", "alpha1", "alpha2", "holdout", "group_by", "min_group_size", "folds", "cluster_by", "seed",
-                "evidence", "other_judges", "guarantee", "delta")  # fmt: skip
+                "evidence", "other_judges", "guarantee", "delta", "cascade")  # fmt: skip
 RULE_FIELDS, RULE_RENAME = ("threshold", "confidence"), {"threshold": "flip_threshold"}
 
 
@@ -98,6 +100,8 @@ def _audit_command(args, config: AuditConfig, run) -> int:
     if run is None:
         return 0
     files = write_result(result, run.path)
+    if result.report.guarantee is not None:
+        files += _write_escalation(result, table, run.path)
     if not args.no_figures:
         from ..audit.plots import audit_figures
 
@@ -107,7 +111,24 @@ def _audit_command(args, config: AuditConfig, run) -> int:
     if truth is not None:
         print(result.report.hidden_labels.table())
     print(f"wrote {args.out}/" + ", ".join(files))
+    if result.report.guarantee is not None:
+        n = result.report.guarantee.counts["escalate"]
+        print(f"{n} escalated rows to label: {args.out}/to_label.csv; with their human verdicts in DATA, `puaudit "
+              f"quantify DATA --plan {args.out} --audit {args.out}` gives intervals valid under the plan")  # fmt: skip
     return 0
+
+
+def _write_escalation(result, table, folder) -> list[str]:
+    """A guaranteed audit's label plan (``plan.csv``: the escalated rows, probability 1) and the rows to label."""
+    from puaudit_runtime.files import write_csv
+
+    from ..audit.guarantee import escalation_plan
+
+    plan = escalation_plan(result.items, result.report.guarantee.threshold)
+    chosen = table[table["id"].astype(str).isin(plan.loc[plan["selected"], "id"])]
+    write_csv(plan, folder / "plan.csv")
+    write_csv(chosen.drop(columns=["human"]), folder / "to_label.csv")
+    return ["plan.csv", "to_label.csv"]
 
 
 def add_audit_parser(sub) -> None:

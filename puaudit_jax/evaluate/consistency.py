@@ -16,8 +16,14 @@ from ..datasets.verdicts import question_types
 ALL = "all"
 
 
-def consistency(pool: pd.DataFrame, truth: pd.Series) -> pd.DataFrame:
-    """Cons_orig, Cons_adj and the flip rate of ``pool`` (audit items) against ``truth`` per type + all."""
+def consistency(pool: pd.DataFrame, truth: pd.Series, guarantee: float | None = None) -> pd.DataFrame:
+    """Cons_orig, Cons_adj and the flip rate of ``pool`` (audit items) against ``truth`` per type + all.
+
+    With a guaranteed audit's ``decision`` column, also ``coverage`` (share trusted or flipped),
+    ``certified_agreement`` (agreement of their final verdicts with the hidden ones; NaN when none is
+    certified) and, on the "all" row when ``guarantee`` (A) is given, ``violated``: certified rows whose
+    agreement is below A (an empty certified set violates nothing).
+    """
     pool = pool[pool["id"].isin(truth.index)]
     t = truth.loc[pool["id"]].to_numpy()
     frame = pd.DataFrame(
@@ -28,21 +34,35 @@ def consistency(pool: pd.DataFrame, truth: pd.Series) -> pd.DataFrame:
             "flipped": pool["flipped"].to_numpy(bool),
         }
     )
+    decided = "decision" in pool.columns
+    if decided:
+        frame["certified"] = pool["decision"].isin(("trust", "flip")).to_numpy()
     rows = []
     for qt, part in list(frame.groupby("question_type", sort=True)) + [(ALL, frame)]:
         flipped = part["flipped"].to_numpy(bool)
-        rows.append(
-            {
-                "question_type": qt,
-                "n_eval": len(part),
-                "n_flipped": int(flipped.sum()),
-                "cons_orig": part["orig"].mean() if len(part) else np.nan,
-                "cons_adj": part["adj"].mean() if len(part) else np.nan,
-                "flip_rate": flipped.mean() if len(part) else np.nan,
-                "flip_precision": (~part["orig"].to_numpy()[flipped]).mean() if flipped.any() else np.nan,
-            }
-        )
+        row = {
+            "question_type": qt,
+            "n_eval": len(part),
+            "n_flipped": int(flipped.sum()),
+            "cons_orig": part["orig"].mean() if len(part) else np.nan,
+            "cons_adj": part["adj"].mean() if len(part) else np.nan,
+            "flip_rate": flipped.mean() if len(part) else np.nan,
+            "flip_precision": (~part["orig"].to_numpy()[flipped]).mean() if flipped.any() else np.nan,
+        }
+        if decided:
+            row.update(_certified(part, guarantee if qt == ALL else None))
+        rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _certified(part: pd.DataFrame, guarantee: float | None) -> dict:
+    """Coverage, the certified rows' realised agreement and (with ``guarantee``) whether it fell below it."""
+    certified = part["certified"].to_numpy(bool)
+    agreement = part["adj"].to_numpy()[certified].mean() if certified.any() else np.nan
+    out = {"coverage": certified.mean() if len(part) else np.nan, "certified_agreement": agreement}
+    if guarantee is not None:
+        out["violated"] = float(certified.any() and agreement < guarantee)
+    return out
 
 
 def hindsight_flips(pool: pd.DataFrame, truth: pd.Series) -> np.ndarray:

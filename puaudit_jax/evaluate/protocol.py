@@ -142,7 +142,10 @@ def summarize_runs(per_seed: pd.DataFrame, by=("scorer", "rule", "question_type"
         peak_delta_mb=("peak_delta_mb", "max"),
     ).reset_index()
     out["gain_mean"] = out["cons_adj_mean"] - out["cons_orig_mean"]
-    extra = {c: (c, "mean") for c in ("flip_precision", "abstained", "crossfit_gain", "expected_gain") if c in per_seed}
+    extra = {c: (c, "mean") for c in ("flip_precision", "abstained", "crossfit_gain", "expected_gain", "coverage",
+                                      "certified_agreement") if c in per_seed}  # fmt: skip
+    if "violated" in per_seed:  # the share of splits whose certified rows fell below the guarantee
+        extra["violation_rate"] = ("violated", "mean")
     if extra:
         means = g.agg(**extra).reset_index()
         out = out.merge(means, on=by, how="left")
@@ -181,9 +184,11 @@ def _split_options(options: dict) -> tuple[dict, dict]:
 def _outcome_rows(result: AuditResult, rules: list, truth: pd.Series, ceiling: bool) -> list[tuple]:
     """[(rule, pool after the rule, decision summary or None)] of one audit."""
     outcomes = [(rules[0], result.pool, result.report.decision)]
-    outcomes += [(rule, *reapply_rule(result, rule)) for rule in rules[1:]]
+    plain = result.pool.drop(columns=["decision"], errors="ignore")  # the guarantee certified the first rule only
+    outcomes += [(rule, pool.drop(columns=["decision"], errors="ignore"), info)
+                 for rule in rules[1:] for pool, info in [reapply_rule(result, rule)]]  # fmt: skip
     if ceiling:
-        outcomes.append(("hindsight", with_flips(result.pool, hindsight_flips(result.pool, truth)), None))
+        outcomes.append(("hindsight", with_flips(plain, hindsight_flips(plain, truth)), None))
     return outcomes
 
 
@@ -194,7 +199,7 @@ def _measure(
     frames = []
     paths = ",".join(f"{k}x{v}" for k, v in result.report.solver_paths.items())
     for rule, pool, info in _outcome_rows(result, rules, split.truth, ceiling):
-        cons = consistency(pool, split.truth)
+        cons = consistency(pool, split.truth, result.config.guarantee)
         if info is not None:
             evidence = info.evidence
             cons["abstained"] = float(info.abstained)

@@ -19,6 +19,9 @@ SUMMARY_COLUMNS = (
     "flip_rate",
     "flip_precision",
     "abstained",
+    "coverage",
+    "certified_agreement",
+    "violation_rate",
     "m_mean",
     "time_s",
 )

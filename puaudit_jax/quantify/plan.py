@@ -197,8 +197,8 @@ def planned_probabilities(table: pd.DataFrame, plan: pd.DataFrame) -> np.ndarray
     pi = pd.to_numeric(rows["sampling_prob"], errors="coerce").to_numpy(float)
     bad = labelled & chosen & ~((pi > 0) & (pi <= 1))
     _check(ids, bad, "{n} planned items have no valid sampling probability in (0, 1]")
-    bad = labelled & (role == "labelled") & ~((pi > 0) & (pi <= 1))
-    _check(ids, bad, "{n} items labelled before the plan have no valid sampling probability in (0, 1]")
+    bad = labelled & (role == "labelled") & ~((pi >= 0) & (pi <= 1))  # 0 too: labelled at rate r > 0 anyway
+    _check(ids, bad, "{n} items labelled before the plan have no valid sampling probability in [0, 1]")
     share = float((plan["role"].astype(str) == "labelled").mean())
     return np.where(labelled, inclusion_probability(pi, share), np.nan)
 

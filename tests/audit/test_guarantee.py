@@ -4,21 +4,29 @@ errors a user meets."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
+import pandas as pd
 import pytest
 
 from puaudit_jax.audit import AuditConfig, AuditReport, run_audit
 from puaudit_jax.audit.guarantee import (
     DECISIONS,
     STARTS,
+    cascade,
     certify_items,
+    confidence,
     decisions,
+    escalation_plan,
+    final_verdicts,
     labels_needed,
     min_rows,
     plug_in,
     select,
 )
 from puaudit_jax.audit.synthetic import cone_comparisons
+from puaudit_jax.quantify import AUDIT_PPI, HUMAN_ONLY, quantify
 
 A, D = 0.9, 0.1
 
@@ -186,4 +194,150 @@ def test_a_score_that_ties_every_row_is_an_error(cone):
     items = items.assign(p_wrong=np.where(items.role == "U", 0.2, np.nan))
     pool = np.flatnonzero(items.role.to_numpy() == "U")
     with pytest.raises(ValueError, match="everything tied"):
-        certify_items(items, pool[:100], table.human.to_numpy(dtype=object), table, AuditConfig(guarantee=0.9))
+        certify_items(items, pool[:100], table.human.to_numpy(dtype=object), (), AuditConfig(guarantee=0.9))
+
+
+def _escalated_rows(n, rng, threshold=0.85, labelled_share=0.1):
+    """A judge wrong with a known probability p, a random share of rows labelled before, and the guarantee's
+    decisions on the rest (escalate where the confidence max(p, 1 - p) < threshold): (truth table, items)."""
+    p = rng.choice([0.03, 0.3, 0.45], n, p=[0.7, 0.2, 0.1])
+    human = np.where(rng.random(n) < 0.5, "A", "B")
+    judge = np.where(rng.random(n) < p, np.where(human == "A", "B", "A"), human)
+    truth = pd.DataFrame({"id": [f"r{i}" for i in range(n)], "judge": judge, "human": human})
+    first = rng.random(n) < labelled_share
+    decision = np.where(first, "", np.where(np.maximum(p, 1 - p) >= threshold, "trust", "escalate"))
+    items = truth.assign(human=np.where(first, human, "missing"), p_wrong=p, decision=decision)
+    return truth, items
+
+
+def test_the_escalation_plan_reads_back_into_valid_intervals_where_the_escalated_labels_alone_are_biased():
+    rng, level, covered, widths, naive = np.random.default_rng(5), 0.9, [], [], []
+    for _ in range(200):
+        truth, items = _escalated_rows(1200, rng)
+        plan = escalation_plan(items, 0.85)
+        escalated = set(items.loc[items.decision == "escalate", "id"])
+        assert set(plan.loc[plan.selected, "id"]) == escalated and len(plan) == len(items)
+        assert (plan.loc[plan.role == "pool", "sampling_prob"] == plan.loc[plan.role == "pool", "selected"]).all()
+        back = truth.assign(human=np.where(items["id"].isin(escalated) | (items.human != "missing"), truth.human,
+                                           "missing"))  # fmt: skip
+        audit = items.assign(status=np.where(items.human != "missing", "labelled", "unlabelled"), reason="")
+        est = quantify(back, plan=plan, audit_items=audit).to_frame().set_index(["target", "estimator"])
+        rows = [est.loc[("agreement m", name)] for name in (HUMAN_ONLY, AUDIT_PPI)]
+        agreement = float((truth.judge == truth.human).mean())
+        covered.append([r["lower"] <= agreement <= r["upper"] for r in rows])
+        widths.append([r["upper"] - r["lower"] for r in rows])
+        labelled = (back.human != "missing").to_numpy()
+        naive.append(abs(float((truth.judge == truth.human)[labelled].mean()) - agreement) < 0.03)
+    assert (np.mean(covered, axis=0) >= level - 3 * np.sqrt(level * (1 - level) / 200)).all()
+    assert np.mean(widths, axis=0)[1] < 0.5 * np.mean(widths, axis=0)[0]  # the audit's P(judge wrong) as predictions
+    assert np.mean(naive) < 0.2  # the escalated rows are the judge's likely errors: unweighted, the labels mislead
+
+
+def test_the_plan_of_an_audit_selects_its_escalated_rows_and_keeps_every_usable_row(cone, certified):
+    items, g = certified.items, certified.report.guarantee
+    plan = escalation_plan(items, g.threshold).set_index("id")
+    pool = items[items.role == "U"].set_index("id")
+    assert len(plan) == len(items) and set(plan.index[plan.role == "pool"]) == set(pool.index)
+    assert (plan.loc[pool.index, "selected"] == (pool.decision == "escalate")).all()
+    assert plan.loc[plan.role == "labelled", "sampling_prob"].isin([0.0, 1.0]).all()
+    assert plan.loc[~plan.selected & (plan.role == "pool"), "sampling_prob"].eq(0).all()
+
+
+def test_evaluate_measures_coverage_the_certified_rows_agreement_and_violations_on_hidden_labels():
+    from puaudit_jax.evaluate import evaluate
+
+    hard = cone_comparisons(n_labelled=400, n_unlabelled=300, d=32, alpha=0.7, neg_range=(0.3, 0.65), seed=4)
+    res = evaluate(hard.table, hard.embeddings, pairs=[("centroid", "evidence")], seeds=3, guarantee=0.8,
+                   ceiling=False, progress=False)  # fmt: skip
+    overall = res.per_seed[res.per_seed.question_type == "all"]
+    first = overall[overall.seed == res.meta["seeds"][0]].iloc[0]
+    pool, truth = res.first_audit.pool, res.first_truth
+    pool = pool[pool.id.isin(truth.index)]
+    kept = pool[pool.decision != "escalate"]
+    assert first.coverage == pytest.approx(len(kept) / len(pool)) and 0 < first.coverage < 1
+    assert first.certified_agreement == pytest.approx(np.mean(kept.adjusted.to_numpy() == truth.loc[kept.id]))
+    assert first.violated == float(first.certified_agreement < 0.8)
+    summary = res.summary[res.summary.question_type == "all"].iloc[0]
+    assert summary.violation_rate == pytest.approx(overall.violated.mean())
+    assert summary.coverage == pytest.approx(overall.coverage.mean())
+    assert res.per_seed.loc[res.per_seed.question_type != "all", "violated"].isna().all()  # the guarantee is overall
+
+
+def _two_judges(rng, n):
+    """Two judges with calibrated P(wrong): right with probability q_1 ~ U(0.5, 1) and q_2 ~ U(0.7, 1)."""
+    q1, q2 = rng.uniform(0.5, 1.0, n), rng.uniform(0.7, 1.0, n)
+    human = np.where(rng.random(n) < 0.5, "A", "B")
+    flip = {"A": "B", "B": "A"}
+    judges = [np.where(rng.random(n) < q, human, [flip[h] for h in human]).astype(object) for q in (q1, q2)]
+    p_wrong = [np.where(rng.random(n) < 0.5, 1 - q, q) for q in (q1, q2)]  # either side of 1/2: flips happen
+    judges = [np.where(p > 0.5, [flip[v] for v in j], j).astype(object) for p, j in zip(p_wrong, judges)]
+    return list(zip(p_wrong, judges)), human.astype(object)
+
+
+def test_the_cascade_keeps_its_guarantee_over_simulated_splits_and_certifies_more_than_its_first_judge():
+    rng, splits, a, d = np.random.default_rng(6), 1000, 0.85, 0.1
+    violations, coverage, first_only = [], [], []
+    for _ in range(splits):
+        stages, human = _two_judges(rng, 1300)
+        cal, pool = np.arange(300), np.arange(300, 1300)
+        chosen, selections = cascade(stages, cal, pool, human, a, d)
+        kept = pool[chosen[pool] >= 0]
+        final = np.empty(len(human), dtype=object)
+        for k, (p, judge) in enumerate(stages):
+            rows = kept[chosen[kept] == k]
+            final[rows] = final_verdicts(p[rows], judge[rows])
+        violations.append(len(kept) > 0 and np.mean(final[kept] == human[kept]) < a)
+        coverage.append(len(kept) / len(pool))
+        first_only.append(np.mean(chosen[pool] == 0))
+    assert np.mean(violations) <= d + 3 * np.sqrt(d * (1 - d) / splits)
+    assert np.mean(coverage) > np.mean(first_only) + 0.1  # the second judge certifies rows the first could not
+
+
+def test_the_cascade_never_sends_a_row_past_a_judge_certified_for_it():
+    stages, human = _two_judges(np.random.default_rng(12), 1300)
+    chosen, selections = cascade(stages, np.arange(300), np.arange(300, 1300), human, 0.8, 0.1)
+    assert all(s.threshold is not None for s in selections) and (chosen[300:] == -1).any()  # all three outcomes
+    for k, ((p, _), sel) in enumerate(zip(stages, selections)):
+        later = (chosen == -1) | (chosen > k)  # rows that went past judge k
+        assert (confidence(p)[later] < sel.threshold).all()
+        assert (confidence(p)[chosen == k] >= sel.threshold).all()
+    # one judge: the plain fixed-sequence test at the full delta
+    one, _ = cascade(stages[:1], np.arange(300), np.arange(300, 1300), human, 0.8, 0.1)
+    p, judge = stages[0]
+    single = select(confidence(p[:300]), final_verdicts(p, judge)[:300] == human[:300], confidence(p[300:]), 0.8, 0.1)
+    assert (np.flatnonzero(one >= 0) == np.flatnonzero(confidence(p) >= single.threshold)).all()
+
+
+def test_an_audit_with_a_cascade_names_the_judge_of_every_certified_row(cone):
+    """The first judge (67 % right) on uninformative embeddings certifies nothing at A = 0.8; a second judge
+    right 90 % of the time takes the rows; the second one's audit weighs the first one's verdict, not vice versa."""
+    rng = np.random.default_rng(8)
+    emb = cone.embeddings
+    noise = replace(emb, a=rng.normal(size=emb.a.shape).astype(np.float32),
+                    b=rng.normal(size=emb.b.shape).astype(np.float32))  # fmt: skip
+    second = np.where(rng.random(len(cone.truth)) < 0.9, cone.truth, np.where(cone.truth == "A", "B", "A"))
+    table = cone.table.assign(second=second)
+    config = AuditConfig(scorer="centroid", guarantee=0.8, other_judges=("second",), cascade=True)
+    res = run_audit(table, noise, config)
+    items, g = res.items, res.report.guarantee
+    pool = items[items.role == "U"]
+    assert set(pool.decided_by) <= {"judge", "second", "human"}
+    assert (items.loc[items.role != "U", "decided_by"] == "").all()
+    assert ((pool.decided_by == "human") == (pool.decision == "escalate")).all()
+    assert [s[0] for s in g.stages] == ["judge", "second"] and g.stages[0][1] is None  # the first judge: nothing
+    p_second = pool["p_wrong[second]"].to_numpy()  # the second judge's own P(wrong) decided its rows
+    assert np.isfinite(p_second).all() and (confidence(p_second) >= g.stages[1][1]).sum() == g.stages[1][2]
+    by_second = pool[pool.decided_by == "second"]
+    assert len(by_second) == g.stages[1][2] == (pool.decision != "escalate").sum() > 0
+    trusted = by_second[by_second.decision == "trust"]
+    assert (trusted.adjusted.to_numpy() == table.second.to_numpy()[trusted.index]).all()
+    kept = (items.role == "U").to_numpy() & (items.decision != "escalate").to_numpy()
+    assert np.mean(items.adjusted.to_numpy()[kept] == cone.truth[kept]) >= 0.8
+    assert "guarantee: cascade: second: confidence >=" in res.report.summary()
+    assert AuditReport.from_dict(res.report.to_dict()).guarantee == g
+    assert res.report.config.other_judges == ("second",)  # the first judge's audit did not weigh the second
+
+
+def test_a_cascade_without_other_judges_or_a_guarantee_is_an_error(cone):
+    with pytest.raises(ValueError, match="cascade needs a guarantee"):
+        run_audit(cone.table, cone.embeddings, AuditConfig(scorer="centroid", guarantee=0.9, cascade=True))

@@ -282,5 +282,21 @@ def test_audit_with_a_guarantee_writes_decisions_and_says_what_it_certified(cone
     assert (items.role == "calibration").sum() == 60  # half of the 120 labelled rows
     report = json.loads((out / "report.json").read_text())["guarantee"]
     assert report["agreement"] == 0.8 and report["delta"] == 0.2 and report["n_calibration"] == 60
-    assert "guarantee: agreement >= 0.8 with probability >= 0.8" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "guarantee: agreement >= 0.8 with probability >= 0.8" in printed
     assert (out / "guarantee.png").stat().st_size > 10_000  # the risk-coverage figure
+    # the escalated rows are a label plan: labelled, they read back into quantify's intervals
+    plan = pd.read_csv(out / "plan.csv", dtype={"id": str})
+    to_label = pd.read_csv(out / "to_label.csv", dtype={"id": str})
+    escalated = set(items.loc[items.decision == "escalate", "id"].astype(str))
+    assert set(plan.loc[plan.selected, "id"]) == set(to_label["id"]) == escalated and "human" not in to_label
+    assert f"{len(escalated)} escalated rows to label" in printed
+    table = data.table.assign(human=np.where(data.table["id"].astype(str).isin(escalated), data.truth,
+                                             data.table["human"]))  # fmt: skip
+    save_comparisons(table, root / "labelled.jsonl")
+    q = root / "quantified"
+    assert main(["quantify", str(root / "labelled.jsonl"), "--plan", str(out), "--audit", str(out), "--out", str(q),
+                 "--no-figures"]) == 0  # fmt: skip
+    frame = pd.read_csv(q / "leaderboard.csv")
+    agreement = frame[(frame.target == "agreement m") & (frame.estimator == "ppi++ (audit)")]
+    assert len(agreement) == 1 and agreement.lower.iloc[0] < agreement.upper.iloc[0]
