@@ -146,16 +146,22 @@ def dual_bound(prob: PartialProblem, f, g, fd, gd, eps, steps: int = SEARCH_STEP
     lam = -(fd + gd) and p = f + gd, moved together by a golden-section search over lam + d, d in
     +-2 eps log(n m) (n, m the points of positive weight) (``steps`` evaluations), each point made
     dual-feasible by c-transforms; the best is returned (every evaluated point is a valid bound).
+
+    The start is clipped to where the dual optimum lies, lam in [-M, M] and p in [-2 M, 0] with
+    M = max |C_ij| (a larger lam loses (|a| - m) per unit, a smaller one gains nothing over p = q = 0),
+    and so is the search: at a large eps (potentials of order eps) the dual's terms would otherwise
+    cancel far beyond float32's precision, and a "lower bound" above OPT was seen at eps = 1e6.
     """
     fd0, gd0 = (jnp.where(jnp.isfinite(d), d, 0.0) for d in (fd, gd))
-    lam0, p0 = -(fd0 + gd0), f + gd0
+    big = prob.geom.max_abs_cost()
+    lam0, p0 = jnp.clip(-(fd0 + gd0), -big, big), jnp.clip(f + gd0, -2.0 * big, 0.0)
     split = prob.geom.split  # the support sizes, not the (padded, per-device) shapes: same in every mode
     n = split.sum(jnp.sum(prob.a > 0).astype(f.dtype), "rows")
     k = split.sum(jnp.sum(prob.b > 0).astype(f.dtype), "cols")
-    width = 2.0 * eps * jnp.log(n * k + 2.0)
+    width = jnp.minimum(2.0 * eps * jnp.log(n * k + 2.0), 2.0 * big)
 
     def at(d):
-        return _dual_value(prob, p0 - d / 2, lam0 + d)
+        return _dual_value(prob, p0 - d / 2, jnp.clip(lam0 + d, -big, big))
 
     ratio = (jnp.sqrt(5.0) - 1) / 2
     lo, hi = -width, width

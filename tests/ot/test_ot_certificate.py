@@ -120,3 +120,18 @@ def test_gap_tol_lowers_epsilon_until_the_gap_is_met():
     for bad in (0.0, -1.0, float("nan")):
         with pytest.raises(ValueError, match="gap_tol"):
             solve_partial(x, y, m, gap_tol=bad)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_certificate_brackets_the_exact_cost_from_tiny_to_huge_epsilon(dtype):
+    """At eps = 1e6 the potentials are of order eps; in float32 the dual's terms cancelled beyond its precision
+    and a "lower bound" came out above OPT (0.195 against 0.142). Every bound must hold, whatever eps."""
+    rng = np.random.default_rng(2)  # 4 of its 10 draws gave a false bound at eps = 1e6 before the fix
+    for _ in range(10):  # one shape: one compiled program per dtype
+        x, y = rng.normal(size=(8, 8)), rng.normal(size=(19, 8))
+        m = float(rng.uniform(0.1, 0.9))
+        opt = solve_partial(x, y, m, method="exact").cost
+        for eps in (1e-3, 1e-1, 1e1, 1e3, 1e6):
+            cert = solve_partial(x, y, m, method="sinkhorn", epsilon=eps, dtype=dtype, max_iter=2000).certificate
+            slack = 1e-5 if dtype == "float32" else 1e-9  # rounding of the bounds' own arithmetic
+            assert cert.lower <= opt + slack and cert.upper >= opt - slack, (m, eps, cert, opt)
