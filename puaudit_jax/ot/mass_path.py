@@ -110,6 +110,8 @@ def solve_mass_path(x, y, ms, *, a=None, b=None, cost: str = "cosine", epsilon: 
     if not (callable(cost) or isinstance(cost, str)):
         raise ValueError(f"cost must be 'cosine', 'sqeuclidean' or a callable (the path builds its cost from x, y); "
                          f"got {type(cost).__name__}")  # fmt: skip
+    if any(isinstance(v, (bool, np.bool_, str, bytes)) for v in np.ravel(np.asarray(ms, dtype=object))):
+        raise ValueError(f"ms must be masses (numbers), got {ms!r}")
     ms = np.atleast_1d(np.asarray(ms, np.float64))
     if ms.ndim != 1 or len(ms) == 0:
         raise ValueError(f"ms must be a non-empty 1-D grid of masses, got shape {ms.shape}")

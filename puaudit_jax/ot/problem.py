@@ -182,7 +182,12 @@ def validate(x, y, m, a=None, b=None, cost="cosine", dtype=np.float64):
 
 
 def checked_mass(m, a: np.ndarray, b: np.ndarray) -> float:
-    """The mass m as a float in (0, min(|a|, |b|)] (rounding above the cap clipped to it); ValueError otherwise."""
+    """The mass m as a float in (0, min(|a|, |b|)] (rounding above the cap clipped to it); ValueError otherwise.
+
+    A bool or a string is not a mass (``float(True)`` and ``float("0.5")`` would read as one).
+    """
+    if isinstance(m, (bool, np.bool_, str, bytes)) or getattr(m, "dtype", None) == np.bool_:
+        raise ValueError(f"m must be a number (the mass to transport); got {m!r}")
     try:
         m = float(m)
     except (TypeError, ValueError):

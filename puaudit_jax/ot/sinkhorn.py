@@ -331,6 +331,10 @@ class PartialSinkhorn:
             gd = jnp.where(jnp.isfinite(tg.log_cd), 0.0, -jnp.inf).astype(dtype)
         else:
             f, g, fd, gd = (jnp.asarray(t, dtype) for t in init)
+            # a start from a problem whose dummy had no mass (m = |a| or |b|) has -inf there: a dummy that
+            # carries mass now needs a finite potential (0, as a cold start's)
+            fd = jnp.where(jnp.isfinite(tg.log_rd) & ~jnp.isfinite(fd), 0.0, fd).astype(dtype)
+            gd = jnp.where(jnp.isfinite(tg.log_cd) & ~jnp.isfinite(gd), 0.0, gd).astype(dtype)
         mode = self.mode if self.mode != "auto" else ("log" if geom.is_blocked else "scaling")
         if mode == "scaling":
             run = functools.partial(self._run_scaling, warm=init is not None)

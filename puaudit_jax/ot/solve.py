@@ -180,18 +180,26 @@ def _dense_cost_np(x, y, matrix, cost) -> np.ndarray:
 
 
 def _check_sqeuclidean_range(x: np.ndarray, y: np.ndarray, dtype) -> None:
-    """Raise ValueError when the squared distances would all vanish in ``dtype``.
+    """Raise ValueError when the squared distances would all vanish, or overflow, in ``dtype``.
 
-    Every cost would read 0 and the plan be arbitrary, though the points differ (e.g. coordinates
-    of 1e-30 in float32).
+    Vanish: every cost would read 0 and the plan be arbitrary, though the points differ (e.g.
+    coordinates of 1e-30 in float32). Overflow: a squared distance would be inf (coordinates of 1e200).
     """
     scale = max(float(np.abs(x).max()), float(np.abs(y).max()))
-    tiny = np.finfo(dtype).tiny
-    if 0 < scale and scale**2 < tiny * 1e3:
+    if scale == 0:
+        return
+    info, digits = np.finfo(dtype), 2 * np.log10(scale)  # the squares' decimal exponent, without computing them
+    if digits < np.log10(info.tiny) + 3:
         raise ValueError(
             f"x, y: coordinates of magnitude {scale:.1e} give squared distances below the smallest normal "
-            f"{dtype} ({tiny:.1e}): every Sinkhorn cost would read 0. Rescale the points, pass dtype='float64' "
+            f"{dtype} ({info.tiny:.1e}): every cost would read 0. Rescale the points, pass dtype='float64' "
             "or method='exact'"
+        )
+    if digits + np.log10(4 * x.shape[1]) > np.log10(info.max):
+        raise ValueError(
+            f"x, y: coordinates of magnitude {scale:.1e} give squared distances above the largest {dtype} "
+            f"({info.max:.1e}): the costs would overflow. Rescale the points"
+            + (" or pass dtype='float64'" if np.dtype(dtype) != np.float64 else "")
         )
 
 
@@ -279,10 +287,10 @@ def solve_partial(
     # each device's block of the problem (the whole problem on one device)
     n_dev, k_dev = (n, k) if layout is None else (-(-n // layout.count("rows")), -(-k // layout.count("cols")))
 
+    if isinstance(cost, str) and cost == "sqeuclidean":
+        _check_sqeuclidean_range(x, y, "float64" if method == "exact" else dtype)
     if method == "exact":
         return _exact(x, y, matrix, cost, a, b, m, exact_backend, return_plan, None)
-    if isinstance(cost, str) and cost == "sqeuclidean":
-        _check_sqeuclidean_range(x, y, dtype)
 
     if block_size is None and matrix is None:
         budget = _memory_budget(memory_budget, layout)
@@ -307,6 +315,10 @@ def solve_partial(
         out, plan = run(solver, (out.f, out.g, out.fd, out.gd))
     gap_met = None if gap_tol is None else bool(float(out.certificate.gap) <= gap_tol)
     result = dataclasses.replace(_from_sinkhorn(out, plan, a, b, m, blocked), gap_met=gap_met, rounds=rounds)
+    if method == "sinkhorn" and not _finite(result):
+        raise ValueError(f"Sinkhorn produced non-finite values at epsilon={epsilon:g} in {dtype} (the potentials, of "
+                         f"order epsilon, overflow): use a smaller epsilon, dtype='float64', or method='auto' "
+                         "(the exact solver then takes over)")  # fmt: skip
     return (
         result
         if method != "auto"
@@ -350,8 +362,7 @@ def _auto_fallback(result, out, x, y, matrix, cost, a, b, m, tol, exact_backend,
     """method="auto": the exact solver when Sinkhorn did not converge or was not finite."""
     n, k = len(a), len(b)
     reason = None
-    finite = np.isfinite(result.cost) and np.all(np.isfinite(result.col_mass))
-    if not finite:
+    if not _finite(result):
         reason = "Sinkhorn produced non-finite values"
     elif not result.converged:
         reason = (
@@ -367,6 +378,11 @@ def _auto_fallback(result, out, x, y, matrix, cost, a, b, m, tol, exact_backend,
             f"{n}x{k} float64 problem exceeds {EXACT_MEMORY_LIMIT >> 30} GiB",
         )
     return _exact(x, y, matrix, cost, a, b, m, exact_backend, return_plan, reason)
+
+
+def _finite(result: PartialOTResult) -> bool:
+    """Whether a Sinkhorn result's cost and scores are finite."""
+    return bool(np.isfinite(result.cost) and np.all(np.isfinite(result.col_mass)))
 
 
 def _from_sinkhorn(out: SinkhornOutput, plan, a, b, m, blocked) -> PartialOTResult:

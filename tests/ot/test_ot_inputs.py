@@ -20,6 +20,14 @@ X, Y = rng.normal(size=(5, 3)), rng.normal(size=(7, 3))
         (dict(m=1.5), r"m must lie in \(0, min"),
         (dict(m=float("nan")), r"m must lie in"),
         (dict(m="half"), r"m must be a number"),
+        # a bool and a numeric string were read as masses (float(True) == 1.0, float("0.5") == 0.5)
+        (dict(m=True), r"m must be a number \(the mass to transport\); got True"),
+        (dict(m="0.5"), r"m must be a number \(the mass to transport\); got '0.5'"),
+        # 1e200 squared overflowed with an OverflowError naming nothing
+        (dict(x=X * 1e200, cost="sqeuclidean"), r"x, y: coordinates of magnitude .* above the largest float32"),
+        (dict(x=X * 1e200, cost="sqeuclidean", method="exact"), r"above the largest float64"),
+        # potentials of order epsilon overflow float32: NaN results came back as a plain result
+        (dict(epsilon=1e38, method="sinkhorn"), r"Sinkhorn produced non-finite values at epsilon=1e\+38 in float32"),
         (dict(m=0.6, a=np.full(5, 0.1)), r"\(0, 0.5\]"),
         (dict(x=np.vstack([X[:4], [np.nan, 0, 0]])), r"x contains NaN or inf \(first at index \[4, 0\]\)"),
         (dict(y=np.vstack([Y[:6], [0, np.inf, 0]])), r"y contains NaN or inf"),
@@ -176,6 +184,6 @@ def test_cosine_cost_ignores_the_scale_of_the_rows(scale):
 def test_sqeuclidean_costs_that_vanish_in_float32_are_an_error_not_a_zero_cost():
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=(6, 3)) * 1e-30, rng.normal(size=(7, 3)) * 1e-30
-    with pytest.raises(ValueError, match="every Sinkhorn cost would read 0"):
+    with pytest.raises(ValueError, match="every cost would read 0"):
         solve_partial(x, y, 0.5, cost="sqeuclidean")
     assert solve_partial(x, y, 0.5, cost="sqeuclidean", method="exact").cost > 0

@@ -48,6 +48,10 @@ def test_bad_grids_are_named(clouds):
         solve_mass_path(x, y, [0.2, 1.5])
     with pytest.raises(ValueError, match="non-empty 1-D"):
         solve_mass_path(x, y, [])
+    with pytest.raises(ValueError, match="ms must be masses"):  # True was read as the mass 1.0
+        solve_mass_path(x, y, [True, 0.5])
+    with pytest.raises(ValueError, match="ms must be masses"):
+        solve_mass_path(x, y, ["0.2", "0.5"])
 
 
 @pytest.mark.parametrize(
@@ -84,3 +88,16 @@ def test_the_cosine_path_ignores_the_length_of_the_rows(clouds):
     res = solve_mass_path(x * lengths, y * 7.0, MASSES[:2], epsilon=0.02, tol=1e-6, dtype="float64", certify=False)
     np.testing.assert_allclose(res.cost, ref.cost, atol=1e-9)
     np.testing.assert_allclose(res.col_mass, ref.col_mass, atol=1e-9)
+
+
+def test_unsorted_repeated_and_full_masses_equal_lone_solves():
+    """After m = |a| = |b| a dummy has no mass and potential -inf; the next mass warm-started from it came
+    back NaN (issue 40). Every mass of the path, in any order, equals its own solve."""
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=(18, 3)), rng.normal(size=(27, 3))
+    for ms in ([1.0, 0.5, 0.5], [0.2, 1.0, 0.3], [0.9, 0.1, 0.9]):  # one length: one compiled path
+        path = solve_mass_path(x, y, ms, epsilon=0.05, certify=False)
+        assert path.converged.all() and np.isfinite(path.col_mass).all(), ms
+        for i, m in enumerate(ms):
+            lone = solve_partial(x, y, m, method="sinkhorn", epsilon=0.05, certify=False)
+            np.testing.assert_allclose(path.col_mass[i], lone.col_mass, atol=2e-4, err_msg=f"{ms}, m = {m}")
