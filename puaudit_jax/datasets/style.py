@@ -26,6 +26,7 @@ Python is no header). Missing text counts as 0 everywhere.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable
 
@@ -40,7 +41,7 @@ _TOKEN = re.compile(r"\w+|[^\w\s]")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _HEADER = re.compile(r"^\s{0,3}#{1,6}\s+\S")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+\S")
-_BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*|__(?=\S)(.+?)(?<=\S)__")
+_DELIMITERS = ("**", "__")
 
 
 def _split_code(text: str) -> tuple[list[str], int]:
@@ -55,13 +56,43 @@ def _split_code(text: str) -> tuple[list[str], int]:
     return prose, blocks
 
 
+def _bold_spans(line: str) -> int:
+    r"""Bold spans in one line, counted as the module's reference pattern counts them, in O(L log L).
+
+    The reference is ``**(?=\S)(.+?)(?<=\S)**`` or the same with ``__``, found left to right (the shortest
+    close, no overlap). As a regex it is quadratic: an opening with no close scans the rest of the line, for
+    every opening (a 200 KB line of ``**x `` took 170 s). Here every close is found by bisection in the sorted
+    positions of the delimiters that may close (a non-space before them).
+    """
+    closes = {d: [j for j in _positions(line, d) if j > 0 and not line[j - 1].isspace()] for d in _DELIMITERS}
+    count, i, n = 0, 0, len(line)
+    while i < n - 2:
+        d = line[i : i + 2]
+        if d in closes and not line[i + 2].isspace():
+            k = bisect.bisect_left(closes[d], i + 3)  # at least one character between the delimiters
+            if k < len(closes[d]):
+                count, i = count + 1, closes[d][k] + 2
+                continue
+        i += 1
+    return count
+
+
+def _positions(line: str, d: str) -> list[int]:
+    """Every start of ``d`` in ``line``, overlapping ones too ("***" holds "**" at 0 and 1), ascending."""
+    out, j = [], line.find(d)
+    while j >= 0:
+        out.append(j)
+        j = line.find(d, j + 1)
+    return out
+
+
 def _counts(text) -> tuple[int, int, int, int, int, int]:
     if not isinstance(text, str) or not text.strip():
         return 0, 0, 0, 0, 0, 0
     prose, blocks = _split_code(text)
     headers = sum(bool(_HEADER.match(line)) for line in prose)
     items = sum(bool(_LIST_ITEM.match(line)) and not _HEADER.match(line) for line in prose)
-    bold = sum(len(_BOLD.findall(line)) for line in prose)
+    bold = sum(_bold_spans(line) for line in prose)
     return len(text), len(_TOKEN.findall(text)), headers, items, bold, blocks
 
 
