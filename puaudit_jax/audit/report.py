@@ -18,6 +18,7 @@ from ..quantify.sample_check import SampleCheck
 from ..quantify.targets import TargetEstimate
 from .config import AuditConfig
 from .crossfit import CrossfitSummary
+from .evidence import UNEQUAL
 from .guarantee import Guarantee
 from .mass import MassEstimate
 from .references import DenoisingGroup
@@ -252,6 +253,9 @@ class AuditReport:
                          f"{e.estimate:.3f} [{e.lower:.3f}, {e.upper:.3f}] ({100 * e.level:.0f}% interval, "
                          f"{e.n_labelled} labelled, {e.n_unlabelled} pool items)"))  # fmt: skip
         lines += [f"warning: {c.warning}" for c in self.sample_checks if c.warning]
+        skipped = (self.decision.judge_evidence or {}).get("skipped", {}) if self.decision is not None else {}
+        lines += [f"warning: evidence {kind!r} left out, {why}" for kind, why in skipped.items()
+                  if why.startswith(UNEQUAL)]  # fmt: skip
         if self.guarantee is not None:
             lines += self.guarantee.lines()
         return "\n".join(lines)

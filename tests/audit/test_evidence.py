@@ -179,3 +179,36 @@ def test_maps_look_up_each_items_group_and_give_unknown_groups_no_effect():
     platt = PlattMap(0.1, 2.0, {"a": 1.0})
     expected = [1 / (1 + np.exp(-(0.1 + (1.0 if g == "a" else 0.0) + 2.0 * v))) for v, g in zip(x[:, 0], groups)]
     np.testing.assert_allclose(platt(x[:, 0], groups), expected, rtol=1e-12)
+
+
+def _confident_where_right(seed: int, shown):
+    """A cone set whose judge reports confidence 0.9-1 when right and 0.5-0.6 when wrong, on the rows ``shown``
+    picks (a function of the labelled mask and a Generator); NaN elsewhere."""
+    from puaudit_jax.audit.synthetic import cone_comparisons
+
+    cone = cone_comparisons(n_labelled=300, n_unlabelled=600, d=32, alpha=0.7, seed=seed)
+    table, rng = cone.table.copy(), np.random.default_rng(seed)
+    right = table["judge"].to_numpy() == cone.truth
+    confidence = np.where(right, rng.uniform(0.9, 1.0, len(table)), rng.uniform(0.5, 0.6, len(table)))
+    keep = shown((table["human"] != "missing").to_numpy(), rng)
+    return table.assign(judge_confidence=np.where(keep, confidence, np.nan)), cone, right
+
+
+def test_evidence_present_only_where_a_human_looked_is_left_out_and_the_interval_covers():
+    """Issue 40: confidence filled on the labelled rows only told the model which rows were labelled; the
+    PPI++ (audit) agreement interval excluded the truth at 3 of 3 seeds (0.741 [0.720, 0.762] against 0.681)."""
+    for seed in range(3):
+        table, cone, right = _confident_where_right(seed, lambda labelled, rng: labelled)
+        res = audit(table, cone.embeddings, scorer="centroid")
+        why = res.report.decision.judge_evidence["skipped"]["confidence"]
+        assert why.startswith("missing unequally: present on 100% of the labelled rows and 0% of the pool"), why
+        assert "warning: evidence 'confidence' left out, missing unequally" in res.report.summary()
+        ppi = next(r.estimate for r in res.report.agreement if r.estimate.estimator == "ppi++ (audit)")
+        assert ppi.lower <= right.mean() <= ppi.upper, (seed, ppi, right.mean())
+
+
+def test_evidence_missing_at_random_on_both_sides_is_kept():
+    table, cone, _ = _confident_where_right(0, lambda labelled, rng: rng.random(len(labelled)) < 0.7)
+    res = audit(table, cone.embeddings, scorer="centroid")
+    evidence = res.report.decision.judge_evidence
+    assert "confidence" not in evidence["skipped"] and "confidence" in evidence["features"]
