@@ -22,7 +22,7 @@ from typing import Protocol, runtime_checkable
 from puaudit_runtime.cache import cache_dir
 from puaudit_runtime.files import atomic_path
 
-from ..datasets.verdicts import JUDGE_VERDICTS, TIE, A, B, normalize_verdict
+from ..datasets.verdicts import JUDGE_VERDICTS, MISSING, TIE, A, B, normalize_verdict
 
 OK, UNPARSED, ERROR = "ok", "unparsed", "error"
 STATUSES = (OK, UNPARSED, ERROR)
@@ -212,14 +212,21 @@ def parse_verdict(text: str | None, *, tail_lines: int = 3) -> Verdict:
 VERDICT_LETTERS = ("A", "B", "C")  # the letters after "[[" in the seed's prompt; C is a tie
 
 
+#: Why a pair's log-probabilities give no verdict: the A - B margin is NaN (a NaN, or -inf for both letters).
+NO_MARGIN = "the log-probabilities of A and B give no margin (NaN, or -inf for both)"
+
+
 def logprob_winner(logp: Sequence[float], *, tie_margin: float = 0.0, c_is_tie: bool = False) -> str:
     """Winner of (log p("A"), log p("B"), log p("C")): the sign of the A - B margin (nats).
 
     A tie when |margin| < ``tie_margin`` or the margin is 0, or (``c_is_tie``) when "C" is the most
-    likely of the three.
+    likely of the three; ``MISSING`` when the margin is NaN (:data:`NO_MARGIN`): a NaN read as B was
+    recorded as a verdict.
     """
     la, lb, lc = (float(x) for x in logp)
     margin = la - lb
+    if margin != margin:  # NaN
+        return MISSING
     if c_is_tie and lc > max(la, lb):
         return TIE
     if abs(margin) < tie_margin or margin == 0.0:

@@ -53,10 +53,12 @@ from probes.models.generate import candidate_ids, greedy_generate
 from probes.models.llama import Llama
 from probes.models.pretrained import Pretrained, build_model
 
-from ..datasets.verdicts import TIE, A, B
+from ..datasets.verdicts import MISSING, TIE, A, B
 from .base import (
+    NO_MARGIN,
     OK,
     QUESTION_TYPES,
+    UNPARSED,
     ResponseCache,
     Verdict,
     content_key,
@@ -289,7 +291,7 @@ class LocalJudge:
         winners = [w for w, _ in decided]
         lp_type = (
             self.next_logprobs(
-                [self.type_prompt_ids(q, a, b, w) for (q, a, b, _), w in zip(fitted, winners)],
+                [self.type_prompt_ids(q, a, b, w if w != MISSING else TIE) for (q, a, b, _), w in zip(fitted, winners)],
                 self.type_cand,
                 progress=progress,
             )
@@ -314,6 +316,9 @@ class LocalJudge:
                 qtype = QUESTION_TYPES[int(np.argmax(lp_type[k]))]
                 details["logp_type"] = lp_type[k].tolist()
                 raw += f"; type {qtype} (logp A..F {np.round(lp_type[k], 3).tolist()})"
+            if winner == MISSING:  # a NaN margin: no verdict to record
+                verdicts.append(Verdict(None, None, raw, UNPARSED, {**details, "reason": NO_MARGIN}))
+                continue
             verdicts.append(Verdict(winner, qtype, raw, OK, details))
         return verdicts
 

@@ -36,8 +36,10 @@ import urllib.request
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from ..datasets.verdicts import MISSING
 from .base import (
     ERROR,
+    NO_MARGIN,
     OK,
     UNPARSED,
     VERDICT_LETTERS,
@@ -383,6 +385,8 @@ class OpenAILogprobJudge:
         for r in (top_ab, top_ba):
             if isinstance(r, Exception):
                 return Verdict(None, None, str(r), ERROR, {"http_status": r.status})
+        if not top_ab or not top_ba:
+            return Verdict(None, None, "", UNPARSED, {"reason": "the server returned no top log-probabilities"})
         (ab, bounded_ab), (ba, bounded_ba) = _letter_logprobs(top_ab), _letter_logprobs(top_ba)
         ba = [ba[1], ba[0], ba[2]]  # swap back: the original A first
         bounded_ba = sorted({"A": "B", "B": "A", "C": "C"}[x] for x in bounded_ba)
@@ -391,6 +395,8 @@ class OpenAILogprobJudge:
             return Verdict(None, None, raw, UNPARSED, {"reason": f"neither A nor B among the top {self.top} tokens"})
         winner, details = two_order_verdict(ab, ba, **self.rule)
         details["bounded"] = {"ab": bounded_ab, "ba": bounded_ba}
+        if winner == MISSING:
+            return Verdict(None, None, raw, UNPARSED, {**details, "reason": NO_MARGIN})
         return Verdict(winner, None, raw + f"; margin {details['margin']:+.3f}", OK, details)
 
 

@@ -30,7 +30,7 @@ from puaudit_runtime.files import write_json
 
 from ..datasets import save_comparisons
 from ..datasets.verdicts import JUDGE_VERDICTS, MISSING, TIE, A, B, is_null
-from .base import ERROR, OK, Verdict, progress_iter, row_inputs
+from .base import ERROR, OK, UNPARSED, Verdict, progress_iter, row_inputs
 
 JUDGE_COLUMNS = (
     "judge_original",
@@ -43,6 +43,7 @@ JUDGE_COLUMNS = (
     "consistent",
     "omitted_tokens",
     "judge_swapped",
+    "judge_swapped_status",
     "judge_confidence",
 )
 
@@ -91,8 +92,10 @@ def evidence_columns(v: Verdict | None, swapped: Verdict | None = None) -> dict:
     if d.get("verdict_ba") in (A, B, TIE):
         margin = float(d.get("margin", np.nan))
         confidence = 1.0 / (1.0 + np.exp(-abs(margin))) if np.isfinite(margin) else np.nan
-        return {"judge_swapped": d["verdict_ba"], "judge_confidence": confidence}
-    return {"judge_swapped": _other_order(swapped) if v is not None else MISSING, "judge_confidence": np.nan}
+        return {"judge_swapped": d["verdict_ba"], "judge_swapped_status": OK, "judge_confidence": confidence}
+    status = verdict_status(swapped) if swapped is not None else ("not asked" if v is not None else "skipped")
+    return {"judge_swapped": _other_order(swapped) if v is not None else MISSING, "judge_swapped_status": status,
+            "judge_confidence": np.nan}  # fmt: skip
 
 
 def table_verdict(v: Verdict) -> str:
@@ -114,6 +117,7 @@ def verdict_columns(v: Verdict | None, skipped: str | None = None) -> dict:
             "consistent": None,
             "omitted_tokens": 0,
             "judge_swapped": MISSING,
+            "judge_swapped_status": f"skipped: {skipped}",
             "judge_confidence": np.nan,
         }
     d = v.details or {}
@@ -140,7 +144,11 @@ def _judged(judge, inputs: list, both_orders: bool) -> list[dict]:
     swapped = [None] * len(inputs)
     if both_orders and not (two_order and any(v.status == OK for v in verdicts)):
         swapped = judge.judge_many([swapped_inputs(x) for x in inputs])
-    return [{**verdict_columns(v), **evidence_columns(v, w)} for v, w in zip(verdicts, swapped)]
+    columns = [{**verdict_columns(v), **evidence_columns(v, w)} for v, w in zip(verdicts, swapped)]
+    if not both_orders:
+        for c in columns:
+            c["judge_swapped_status"] = "not asked (single order)"
+    return columns
 
 
 def judge_table(
@@ -214,7 +222,8 @@ class JudgeReport:
         position_consistency: share of pairs judged the same in both orders (judges that judge
             both orders), else None.
         judge_types: rows per question-type letter the judge wrote (``[[TYPE:X]]``), else None.
-        errors: {"id", "status"} of every failed row.
+        errors: {"id", "status"} of every failed row, and {"id", "status", "order": "swapped"} of every row
+            whose swapped-order request failed.
     """
 
     data: str
@@ -255,6 +264,8 @@ def judge_report(result: pd.DataFrame, judge: str, data: str, seconds: float) ->
     """The :class:`JudgeReport` of a :func:`judge_table` result."""
     labelled = result[result.human.isin(JUDGE_VERDICTS) & (result.judge_status == "ok")]
     failed = result[result.judge_status.str.startswith("error")]
+    swapped = result["judge_swapped_status"].astype(str) if "judge_swapped_status" in result else None
+    failed_swapped = result[swapped.str.startswith("error")] if swapped is not None else result.iloc[:0]
     consistency = types = None
     if result.consistent.notna().any():
         consistency = float(result.consistent.dropna().astype(bool).mean())
@@ -271,24 +282,39 @@ def judge_report(result: pd.DataFrame, judge: str, data: str, seconds: float) ->
         seconds=seconds,
         position_consistency=consistency,
         judge_types=types,
-        errors=[{"id": str(r.id), "status": r.judge_status} for r in failed.itertuples()],
+        errors=[{"id": str(r.id), "status": r.judge_status} for r in failed.itertuples()]
+        + [
+            {"id": str(r.id), "status": r.judge_swapped_status, "order": "swapped"} for r in failed_swapped.itertuples()
+        ],
     )
 
 
 @dataclass(frozen=True)
 class Failures:
-    """The failed judgements of a run: ``failed`` of the ``sent`` pairs, and the first error's message."""
+    """The failed judgements of a run: ``failed`` of the ``sent`` pairs, and the first error's message.
+
+    ``answered``: the sent pairs with a verdict (None: not counted); when it is 0 the run failed
+    however few requests errored (every reply without a verdict), and ``first_unparsed`` says why.
+    """
 
     failed: int
     sent: int
     first_error: str | None = None
+    answered: int | None = None
+    first_unparsed: str | None = None
 
     def too_many(self, max_fraction: float) -> bool:
-        """Whether every sent pair failed, or more than ``max_fraction`` of them did."""
+        """Whether every sent pair failed or none got a verdict, or more than ``max_fraction`` of them failed."""
+        if self.answered == 0 and self.sent > 0:
+            return True
         return self.failed > 0 and (self.failed == self.sent or self.failed > max_fraction * self.sent)
 
     def message(self) -> str:
-        """``N of M pairs failed (first error: ...)``."""
+        """``N of M pairs failed (first error: ...)``, or why no pair got a verdict."""
+        if self.answered == 0 and self.sent > 0 and self.failed < self.sent:
+            return (f"no pair got a verdict: {self.sent - self.failed} of {self.sent} replies had none (first: "
+                    f"{self.first_unparsed})" + (f", {self.failed} failed (first error: {self.first_error})"
+                                                 if self.failed else ""))  # fmt: skip
         return f"{self.failed} of {self.sent} pairs failed (first error: {self.first_error})"
 
 
@@ -304,11 +330,18 @@ def check_max_failures(value: float, option: str = "max_failures") -> float:
 
 
 def judge_failures(result: pd.DataFrame) -> Failures:
-    """The :class:`Failures` of a :func:`judge_table` result: rows with an ``error`` status, of the rows sent."""
+    """The :class:`Failures` of a :func:`judge_table` result, of the rows sent.
+
+    A pair fails when its request, or its swapped-order request, ended in an ``error``; ``answered``
+    counts the pairs with a verdict.
+    """
     status = result.judge_status.astype(str)
-    failed = [s.removeprefix(f"{ERROR}: ") for s in status[status.str.startswith(ERROR)]]
+    swapped = result.get("judge_swapped_status", pd.Series("", index=result.index)).astype(str)  # older tables lack it
+    bad = status.str.startswith(ERROR) | swapped.str.startswith(ERROR)
+    failed = [s.removeprefix(f"{ERROR}: ") for s in np.where(status.str.startswith(ERROR), status, swapped)[bad]]
     sent = int((~status.str.startswith("skipped")).sum())
-    return Failures(len(failed), sent, first_error(failed))
+    unparsed = status[status.str.startswith(UNPARSED)].str.removeprefix(f"{UNPARSED}: ").tolist()
+    return Failures(len(failed), sent, first_error(failed), int((status == OK).sum()), (unparsed or [None])[0])
 
 
 def first_error(messages: list[str]) -> str | None:

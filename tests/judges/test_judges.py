@@ -212,6 +212,12 @@ def _next_token(prompt: str, script: str) -> dict:
     gets its letter 1 nat above the other's, whatever the order it is shown in."""
     if script == "lp_none":
         top = {"C": -0.1, "X": -3.0}
+    elif script == "lp_nan":
+        top = {"A": float("nan"), "B": float("nan"), "C": -1.0}
+    elif script == "lp_neginf":
+        top = {"A": float("-inf"), "B": float("-inf"), "C": -0.1}
+    elif script == "lp_empty":
+        top = {}
     elif script == "lp_no_b":
         top = {"A": -0.2, "C": -1.0, " A": -2.5}
     else:
@@ -474,6 +480,18 @@ def test_openai_logprob_judge_both_orders_and_bounds(stub_server, tmp_path):
         stub_server.base_url, "stub-model", chat_template=_Template(), top_logprobs=5, cache_dir=tmp_path
     )
     assert again.judge_many(items[:2]) == [good_a, good_b] and again.client.stats["cache_hits"] == 4
+
+
+def test_openai_logprob_judge_records_no_verdict_where_the_logprobs_give_no_margin(stub_server, tmp_path):
+    """NaN or -inf for both A and B was recorded as B with status ok; an empty top list raised
+    "min() arg is an empty sequence" (issue 40)."""
+    judge = OpenAILogprobJudge(stub_server.base_url, "stub-model", chat_template=_Template(), top_logprobs=5,
+                               cache_dir=tmp_path, max_retries=0, concurrency=1)  # fmt: skip
+    nan, neginf, empty = judge.judge_many([(f"q\nSCRIPT {s}", "x", "y") for s in ("lp_nan", "lp_neginf", "lp_empty")])
+    for verdict in (nan, neginf):
+        assert (verdict.status, verdict.winner) == ("unparsed", None)
+        assert verdict.details["reason"] == "the log-probabilities of A and B give no margin (NaN, or -inf for both)"
+    assert (empty.status, empty.details["reason"]) == ("unparsed", "the server returned no top log-probabilities")
 
 
 def test_client_stops_sending_once_the_server_is_unreachable(tmp_path):

@@ -75,6 +75,34 @@ def test_judge_against_an_unreachable_server_exits_1_with_missing_verdicts(tmp_p
     assert "none of the 4 rows has a judge verdict" in capsys.readouterr().err
 
 
+def test_failed_swapped_order_requests_are_counted_reported_and_fail_the_run(tmp_path, capsys):
+    """Issue 40: every swapped-order request failed, judge_swapped was missing on every row, and the run
+    exited 0 with no error in judge.json."""
+
+    def reply(user):
+        return (500, "the model crashed") if "GOOD" in judge_blocks(user)[1] else "ok\n[[A]]"  # swapped: GOOD in B
+
+    with chat_server(reply) as url:
+        args = [a for a in _judge_args(tmp_path, url, n=4) if a != "--single-order"]
+        assert main(args) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: 4 of 4 pairs failed (first error: HTTP 500") and "the model crashed" in err[-1]
+    written = load_comparisons(tmp_path / "out" / "comparisons.csv")
+    assert (written["judge"] == "A").all() and (written["judge_swapped"] == "missing").all()
+    assert written["judge_swapped_status"].str.startswith("error: ").all()
+    report = json.loads((tmp_path / "out" / "judge.json").read_text())
+    assert [e["order"] for e in report["errors"]] == ["swapped"] * 4
+
+
+def test_a_run_where_no_pair_gets_a_verdict_exits_1_and_says_why(tmp_path, capsys):
+    """Issue 40: replies without a verdict on every pair exited 0 with nothing on stderr."""
+    with chat_server(lambda user: "Both answers have merit; I cannot decide.") as url:
+        assert main(_judge_args(tmp_path, url, n=3)) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == "error: no pair got a verdict: 3 of 3 replies had none (first: no verdict in the last lines)"
+    assert (load_comparisons(tmp_path / "out" / "comparisons.csv")["judge"] == "missing").all()
+
+
 def test_logprob_judge_against_an_unreachable_server_exits_1(tmp_path, capsys):
     args = _judge_args(tmp_path, _dead_url(), 3, (), "out", "--verdict", "logprob")
     assert main(args) == 1
