@@ -8,6 +8,7 @@ tutorial on unchanged code is not run again, in this clone or a fresh one.
 """
 
 import hashlib
+import importlib
 import inspect
 import io
 import os
@@ -32,7 +33,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.g
 project = "puaudit-jax"
 author = "puaudit-jax contributors"
 copyright = "puaudit-jax contributors, Apache-2.0"
-release = version = "0.1.0"
+release = version = importlib.import_module("puaudit_jax._version").__version__
 
 extensions = [
     "myst_nb",

@@ -26,6 +26,7 @@ from ..evaluate import split_labels
 from ..evaluate.consistency import with_hidden_labels
 from . import inputs
 from .options import add_options, options_from_args
+from .run_folder import wrote
 
 AUDIT_FIELDS = ("m", "eta", "alpha1", "alpha2", "holdout", "group_by", "min_group_size", "folds", "cluster_by", "seed",
                 "evidence", "other_judges", "guarantee", "delta", "cascade")  # fmt: skip
@@ -110,7 +111,7 @@ def _audit_command(args, config: AuditConfig, run) -> int:
     print(result.report.summary())
     if truth is not None:
         print(result.report.hidden_labels.table())
-    print(f"wrote {args.out}/" + ", ".join(files))
+    print(wrote(args.out, files))
     if result.report.guarantee is not None:
         n = result.report.guarantee.counts["escalate"]
         print(f"{n} escalated rows to label: {args.out}/to_label.csv; with their human verdicts in DATA, `puaudit "

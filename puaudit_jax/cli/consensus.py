@@ -35,6 +35,7 @@ from ..consensus.runs import (
     write_alignment,
     write_judge_scores,
 )
+from .run_folder import wrote
 
 
 def add_consensus_parser(subparsers) -> argparse.ArgumentParser:
@@ -83,7 +84,7 @@ def _scores(args) -> int:
     files = write_judge_scores(run, args.out, source=args.verdicts)
     print(run.matrices.scores.T.round(1).to_string())
     print(f"\nagreement with {args.reference or 'the consensus'}:\n{run.agreement.round(4).to_string(index=False)}")
-    print(f"\nwrote {args.out}/" + ", ".join(files) + f" ({time.perf_counter() - t0:.0f}s)")
+    print("\n" + wrote(args.out, files) + f" ({time.perf_counter() - t0:.0f}s)")
     return 0
 
 
@@ -96,7 +97,7 @@ def _align(args) -> int:
     run = align_matrix(matrix, config, human)
     files = write_alignment(run, args.out, source=args.matrix, figures=not args.no_figures)
     print(pd.DataFrame({"before": run.before, "after": run.after}).round(4).to_string())
-    print(f"\nwrote {args.out}/" + ", ".join(files))
+    print("\n" + wrote(args.out, files))
     return 0
 
 

@@ -25,6 +25,7 @@ from ..evaluate.protocol import DEFAULT_PAIRS, Protocol
 from . import inputs
 from .audit import AUDIT_FIELDS, add_audit_options, audit_config, rule_of, scorer_of
 from .options import add_options, options_from_args
+from .run_folder import wrote
 
 
 def _names(value: str, registry, what: str) -> list[str]:
@@ -122,7 +123,7 @@ def _evaluate_command(args, config: AuditConfig, compared: dict, swept, proto: d
     files = _write(res, args, args.data, run)
     overall = res.summary[res.summary.question_type == "all"]
     print(summary_table(res.summary) if not swept else overall.to_string(index=False, float_format="{:.4f}".format))
-    print(f"wrote {args.out}/" + ", ".join(files))
+    print(wrote(args.out, files))
     return 0
 
 
@@ -151,7 +152,7 @@ def _demo_command(args, config: AuditConfig, names: list[str], run, t0: float) -
     files = _write(res, args, "mtbench", run)
     print(demo_text(res, first_scorer=names[0], eta=args.eta, p_ratio=args.p_ratio, source=emb.source))
     total = time.perf_counter() - t0
-    print(f"wrote {args.out}/" + ", ".join(files) + f" (embeddings {t_embed:.0f}s, total {total:.0f}s)")
+    print(wrote(args.out, files) + f" (embeddings {t_embed:.0f}s, total {total:.0f}s)")
     return 0
 
 

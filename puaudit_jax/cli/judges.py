@@ -49,7 +49,7 @@ import time
 
 from ..datasets import BUNDLED
 from .inputs import load_data
-from .run_folder import RunFolder
+from .run_folder import RunFolder, wrote
 
 FAILED_RUN = 1
 """Exit status of a judge or attack run with too many failed pairs (files written; 2 is a user error)."""
@@ -282,7 +282,7 @@ def cmd_attack(args) -> int:
         files = write_attack(res, table, report, run.path)
         run.finish(files)
     print(report.summary())
-    print(f"wrote {args.out}/" + ", ".join(files))
+    print(wrote(args.out, files))
     return _exit_status(attack_failures(res, rejudged=original is None), args.max_failures)
 
 
@@ -315,7 +315,7 @@ def cmd_judge(args) -> int:
         run.finish(files)
     print(report.summary())
     _print_errors(report)
-    print(f"wrote {args.out}/" + ", ".join(files))
+    print(wrote(args.out, files))
     return _exit_status(judge_failures(result), args.max_failures)
 
 

@@ -30,6 +30,7 @@ import zipfile
 
 from puaudit_runtime.cache import enable_compilation_cache
 
+from .._version import __version__
 from .audit import add_audit_parser
 from .consensus import add_consensus_parser
 from .evaluate import add_demo_parser, add_evaluate_parser
@@ -61,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Audit LLM-judge verdicts with partial OT "
         "(PUAudit) and evaluate the audit against hidden human labels.",
     )
+    parser.add_argument("--version", action="version", version=f"puaudit {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error (anywhere on the line)")
     sub = parser.add_subparsers(dest="command", required=True)
     add_audit_parser(sub)

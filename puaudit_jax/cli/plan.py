@@ -23,6 +23,7 @@ from ..quantify.targets import audit_p_wrong
 from . import inputs
 from .options import add_options, options_from_args
 from .quantify import AUDIT_EVIDENCE, add_audit_source, audit_items_of, refuse_unused_audit_options
+from .run_folder import wrote
 
 
 def _p_wrong(args, table, config: AuditConfig):
@@ -79,7 +80,7 @@ def cmd_plan_labels(args) -> int:
     _print(report, config)
     if len(table) > len(report.frame):
         print(f"{len(table) - len(report.frame)} rows have no judge verdict (A/B/tie): not in the plan")
-    print(f"wrote {args.out}/" + ", ".join(files))
+    print(wrote(args.out, files))
     return 0
 
 

@@ -25,6 +25,7 @@ from ..quantify.estimators import check_level
 from ..quantify.pipeline import QuantifyConfig
 from . import inputs
 from .options import add_options, option_name, options_from_args
+from .run_folder import wrote
 
 AUDIT_EVIDENCE = ("evidence", "other_judges")  # what --with-audit weighs, as for `puaudit audit`
 WITH_AUDIT_ONLY = ("embeddings", "encoder", *inputs.EMBED_FIELDS, "save_embeddings", *inputs.DEVICE_FIELDS,
@@ -130,7 +131,7 @@ def cmd_quantify(args) -> int:
     print(result.to_frame()[list(COLUMNS)].to_string(index=False, float_format="{:.4f}".format))
     for warning in result.warnings:
         print(f"warning: {warning}")
-    print(f"wrote {args.out}/" + ", ".join(files))
+    print(wrote(args.out, files))
     return 0
 
 

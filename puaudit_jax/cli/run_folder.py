@@ -189,3 +189,9 @@ class RunFolder:
             (self.folder / name).unlink(missing_ok=True)
         os.replace(staging / MANIFEST, self.folder / MANIFEST)
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def wrote(out, files) -> str:
+    """``wrote OUT/a, b``: the folder and the files a command wrote, one slash between them (``--out x/`` too)."""
+    folder = str(out).rstrip("/")
+    return f"wrote {folder}/" + ", ".join(files)

@@ -300,3 +300,29 @@ def test_audit_with_a_guarantee_writes_decisions_and_says_what_it_certified(cone
     frame = pd.read_csv(q / "leaderboard.csv")
     agreement = frame[(frame.target == "agreement m") & (frame.estimator == "ppi++ (audit)")]
     assert len(agreement) == 1 and agreement.lower.iloc[0] < agreement.upper.iloc[0]
+
+
+def test_the_version_is_written_once_and_every_place_reads_it(capsys):
+    """`puaudit --version`, the installed package's metadata, CITATION.cff and the changelog agree."""
+    from importlib.metadata import version
+    from pathlib import Path
+
+    import yaml
+
+    import puaudit_jax
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.strip() == f"puaudit {puaudit_jax.__version__}"
+    assert version("puaudit-jax") == puaudit_jax.__version__
+    root = Path(__file__).resolve().parents[2]
+    assert str(yaml.safe_load((root / "CITATION.cff").read_text())["version"]) == puaudit_jax.__version__
+    assert f"## [{puaudit_jax.__version__}]" in (root / "CHANGELOG.md").read_text()
+    assert "Apache License" in (root / "LICENSE").read_text()[:200]
+
+
+def test_the_folder_written_is_named_with_one_slash():
+    from puaudit_jax.cli.run_folder import wrote
+
+    assert wrote("out/", ["items.csv", "report.json"]) == "wrote out/items.csv, report.json"
+    assert wrote("out", ["a"]) == wrote("out//", ["a"]) == "wrote out/a" and wrote("/", ["a"]) == "wrote /a"
