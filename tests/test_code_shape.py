@@ -45,8 +45,10 @@ RUNTIME, PROBES = "puaudit_runtime", "probes"
 DATASETS, OT, CONSENSUS, JUDGES, QUANTIFY, AUDIT, EVALUATE, CLI = (
     f"puaudit_jax.{name}" for name in ("datasets", "ot", "consensus", "judges", "quantify", "audit", "evaluate", "cli")
 )
+VERSION = "puaudit_jax._version"  # the version string alone: the package's __init__ and the CLI read it
 LIBRARY = {DATASETS, OT, CONSENSUS, JUDGES, QUANTIFY, AUDIT, EVALUATE, CLI}
 LAYERS = {
+    VERSION: set(),
     RUNTIME: set(),
     PROBES: {RUNTIME},
     DATASETS: {RUNTIME},
@@ -56,7 +58,7 @@ LAYERS = {
     QUANTIFY: {RUNTIME, DATASETS, CONSENSUS},
     AUDIT: {RUNTIME, PROBES, DATASETS, OT, QUANTIFY},
     EVALUATE: {RUNTIME, DATASETS, QUANTIFY, AUDIT},
-    CLI: {RUNTIME, PROBES} | LIBRARY,
+    CLI: {RUNTIME, PROBES, VERSION} | LIBRARY,
     "theory": {RUNTIME, PROBES} | LIBRARY,
     "experiments": {RUNTIME, PROBES} | LIBRARY,
 }
@@ -104,7 +106,7 @@ def test_imports_follow_the_rule_table():
     for path in _sources():
         own = _unit(_module(path))
         for line, target in _imports(path):
-            if target.split(".")[0] not in FIRST_PARTY or target == "puaudit_jax":  # its __init__ is empty
+            if target.split(".")[0] not in FIRST_PARTY or target == "puaudit_jax":  # its __init__: the version
                 continue
             unit = _unit(target)
             if unit is None:

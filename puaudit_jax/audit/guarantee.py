@@ -42,6 +42,10 @@ How (all in this module, pure numpy):
    sequence and 60 % with five; a flat score on a judge right 87 % of the time, 15 % with one and
    99.7 % with five (``experiments/reproductions/guarantee.py`` compares both on real judges).
 
+4. **A cascade** (``cascade``, :func:`cascade`): the other judges, cheapest first, each audited on its own
+   verdicts, try the rows no earlier judge was certified for; judge k's threshold is tested on the
+   calibration rows no earlier judge certified, at level D / (number of judges) (Jung et al. §4).
+
 Assumptions, checked where the data allow: the labelled rows are a random sample of the pool (the
 audit's chi-square checks by question type and cluster); rows are independent (with ``cluster_by``
 the binomial test treats rows of one cluster as independent, which they are not: the report says the
@@ -320,6 +324,15 @@ class Guarantee:
         return cls(**{**data, "coverage_by_type": by_type, "notes": tuple(data["notes"]), "curve": curve,
                       "stages": stages})  # fmt: skip
 
+    def thresholds(self) -> dict:
+        """Every judge's threshold: {P column of the items: threshold or None}.
+
+        "p_wrong" is the judge's, "p_wrong[J]" a cascade's judge J's.
+        """
+        if not self.stages:
+            return {"p_wrong": self.threshold}
+        return {"p_wrong" if k == 0 else f"p_wrong[{judge}]": t for k, (judge, t, *_) in enumerate(self.stages)}
+
     def lines(self) -> list[str]:
         """The report's text: what was certified, or why nothing was and what would help."""
         head = (f"guarantee: agreement >= {self.agreement:g} with probability >= {1 - self.delta:g} "
@@ -371,31 +384,39 @@ def final_verdicts(p_wrong: np.ndarray, judge: np.ndarray) -> np.ndarray:
     return np.where(np.asarray(p_wrong, float) > 0.5, flip_verdict(judge), judge)
 
 
-def escalation_plan(items: pd.DataFrame, threshold: float | None) -> pd.DataFrame:
+def escalation_plan(items: pd.DataFrame, thresholds) -> pd.DataFrame:
     """The escalated rows as a label plan, in ``puaudit plan-labels``' format (``quantify.plan.PLAN_COLUMNS``).
 
     Every usable row (a judge verdict; a human one or none) is in the plan. Unlabelled rows are
     ``pool`` rows: selected with probability 1 when escalated or left out of the audit (no certified
     verdict), with probability 0 when certified. Rows labelled before the plan carry the probability
-    the same rule would have given them: 1 without a confidence >= ``threshold`` (from ``p_wrong``, else
-    ``p_wrong_cross``), else 0. Once humans have labelled the selected rows, ``puaudit quantify DATA
-    --plan DIR`` weights every label by its inclusion probability r + (1 - r) pi, where r is the share
-    of rows labelled before the plan (a random sample, as the guarantee assumes): r > 0 keeps every
-    row's probability positive, so the intervals stay valid although certified rows are never drawn.
+    the same rule would have given them: 0 where some judge's confidence reaches its threshold, else 1.
+    Once humans have labelled the selected rows, ``puaudit quantify DATA --plan DIR`` weights every
+    label by its inclusion probability r + (1 - r) pi, where r is the share of rows labelled before the
+    plan (a random sample, as the guarantee assumes): r > 0 keeps every row's probability positive, so
+    the intervals stay valid although certified rows are never drawn.
 
     Args:
-        items: a guaranteed audit's item table (``decision``, ``p_wrong``, ``p_wrong_cross``, verdicts).
-        threshold: the guarantee's kept threshold on the confidence, or None (nothing certified).
+        items: a guaranteed audit's item table (``decision``, ``p_wrong``, ``p_wrong_cross``, a cascade's
+            ``p_wrong[J]``, the verdicts).
+        thresholds: the threshold on the confidence of each judge, as {P column: threshold or None}
+            (:meth:`Guarantee.thresholds`); a number or None: the judge's alone ({"p_wrong": t}).
 
     Returns:
         One row per usable item: id, role (labelled | pool), p_wrong, sampling_prob, selected.
     """
+    if not isinstance(thresholds, dict):
+        thresholds = {"p_wrong": thresholds}
     labelled, unlabelled = usable_rows(items)
     used = labelled | unlabelled
     p = items["p_wrong"].to_numpy(float)
-    if "p_wrong_cross" in items.columns:
+    if "p_wrong_cross" in items.columns:  # the labelled rows the audit fitted on: their out-of-fold P
         p = np.where(np.isfinite(p), p, items["p_wrong_cross"].to_numpy(float))
-    certified = np.zeros(len(items), bool) if threshold is None else confidence(p) >= threshold
+    certified = np.zeros(len(items), bool)
+    for column, threshold in thresholds.items():
+        if threshold is not None:
+            q = confidence(p if column == "p_wrong" else items[column].to_numpy(float))
+            certified |= q >= threshold
     if "decision" in items.columns:  # pool rows: the audit's own decision
         decision = items["decision"].to_numpy(dtype=object)
         certified = np.where(unlabelled, np.isin(decision, ("trust", "flip")), certified)

@@ -125,7 +125,7 @@ def _write_escalation(result, table, folder) -> list[str]:
 
     from ..audit.guarantee import escalation_plan
 
-    plan = escalation_plan(result.items, result.report.guarantee.threshold)
+    plan = escalation_plan(result.items, result.report.guarantee.thresholds())
     chosen = table[table["id"].astype(str).isin(plan.loc[plan["selected"], "id"])]
     write_csv(plan, folder / "plan.csv")
     write_csv(chosen.drop(columns=["human"]), folder / "to_label.csv")

@@ -235,7 +235,7 @@ def test_the_escalation_plan_reads_back_into_valid_intervals_where_the_escalated
 
 def test_the_plan_of_an_audit_selects_its_escalated_rows_and_keeps_every_usable_row(cone, certified):
     items, g = certified.items, certified.report.guarantee
-    plan = escalation_plan(items, g.threshold).set_index("id")
+    plan = escalation_plan(items, g.thresholds()).set_index("id")
     pool = items[items.role == "U"].set_index("id")
     assert len(plan) == len(items) and set(plan.index[plan.role == "pool"]) == set(pool.index)
     assert (plan.loc[pool.index, "selected"] == (pool.decision == "escalate")).all()
@@ -334,6 +334,12 @@ def test_an_audit_with_a_cascade_names_the_judge_of_every_certified_row(cone):
     kept = (items.role == "U").to_numpy() & (items.decision != "escalate").to_numpy()
     assert np.mean(items.adjusted.to_numpy()[kept] == cone.truth[kept]) >= 0.8
     assert "guarantee: cascade: second: confidence >=" in res.report.summary()
+    # the label plan: a labelled row the second judge would have been certified for would not have been drawn
+    assert g.thresholds() == {"p_wrong": None, "p_wrong[second]": g.stages[1][1]}
+    plan = escalation_plan(items, g.thresholds()).set_index("id")
+    cal = items[items.role == "calibration"]
+    would = confidence(cal["p_wrong[second]"].to_numpy()) >= g.stages[1][1]
+    assert would.any() and (plan.loc[cal.id, "sampling_prob"].to_numpy() == np.where(would, 0.0, 1.0)).all()
     assert AuditReport.from_dict(res.report.to_dict()).guarantee == g
     assert res.report.config.other_judges == ("second",)  # the first judge's audit did not weigh the second
 
