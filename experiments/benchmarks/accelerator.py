@@ -109,7 +109,7 @@ def memory_worker(spec: dict) -> dict:
     """
     import jax
 
-    from experiments.benchmarks.scale import _largest_fit, _mesh, _mode_solver, _peak_probe
+    from experiments.benchmarks.scale import _mesh, _mode_solver, _peak_probe, largest_fit
     from puaudit_jax.ot.sharded import Layout
 
     layout = Layout.of(_mesh(jax.devices()[:1]))
@@ -121,16 +121,9 @@ def memory_worker(spec: dict) -> dict:
         def peak(k, probe=probe):
             return probe(k) if k <= spec["max_k"] else math.inf
 
-        step = 1024
-        if peak(step) > spec["budget"]:
-            rows.append(dict(mode=mode, n=spec["n"], k=0, peak=peak(step), compiles=len(probes)))
-            continue
-        k1, k2 = 16 * step, 64 * step
-        slope = (peak(k2) - peak(k1)) / (k2 - k1)
-        guess = max(step, int((spec["budget"] - peak(k1)) / slope + k1) // step * step)
-        lo, hi = _largest_fit(peak, spec["budget"], step, min(guess, spec["max_k"]))
-        rows.append(dict(mode=mode, n=spec["n"], k=lo, peak=peak(lo), next_peak=peak(hi), compiles=len(probes),
-                         bytes_per_column=slope, capped=hi > spec["max_k"]))  # fmt: skip
+        fit = largest_fit(peak, spec["budget"], 1024)
+        fit["capped"] = fit["k"] > 0 and fit["k"] + 1024 > spec["max_k"]
+        rows.append(dict(mode=mode, n=spec["n"], compiles=len(probes), **fit))
     return dict(rows=rows, budget=spec["budget"])
 
 
@@ -290,7 +283,7 @@ def section_memory(cfg, state) -> str:
     for row in r["rows"]:
         cap = " (the cap: U's elements within int32 indexing)" if row.get("capped") else ""
         lines.append(f"| {row['mode']} | {row['k']:,}{cap} | {row['peak'] / GiB:.1f} | "
-                     f"{fmt(row.get('bytes_per_column'), '.0f')} | {row['compiles']} |")  # fmt: skip
+                     f"{fmt(row.get('slope'), '.0f')} | {row['compiles']} |")  # fmt: skip
     return "\n".join(lines)
 
 

@@ -169,27 +169,24 @@ def memory_worker(spec: dict) -> dict:
         for D in spec["devices"]:
             step = D * unit
             peak, probes = _peak_probe(solver, Layout.of(_mesh(devs[:D])), n_p, d, block)
-            # the peak is close to affine in n_U: predict from two compiles, then bracket and bisect
-            k1, k2 = 16 * step, 64 * step
-            slope = (peak(k2) - peak(k1)) / (k2 - k1)
-            guess = max(step, int((budget - peak(k1)) / slope + k1) // step * step) if slope > 0 else step
-            if peak(step) > budget:
-                fits_rows.append(dict(mode=mode, D=D, n=n_p, k=0, peak=peak(step), compiles=len(probes)))
-                continue
-            lo, hi = _largest_fit(peak, budget, step, guess)
-            fits_rows.append(
-                dict(
-                    mode=mode,
-                    D=D,
-                    n=n_p,
-                    k=lo,
-                    peak=peak(lo),
-                    next_peak=peak(hi),
-                    compiles=len(probes),
-                    predicted=guess,
-                )
-            )
+            fit = largest_fit(peak, budget, step)
+            fits_rows.append(dict(mode=mode, D=D, n=n_p, compiles=len(probes), **fit))
     return dict(rows=rows, budget_rows=fits_rows, budget=budget)
+
+
+def largest_fit(peak, budget: int, step: int) -> dict:
+    """The largest multiple of ``step`` whose ``peak(k)`` (bytes) fits ``budget``: k, peak, next_peak, predicted,
+    slope (bytes per extra column); k = 0 when ``step`` itself does not fit.
+
+    The peak is close to affine in n_U: predicted from two compiles, then bracketed and bisected.
+    """
+    if peak(step) > budget:
+        return dict(k=0, peak=peak(step))
+    k1, k2 = 16 * step, 64 * step
+    slope = (peak(k2) - peak(k1)) / (k2 - k1)
+    guess = max(step, int((budget - peak(k1)) / slope + k1) // step * step) if 0 < slope < math.inf else step
+    lo, hi = _largest_fit(peak, budget, step, guess)
+    return dict(k=lo, peak=peak(lo), next_peak=peak(hi), predicted=guess, slope=slope)
 
 
 def _mode_solver(mode: str, block_size: int):
