@@ -17,6 +17,9 @@ Process hygiene (autouse)
                           holds more than half of the kernel's vm.max_map_count memory maps (each
                           executable holds about 15; at the limit XLA's next compile crashes).
                           Below that they stay, so the next module reuses what is compiled
+Randomness
+    rng                   a numpy Generator seeded from the test's node id (CRC-32, not Python's salted
+                          ``hash``): each test draws its own data, the same on every run and process
 Numerics
     x64                   float64 JAX for the test (``with jax.enable_x64(True)``); a module that
                           needs it everywhere says ``pytestmark = pytest.mark.usefixtures("x64")``
@@ -47,6 +50,7 @@ import os
 import shutil
 import sys
 import tempfile
+import zlib
 
 import numpy as np
 import pytest
@@ -110,6 +114,15 @@ def _release_executables():
     if "jax" in sys.modules and held > limit // 2:  # a module that never imported JAX has nothing to release
         sys.modules["jax"].clear_caches()
         gc.collect()
+
+
+# --------------------------------------------------------------------------------------------------
+# randomness
+
+
+@pytest.fixture
+def rng(request) -> np.random.Generator:
+    return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -164,3 +165,17 @@ def test_one_atomic_write_helper():
         if "os.replace(" in p.read_text()
     }
     assert users <= allowed, sorted(users - allowed)
+
+
+def test_tests_seed_reproducibly():
+    """No test seeds from Python's ``hash`` (salted per process for strings: new data on every run) or
+    draws from an unseeded generator; randomised tests take the ``rng`` fixture or a fixed seed."""
+    unseeded = re.compile(r"hash\(|default_rng\(\)|np\.random\.(rand|randn|normal|uniform|choice|permutation)\(")
+    offenders = [
+        f"{p.relative_to(ROOT)}:{i}"
+        for p in (ROOT / "tests").rglob("*.py")
+        if p.name != "test_code_shape.py"
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if unseeded.search(line)
+    ]
+    assert offenders == []

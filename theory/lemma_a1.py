@@ -76,10 +76,6 @@ def bound_statement(t, d: int, n_u: int) -> np.ndarray:
     return n_u * np.exp(-(d - 1) * np.asarray(t) ** 2 / 2.0)
 
 
-def bound_proof(t, d: int, n_u: int) -> np.ndarray:
-    return 2.0 * bound_statement(t, d, n_u)
-
-
 def quantile_exact(q: float, d: int, n_u: int) -> float:
     """t with P(max > t) = q (exact)."""
     return float(optimize.brentq(lambda t: max_tail_exact(t, d, n_u) - q, 0.0, 1.0, xtol=1e-12))

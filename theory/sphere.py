@@ -90,12 +90,6 @@ def random_direction(rng: np.random.Generator, d: int) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-def uniform_sphere(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
-    """(n, d) i.i.d. uniform points on S^{d-1} (normalised Gaussians)."""
-    g = rng.standard_normal((n, d))
-    return g / np.linalg.norm(g, axis=1, keepdims=True)
-
-
 def uniform_orthogonal(rng: np.random.Generator, n: int, z_bar: np.ndarray) -> np.ndarray:
     """(n, d) i.i.d. uniform unit vectors in the orthogonal complement of the unit z_bar."""
     g = rng.standard_normal((n, z_bar.shape[0]))

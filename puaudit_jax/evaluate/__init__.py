@@ -21,7 +21,7 @@ from .protocol import (
     summarize_runs,
     sweep,
 )
-from .splits import Split, split_labels
+from .splits import LabelSplit, split_labels
 from .tables import demo_table, overall_table, summary_table
 from .write import write_evaluation
 
@@ -31,7 +31,7 @@ __all__ = [
     "EvalResult",
     "PeakMemory",
     "Protocol",
-    "Split",
+    "LabelSplit",
     "consistency",
     "demo_table",
     "evaluate",

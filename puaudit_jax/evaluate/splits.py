@@ -12,7 +12,7 @@ from ..datasets.verdicts import MISSING, question_types
 
 
 @dataclass(frozen=True)
-class Split:
+class LabelSplit:
     """One protocol split: the table with hidden labels, the evaluation pool ids and their truth."""
 
     table: pd.DataFrame
@@ -20,7 +20,7 @@ class Split:
     truth: pd.Series  # index: eval id -> hidden human verdict
 
 
-def split_labels(table: pd.DataFrame, *, p_ratio: float, seed: int, split_by: str | None = None) -> Split:
+def split_labels(table: pd.DataFrame, *, p_ratio: float, seed: int, split_by: str | None = None) -> LabelSplit:
     """Hide the human labels of all but a ``p_ratio`` share of each question type's labelled rows.
 
     ``split_by``: of each type's groups of rows sharing that column's value; the share is then counted in
@@ -54,4 +54,4 @@ def split_labels(table: pd.DataFrame, *, p_ratio: float, seed: int, split_by: st
     out = table.copy()
     truth = pd.Series(out.loc[hidden, "human"].to_numpy(), index=out.loc[hidden, "id"].astype(str).to_numpy())
     out.loc[hidden, "human"] = MISSING
-    return Split(out, truth.index.to_numpy(), truth)
+    return LabelSplit(out, truth.index.to_numpy(), truth)

@@ -21,8 +21,7 @@ def _weights(rng, n, k, uniform):
 @pytest.mark.parametrize("cost", ["cosine", "sqeuclidean"])
 @pytest.mark.parametrize("uniform", [True, False])
 @pytest.mark.parametrize("m_frac", [1e-3, 0.3, 0.999999, 1.0])
-def test_exact_equals_pot(shape, cost, uniform, m_frac):
-    rng = np.random.default_rng(hash((shape, cost, uniform, m_frac)) % 2**32)
+def test_exact_equals_pot(shape, cost, uniform, m_frac, rng):
     n, k = shape
     x, y = rng.normal(size=(n, 6)), rng.normal(size=(k, 6))
     a, b = _weights(rng, n, k, uniform)
