@@ -19,7 +19,9 @@ Estimators (each an M-estimate, :mod:`.m_estimation`):
 Only models with at least :data:`MIN_LABELLED` labelled comparisons get scores (the scale is theirs;
 rows naming another model are left out of every fit, counted in the rows' note); the others get
 "not estimable" rows. The human-only fit also needs the labelled comparison graph to identify the
-strengths (strongly connected, :func:`~puaudit_jax.consensus.bradley_terry.check_identifiable`).
+strengths (strongly connected, :func:`~puaudit_jax.consensus.bradley_terry.check_identifiable`). Where
+the models fall in groups never compared with each other (a disconnected comparison graph), no estimator
+scores them: every row is "not estimable" and names the groups.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
 
 from ..consensus.bradley_terry import ELO_PER_NAT, ComparisonGraphError, check_identifiable, count_matrices
 from .estimators import HUMAN_ONLY, JUDGE_ONLY, Estimate, check_level, not_estimable, z_value
@@ -62,6 +66,19 @@ def scored_models(model_a, model_b, labelled) -> tuple[list[str], list[str]]:
     return sorted(counts.index[counts >= MIN_LABELLED]), sorted(counts.index[counts < MIN_LABELLED])
 
 
+_FLAT_NOTE = "zero variance (the outcomes it rests on never vary, or fall in one cluster): no interval"
+
+
+def _coefficient(fit: MFit, k: int, estimator: str, level: float, fits) -> Estimate:
+    """Style coefficient ``k`` of ``fit`` in Elo points, or not estimable where its interval has no width."""
+    g, h = fit.theta[k], z_value(level) * np.sqrt(max(fit.cov[k, k], 0.0))
+    if h <= FLAT:
+        return not_estimable(estimator, level, fits.n, fits.n_unl, _FLAT_NOTE)
+    lam = None if estimator in (JUDGE_ONLY, HUMAN_ONLY) else fit.lam
+    g, h = ELO_PER_NAT * g, ELO_PER_NAT * h
+    return Estimate(estimator, g, g - h, g + h, level, fits.n, fits.n_unl, lam=lam)
+
+
 def elo_estimates(fit: MFit, models: list[str], estimator: str, level: float, n: int, n_unl: int) -> list:
     """(model, Estimate) on the Elo scale for every model of a converged fit, with its rank-set."""
     c = contrast(len(models))
@@ -69,10 +86,10 @@ def elo_estimates(fit: MFit, models: list[str], estimator: str, level: float, n:
     half = z_value(level) * np.sqrt(np.clip(np.diag(cov), 0, None))
     lam = None if estimator in (JUDGE_ONLY, HUMAN_ONLY) else fit.lam
     ranks = rank_sets(theta, cov, level)
-    flat = "zero variance (the outcomes it rests on never vary, or fall in one cluster): no interval"
+
     return [(m, Estimate(estimator, ELO_MEAN + ELO_PER_NAT * t, ELO_MEAN + ELO_PER_NAT * (t - h),
                          ELO_MEAN + ELO_PER_NAT * (t + h), level, n, n_unl, lam=lam, rank_lower=int(lo),
-                         rank_upper=int(hi)) if h > FLAT else not_estimable(estimator, level, n, n_unl, flat))
+                         rank_upper=int(hi)) if h > FLAT else not_estimable(estimator, level, n, n_unl, _FLAT_NOTE))
             for m, t, h, lo, hi in zip(models, theta, half, ranks.lower, ranks.upper)]  # fmt: skip
 
 
@@ -86,6 +103,24 @@ def _human_graph_problem(model_a, model_b, y, models: list[str]) -> str:
     except ComparisonGraphError as err:
         return str(err).split(";")[0]
     return ""
+
+
+def components(model_a, model_b, models: list[str]) -> list[list[str]]:
+    """The groups of ``models`` linked by comparisons (connected components of the comparison graph), sorted."""
+    index = {m: k for k, m in enumerate(models)}
+    a, b = [index[m] for m in model_a], [index[m] for m in model_b]
+    graph = csr_matrix((np.ones(len(a)), (a, b)), shape=(len(models), len(models)))
+    _, labels = connected_components(graph, directed=False)
+    return sorted([models[k] for k in np.flatnonzero(labels == g)] for g in np.unique(labels))
+
+
+def disconnected_note(groups: list[list[str]]) -> str:
+    """Why no estimator scores models whose comparisons fall in several ``groups`` ('' for one group)."""
+    if len(groups) < 2:
+        return ""
+    names = " | ".join(", ".join(g[:4]) + (", ..." if len(g) > 4 else "") for g in groups[:4])
+    return (f"the comparison graph has {len(groups)} groups of models never compared with each other ({names}"
+            f"{' | ...' if len(groups) > 4 else ''}): their strengths are not on one scale; quantify each group's rows")
 
 
 def _fit_or_note(X, y, yhat, lab, unl, lam, clusters, probability=None) -> tuple[MFit | None, str]:
@@ -132,6 +167,9 @@ def _bt_fits(model_a, model_b, y, predictions: dict, labelled, unlabelled, clust
     out = _Fits(models, dropped, {}, int(lab.sum()), int(unl.sum()), caveat)
     if len(models) < 2:
         return out
+    apart = disconnected_note(components(model_a[keep], model_b[keep], models))
+    if apart:
+        return replace(out, fits={est: (None, apart) for est in (JUDGE_ONLY, HUMAN_ONLY, *predictions)})
     X = design(model_a[keep], model_b[keep], models)
     if covariates is not None:
         X = np.hstack([X, np.asarray(covariates, float)[keep]])
@@ -219,17 +257,14 @@ def bt_style_leaderboard(model_a, model_b, y, predictions: dict, labelled, unlab
     covariates = pd.DataFrame(covariates)
     fits = _bt_fits(model_a, model_b, y, predictions, labelled, unlabelled, clusters, covariates.to_numpy(float),
                     probability)  # fmt: skip
-    p, z = covariates.shape[1], z_value(level)
+    p = covariates.shape[1]
     coefficients = []
     for est, (fit, why) in fits.fits.items():
         for j, name in enumerate(covariates.columns):
             if fit is None:
                 coefficients.append((name, not_estimable(est, level, 0, 0, why)))
                 continue
-            k = len(fit.theta) - p + j
-            g, h = ELO_PER_NAT * fit.theta[k], z * ELO_PER_NAT * np.sqrt(max(fit.cov[k, k], 0.0))
-            lam = None if est in (JUDGE_ONLY, HUMAN_ONLY) else fit.lam
-            coefficients.append((name, Estimate(est, g, g - h, g + h, level, fits.n, fits.n_unl, lam=lam)))
+            coefficients.append((name, _coefficient(fit, len(fit.theta) - p + j, est, level, fits)))
     parts = {e: (None if f is None else _models_part(f, p), why) for e, (f, why) in fits.fits.items()}
     strengths = replace(fits, fits=parts)
     return _score_rows(strengths, predictions, level), coefficients

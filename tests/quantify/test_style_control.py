@@ -88,3 +88,29 @@ def test_a_rare_feature_is_named_and_missing_texts_give_not_estimable_rows():
     rows = bare[bare["target"].str.startswith("elo (style-controlled): ")]
     assert len(rows) == 4 * 3 and rows["note"].str.contains("needs the response texts").all()
     assert not quantify(table, style=()).to_frame()["target"].str.startswith("elo (style").any()
+
+
+def test_a_disconnected_comparison_graph_gives_no_scores_and_names_its_groups():
+    """Two groups never compared with each other: every estimator's scores and style rows are not
+    estimable, for the true reason (before: PPI++ said 1020 [-1.4e9, 1.4e9], the others "did not converge")."""
+    table = _table(1200, 7, labelled_share=0.5)
+    cross = table.model_a.isin(["m0", "m1"]) != table.model_b.isin(["m0", "m1"])
+    frame = quantify(table[~cross].reset_index(drop=True), style=("tokens",)).to_frame()
+    scores = frame[frame.target.str.startswith(("elo", "style"))]
+    assert len(scores) and scores.estimate.isna().all()
+    assert scores.note.str.contains(r"2 groups of models never compared with each other \(m0, m1 \| m2, m3\)").all()
+
+
+@pytest.mark.parametrize("case", ["one cluster", "all ties"])
+def test_a_style_coefficient_with_no_variance_is_not_estimable_not_zero_width(case):
+    """One cluster, or labels that are all ties: before, 64.6 [64.6, 64.6] with no note."""
+    table = _table(600, 8, labelled_share=0.5)
+    if case == "all ties":
+        table = table.assign(human=table.human.where(table.human == "missing", "tie"))
+    options = {"cluster_by": "cluster"} if case == "one cluster" else {}
+    frame = quantify(table.assign(cluster="one"), style=("tokens",), **options).to_frame()
+    style = frame[frame.target.str.startswith("style")]
+    flat = (style.upper - style.lower).abs() <= 1e-6 * (1 + style.estimate.abs())
+    assert len(style) == 3 and (flat | style.estimate.isna()).sum() >= 2
+    assert style[flat.fillna(False)].empty
+    assert style[style.estimate.isna()].note.str.contains("zero variance").all()
