@@ -119,8 +119,10 @@ def disconnected_note(groups: list[list[str]]) -> str:
     if len(groups) < 2:
         return ""
     names = " | ".join(", ".join(g[:4]) + (", ..." if len(g) > 4 else "") for g in groups[:4])
-    return (f"the comparison graph has {len(groups)} groups of models never compared with each other ({names}"
-            f"{' | ...' if len(groups) > 4 else ''}): their strengths are not on one scale; quantify each group's rows")
+    return (
+        f"the comparison graph has {len(groups)} groups of models never compared with each other ({names}"
+        f"{' | ...' if len(groups) > 4 else ''}): their strengths are not on one scale; quantify each group's rows"
+    )
 
 
 def _fit_or_note(X, y, yhat, lab, unl, lam, clusters, probability=None) -> tuple[MFit | None, str]:
