@@ -175,13 +175,16 @@ def planned_probabilities(table: pd.DataFrame, plan: pd.DataFrame) -> np.ndarray
         plan's rows labelled before it; :func:`.active.inclusion_probability`), NaN on unlabelled rows.
 
     Raises:
-        ValueError: the plan lacks a column; a usable row is not in the plan; labels came back for items
+        ValueError: the plan lacks a column or repeats an id; a usable row is not in the plan; labels came back for items
             never planned; a planned item has no label or no valid sampling probability.
     """
     missing = [c for c in PLAN_COLUMNS if c not in plan.columns]
     if missing:
         raise ValueError(f"the label plan lacks the columns {missing} (write it with `puaudit plan-labels`)")
-    plan = plan.assign(id=plan["id"].astype(str)).set_index("id")
+    plan = plan.assign(id=plan["id"].astype(str))
+    twice = plan["id"].duplicated(keep=False).to_numpy()
+    _check(plan["id"].to_numpy(), twice, "the label plan lists {n} rows under an id that is not unique")
+    plan = plan.set_index("id")
     labelled, unlabelled = usable_rows(table)
     ids = table["id"].astype(str).to_numpy()
     absent = ~np.isin(ids, plan.index) & (labelled | unlabelled)

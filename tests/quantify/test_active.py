@@ -108,6 +108,9 @@ def test_a_plan_read_back_names_labels_never_planned_and_planned_items_without_l
         planned_probabilities(back, broken)
     with pytest.raises(ValueError, match="not in the label plan"):
         planned_probabilities(back, report.frame.iloc[1:])
+    doubled = pd.concat([report.frame, report.frame.iloc[[5]]], ignore_index=True)
+    with pytest.raises(ValueError, match=r"lists 2 rows under an id that is not unique, e.g. id 'r5'"):
+        planned_probabilities(back, doubled)
 
 
 def test_uncertainty_is_largest_at_one_half_and_fills_missing_values():
