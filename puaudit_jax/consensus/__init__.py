@@ -7,7 +7,8 @@
   the bundled LLMFAO and MT-Bench verdicts in that form.
 - :mod:`.metrics`: consensus, per-judge Pearson / MSE / Kendall, inter-judge std, aggregate bias.
 - :mod:`.alignment`: the appendix's objective, the Flax adapter, the idealised shrinkage.
-- :mod:`.plots`, :mod:`.cli`: figures and the ``puaudit consensus`` command.
+- :mod:`.runs`: the runs behind ``puaudit consensus`` (score matrices, alignment), written to a folder.
+- :mod:`.plots`: figures. The command itself is :mod:`puaudit_jax.cli.consensus`.
 """
 
 from .alignment import (
