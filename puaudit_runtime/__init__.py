@@ -9,4 +9,5 @@ tests and the experiments; imports neither ``puaudit_jax`` nor ``probes``.
     launch    fresh interpreters with forced host devices, and clusters of them on 127.0.0.1
     files     atomic result files (json, csv, parquet, text, figures)
     hlo       bytes a compiled sharded program exchanges between devices, from its HLO
+    cache     the persistent compilation cache under ``$PUAUDIT_CACHE`` (``enable_compilation_cache``)
 """

@@ -6,6 +6,9 @@
 ``consistency.py``            what is measured on the hidden labels; the hindsight ceiling
 ``memory.py``                 peak memory of a run
 ``tables.py``                 text tables (the summary; ours beside the seed's Table 5)
+``demo.py``                   ``puaudit demo``: the default audit beside the seed's, on MT-Bench
+``plots.py``                  Figure 3 (radar of Cons_orig / Cons_adj per question type)
+``write.py``                  results.csv / .json and per_seed.csv, written atomically
 ============================  ================================================================
 """
 

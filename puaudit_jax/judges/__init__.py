@@ -10,6 +10,7 @@
 - :class:`LocalJudge`, :class:`LocalGenerator`: in-process Flax SmolLM2-135M-Instruct (imported
   lazily, so the HTTP clients do not load JAX models): :mod:`.local`.
 - :func:`judge_table`: re-judge a comparison table: :mod:`.run`.
+- The attacks on the judge's losers (distraction, length, sentiment; Algorithm 2): :mod:`.attacks`.
 """
 
 from .base import (
