@@ -135,6 +135,10 @@ class AuditConfig:
         if self.cascade and (self.guarantee is None or not self.other_judges):
             raise ValueError("cascade needs a guarantee (--guarantee A) and the judges to cascade to "
                              "(--other-judges, cheapest first)")  # fmt: skip
+        if self.other_judges and not self.cascade and not getattr(self.decision_rule(), "evidence", ()):
+            raise ValueError(f"other_judges is evidence for the evidence rule (or a cascade); rule "
+                             f"{rule_name(self.rule)!r} reads no evidence and would ignore "
+                             f"{list(self.other_judges)}: use rule='evidence', or add cascade")  # fmt: skip
         if self.guarantee is not None and not needs_crossfit(self.decision_rule()):
             raise ValueError(f"guarantee needs a calibrated rule (it certifies by P(judge wrong)); rule "
                              f"{rule_name(self.rule)!r} gives none: use a calibrated rule (evidence, calibrated, "
