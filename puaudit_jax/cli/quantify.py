@@ -21,7 +21,6 @@ from ..audit.predictions import audit_for_quantify
 from ..audit.write import read_items
 from ..datasets.verdicts import MISSING
 from ..quantify import quantify, write_quantification
-from ..quantify.estimators import check_level
 from ..quantify.pipeline import QuantifyConfig
 from . import inputs
 from .options import add_options, option_name, options_from_args
@@ -107,7 +106,7 @@ def refuse_unused_audit_options(args) -> None:
 def cmd_quantify(args) -> int:
     """``puaudit quantify``: options checked, then the estimates in a locked output folder."""
     options = options_from_args(args, QuantifyConfig)
-    check_level(options["level"])
+    QuantifyConfig(**options)  # its checks, before any data is read
     config = AuditConfig(**options_from_args(args, AuditConfig, include=AUDIT_EVIDENCE))
     config.validate()
     refuse_unused_audit_options(args)

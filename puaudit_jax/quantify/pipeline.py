@@ -9,6 +9,7 @@ import pandas as pd
 
 from ..datasets.style import STYLE_FEATURES
 from ..datasets.verdicts import MISSING
+from .estimators import check_level
 from .plan import planned_probabilities
 from .sample_check import SampleCheck, sample_check
 from .targets import (
@@ -38,6 +39,20 @@ class QuantifyConfig:
     cluster_by: str | None = None
     style: tuple[str, ...] = field(default=("tokens", "headers", "list_items", "bold"),
                                    metadata={"choices": STYLE_FEATURES})  # fmt: skip
+
+    def __post_init__(self):
+        check_level(self.level)
+        _check_style(tuple(self.style))
+
+
+def _check_style(style: tuple[str, ...]) -> None:
+    """Raise ValueError for a style feature that is unknown or named twice (a repeat would be fitted twice)."""
+    unknown = [f for f in style if f not in STYLE_FEATURES]
+    if unknown:
+        raise ValueError(f"style: unknown features {unknown}; use names of {', '.join(STYLE_FEATURES)}")
+    repeated = sorted({f for f in style if style.count(f) > 1})
+    if repeated:
+        raise ValueError(f"style: {repeated} named more than once")
 
 
 @dataclass(frozen=True)
@@ -97,9 +112,10 @@ def quantify(table: pd.DataFrame, *, level: float = QuantifyConfig.level,
         The :class:`Quantification` (win rates and shares in [0, 1], leaderboard scores in Elo points).
 
     Raises:
-        ValueError: a bad level, a missing cluster column or value, audit items that do not match
-            the table, or a plan that does not (:func:`.plan.planned_probabilities`).
+        ValueError: a bad level, an unknown or repeated style feature, a missing cluster column or value,
+            audit items that do not match the table, or a plan that does not (:func:`.plan.planned_probabilities`).
     """
+    _check_style(tuple(style))
     unjudged = int((table["judge"].to_numpy(dtype=object) == MISSING).sum())
     if unjudged == len(table):
         raise ValueError(f"none of the {len(table)} rows has a judge verdict (every judge cell is missing)")

@@ -84,6 +84,7 @@ def test_bad_files_are_one_line_errors_naming_the_file(files, capsys, name, extr
         (["quantify", "mtbench", "--devices", "2", "--mesh", "2"], "--devices, --mesh only apply with --with-audit"),
         (["quantify", "mtbench", "--coordinator", "h:1", "--num-processes", "2"], "--coordinator, --num-processes"),
         (["quantify", "mtbench", "--cluster-auto"], "--cluster-auto only applies with --with-audit"),
+        (["quantify", "mtbench", "--style", "tokens,tokens"], "style: ['tokens'] named more than once"),
         (["quantify", "mtbench", "--batch-size", "4", "--no-cache"], "--no-cache, --batch-size only apply"),
         (["quantify", "mtbench", "--audit", "dir", "--encoder", "minilm"], "(--audit reads an audit, it runs none)"),
         (["plan-labels", "mtbench", "--encoder", "smollm2"], "--encoder only applies with --with-audit"),
