@@ -13,15 +13,17 @@ import numpy as np
 from puaudit_runtime.files import atomic_path
 
 DEFAULT_OUT = Path("results/theory")
+QUICK_OUT = Path("build/theory")  # a --quick run's check, not a result: outside the tracked results/
 
 
 def cli(description: str, argv=None) -> argparse.Namespace:
-    """``--quick`` (small sweep, < 1 min) and ``--out DIR`` (default results/theory)."""
+    """``--quick`` (small sweep, < 1 min) and ``--out DIR`` (default results/theory; build/theory with --quick)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--quick", action="store_true", help="small sweep (under a minute)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output directory")
+    parser.add_argument("--out", type=Path, help=f"output directory (default {DEFAULT_OUT}; {QUICK_OUT} with --quick)")
     parser.add_argument("--seed", type=int, default=0, help="master seed")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    return argparse.Namespace(**{**vars(args), "out": args.out or (QUICK_OUT if args.quick else DEFAULT_OUT)})
 
 
 def run_statement(name: str, description: str, default, quick, run, plot, argv=None):
