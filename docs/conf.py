@@ -81,6 +81,7 @@ nb_execution_raise_on_error = True
 nb_execution_show_tb = True
 nb_execution_excludepatterns = []
 nb_merge_streams = True
+nb_output_stderr = "remove"  # progress bars and library warnings (with the build machine's paths) stay off the pages
 
 # --- autodoc ------------------------------------------------------------------------------------
 autodoc_default_options = {"members": True, "show-inheritance": False, "member-order": "bysource"}
