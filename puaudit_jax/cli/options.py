@@ -1,11 +1,9 @@
 """Command-line options generated from config dataclasses: one source of truth for defaults.
 
-A config dataclass documents each field in its docstring, under a line ``Fields:``::
-
-    Fields:
-        eta: flip threshold on normalised scores (seed rule)
-        holdout: share of labelled rows held out to estimate m;
-            continuation lines are indented deeper
+A config dataclass documents each field in the Google-style ``Attributes`` section of its
+docstring (the one sphinx's napoleon renders): one ``name: text`` (or ``name (type): text``) entry
+per field, indented under the section's title, continuation lines indented deeper; see
+:class:`~puaudit_jax.audit.AuditConfig`.
 
 :func:`add_options` turns the fields into ``--kebab-case`` options whose default is the field's
 default and whose help is that text, and :func:`options_from_args` reads them back, so changing a
@@ -27,14 +25,18 @@ import typing
 _SCALARS = {"int": int, "float": float, "str": str, "bool": bool}
 
 
+_SECTION = re.compile(r"^ *Attributes: *$", re.M)
+_ENTRY = re.compile(r"^( *)(\w+)(?: \([^)]*\))?: (.*)$")  # "name: text" or Google's "name (type): text"
+
+
 def field_docs(cls) -> dict[str, str]:
-    """``{field name: help text}`` from the ``Fields:`` section of ``cls``'s docstring."""
-    doc = inspect.cleandoc(cls.__doc__ or "")
-    if "Fields:" not in doc:
+    """``{field name: help text}`` from the ``Attributes:`` section of ``cls``'s docstring."""
+    parts = _SECTION.split(inspect.cleandoc(cls.__doc__ or ""), maxsplit=1)
+    if len(parts) < 2:
         return {}
     out, name, indent = {}, None, None
-    for line in doc.split("Fields:", 1)[1].splitlines():
-        match = re.match(r"^( *)(\w+): (.*)$", line)
+    for line in parts[1].splitlines():
+        match = _ENTRY.match(line)
         if match and (indent is None or len(match.group(1)) == indent):
             indent, name = len(match.group(1)), match.group(2)
             out[name] = match.group(3).strip()
@@ -96,7 +98,7 @@ def add_options(parser: argparse.ArgumentParser, cls, *, include=None, exclude=(
         f = fields[name]
         kind, optional = _scalar_type(name, hints[name], cls)
         if name not in docs:
-            raise ValueError(f"{cls.__name__}.{name} has no help text in its docstring's Fields: section")
+            raise ValueError(f"{cls.__name__}.{name} has no help text in its docstring's Attributes: section")
         kwargs = {"default": f.default, "help": docs[name], "dest": (rename or {}).get(name, name)}
         if kind is bool:
             kwargs["action"] = "store_true"

@@ -38,7 +38,7 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 class ServeConfig:
     """Settings of :class:`LocalServer` (``puaudit serve-local``'s options are generated from them).
 
-    Fields:
+    Attributes:
         model: a bundled name (smollm2), a .gguf file or a folder holding one
         alias: the model name clients send (the requests' "model")
         host: loopback address to listen on

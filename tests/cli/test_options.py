@@ -69,11 +69,16 @@ def test_cli_parses_values_and_none_choices():
 def _knobs(default_rate: float):
     @dataclass(frozen=True)
     class Knobs:
-        """Fields:
-        rate: a rate
-            over two lines
-        name: a name
-        flag: a flag
+        """Knobs.
+
+        Attributes:
+            rate (float): a rate
+                over two lines
+            name: a name
+            flag: a flag
+
+        Example:
+            not: a field
         """
 
         rate: float = field(default=default_rate)
@@ -101,7 +106,7 @@ def test_a_changed_default_changes_the_cli():
 def test_a_field_without_help_is_an_error():
     @dataclass(frozen=True)
     class Bare:
-        """No fields section."""
+        """No attributes section."""
 
         x: int = 1
 
