@@ -32,7 +32,9 @@ import numpy as np
 import pandas as pd
 
 from puaudit_runtime.files import write_csv
-from puaudit_runtime.flags import add_device_arguments, mesh_from_args
+from puaudit_runtime.flags import add_device_arguments, build_mesh
+
+from .inputs import device_flags
 
 
 def add_probe_parser(subparsers) -> argparse.ArgumentParser:
@@ -64,7 +66,7 @@ def add_probe_parser(subparsers) -> argparse.ArgumentParser:
 def _mesh(args):
     """The Mesh that --devices / --mesh ask for, or None for one device."""
     try:
-        return mesh_from_args(args, join_cluster=False)
+        return build_mesh(device_flags(args), join_cluster=False)
     except ValueError as err:
         raise SystemExit(f"--devices {args.devices} --mesh {args.mesh}: {err}") from None
 
