@@ -9,7 +9,8 @@ per field, indented under the section's title, continuation lines indented deepe
 default and whose help is that text, and :func:`options_from_args` reads them back, so changing a
 default in the dataclass changes the CLI with it and the two cannot drift. Types come from the
 field annotations: ``int``, ``float``, ``str`` and their ``| None`` forms, and ``tuple[str, ...]``
-(a comma-separated list on the command line: ``--evidence style,swapped``); a field whose choices
+or ``tuple[float, ...]`` (a comma-separated list on the command line: ``--evidence style,swapped``,
+``--scale 1,5``); a field whose choices
 are fixed names them in its metadata (``field(metadata={"choices": (...)})``), checked item by item
 for a list.
 """
@@ -47,11 +48,14 @@ def field_docs(cls) -> dict[str, str]:
     return out
 
 
-def _comma_list(choices=None):
-    """An argparse ``type``: "a,b" -> ("a", "b") (blanks dropped; "" -> ()), each item in ``choices``."""
+def _comma_list(choices=None, item=str):
+    """An argparse ``type``: "a,b" -> ("a", "b") (blanks dropped; "" -> ()), each item an ``item`` in ``choices``."""
 
-    def parse(text: str) -> tuple[str, ...]:
-        items = tuple(v.strip() for v in str(text).split(",") if v.strip())
+    def parse(text: str) -> tuple:
+        try:
+            items = tuple(item(v.strip()) for v in str(text).split(",") if v.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a comma list of numbers") from None
         bad = [v for v in items if choices is not None and v not in choices]
         if bad:
             raise argparse.ArgumentTypeError(f"unknown {bad}; use a comma list of {', '.join(choices)}")
@@ -63,15 +67,16 @@ def _comma_list(choices=None):
 def _scalar_type(name: str, hint, cls) -> tuple[type, bool]:
     """(python type, optional) of field ``name`` annotated ``int | float | str | bool`` (``| None`` allowed).
 
-    ``tuple[str, ...]`` gives (tuple, False): a comma-separated list.
+    ``tuple[str, ...]`` and ``tuple[float, ...]`` give (tuple, False): a comma-separated list.
     """
-    if typing.get_origin(hint) is tuple and typing.get_args(hint) == (str, Ellipsis):
+    if typing.get_origin(hint) is tuple and typing.get_args(hint) in ((str, Ellipsis), (float, Ellipsis)):
         return tuple, False
     args = typing.get_args(hint) or (hint,)
     optional = type(None) in args
     kinds = [a for a in args if a is not type(None)]
     if len(kinds) != 1 or kinds[0] not in _SCALARS.values():
-        raise TypeError(f"{cls.__name__}.{name}: only int/float/str/bool (| None) fields become options")
+        raise TypeError(f"{cls.__name__}.{name}: only int/float/str/bool (| None) and tuple[str | float, ...] "
+                        "fields become options")  # fmt: skip
     return kinds[0], optional
 
 
@@ -103,8 +108,8 @@ def add_options(parser: argparse.ArgumentParser, cls, *, include=None, exclude=(
         if kind is bool:
             kwargs["action"] = "store_true"
         elif kind is tuple:
-            kwargs["type"] = _comma_list(f.metadata.get("choices"))
-            kwargs["default"] = ",".join(f.default)
+            kwargs["type"] = _comma_list(f.metadata.get("choices"), typing.get_args(hints[name])[0])
+            kwargs["default"] = ",".join(map(str, f.default))
             kwargs["metavar"] = "A,B,..."
         else:
             kwargs["type"] = kind
