@@ -7,7 +7,9 @@ per field, indented under the section's title, continuation lines indented deepe
 
 :func:`add_options` turns the fields into ``--kebab-case`` options whose default is the field's
 default and whose help is that text, and :func:`options_from_args` reads them back, so changing a
-default in the dataclass changes the CLI with it and the two cannot drift. Types come from the
+default in the dataclass changes the CLI with it and the two cannot drift. Each option's action
+keeps its origin, ``action.config_field == (cls, field name)``, so a test can compare every
+option's default with its field's. Types come from the
 field annotations: ``int``, ``float``, ``str`` and their ``| None`` forms, and ``tuple[str, ...]``
 or ``tuple[float, ...]`` (a comma-separated list on the command line: ``--evidence style,swapped``,
 ``--scale 1,5``); a field whose choices
@@ -95,10 +97,17 @@ def add_options(parser: argparse.ArgumentParser, cls, *, include=None, exclude=(
     """Add one option per field of dataclass ``cls`` (``include``: these fields only, in this order).
 
     ``rename``: field -> option stem (``{"threshold": "flip_threshold"}``); ``overrides``: field ->
-    extra ``add_argument`` keywords (e.g. a different help). Booleans become ``store_true`` flags;
-    ``str | None`` fields with ``choices`` metadata accept ``none`` for None.
+    ``help`` and / or ``metavar`` to use instead (a default stays the field's). Booleans become
+    ``store_true`` flags; ``str | None`` fields with ``choices`` metadata accept ``none`` for None.
+
+    Raises:
+        ValueError: a field without an entry in the ``Attributes:`` section, or an override of
+            something other than help and metavar.
     """
     (fields, names), docs, hints = _selected(cls, include, exclude), field_docs(cls), typing.get_type_hints(cls)
+    bad = {key for extra in (overrides or {}).values() for key in extra} - {"help", "metavar"}
+    if bad:
+        raise ValueError(f"add_options overrides only help and metavar, not {sorted(bad)}")
     for name in names:
         f = fields[name]
         kind, optional = _scalar_type(name, hints[name], cls)
@@ -120,7 +129,7 @@ def add_options(parser: argparse.ArgumentParser, cls, *, include=None, exclude=(
                 if f.default is None:
                     kwargs["default"] = "none"
         kwargs.update((overrides or {}).get(name, {}))
-        parser.add_argument(option_name(name, rename), **kwargs)
+        parser.add_argument(option_name(name, rename), **kwargs).config_field = (cls, name)
 
 
 def options_from_args(args: argparse.Namespace, cls, *, include=None, exclude=(), rename=None) -> dict:
