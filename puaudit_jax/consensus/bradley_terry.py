@@ -60,7 +60,7 @@ class BTConfig:
         anchor: model pinned at anchor_value (default: the mean score is anchor_value)
         anchor_value: Elo points of the anchor
         max_iter: Newton iterations
-        tol: stopping tolerance on max |gradient| (per comparison)
+        tol: stopping tolerance on the largest absolute gradient (per comparison)
     """
 
     ties: str = field(default="half", metadata={"choices": ("half", "davidson")})
