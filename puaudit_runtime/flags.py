@@ -1,12 +1,15 @@
 """The device and cluster flags of every command line and benchmark: one definition.
 
 add_device_arguments(parser)   ``--devices``, ``--mesh`` and the cluster flags
-mesh_from_args(args)           join the cluster the flags name, then build the mesh
+DeviceFlags                    their values
+build_mesh(flags)              join the cluster the flags name, then build the mesh
+mesh_from_args(args)           build_mesh of the flags read from a parsed argparse namespace
 """
 
 from __future__ import annotations
 
-import functools
+import dataclasses
+from dataclasses import dataclass
 
 import jax
 from jax.sharding import Mesh
@@ -14,7 +17,30 @@ from jax.sharding import Mesh
 from .cluster import ClusterConfig, initialize_cluster
 from .mesh import make_mesh, parse_devices
 
-__all__ = ["add_device_arguments", "mesh_from_args"]
+__all__ = ["DeviceFlags", "add_device_arguments", "build_mesh", "mesh_from_args"]
+
+
+@dataclass(frozen=True)
+class DeviceFlags:
+    """The values of the flags :func:`add_device_arguments` adds (None: not given).
+
+    Attributes:
+        devices: "all" or N (the first N devices JAX sees); None: one device
+        mesh: mesh shape, N or RxC; None: one axis over ``devices``
+        coordinator: host:port of process 0 of a jax.distributed cluster
+        num_processes: processes in the cluster
+        process_id: this process's rank
+        cluster_auto: let JAX detect the cluster (SLURM, TPU pods, Open MPI)
+        cluster_timeout: seconds to wait for the coordinator and the other processes
+    """
+
+    devices: str | None = None
+    mesh: str | None = None
+    coordinator: str | None = None
+    num_processes: int | None = None
+    process_id: int | None = None
+    cluster_auto: bool = False
+    cluster_timeout: int | None = None
 
 
 def add_device_arguments(parser, *, cluster: bool = True, what: str = "the work") -> None:
@@ -63,37 +89,41 @@ def add_device_arguments(parser, *, cluster: bool = True, what: str = "the work"
 
 
 def mesh_from_args(args, *, join_cluster: bool = True, fail=None) -> Mesh | None:
+    """:func:`build_mesh` of the device flags of a parsed namespace ``args`` (only read; absent flags: None).
+
+    ``fail`` (e.g. a parser's ``error``): called with "--devices / --mesh: <the ValueError>" instead
+    of raising.
+    """
+    flags = DeviceFlags(**{f.name: getattr(args, f.name, f.default) for f in dataclasses.fields(DeviceFlags)})
+    try:
+        return build_mesh(flags, join_cluster=join_cluster)
+    except ValueError as err:
+        if fail is None:
+            raise
+        return fail(f"--devices / --mesh: {err}")
+
+
+def build_mesh(flags: DeviceFlags, *, join_cluster: bool = True) -> Mesh | None:
     """Join the cluster the flags (or the environment) describe, then build the mesh of the flags.
 
     The mesh is that of ``--devices`` / ``--mesh`` (None: one device). ValueError names the flag that
     is wrong. ``join_cluster=False`` (commands that run in one process): no cluster is joined, whatever
-    the environment says, and the mesh is of this process's devices. ``fail`` (e.g. a parser's
-    ``error``): called with "--devices / --mesh: <the ValueError>" instead of raising.
+    the environment says, and the mesh is of this process's devices.
     """
-    if fail is not None:
-        try:
-            return mesh_from_args(args, join_cluster=join_cluster)
-        except ValueError as err:
-            return fail(f"--devices / --mesh: {err}")
     if not join_cluster:
-        return make_mesh(parse_devices(args.devices), args.mesh)
-    flag = functools.partial(getattr, args)
-    config = ClusterConfig.from_env(
-        coordinator=flag("coordinator", None),
-        num_processes=flag("num_processes", None),
-        process_id=flag("process_id", None),
-        timeout_s=flag("cluster_timeout", None),
-    )
-    clustered = initialize_cluster(config, auto_detect=flag("cluster_auto", False))
-    devices = parse_devices(args.devices)
+        return make_mesh(parse_devices(flags.devices), flags.mesh)
+    config = ClusterConfig.from_env(coordinator=flags.coordinator, num_processes=flags.num_processes,
+                                    process_id=flags.process_id, timeout_s=flags.cluster_timeout)  # fmt: skip
+    clustered = initialize_cluster(config, auto_detect=flags.cluster_auto)
+    devices = parse_devices(flags.devices)
     if clustered and devices is None:
         devices = "all"  # a cluster is joined to use its devices
-    mesh = make_mesh(devices, args.mesh)
+    mesh = make_mesh(devices, flags.mesh)
     if clustered and mesh is not None:
         missing = set(range(jax.process_count())) - {d.process_index for d in mesh.devices.flat}
         if missing:
             raise ValueError(
-                f"--devices {args.devices} / --mesh {args.mesh} leave processes {sorted(missing)} of "
+                f"--devices {flags.devices} / --mesh {flags.mesh} leave processes {sorted(missing)} of "
                 f"the cluster without a device (the first N of {len(jax.devices())} devices belong "
                 "to the first processes): use --devices all, or N covering every process"
             )

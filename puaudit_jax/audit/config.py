@@ -25,7 +25,7 @@ SEED_SCORER, SEED_RULE = "pot", "seed"
 class AuditConfig:
     """Every knob of one audit (seed 000 defaults). ``scorer`` / ``rule`` are names or callables.
 
-    Fields:
+    Attributes:
         m: transported mass in (0, 1]; default: estimated as the judge-human agreement on a
             holdout of the labelled rows (seed §5.1)
         eta: flip threshold on normalised scores (the seed rule flips where s / max s < eta)

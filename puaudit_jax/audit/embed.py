@@ -222,7 +222,7 @@ def probes_encoder(
 class EmbedConfig:
     """How the audit's embeddings are obtained: a file, or a probes encoder with its disk cache.
 
-    Fields:
+    Attributes:
         encoder: minilm (default), smollm2 or a local model folder
         cache_dir: embedding cache folder (default $PUAUDIT_CACHE/embeddings or ~/.cache/puaudit/embeddings)
         no_cache: do not use the embedding disk cache

@@ -269,7 +269,7 @@ class CalibratedRule:
       ``interval``: central coverage of the reported intervals. ``min_labelled``: fewer usable
       labelled items -> abstain.
 
-    Fields:
+    Attributes:
         threshold: calibrated rules: flip where P(judge wrong) > T (a cost ratio r of a broken correct
             verdict to a kept wrong one gives T = r / (1 + r))
         confidence: calibrated rules: abstain unless the out-of-fold gain is > 0 at this confidence

@@ -33,14 +33,15 @@ AUDIT_FIELDS = ("m", "eta", "alpha1", "alpha2", "holdout", "group_by", "min_grou
 RULE_FIELDS, RULE_RENAME = ("threshold", "confidence"), {"threshold": "flip_threshold"}
 
 
-def scorer_of(name: str, args):
+def scorer_of(name: str, mesh, dtype: str):
     """A scorer name, or for the entropic partial-OT scorer an instance with the mesh and the float type.
 
-    The mesh (--devices / --mesh) and the float type (--solver-dtype) of its Sinkhorn solve.
+    The mesh (--devices / --mesh, :func:`~.inputs.mesh_of`) and the float type (--solver-dtype) of its
+    Sinkhorn solve.
     """
-    if name != "pot" or (args.mesh_obj is None and args.solver_dtype == "float32"):
+    if name != "pot" or (mesh is None and dtype == "float32"):
         return name
-    return get_scorer(name, mesh=args.mesh_obj, dtype=args.solver_dtype)
+    return get_scorer(name, mesh=mesh, dtype=dtype)
 
 
 def rule_of(name: str, args):
@@ -74,17 +75,17 @@ def cmd_audit(args) -> int:
     """``puaudit audit``: options checked, then the audit in a locked output folder."""
     if args.hide_labels is not None and not 0 < args.hide_labels < 1:
         raise ValueError(f"--hide-labels must be in (0, 1), got {args.hide_labels}")
-    args.mesh_obj = inputs.mesh_of(args)
-    config = audit_config(args, scorer=scorer_of(args.scorer, args), rule=rule_of(args.rule, args))
+    mesh = inputs.mesh_of(args)
+    config = audit_config(args, scorer=scorer_of(args.scorer, mesh, args.solver_dtype), rule=rule_of(args.rule, args))
     inputs.checked_first(args)
     with inputs.output_folder(args) as run:
-        return _audit_command(args, config, run)
+        return _audit_command(args, config, run, mesh)
 
 
-def _audit_command(args, config: AuditConfig, run) -> int:
+def _audit_command(args, config: AuditConfig, run, mesh) -> int:
     table = inputs.load_data(args.data, args.include_unlabelled, other_judges=config.other_judges)
     inputs.check_columns(table, args.data, {"--cluster-by": config.cluster_by})
-    emb = inputs.features(args, table)
+    emb = inputs.features(args, table, mesh)
     truth = None
     if args.hide_labels:
         split = split_labels(table, p_ratio=1 - args.hide_labels, seed=args.seed)

@@ -13,6 +13,7 @@ MT-Bench GPT-4 against the expert votes and prints the default audit beside the 
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import replace
 
@@ -75,14 +76,15 @@ def _checked_settings(args, proto: dict, swept) -> AuditConfig:
     return config
 
 
-def _compared(args) -> dict:
+def _compared(args, mesh) -> dict:
     """{"pairs": [...]} or the grid {"scorers": [...], "rules": [...]} the options ask for."""
+    scorer = functools.partial(scorer_of, mesh=mesh, dtype=args.solver_dtype)
     if args.scorers or args.rules:
         return {
-            "scorers": [scorer_of(s, args) for s in _names(args.scorers or DEFAULT_SCORER, SCORERS, "scorers")],
+            "scorers": [scorer(s) for s in _names(args.scorers or DEFAULT_SCORER, SCORERS, "scorers")],
             "rules": [rule_of(r, args) for r in _names(args.rules or f"{DEFAULT_RULE},seed", RULES, "rules")],
         }
-    return {"pairs": [(scorer_of(s, args), rule_of(r, args)) for s, r in _pairs(args.pairs)]}
+    return {"pairs": [(scorer(s), rule_of(r, args)) for s, r in _pairs(args.pairs)]}
 
 
 def _write(res, args, data: str, run) -> list[str]:
@@ -98,20 +100,20 @@ def _write(res, args, data: str, run) -> list[str]:
 
 def cmd_evaluate(args) -> int:
     """``puaudit evaluate``: options checked, then the protocol in a locked output folder."""
-    args.mesh_obj = inputs.mesh_of(args)
+    mesh = inputs.mesh_of(args)
     swept = _sweep(args.sweep)
     proto = options_from_args(args, Protocol, include=("seeds", "p_ratio", "split_by", "ceiling"))
-    config, compared = _checked_settings(args, proto, swept), _compared(args)
+    config, compared = _checked_settings(args, proto, swept), _compared(args, mesh)
     inputs.checked_first(args)
     with inputs.output_folder(args) as run:
-        return _evaluate_command(args, config, compared, swept, proto, run)
+        return _evaluate_command(args, config, compared, swept, proto, run, mesh)
 
 
-def _evaluate_command(args, config: AuditConfig, compared: dict, swept, proto: dict, run) -> int:
+def _evaluate_command(args, config: AuditConfig, compared: dict, swept, proto: dict, run, mesh) -> int:
     table = inputs.load_data(args.data, args.include_unlabelled, other_judges=config.other_judges)
     columns = {"--split-by": proto["split_by"], "--cluster-by": config.cluster_by}
     inputs.check_columns(table, args.data, columns, complete=("--split-by",))
-    emb = inputs.features(args, table)
+    emb = inputs.features(args, table, mesh)
     kwargs = dict(config=config, progress=not args.quiet, **compared, **proto)
     if swept:
         kwargs.pop(swept[0], None)
@@ -130,22 +132,22 @@ def _evaluate_command(args, config: AuditConfig, compared: dict, swept, proto: d
 def cmd_demo(args) -> int:
     """``puaudit demo``: MT-Bench GPT-4 vs the experts, the default audit beside the seed's."""
     t0 = time.perf_counter()
-    args.data, args.include_unlabelled = "mtbench", None
-    args.mesh_obj = inputs.mesh_of(args)
+    mesh = inputs.mesh_of(args)
     config = audit_config(args)
     Protocol(seeds=args.seeds, p_ratio=args.p_ratio).validate()
     names = _names(args.scorers, SCORERS, "scorers")
     inputs.checked_first(args)
     with inputs.output_folder(args) as run:
-        return _demo_command(args, config, names, run, t0)
+        return _demo_command(args, config, names, run, t0, mesh)
 
 
-def _demo_command(args, config: AuditConfig, names: list[str], run, t0: float) -> int:
+def _demo_command(args, config: AuditConfig, names: list[str], run, t0: float, mesh) -> int:
     table = inputs.load_data("mtbench", None)
-    emb = inputs.features(args, table)
+    emb = inputs.features(args, table, mesh, source="mtbench")
     t_embed = time.perf_counter() - t0
-    res = run_demo(table, emb, scorers=[scorer_of(s, args) for s in names], default_rule=rule_of(DEFAULT_RULE, args),
-                   seed_scorer=scorer_of("pot", args), config=config, seeds=args.seeds, p_ratio=args.p_ratio,
+    scorer = functools.partial(scorer_of, mesh=mesh, dtype=args.solver_dtype)
+    res = run_demo(table, emb, scorers=[scorer(s) for s in names], default_rule=rule_of(DEFAULT_RULE, args),
+                   seed_scorer=scorer("pot"), config=config, seeds=args.seeds, p_ratio=args.p_ratio,
                    progress=not args.quiet)  # fmt: skip
     if run is None:
         return 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import sys
 import tempfile
 import time
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from puaudit_runtime.flags import add_device_arguments, mesh_from_args
+from puaudit_runtime.flags import DeviceFlags, add_device_arguments, build_mesh
 
 from .. import datasets
 from ..audit.embed import EmbedConfig, load_embeddings, save_embeddings, table_embeddings
@@ -27,7 +28,7 @@ from .options import add_options, options_from_args
 from .run_folder import RunFolder
 
 EMBED_FIELDS = ("cache_dir", "no_cache", "batch_size", "max_length", "long_inputs")
-DEVICE_FIELDS = ("devices", "mesh", "coordinator", "num_processes", "process_id", "cluster_auto", "cluster_timeout")
+DEVICE_FIELDS = tuple(f.name for f in dataclasses.fields(DeviceFlags))
 """Destinations of the device and cluster flags (:func:`puaudit_runtime.flags.add_device_arguments`)."""
 
 
@@ -48,10 +49,15 @@ def load_data(
     return table
 
 
+def device_flags(args) -> DeviceFlags:
+    """The values of the device flags in ``args`` (a command without the cluster flags: their defaults)."""
+    return DeviceFlags(**{name: getattr(args, name) for name in DEVICE_FIELDS if hasattr(args, name)})
+
+
 def mesh_of(args):
     """The mesh of --devices / --mesh (joining the cluster the flags name first), or None."""
     try:
-        mesh = mesh_from_args(args)
+        mesh = build_mesh(device_flags(args))
     except ValueError as err:
         raise SystemExit(f"error: {err}") from None
     if mesh is not None:
@@ -139,14 +145,18 @@ def check_columns(table: pd.DataFrame, data: str, options: dict[str, str | None]
                              f"{row + 1} (id {table['id'].iloc[row]!r})")  # fmt: skip
 
 
-def features(args, table: pd.DataFrame):
-    """PairEmbeddings from --embeddings, or computed by the probes encoder the options name."""
+def features(args, table: pd.DataFrame, mesh=None, source: str | None = None):
+    """PairEmbeddings from --embeddings, or computed by the probes encoder the options name.
+
+    ``mesh`` (:func:`mesh_of`, None: one device) spreads the encoder's batches; ``source`` names the
+    table in errors (default: DATA).
+    """
     if args.embeddings:
         return load_embeddings(args.embeddings)
     config = embed_config(args)
-    check_histories(table, source=args.data)  # what the encoder needs, checked before loading it
+    check_histories(table, source=source or args.data)  # what the encoder needs, checked before loading it
     t = time.perf_counter()
-    emb = table_embeddings(table, config, mesh=args.mesh_obj, progress=not args.quiet)
+    emb = table_embeddings(table, config, mesh=mesh, progress=not args.quiet)
     print(
         f"embedded {len(emb.ids)} comparisons with {config.resolved().encoder} (d={emb.dim}) in "
         f"{time.perf_counter() - t:.1f}s",

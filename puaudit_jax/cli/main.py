@@ -119,8 +119,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(argv: list[str], debug: bool) -> int:
     """Parse ``argv`` and run its command; a user error becomes :class:`CommandError` (see :func:`main`)."""
-    args = build_parser().parse_args([a for a in argv if a != "--debug"])
-    args.argv = ["puaudit", *argv]
+    recorded = argparse.Namespace(argv=["puaudit", *argv])  # the command line, for the run folder's manifest
+    args = build_parser().parse_args([a for a in argv if a != "--debug"], namespace=recorded)
     enable_compilation_cache()  # a second run of a command compiles nothing (puaudit_runtime.cache)
     try:
         return args.func(args)

@@ -26,12 +26,12 @@ from .quantify import AUDIT_EVIDENCE, add_audit_source, audit_items_of, refuse_u
 from .run_folder import wrote
 
 
-def _p_wrong(args, table, config: AuditConfig):
+def _p_wrong(args, table, config: AuditConfig, mesh):
     """The audit's P(judge wrong) per row (--with-audit / --audit), or None for random sampling.
 
     An audit that gave no P(judge wrong) (too few labels to calibrate) means random sampling, said.
     """
-    items = audit_items_of(args, table, config)
+    items = audit_items_of(args, table, config, mesh)
     if items is None:
         return None
     if "p_wrong" not in items.columns or not np.isfinite(items["p_wrong"].to_numpy(float)).any():
@@ -63,11 +63,11 @@ def cmd_plan_labels(args) -> int:
     audit_config = AuditConfig(**options_from_args(args, AuditConfig, include=AUDIT_EVIDENCE))
     audit_config.validate()
     refuse_unused_audit_options(args)
-    args.mesh_obj = inputs.mesh_of(args) if args.with_audit else None
+    mesh = inputs.mesh_of(args) if args.with_audit else None
     inputs.checked_first(args)
     with inputs.output_folder(args) as run:
         table = inputs.load_data(args.data, True, other_judges=audit_config.other_judges)
-        report = plan_labels(table, _p_wrong(args, table, audit_config), config)
+        report = plan_labels(table, _p_wrong(args, table, audit_config, mesh), config)
         files = _write(report, table, run.path, args.data, config)
         if not args.no_figures:
             import matplotlib.pyplot as plt

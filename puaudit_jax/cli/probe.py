@@ -17,8 +17,9 @@ bound; when a resample has too few distinct rows for it, a ``warning:`` line on 
 many components the heads were fitted (the probe file records them). A ``--model`` file that is not
 a probe written by ``puaudit probe fit`` is a one-line error naming it.
 
-The probe modules (and scikit-learn, which their PLS needs) are imported by ``probe`` only, so the
-other commands run without scikit-learn.
+The options of ``fit`` and their defaults come from :class:`probes.config.FitConfig` (through
+:mod:`.options`). The probe modules (and scikit-learn, which their PLS needs) are imported by
+``probe`` only, so the other commands run without scikit-learn.
 """
 
 from __future__ import annotations
@@ -31,8 +32,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from probes.config import FitConfig
 from puaudit_runtime.files import write_csv
-from puaudit_runtime.flags import add_device_arguments, mesh_from_args
+from puaudit_runtime.flags import add_device_arguments, build_mesh
+
+from .inputs import device_flags
+from .options import add_options, options_from_args
+
+FIT_RENAME = {"n_components": "components"}
 
 
 def add_probe_parser(subparsers) -> argparse.ArgumentParser:
@@ -42,14 +49,7 @@ def add_probe_parser(subparsers) -> argparse.ArgumentParser:
     fit = sub.add_parser("fit", help="fit a probe on human scores")
     fit.add_argument("--data", required=True)
     fit.add_argument("--target", required=True, help="column with the human score")
-    fit.add_argument("--encoder", default="smollm2", help="smollm2 | minilm | a local HF folder")
-    fit.add_argument("--rubric", default=None, help="text file: one 'score: description' line per score")
-    fit.add_argument("--criterion", default="overall quality")
-    fit.add_argument("--scale", default="1,5", help="low,high of the scores (predictions are clipped)")
-    fit.add_argument("--layer", type=int, default=-1)
-    fit.add_argument("--components", type=int, default=8)
-    fit.add_argument("--resample", default="geometric", choices=["geometric", "label", "none"])
-    fit.add_argument("--seed", type=int, default=0)
+    add_options(fit, FitConfig, rename=FIT_RENAME, overrides={"scale": {"metavar": "LOW,HIGH"}})
     fit.add_argument("--out", required=True, help="probe file (.pkl)")
     add_device_arguments(fit, cluster=False, what="the hidden-state extraction and the PLS fits")
     pred = sub.add_parser("predict", help="score new data with a fitted probe")
@@ -57,14 +57,14 @@ def add_probe_parser(subparsers) -> argparse.ArgumentParser:
     pred.add_argument("--data", required=True)
     pred.add_argument("--out", required=True, help="predictions (.csv)")
     add_device_arguments(pred, cluster=False, what="the hidden-state extraction")
-    probe.set_defaults(func=run_probe)
+    probe.set_defaults(func=cmd_probe)
     return probe
 
 
 def _mesh(args):
     """The Mesh that --devices / --mesh ask for, or None for one device."""
     try:
-        return mesh_from_args(args, join_cluster=False)
+        return build_mesh(device_flags(args), join_cluster=False)
     except ValueError as err:
         raise SystemExit(f"--devices {args.devices} --mesh {args.mesh}: {err}") from None
 
@@ -85,34 +85,32 @@ def _probe_modules():
 
 
 def _fit(args, mesh) -> int:
-    borp, fitted = _probe_modules()
+    _, fitted = _probe_modules()
+    config = FitConfig(**options_from_args(args, FitConfig, rename=FIT_RENAME))
     table, dialogues = fitted.read_dialogues(args.data)
     try:  # before any model is loaded: the rows alone bound the components
-        fitted.check_components(args.components, len(table), name="--components")
+        fitted.check_components(config.n_components, len(table), name="--components")
     except ValueError as err:
         raise ValueError(f"{err} in {args.data}") from None
-    scale = tuple(float(v) for v in args.scale.split(","))
-    rubric = Path(args.rubric).read_text() if args.rubric else None
-    spec = fitted.prompt_spec(args.encoder, args.layer, scale, rubric, args.criterion)
-    config = borp.HeadConfig(n_components=args.components, scale=scale, seed=args.seed,
-                             resample=None if args.resample == "none" else args.resample)  # fmt: skip
+    rubric = Path(config.rubric).read_text() if config.rubric else None
+    spec = fitted.prompt_spec(config.encoder, config.layer, config.scale, rubric, config.criterion)
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=r"n_components=.*too few distinct rows")  # said below
-            probe = fitted.fit_probe(table, dialogues, args.target, spec, config, mesh)
+            probe = fitted.fit_probe(table, dialogues, args.target, spec, config.head_config(), mesh)
     except ValueError as err:
         raise ValueError(f"{args.data}: {err}") from None
     fitted.save_probe(probe, args.out)
-    _report_fit(args, probe, mesh)
+    _report_fit(args, config, probe, mesh)
     return 0
 
 
-def _report_fit(args, probe, mesh) -> None:
+def _report_fit(args, config: FitConfig, probe, mesh) -> None:
     """The fit's summary line on stdout, and a ``warning:`` line on stderr when a head got fewer components."""
     k = probe.components
-    if min(k) < args.components:
+    if min(k) < config.n_components:
         print(
-            f"warning: --components {args.components}: the resampled training sets have too few distinct "
+            f"warning: --components {config.n_components}: the resampled training sets have too few distinct "
             f"rows; the heads were fitted with {min(k)} to {max(k)} components (recorded in {args.out})",
             file=sys.stderr,
         )
@@ -135,7 +133,7 @@ def _predict(args, mesh) -> int:
     return 0
 
 
-def run_probe(args) -> int:
+def cmd_probe(args) -> int:
     """Dispatch ``puaudit probe <fit | predict>``."""
     mesh = _mesh(args)
     return {"fit": _fit, "predict": _predict}[args.probe_command](args, mesh)

@@ -55,12 +55,15 @@ def read_plan(path: str):
     return pd.read_csv(path, dtype={"id": str})
 
 
-def audit_items_of(args, table, config: AuditConfig):
-    """The items of the audit --audit names, or of the default audit --with-audit runs, or None."""
+def audit_items_of(args, table, config: AuditConfig, mesh=None):
+    """The items of the audit --audit names, or of the default audit --with-audit runs, or None.
+
+    ``mesh`` (None: one device) spreads the embedding of --with-audit.
+    """
     if args.audit is not None:
         return read_items(args.audit)
     if args.with_audit:
-        return audit_for_quantify(table, inputs.features(args, table.assign(human=MISSING)), config)
+        return audit_for_quantify(table, inputs.features(args, table.assign(human=MISSING), mesh), config)
     return None
 
 
@@ -110,12 +113,12 @@ def cmd_quantify(args) -> int:
     config = AuditConfig(**options_from_args(args, AuditConfig, include=AUDIT_EVIDENCE))
     config.validate()
     refuse_unused_audit_options(args)
-    args.mesh_obj = inputs.mesh_of(args) if args.with_audit else None
+    mesh = inputs.mesh_of(args) if args.with_audit else None
     inputs.checked_first(args)
     with inputs.output_folder(args) as run:
         table = inputs.load_data(args.data, args.include_unlabelled, other_judges=config.other_judges)
         inputs.check_columns(table, args.data, {"--cluster-by": options["cluster_by"]})
-        audit_items = _with_p_wrong(args, audit_items_of(args, table, config))
+        audit_items = _with_p_wrong(args, audit_items_of(args, table, config, mesh))
         plan = None if args.plan is None else read_plan(args.plan)
         result = quantify(table, audit_items=audit_items, plan=plan, **options)
         files = write_quantification(result, run.path, data=args.data)

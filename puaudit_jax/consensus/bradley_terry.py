@@ -53,14 +53,17 @@ class ComparisonGraphError(ValueError):
 class BTConfig:
     """Options of :func:`fit_bt`.
 
-    ties: "half" (a tie is half a win each) or "davidson" (a tie parameter is estimated).
-    ridge: prior precision on theta (0 = plain maximum likelihood, needs a strongly connected graph).
-    anchor: None (mean score = anchor_value) or a model name (that model = anchor_value).
-    anchor_value: Elo points of the anchor (1000).
-    max_iter, tol: Newton iterations and the stopping tolerance on max |gradient| (per comparison).
+    Attributes:
+        ties: half (a tie is half a win each) or davidson (a tie parameter is estimated)
+        ridge: Gaussian prior precision on theta (0 = plain maximum likelihood, needs a strongly
+            connected comparison graph)
+        anchor: model pinned at anchor_value (default: the mean score is anchor_value)
+        anchor_value: Elo points of the anchor
+        max_iter: Newton iterations
+        tol: stopping tolerance on the largest absolute gradient (per comparison)
     """
 
-    ties: str = "half"
+    ties: str = field(default="half", metadata={"choices": ("half", "davidson")})
     ridge: float = 0.0
     anchor: str | None = None
     anchor_value: float = 1000.0

@@ -1,7 +1,7 @@
 """The consensus commands' computing: judge scores from verdict files, alignment of a score matrix.
 
     load_verdicts(name) / load_matrix(name)         a file, or a bundled set by name
-    judge_scores(verdicts, ...) -> JudgeScores       Bradley-Terry / Elo per judge, agreement
+    judge_scores(verdicts, config) -> JudgeScores    Bradley-Terry / Elo per judge, agreement
     align_matrix(matrix, config, human) -> Alignment the adapter, metrics before and after
     table4() -> (table, means)                       the seed appendix's Table 4 from Table 6
     write_judge_scores / write_alignment             their files, written atomically
@@ -12,7 +12,7 @@ call these and print.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -77,6 +77,23 @@ def load_matrix(name: str) -> pd.DataFrame:
 
 
 @dataclass(frozen=True)
+class ScoresConfig:
+    """Settings of :func:`judge_scores` besides the fits' own (:class:`BTConfig`, :class:`EloConfig`).
+
+    Attributes:
+        method: bt (Bradley-Terry) or elo (online Elo)
+        n_boot: bootstrap resamples for intervals (BT)
+        seed: seed of the bootstrap resamples
+        reference: judge whose scores the others are compared with (default: the consensus)
+    """
+
+    method: str = field(default="bt", metadata={"choices": ("bt", "elo")})
+    n_boot: int = 0
+    seed: int = 0
+    reference: str | None = None
+
+
+@dataclass(frozen=True)
 class JudgeScores:
     """Scores of every judge and their agreement with a reference.
 
@@ -95,21 +112,19 @@ class JudgeScores:
 
 def judge_scores(
     verdicts: pd.DataFrame,
+    config: ScoresConfig = ScoresConfig(),
     *,
-    method: str = "bt",
     bt: BTConfig = BTConfig(),
     elo: EloConfig = EloConfig(),
-    n_boot: int = 0,
-    seed: int = 0,
-    reference: str | None = None,
 ) -> JudgeScores:
-    """Bradley-Terry (or online Elo) per judge, and each judge against ``reference`` (default the consensus).
+    """Bradley-Terry (or online Elo) per judge, and each judge against ``config.reference`` (default the consensus).
 
     Raises:
         ValueError: a non-identifiable comparison graph, an unknown reference judge, or bad settings,
             named: ``n_boot`` / ``seed`` (integers >= 0, :func:`score_matrices`), the fields of ``bt`` /
             ``elo`` (checked when the configs are made). The CLI prints the same message.
     """
+    method, n_boot, seed, reference = config.method, config.n_boot, config.seed, config.reference
     res = score_matrices(verdicts, method=method, bt=bt, elo=elo, n_boot=n_boot, seed=seed)
     if reference is not None and reference not in res.scores.index:
         raise ValueError(f"--reference {reference!r} is not a judge ({list(res.scores.index)})")

@@ -60,7 +60,7 @@ GRID_SCORERS, GRID_RULES = (DEFAULT_SCORER,), (DEFAULT_RULE, SEED_RULE)
 class Protocol:
     """The protocol's settings (the audit's are an :class:`~puaudit_jax.audit.AuditConfig`).
 
-    Fields:
+    Attributes:
         seeds: number of random splits (seeds 0..n-1; the Python API also takes a list of seeds)
         p_ratio: share of each question type's labelled rows that stay labelled (the rest are hidden)
         split_by: hide labels by groups of this column (e.g. prompt: LLMFAO reuses a prompt's

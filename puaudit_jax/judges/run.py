@@ -318,17 +318,6 @@ class Failures:
         return f"{self.failed} of {self.sent} pairs failed (first error: {self.first_error})"
 
 
-def check_max_failures(value: float, option: str = "max_failures") -> float:
-    """``value`` as a float when it is a fraction in [0, 1], else a ValueError naming ``option``."""
-    try:
-        fraction = float(value)
-    except (TypeError, ValueError):
-        fraction = float("nan")
-    if not 0.0 <= fraction <= 1.0:
-        raise ValueError(f"{option} must be a fraction in [0, 1] (0: no failure allowed), got {value!r}")
-    return fraction
-
-
 def judge_failures(result: pd.DataFrame) -> Failures:
     """The :class:`Failures` of a :func:`judge_table` result, of the rows sent.
 

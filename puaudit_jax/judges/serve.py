@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +30,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from puaudit_runtime.launch import free_port
+
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -38,7 +39,7 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 class ServeConfig:
     """Settings of :class:`LocalServer` (``puaudit serve-local``'s options are generated from them).
 
-    Fields:
+    Attributes:
         model: a bundled name (smollm2), a .gguf file or a folder holding one
         alias: the model name clients send (the requests' "model")
         host: loopback address to listen on
@@ -74,13 +75,6 @@ def server_available() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("uvicorn") is not None
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port on ``host`` that was free a moment ago (the OS picks it)."""
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def server_command(config: ServeConfig, port: int) -> list[str]:

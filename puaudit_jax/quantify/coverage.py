@@ -46,7 +46,7 @@ CHUNK = 50  # splits per vmapped Bradley-Terry call (memory: CHUNK x rows x mode
 class CoverageConfig:
     """Settings of :func:`coverage_study`.
 
-    Fields:
+    Attributes:
         fraction: share of the human-labelled rows kept as labels in each split, in (0, 1)
         splits: number of random splits
         level: coverage of the intervals, in (0, 1)

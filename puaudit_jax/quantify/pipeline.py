@@ -28,7 +28,7 @@ from .targets import (
 class QuantifyConfig:
     """Settings of :func:`quantify` (the CLI's options are generated from them).
 
-    Fields:
+    Attributes:
         level: coverage of the confidence intervals, in (0, 1)
         cluster_by: column grouping rows that share texts (e.g. prompt): cluster-robust intervals
         style: style features controlled for in a second, style-controlled leaderboard (comma list;

@@ -28,7 +28,7 @@ TARGETS = ("agreement", "a-share")
 class PlanConfig:
     """Settings of :func:`plan_labels` (the CLI's options are generated from them).
 
-    Fields:
+    Attributes:
         budget: expected number of items to send to humans (Poisson sampling: the count drawn varies
             by about its square root)
         target: the mean the power analysis is for: agreement (judge == human) or a-share (A wins)

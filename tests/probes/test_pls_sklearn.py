@@ -221,6 +221,16 @@ def test_fit_probe_refuses_components_above_the_head_features(fake_features):
     assert probe.components == (22,)
 
 
+def test_fit_config_defaults_are_the_head_config_defaults():
+    """probes.config keeps scikit-learn out of the parser: its head defaults are a copy, checked here."""
+    from probes.config import FitConfig
+
+    assert FitConfig().head_config() == borp.HeadConfig()
+    assert FitConfig(n_components=3, resample=None, scale=(0.0, 1.0), seed=2).head_config() == borp.HeadConfig(
+        n_components=3, resample=None, scale=(0.0, 1.0), seed=2
+    )
+
+
 def test_cli_says_when_resampling_lowers_the_components(tmp_path, capsys, fake_features):
     data = _dialogue_file(tmp_path, 12)
     out = tmp_path / "p.pkl"
