@@ -151,5 +151,5 @@ def add_audit_parser(sub) -> None:
         help=f"default {AuditConfig.rule} (calibrated, abstaining; the seed's is seed)",
     )
     p.add_argument("--hide-labels", type=float, help="hide the human labels of this share of labelled rows")
-    p.add_argument("--out", default="puaudit-out")
+    p.add_argument("--out", default="puaudit-out", help="output folder (items.csv, report.json, figures; see the output-files page)")
     p.set_defaults(func=cmd_audit)

@@ -60,14 +60,14 @@ def add_consensus_parser(subparsers) -> argparse.ArgumentParser:
     add_options(s, BTConfig, include=BT_FIELDS)
     add_options(s, EloConfig, include=ELO_FIELDS, rename=ELO_RENAME)
     add_options(s, ScoresConfig, include=("n_boot", "reference", "seed"), overrides=SEED_HELP)
-    s.add_argument("--out", required=True)
+    s.add_argument("--out", required=True, help="output folder (score matrices, intervals, run.json)")
 
     a = sub.add_parser("align", help="consensus alignment of a judges x models score matrix")
     a.add_argument("matrix", help="csv (first column judge) or uda-transfer | uda-arenahard")
     a.add_argument("--human", help="row of MATRIX holding human scores (evaluation only)")
     add_options(a, AlignConfig, include=ALIGN_FIELDS)
-    a.add_argument("--out", required=True)
-    a.add_argument("--no-figures", action="store_true")
+    a.add_argument("--out", required=True, help="output folder (aligned matrices, metrics, figures)")
+    a.add_argument("--no-figures", action="store_true", help="write no figures")
 
     sub.add_parser("table4", help="reproduce the seed appendix's Table 4 from its bundled matrices")
     p.set_defaults(func=cmd_consensus)

@@ -180,7 +180,7 @@ def add_evaluate_parser(sub) -> None:
         f"{DEFAULT_RULE},seed; each scorer's audit runs with the first)",
     )
     p.add_argument("--sweep", help="p_ratio=V1,V2,... or m=V1,V2,... (the seed's Tables 6 and 7)")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", required=True, help="output folder (results.csv / .json, per_seed.csv, figures)")
     p.set_defaults(func=cmd_evaluate)
 
 
@@ -190,6 +190,6 @@ def add_demo_parser(sub) -> None:
     inputs.add_data_options(p, data=False)
     add_audit_options(p)
     add_options(p, Protocol, include=("seeds", "p_ratio"))
-    p.add_argument("--scorers", default=",".join(DEMO_SCORERS))
-    p.add_argument("--out", default="results/demo")
+    p.add_argument("--scorers", default=",".join(DEMO_SCORERS), help="scorers compared with the default rule (comma list)")
+    p.add_argument("--out", default="results/demo", help="output folder (tables, figures)")
     p.set_defaults(func=cmd_demo)

@@ -188,5 +188,5 @@ def add_data_options(p: argparse.ArgumentParser, data: bool = True) -> None:
     add_options(p, EmbedConfig, include=EMBED_FIELDS)
     p.add_argument("--save-embeddings", help="also write the computed embeddings to this .npz")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.add_argument("--no-figures", action="store_true")
+    p.add_argument("--no-figures", action="store_true", help="write no figures")
     add_device_arguments(p)

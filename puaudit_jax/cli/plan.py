@@ -113,5 +113,5 @@ def add_plan_parser(sub) -> None:
     add_audit_source(p, "run the default calibrated audit (tie labels hidden) and sample where its P(judge "
                      "wrong) is uncertain", "an audit's output folder (or its items.csv) of the same data, run "
                      "with a calibrated rule and the tie labels hidden")  # fmt: skip
-    p.add_argument("--out", default="puaudit-plan")
+    p.add_argument("--out", default="puaudit-plan", help="output folder (plan.csv, to_label.csv, figures)")
     p.set_defaults(func=cmd_plan_labels)

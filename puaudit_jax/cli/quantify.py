@@ -149,5 +149,5 @@ def add_quantify_parser(sub) -> None:
                      "with its predictions")  # fmt: skip
     p.add_argument("--plan", help="the label plan (a `puaudit plan-labels` folder or its plan.csv) the newer "
                    "labels were drawn by: weights them by 1 / their sampling probability")  # fmt: skip
-    p.add_argument("--out", default="puaudit-quantify")
+    p.add_argument("--out", default="puaudit-quantify", help="output folder (leaderboard.csv / .json, forest.png)")
     p.set_defaults(func=cmd_quantify)

@@ -251,3 +251,19 @@ def test_parser_errors_read_error_and_name_the_command(capsys):
     assert info.value.code == 2
     assert capsys.readouterr().err == "error: puaudit audit: argument --eta: invalid float value: 'x'\n" \
                                       "(usage: puaudit audit --help)\n"  # fmt: skip
+
+
+def test_every_option_of_every_command_has_a_help_text():
+    """The CLI reference page (docs/cli.md) is generated from these texts: none may be empty."""
+    import argparse
+
+    from puaudit_jax.cli.main import build_parser
+
+    def bare(parser, path):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                yield from (b for name, sub in action.choices.items() for b in bare(sub, [*path, name]))
+            elif not action.help and not isinstance(action, argparse._HelpAction):
+                yield " ".join([*path, *(action.option_strings or [action.dest])])
+
+    assert list(bare(build_parser(), ["puaudit"])) == []
