@@ -20,11 +20,13 @@ def _is_int(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)  # NumPy's bool_ is no Integral
 
 
-def _check_int(name: str, value, minimum: int, optional: bool = False) -> None:
+def _check_int(name: str, value, minimum: int, optional: bool = False) -> int | None:
+    """``value`` as a Python int (None passes when ``optional``); ValueError naming ``name`` otherwise."""
     if value is None and optional:
-        return
+        return None
     if not _is_int(value) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}{' or None' if optional else ''}, got {value!r}")
+    return int(value)
 
 
 def _check_choice(name: str, value, choices: tuple, optional: bool = False) -> None:
@@ -44,8 +46,9 @@ class EncodeConfig:
 
     Every extraction setting lives here with its one default; what a call runs on (the model, the
     inputs, a disk cache folder, a device mesh) is passed beside it. Values are checked when the
-    config is made (ValueError naming the field); the layer range, the pooling of an encoder and
-    `max_length` against the model window are checked against the model in `encode_ids`.
+    config is made (ValueError naming the field; NumPy numbers become Python ones); what depends
+    on the model (the layer range, `max_length` within its window, "chunk" for encoders only) is
+    checked in `encode_ids`.
 
     Attributes:
         layers: hidden state(s) returned, HF's `hidden_states` numbering (0 = embeddings, -1 = the
@@ -89,21 +92,25 @@ class EncodeConfig:
     cache_every: int = 512
 
     def __post_init__(self):
-        object.__setattr__(self, "layers", _checked_layers(self.layers))
-        _check_choice("pooling", self.pooling, POOLINGS, optional=True)
-        _check_int("batch_size", self.batch_size, 1)
-        _check_int("max_length", self.max_length, 1, optional=True)
-        _check_choice("long_inputs", self.long_inputs, LONG_INPUTS, optional=True)
+        plain = dict(
+            batch_size=_check_int("batch_size", self.batch_size, 1),
+            max_length=_check_int("max_length", self.max_length, 1, optional=True),
+            chunk_overlap=_check_int("chunk_overlap", self.chunk_overlap, 0, optional=True),
+            cache_every=_check_int("cache_every", self.cache_every, 1),
+        )
+        if self.micro_batch_tokens != "auto":
+            plain["micro_batch_tokens"] = _check_int("micro_batch_tokens", self.micro_batch_tokens, 1, optional=True)
         f = self.head_fraction
         if not isinstance(f, numbers.Real) or isinstance(f, bool) or not 0.0 <= f <= 1.0:
             raise ValueError(f"head_fraction must be a number in [0, 1], got {f!r}")
-        _check_int("chunk_overlap", self.chunk_overlap, 0, optional=True)
+        plain["head_fraction"] = f if type(f) in (int, float) else float(f)  # a Python number keys the cache as before
+        for name, value in dict(plain, layers=_checked_layers(self.layers)).items():
+            object.__setattr__(self, name, value)
+        _check_choice("pooling", self.pooling, POOLINGS, optional=True)
+        _check_choice("long_inputs", self.long_inputs, LONG_INPUTS, optional=True)
         _check_choice("padding_side", self.padding_side, PADDING_SIDES)
         _check_bool("normalised", self.normalised)
-        if self.micro_batch_tokens != "auto" and self.micro_batch_tokens is not None:
-            _check_int("micro_batch_tokens", self.micro_batch_tokens, 1)
         _check_bool("progress", self.progress)
-        _check_int("cache_every", self.cache_every, 1)
 
     def cache_settings(self) -> dict:
         """The settings that change the vectors, as the disk cache keys them (JSON-able).

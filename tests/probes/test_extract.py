@@ -89,7 +89,8 @@ def test_encode_config_is_frozen_and_hashable():
     assert config.layers == (1, -1) and hash(config) == hash(EncodeConfig(layers=(1, -1), max_length=64))
     with pytest.raises(FrozenInstanceError):
         config.layers = 0
-    assert EncodeConfig(layers=np.int64(2)).layers == 2 and type(EncodeConfig(layers=np.int64(2)).layers) is int
+    numpy_ints = EncodeConfig(layers=np.int64(2), batch_size=np.int32(4), micro_batch_tokens=np.int64(64))
+    assert all(type(getattr(numpy_ints, k)) is int for k in ("layers", "batch_size", "micro_batch_tokens"))
     assert EncodeConfig().cache_settings() == dict(layers=-1, pooling=None, max_length=None, long_inputs=None,
                                                    head_fraction=0.25, chunk_overlap=None, normalize=False)  # fmt: skip
 
