@@ -221,17 +221,27 @@ def contrastive_vectors(
     reuse_prefix: bool = True,
     batch_size: int = 8,
     progress: bool = False,
-    return_stats: bool = False,
     mesh=None,
-):
-    """Contrastive hidden states v = h(prefix + positive) - h(prefix + negative).
+) -> tuple[np.ndarray, ExtractionStats]:
+    """Contrastive hidden states v = h(prefix + positive) - h(prefix + negative), and their cost.
 
-    pre: a decoder `Pretrained`; dialogues: n lists of chat messages (rated response last);
-    probes: T prompts. Returns V (n, T, d) for an int `layers`, (n, T, L, d) for a sequence,
-    float32 (and `ExtractionStats` with `return_stats`). Each dialogue's prefix is encoded once and
-    its KV cache shared by the 2T suffixes (`reuse_prefix=True`), or prefix + suffix are recomputed
-    for every suffix (`reuse_prefix=False`): same token ids, same states up to fp rounding.
-    `mesh` (a jax.sharding.Mesh or None): each batch of suffixes is split over its devices.
+    Each dialogue's prefix is encoded once and its KV cache shared by the 2T suffixes
+    (`reuse_prefix=True`), or prefix + suffix are recomputed for every suffix
+    (`reuse_prefix=False`): same token ids, same states up to fp rounding.
+
+    Args:
+        pre: a decoder `Pretrained`.
+        dialogues: n lists of chat messages (rated response last).
+        probes: T prompts.
+        layers: an int or a sequence of L hidden-state indices (HF numbering, -1 = final).
+        reuse_prefix: share each prefix's KV cache among its suffixes.
+        batch_size: suffixes per forward.
+        progress: a progress bar over the dialogues.
+        mesh: a jax.sharding.Mesh each batch of suffixes is split over, or None (one device).
+
+    Returns:
+        (V, stats): V (n, T, d) float32 for an int `layers`, (n, T, L, d) for a sequence; the
+        `ExtractionStats` of the run (tokens, seconds).
     """
     from tqdm.auto import tqdm
 
@@ -251,8 +261,7 @@ def contrastive_vectors(
         h = h.reshape(len(probes), 2, len(lay), -1)
         out[i] = h[:, 0] - h[:, 1]
     stats.seconds = time.perf_counter() - t0
-    out = out[:, :, 0] if squeeze else out
-    return (out, stats) if return_stats else out
+    return (out[:, :, 0] if squeeze else out), stats
 
 
 def _dialogue_ids(tok, msgs: Sequence[dict], probes: Sequence[ProbePrompt]) -> tuple[list[int], list[list[int]]]:
@@ -274,20 +283,13 @@ def _suffix_states(pre, p_ids: list[int], s_ids: list[list[int]], lay: list[int]
     The states are (2T, L, d) float32 for the 2T `s_ids` and the L layers `lay`; the prefix is run once
     with `reuse_prefix`, else once per suffix.
     """
-    from probes.extract import encode_ids, encode_with_shared_prefix
+    from probes.extract import EncodeConfig, encode_ids, encode_with_shared_prefix
 
     if reuse_prefix:
         h = encode_with_shared_prefix(pre, p_ids, s_ids, layers=lay, batch_size=batch_size, mesh=mesh)
         return h, len(p_ids) + sum(map(len, s_ids))
-    h = encode_ids(
-        pre,
-        [p_ids + s for s in s_ids],
-        layers=lay,
-        pooling="last",
-        batch_size=batch_size,
-        long_inputs="error",
-        mesh=mesh,
-    )
+    config = EncodeConfig(layers=tuple(lay), pooling="last", batch_size=batch_size, long_inputs="error")
+    h, _ = encode_ids(pre, [p_ids + s for s in s_ids], config, mesh=mesh)
     return h, sum(len(p_ids) + len(s) for s in s_ids)
 
 

@@ -1,14 +1,21 @@
 """Hidden-state extraction from the Flax ports.
 
-    encode(pre, texts_or_chats, layers=-1, pooling=None, batch_size=16, max_length=None)
-        -> (n, d) for an int `layers`, (n, len(layers), d) for a sequence. float32, deterministic.
+    encode(pre, texts_or_chats, config=EncodeConfig(), *, cache_dir=None, mesh=None)
+        -> (states, EncodeReport): states (n, d) for an int `config.layers`, (n, len(layers), d)
+        for a sequence; float32, deterministic.
+    encode_ids(pre, token_id_seqs, config=EncodeConfig(), *, mesh=None)   the same on token ids.
     encode_with_shared_prefix(pre, prefix, suffixes, layers=-1)
         -> last-token states of prefix+suffix_i, the prefix's KV cache computed once (BoRP §3.4).
-    encode_pairs(pre, questions, answers, style="puaudit"|"chat", ...)   PUAudit's F(x, o);
-    encode_distributed(pre, inputs, **encode_kwargs)   `encode` over a jax.distributed cluster: every
+    encode_pairs(pre, questions, answers, config, style="puaudit"|"chat", ...)   PUAudit's F(x, o);
+    encode_distributed(pre, inputs, config, ...)   `encode` over a jax.distributed cluster: every
         process passes the same inputs, encodes its share, and gets the full result;
     format_puaudit(x, o) / format_chat(x, o)   the formatted inputs themselves.
     greedy_generate, next_token_logprobs        re-exported from probes.models.generate.
+
+Settings: every extraction setting (layers, pooling, batch size, token cap, long-input policy,
+normalisation, micro-batches, progress, cache shard size) is a field of the frozen
+`EncodeConfig` (`probes.encode_config`, re-exported here) with its one default; what a call
+runs on (the model, the inputs, `cache_dir`, `mesh`) is passed beside it.
 
 Batches: `batch_size` rows are padded to a length bucket and sent together; on CPU each batch
 runs as micro-batches of about `MICRO_BATCH_TOKENS` tokens inside the jitted call (see there).
@@ -31,11 +38,12 @@ Long inputs are never cut silently. `long_inputs` picks the policy for inputs lo
     "middle_out"  (decoder default) keep the first `head_fraction` and the end, cut the middle
                   (the response at the end of "<|user|>x<|assistant|>o" survives);
     "truncate"    keep the beginning;   "error"  raise.
-Every call counts what exceeded the window (`EncodeReport`, returned with `return_report=True`)
-and warns when anything was cut or chunked.
+Every call counts what exceeded the window (the `EncodeReport` returned with the states) and
+warns when anything was cut or chunked.
 
 `cache_dir`: a content-hash embedding cache on disk (npz shards, written atomically), keyed by the
-model fingerprint, the settings and each input's content, so repeated audits do not re-encode.
+model fingerprint, the settings that change the vectors (`EncodeConfig.cache_settings`) and each
+input's content, so repeated audits do not re-encode.
 """
 
 from __future__ import annotations
@@ -49,7 +57,7 @@ import uuid
 import warnings
 import weakref
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import jax
@@ -60,6 +68,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 from tqdm.auto import tqdm
 
+from probes.encode_config import EncodeConfig
 from probes.models.batching import (
     batch_bucket,
     bucket_length,
@@ -79,6 +88,7 @@ from puaudit_runtime.files import atomic_path
 from puaudit_runtime.mesh import data_axes, make_mesh, pad_to_multiple
 
 __all__ = [
+    "EncodeConfig",
     "EncodeReport",
     "EmbeddingCache",
     "encode",
@@ -457,37 +467,35 @@ class EmbeddingCache:
 def _run_batches(
     pre: Pretrained,
     seqs: list[list[int]],
-    layers,
-    pooling,
-    batch_size,
-    cap,
-    padding_side,
-    progress,
-    micro_batch_tokens="auto",
+    layers: tuple[int, ...],
+    pooling: str,
+    cap: int,
+    config: EncodeConfig,
     mesh: Mesh | None = None,
     desc="encoding",
 ) -> np.ndarray:
     """Pooled states (n, len(layers), D) of token sequences, bucketed by length.
 
-    Each batch's rows are split over `mesh`.
+    `config` gives the batch size, padding side, micro-batches and progress bar; each batch's
+    rows are split over `mesh`.
     """
     n = len(seqs)
     d = pre.config.hidden_size
     out = np.zeros((n, len(layers), d), np.float32)
     if n == 0:
         return out
-    micro = resolve_micro_batch_tokens(micro_batch_tokens)
+    micro = resolve_micro_batch_tokens(config.micro_batch_tokens)
     fwd = pooled_forward(pre.config, pre.dtype, layers, pooling, micro, mesh)
     params = params_on(pre, mesh)
     pad_id = pre.tokenizer.pad_token_id if pre.tokenizer is not None else None
     pad_id = pad_id if pad_id is not None else 0
     order = sorted(range(n), key=lambda i: (-len(seqs[i]), i))  # long first: fewer, larger shapes
-    batches = [order[i : i + batch_size] for i in range(0, n, batch_size)]
-    for idx in tqdm(batches, desc=desc, disable=not progress, unit="batch"):
+    batches = [order[i : i + config.batch_size] for i in range(0, n, config.batch_size)]
+    for idx in tqdm(batches, desc=desc, disable=not config.progress, unit="batch"):
         group = [seqs[i] for i in idx]
         length = bucket_length(max(len(s) for s in group), cap)
-        rows = _padded_rows(len(group), batch_size, mesh)
-        ids, valid = pad_batch(group, length, rows, pad_id, padding_side)
+        rows = _padded_rows(len(group), config.batch_size, mesh)
+        ids, valid = pad_batch(group, length, rows, pad_id, config.padding_side)
         res = np.asarray(fwd(params, *rows_on(mesh, ids, valid)))
         out[idx] = res[: len(idx)]
     return out
@@ -496,14 +504,13 @@ def _run_batches(
 def _long_input_policy(cfg, max_length: int | None, long_inputs: str | None) -> tuple[int, str]:
     """The token cap and the long-input policy for a model config (defaults filled, both checked).
 
-    Returns (cap, policy): cap in tokens (<= cfg.window), policy one of chunk/middle_out/truncate/error.
+    Returns (cap, policy): cap in tokens (<= cfg.window), policy one of chunk/middle_out/truncate/error
+    (`EncodeConfig` checked the name).
     """
     cap = max_length or (min(cfg.window, DECODER_MAX_LENGTH) if cfg.is_decoder else cfg.window)
     if cap > cfg.window:
         raise ValueError(f"max_length={cap} exceeds the model window {cfg.window}")
     policy = long_inputs or ("middle_out" if cfg.is_decoder else "chunk")
-    if policy not in ("chunk", "middle_out", "truncate", "error"):
-        raise ValueError(f"long_inputs must be chunk, middle_out, truncate or error, not {policy!r}")
     if policy == "chunk" and cfg.is_decoder:
         raise ValueError("chunked encoding is for encoders; decoders use 'middle_out' or 'truncate'")
     return cap, policy
@@ -546,152 +553,99 @@ def _pool_chunks(states: np.ndarray, pieces: list[list[int]], owner: list[int], 
     return out
 
 
-def _cut_long(
-    seqs: list[list[int]], cap: int, policy: str, head_fraction: float, report: EncodeReport
-) -> list[list[int]]:
-    """Cut every input longer than `cap` tokens to `cap`, counting the cut tokens in `report`.
+def _cut_long(seqs: list[list[int]], cap: int, policy: str, head_fraction: float) -> list[list[int]]:
+    """Every input longer than `cap` tokens cut to `cap` (the report counts the cut tokens).
 
     "middle_out": keep the first `head_fraction` and the end; otherwise keep the beginning.
     """
-    cut = []
-    for s in seqs:
-        if len(s) > cap:
-            report.n_tokens_cut += len(s) - cap
-            s = _middle_out(s, cap, head_fraction) if policy == "middle_out" else s[:cap]
-        cut.append(s)
-    return cut
+    cut = lambda s: _middle_out(s, cap, head_fraction) if policy == "middle_out" else s[:cap]
+    return [cut(s) if len(s) > cap else s for s in seqs]
 
 
 def encode_ids(
-    pre: Pretrained,
-    seqs,
-    *,
-    layers=-1,
-    pooling: str | None = None,
-    batch_size: int = 16,
-    max_length: int | None = None,
-    long_inputs: str | None = None,
-    head_fraction: float = 0.25,
-    chunk_overlap: int | None = None,
-    padding_side: str = "right",
-    normalize: bool = False,
-    progress: bool = False,
-    return_report: bool = False,
-    micro_batch_tokens="auto",
-    mesh: Mesh | None = None,
-    warn: bool = True,
-):
-    """`encode` on token ids (lists of ints, special tokens included). See `encode`.
+    pre: Pretrained, seqs, config: EncodeConfig = EncodeConfig(), *, mesh: Mesh | None = None
+) -> tuple[np.ndarray, EncodeReport]:
+    """`encode` on token ids (lists of ints, special tokens included).
 
-    ``warn``: warn about inputs longer than the cap (``encode`` warns once for all its parts instead).
+    Args:
+        pre: the loaded model.
+        seqs: n token-id sequences.
+        config: the extraction settings (`EncodeConfig`).
+        mesh: a mesh of this process's devices each batch's rows are split over, or None (one device).
+
+    Returns:
+        (states, report): states (n, d) float32 for an int `config.layers`, else (n, len(layers), d);
+        the `EncodeReport` of the inputs (warned about when any exceeded the cap).
     """
-    check_encode_settings(batch_size=batch_size, max_length=max_length)
+    out, report = _encode_ids(pre, seqs, config, mesh)
+    if report.n_over_window:
+        warnings.warn(f"probes.extract: {report.summary()}", stacklevel=2)
+    return out, report
+
+
+def _encode_ids(pre: Pretrained, seqs, config: EncodeConfig, mesh: Mesh | None) -> tuple[np.ndarray, EncodeReport]:
+    """`encode_ids` without the warning (`encode` warns once for all its parts instead)."""
     cfg = pre.config
-    layer_idx, squeeze = resolve_layers(layers, cfg.num_layers + 1)
-    pooling = pooling or ("last" if cfg.is_decoder else cfg.pooling)
-    cap, policy = _long_input_policy(cfg, max_length, long_inputs)
+    layer_idx, squeeze = resolve_layers(config.layers, cfg.num_layers + 1)
+    pooling = config.pooling or ("last" if cfg.is_decoder else cfg.pooling)
+    cap, policy = _long_input_policy(cfg, config.max_length, config.long_inputs)
     seqs = [list(map(int, s)) for s in seqs]
-    report = EncodeReport(
-        n_inputs=len(seqs), max_length=cap, policy=policy, longest=max((len(s) for s in seqs), default=0)
-    )
-    over = [i for i, s in enumerate(seqs) if len(s) > cap]
-    report.n_over_window, report.over_window = len(over), over
-    if over and policy == "error":
+    report = _length_report(seqs, cap, policy, n_cached=0)
+    if report.over_window and policy == "error":
         raise ValueError(
-            f"{len(over)} inputs exceed {cap} tokens (first indices {over[:10]}); "
+            f"{report.n_over_window} inputs exceed {cap} tokens (first indices {report.over_window[:10]}); "
             "choose long_inputs='chunk'/'middle_out'/'truncate'"
         )
-
-    def run(pieces):
-        return _run_batches(
-            pre, pieces, layer_idx, pooling, batch_size, cap, padding_side, progress, micro_batch_tokens, mesh
-        )
-
+    run = functools.partial(_run_batches, pre, layers=layer_idx, pooling=pooling, cap=cap, config=config, mesh=mesh)
     if policy == "chunk":
-        pieces, owner = _chunk_pieces(pre.tokenizer, seqs, cap, chunk_overlap)
-        report.n_chunks = len(pieces)
+        pieces, owner = _chunk_pieces(pre.tokenizer, seqs, cap, config.chunk_overlap)
         out = _pool_chunks(run(pieces), pieces, owner, len(seqs))
     else:
-        cut = _cut_long(seqs, cap, policy, head_fraction, report)
-        report.n_chunks = len(cut)
-        out = run(cut)
-    if over and warn:
-        warnings.warn(f"probes.extract: {report.summary()}", stacklevel=2)
-    if normalize:
+        pieces = _cut_long(seqs, cap, policy, config.head_fraction)
+        out = run(pieces)
+    report.n_chunks = len(pieces)
+    if config.normalised:
         out = out / np.maximum(np.linalg.norm(out, axis=-1, keepdims=True), 1e-12)
-    if squeeze:
-        out = out[:, 0]
-    return (out, report) if return_report else out
+    return (out[:, 0] if squeeze else out), report
 
 
 def encode(
     pre: Pretrained,
     inputs,
+    config: EncodeConfig = EncodeConfig(),
     *,
-    layers=-1,
-    pooling: str | None = None,
-    batch_size: int = 16,
-    max_length: int | None = None,
-    long_inputs: str | None = None,
-    head_fraction: float = 0.25,
-    chunk_overlap: int | None = None,
-    padding_side: str = "right",
-    normalize: bool = False,
-    progress: bool = True,
     cache_dir: str | Path | None = None,
-    cache_every: int = 512,
-    return_report: bool = False,
-    micro_batch_tokens="auto",
     mesh: Mesh | None = None,
-):
+) -> tuple[np.ndarray, EncodeReport]:
     """Pooled hidden states of texts or chat conversations.
 
-    inputs: list of strings (tokenised with the model's special tokens), or of chat message lists
-    (rendered with the chat template). For PUAudit's F(x, o) pass `format_puaudit(x, o)` strings or
-    `format_chat(x, o)` conversations. Returns (n, d) for an int `layers`, else (n, len(layers), d)
-    float32; `normalize` makes every vector unit-norm (sentence-transformers' Normalize).
-    `batch_size` rows are padded and sent together; `micro_batch_tokens` ("auto", an int, None)
-    splits each into cache-sized steps on CPU (`resolve_micro_batch_tokens`); results agree to
-    float rounding whatever the split. `mesh` splits each batch's rows over its devices (data
-    parallel, same results up to float rounding); None: one device. `cache_dir`: a content-hash
-    disk cache (:class:`EmbeddingCache`), written every `cache_every` new inputs (an interrupted
-    run keeps what it encoded); damaged shards are reported and recomputed. Inputs cut to
-    `max_length` are counted in the report and warned about once.
+    For PUAudit's F(x, o) pass `format_puaudit(x, o)` strings or `format_chat(x, o)`
+    conversations. Results agree to float rounding whatever the batch, micro-batch or mesh split.
+    Inputs cut to the cap are counted in the report and warned about once.
+
+    Args:
+        pre: the loaded model.
+        inputs: n strings (tokenised with the model's special tokens) or chat message lists
+            (rendered with the chat template).
+        config: the extraction settings (`EncodeConfig`: layers, pooling, batches, long inputs...).
+        cache_dir: a folder for the content-hash disk cache (:class:`EmbeddingCache`), written
+            every `config.cache_every` new inputs (an interrupted run keeps what it encoded;
+            damaged shards are reported and recomputed), or None (no cache).
+        mesh: a mesh of this process's devices each batch's rows are split over (data parallel),
+            or None (one device).
+
+    Returns:
+        (states, report): states (n, d) float32 for an int `config.layers`, else
+        (n, len(layers), d); the `EncodeReport` (long inputs, windows, rows served from the cache).
     """
     inputs = list(inputs)
-    check_encode_settings(batch_size=batch_size, max_length=max_length, cache_every=cache_every)
-    settings = dict(
-        layers=layers if isinstance(layers, int) else list(layers),
-        pooling=pooling,
-        max_length=max_length,
-        long_inputs=long_inputs,
-        head_fraction=head_fraction,
-        chunk_overlap=chunk_overlap,
-        normalize=normalize,
-    )
-    kwargs = dict(settings, layers=layers, batch_size=batch_size, padding_side=padding_side, progress=progress,
-                  return_report=True, micro_batch_tokens=micro_batch_tokens, mesh=mesh, warn=False)  # fmt: skip
     if cache_dir is None or not inputs:
-        out, report = encode_ids(pre, tokenize_inputs(pre.tokenizer, inputs), **kwargs)
+        out, report = _encode_ids(pre, tokenize_inputs(pre.tokenizer, inputs), config, mesh)
     else:
-        out, report = _encode_cached(pre, inputs, settings, cache_dir, cache_every, kwargs)
+        out, report = _encode_cached(pre, inputs, config, cache_dir, mesh)
     if report.n_over_window:
         warnings.warn(f"probes.extract: {report.summary()}", stacklevel=2)
-    return (out, report) if return_report else out
-
-
-def check_encode_settings(*, batch_size=16, max_length=None, cache_every=1) -> None:
-    """Raise ValueError naming a bad encode setting.
-
-    ``batch_size`` / ``cache_every`` must be integers >= 1 and ``max_length`` None or an integer >= 1
-    (0 or a negative number would otherwise mean "the whole window" or zero-size batches, silently).
-    """
-    for name, value, optional in (("batch_size", batch_size, False), ("max_length", max_length, True),
-                                  ("cache_every", cache_every, False)):  # fmt: skip
-        if value is None and optional:
-            continue
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"{name} must be an integer >= 1{' or None' if optional else ''}, got {value!r}")
+    return out, report
 
 
 def _row_shape(pre: Pretrained, layers) -> tuple[int, ...]:
@@ -700,21 +654,21 @@ def _row_shape(pre: Pretrained, layers) -> tuple[int, ...]:
     return (d,) if isinstance(layers, int) else (len(list(layers)), d)
 
 
-def _encode_cached(pre: Pretrained, inputs: list, settings: dict, cache_dir, cache_every: int, kwargs: dict):
-    """``encode`` through the disk cache, storing a shard every ``cache_every`` new inputs.
+def _encode_cached(pre: Pretrained, inputs: list, config: EncodeConfig, cache_dir, mesh: Mesh | None):
+    """``encode`` through the disk cache, storing a shard every ``config.cache_every`` new inputs.
 
     An interrupted run keeps what it encoded. Returns ((n, ...) rows in input order, EncodeReport);
     the report counts the long inputs of every input, cached or not.
     """
-    cache, keys, n_cached, todo = _open_cache(pre, settings, cache_dir, inputs)
-    cap, policy = _long_input_policy(pre.config, settings["max_length"], settings["long_inputs"])
+    cache, keys, n_cached, todo = _open_cache(pre, config, cache_dir, inputs)
+    cap, policy = _long_input_policy(pre.config, config.max_length, config.long_inputs)
     seqs = tokenize_inputs(pre.tokenizer, inputs)
     report = _length_report(seqs, cap, policy, n_cached)
-    parts = [todo[k : k + cache_every] for k in range(0, len(todo), cache_every)]
-    bar = tqdm(total=len(todo), desc="encode", unit="input", disable=not kwargs["progress"] or len(parts) < 2)
+    parts = [todo[k : k + config.cache_every] for k in range(0, len(todo), config.cache_every)]
+    bar = tqdm(total=len(todo), desc="encode", unit="input", disable=not config.progress or len(parts) < 2)
+    part_config = replace(config, progress=config.progress and len(parts) == 1)
     for part in parts:
-        part_kwargs = {**kwargs, "progress": kwargs["progress"] and len(parts) == 1}
-        new, rep = encode_ids(pre, [seqs[i] for i in part], **part_kwargs)
+        new, rep = _encode_ids(pre, [seqs[i] for i in part], part_config, mesh)
         cache.put([keys[i] for i in part], new)
         report.n_chunks += rep.n_chunks
         bar.update(len(part))
@@ -732,14 +686,14 @@ def _length_report(seqs: list[list[int]], cap: int, policy: str, n_cached: int) 
                         n_tokens_cut=cut, over_window=over, n_cached=n_cached, longest=longest)  # fmt: skip
 
 
-def _open_cache(pre: Pretrained, settings: dict, cache_dir, inputs: list):
-    """The embedding cache of `pre` + `settings` under `cache_dir`, and what it lacks.
+def _open_cache(pre: Pretrained, config: EncodeConfig, cache_dir, inputs: list):
+    """The embedding cache of `pre` + `config.cache_settings()` under `cache_dir`, and what it lacks.
 
     Returns (cache, keys, n_cached, todo): keys, one per input (n,); n_cached, how many of them
     are stored; todo, the sorted first index of every distinct key not stored (each encoded once).
     """
-    namespace = EmbeddingCache.key([pre.fingerprint, settings])[:24]
-    cache = EmbeddingCache(cache_dir, namespace, row_shape=_row_shape(pre, settings["layers"]))
+    namespace = EmbeddingCache.key([pre.fingerprint, config.cache_settings()])[:24]
+    cache = EmbeddingCache(cache_dir, namespace, row_shape=_row_shape(pre, config.layers))
     keys = [EmbeddingCache.key(x) for x in inputs]
     stored = cache.load()
     n_cached = sum(k in stored for k in keys)
@@ -747,12 +701,21 @@ def _open_cache(pre: Pretrained, settings: dict, cache_dir, inputs: list):
     return cache, keys, n_cached, todo
 
 
-def encode_pairs(pre: Pretrained, questions, answers, *, style: str = "puaudit", **kwargs):
-    """PUAudit's F(x, o) for every pair.
+def encode_pairs(
+    pre: Pretrained,
+    questions,
+    answers,
+    config: EncodeConfig = EncodeConfig(),
+    *,
+    style: str = "puaudit",
+    cache_dir: str | Path | None = None,
+    mesh: Mesh | None = None,
+) -> tuple[np.ndarray, EncodeReport]:
+    """PUAudit's F(x, o) for every pair: `encode` of the formatted pairs, (states, report).
 
     `style` "puaudit" ("<|user|>" + x + "<|assistant|>" + o) or "chat" (the tokenizer's chat
-    template, x as user turn(s), o as the assistant turn). Other keyword arguments go to `encode`
-    (e.g. `cache_dir`, `layers`, `return_report`, `mesh`).
+    template, x as user turn(s), o as the assistant turn). `config`, `cache_dir` and `mesh` go to
+    `encode`.
     """
     questions, answers = list(questions), list(answers)
     if len(questions) != len(answers):
@@ -763,28 +726,31 @@ def encode_pairs(pre: Pretrained, questions, answers, *, style: str = "puaudit",
         inputs = [format_chat(x, o) for x, o in zip(questions, answers)]
     else:
         raise ValueError(f"style must be 'puaudit' or 'chat', not {style!r}")
-    return encode(pre, inputs, **kwargs)
+    return encode(pre, inputs, config, cache_dir=cache_dir, mesh=mesh)
 
 
-def encode_distributed(pre: Pretrained, inputs, **encode_kwargs):
+def encode_distributed(
+    pre: Pretrained,
+    inputs,
+    config: EncodeConfig = EncodeConfig(),
+    *,
+    cache_dir: str | Path | None = None,
+    mesh: Mesh | None = None,
+) -> tuple[np.ndarray, EncodeReport]:
     """`encode` over the processes of a jax.distributed cluster (`puaudit_runtime.cluster.initialize_cluster`).
 
-    Every process passes the same n `inputs` and encodes only its rows `process_rows(n)`, on a
-    mesh of its local devices (when it has more than one; `mesh=` overrides); the shares are
-    gathered, so every process returns the full (n, d) / (n, len(layers), d) result. With
-    `cache_dir` each process writes its own rows and reads whatever is there. With `return_report`
-    the report covers this process's share (`over_window` as indices into `inputs`). One
-    process: plain `encode`.
+    Every process passes the same n `inputs` and encodes only its rows `process_rows(n)`, on
+    `mesh` (default: a mesh of all its local devices); the shares are gathered, so every process
+    returns the full (n, d) / (n, len(layers), d) states. With `cache_dir` each process writes its
+    own rows and reads whatever is there. The report covers this process's share (`over_window`
+    as indices into `inputs`). One process: plain `encode`.
     """
     inputs = list(inputs)
     if jax.process_count() == 1 or not inputs:
-        return encode(pre, inputs, **encode_kwargs)
-    encode_kwargs.setdefault("mesh", make_mesh(jax.local_devices()))
+        return encode(pre, inputs, config, cache_dir=cache_dir, mesh=mesh)
+    mesh = make_mesh(jax.local_devices()) if mesh is None else mesh
     start, stop = process_rows(len(inputs))
-    res = encode(pre, inputs[start:stop], **encode_kwargs)
-    if not encode_kwargs.get("return_report"):
-        return _gather_rows(res, len(inputs))
-    local, report = res
+    local, report = encode(pre, inputs[start:stop], config, cache_dir=cache_dir, mesh=mesh)
     report.over_window = [start + i for i in report.over_window]
     return _gather_rows(local, len(inputs)), report
 

@@ -87,10 +87,12 @@ def dialogue_features(spec: dict, dialogues: list, mesh=None) -> np.ndarray:
     pre = load_pretrained(spec["encoder"])
     if pre.config.is_decoder:
         probe = borp.ProbePrompt(**{**spec["probe"], "scale": tuple(spec["probe"]["scale"])})
-        return borp.contrastive_vectors(pre, dialogues, [probe], layers=spec["layer"], progress=True, mesh=mesh)[:, 0]
-    from .extract import encode
+        V, _ = borp.contrastive_vectors(pre, dialogues, [probe], layers=spec["layer"], progress=True, mesh=mesh)
+        return V[:, 0]
+    from .extract import EncodeConfig, encode
 
-    return encode(pre, [" ".join(t["content"] for t in m) for m in dialogues], progress=True, mesh=mesh)
+    texts = [" ".join(t["content"] for t in m) for m in dialogues]
+    return encode(pre, texts, EncodeConfig(progress=True), mesh=mesh)[0]
 
 
 @dataclass(frozen=True)

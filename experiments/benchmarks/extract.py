@@ -178,7 +178,7 @@ def bench_shared_prefix(pre, tm, prefix_len, n_suffix, suffix_len, reps, min_sec
     total = prefix_len + suffix_len
     kw = dict(layers=-1, batch_size=n_suffix)
     shared_fn = lambda: extract.encode_with_shared_prefix(pre, prefix, suffixes, **kw)  # noqa: E731
-    recompute_fn = lambda: extract.encode_ids(pre, full, max_length=total, **kw)  # noqa: E731
+    recompute_fn = lambda: extract.encode_ids(pre, full, extract.EncodeConfig(max_length=total, **kw))[0]  # noqa: E731
     a, b = shared_fn(), recompute_fn()  # compile both
     max_diff = float(np.abs(a - b).max())
     fns = [shared_fn, recompute_fn]

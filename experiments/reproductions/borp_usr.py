@@ -108,7 +108,7 @@ def extract_cached(pre, dialogues, probes, layers, cache: Path, tag: str):
     if path.exists():
         with np.load(path) as z:
             return z["V"], json.loads(str(z["stats"]))
-    V, st = borp.contrastive_vectors(pre, dialogues, probes, layers=layers, progress=True, return_stats=True)
+    V, st = borp.contrastive_vectors(pre, dialogues, probes, layers=layers, progress=True)
     stats = dict(
         seconds=st.seconds,
         prefix_tokens=st.prefix_tokens,
@@ -148,7 +148,7 @@ def throughput(pre, dialogues, probes, layers, n_items: int):
     sub = dialogues[:n_items]
     for reuse in (True, False):
         borp.contrastive_vectors(pre, sub[:2], probes, layers=layers, reuse_prefix=reuse)  # warm-up
-        _, st = borp.contrastive_vectors(pre, sub, probes, layers=layers, reuse_prefix=reuse, return_stats=True)
+        _, st = borp.contrastive_vectors(pre, sub, probes, layers=layers, reuse_prefix=reuse)
         out["reuse" if reuse else "recompute"] = dict(
             sessions_per_hour=st.sessions_per_hour,
             seconds=st.seconds,
@@ -207,7 +207,7 @@ def main(argv=None):
     # MiniLM contrast: mean-pooled embedding of the last turns + response (no contrastive prompt)
     minilm = load_pretrained("minilm")
     texts = [" ".join(m["content"] for m in d[-3:]) for d in dialogues]
-    E = encode(minilm, texts, cache_dir=str(cache / "minilm"), progress=False)
+    E, _ = encode(minilm, texts, cache_dir=str(cache / "minilm"))
 
     def head(target, **kw):
         scale = TARGETS[target][0]

@@ -190,27 +190,19 @@ def probes_encoder(
     (``jax.distributed``): each process encodes its share on its own devices and every process
     gets all the rows (``probes.extract.encode_distributed``).
     """
-    from probes.extract import encode, encode_distributed  # puaudit_jax -> probes, never the other way
+    from probes.extract import EncodeConfig, encode, encode_distributed  # puaudit_jax -> probes, never the other way
     from probes.models import load_pretrained
 
+    config = EncodeConfig(layers=layers, pooling=pooling, batch_size=batch_size, max_length=max_length,
+                          long_inputs=long_inputs, progress=progress)  # fmt: skip
     pre = load_pretrained(name)
     cache = default_cache_dir() if cache_dir == "default" else cache_dir
 
     def encoder(inputs: list) -> np.ndarray:
-        kwargs = dict(
-            layers=layers,
-            pooling=pooling,
-            batch_size=batch_size,
-            max_length=max_length,
-            long_inputs=long_inputs,
-            progress=progress,
-            cache_dir=cache,
-            return_report=True,
-        )
         if mesh is not None and mesh.is_multi_process:
-            out, report = encode_distributed(pre, list(inputs), **kwargs)
+            out, report = encode_distributed(pre, list(inputs), config, cache_dir=cache)
         else:
-            out, report = encode(pre, list(inputs), mesh=mesh, **kwargs)
+            out, report = encode(pre, list(inputs), config, cache_dir=cache, mesh=mesh)
         encoder.last_report = _encoding_summary(report)
         return np.asarray(out, np.float32)
 
@@ -246,9 +238,9 @@ class EmbedConfig:
         The cache folder (``cache_dir``, else :func:`default_cache_dir`; unused with ``no_cache``) may
         not exist yet, but neither it nor a folder above it may be a file.
         """
-        from probes.extract import check_encode_settings  # puaudit_jax -> probes, never the other way
+        from probes.encode_config import EncodeConfig  # puaudit_jax -> probes, never the other way
 
-        check_encode_settings(batch_size=self.batch_size, max_length=self.max_length)
+        EncodeConfig(batch_size=self.batch_size, max_length=self.max_length)  # raises naming a bad one
         if not self.no_cache:
             _check_cache_folder(Path(self.cache_dir) if self.cache_dir else default_cache_dir())
 

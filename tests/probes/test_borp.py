@@ -49,10 +49,8 @@ def test_contrastive_vectors_reuse_equals_recompute(tiny_char_decoder):
     rng = np.random.default_rng(0)
     dialogues = _dialogues(3, rng)
     probes = SHORT
-    V, st = borp.contrastive_vectors(tiny_char_decoder, dialogues, probes, layers=[1, -1], return_stats=True)
-    W, st2 = borp.contrastive_vectors(
-        tiny_char_decoder, dialogues, probes, layers=[1, -1], reuse_prefix=False, return_stats=True
-    )
+    V, st = borp.contrastive_vectors(tiny_char_decoder, dialogues, probes, layers=[1, -1])
+    W, st2 = borp.contrastive_vectors(tiny_char_decoder, dialogues, probes, layers=[1, -1], reuse_prefix=False)
     assert V.shape == (3, 2, 2, 32)
     np.testing.assert_allclose(V, W, atol=2e-5)
     assert st.computed_tokens < st2.computed_tokens and st.prefix_tokens == st2.prefix_tokens
@@ -62,11 +60,12 @@ def test_contrastive_vectors_reuse_equals_recompute(tiny_char_decoder):
     p = tok.encode(borp.render_prefix(tok, dialogues[1]))
     pos = tok.encode(borp.render_suffix(tok, dialogues[1], probes[1].instruction, probes[1].positive), False)
     neg = tok.encode(borp.render_suffix(tok, dialogues[1], probes[1].instruction, probes[1].negative), False)
-    h = encode_ids(tiny_char_decoder, [p + pos, p + neg], layers=-1)
+    h, _ = encode_ids(tiny_char_decoder, [p + pos, p + neg])
     np.testing.assert_allclose(V[1, 1, 1], h[0] - h[1], atol=2e-5)
     assert np.abs(V[1, 1, 1]).max() > 1e-3
-    single = borp.contrastive_vectors(tiny_char_decoder, dialogues[:1], probes[:1], layers=-1)
-    assert single.shape == (1, 1, 32)
+    single, st1 = borp.contrastive_vectors(tiny_char_decoder, dialogues[:1], probes[:1], layers=-1)
+    assert single.shape == (1, 1, 32) and st1.n_items == 1 and st1.n_suffixes == 2
+    np.testing.assert_allclose(single[0, 0], V[0, 0, 1], atol=2e-5)  # layers=-1 is the final layer
 
 
 def test_compress_middle_out():
@@ -206,7 +205,7 @@ def test_bootstrap_rubric_with_a_fake_teacher():
 def test_end_to_end_tiny_model(tiny_char_decoder):
     rng = np.random.default_rng(5)
     dialogues = _dialogues(12, rng)
-    V = borp.contrastive_vectors(tiny_char_decoder, dialogues, SHORT[:1], layers=[1, -1])[:, 0]  # (12, 2, 32)
+    V = borp.contrastive_vectors(tiny_char_decoder, dialogues, SHORT[:1], layers=[1, -1])[0][:, 0]  # (12, 2, 32)
     y = rng.integers(1, 6, 12).astype(float)
     folds = borp.grouped_kfold(np.arange(12), 3)
     out = borp.cross_val_predict(lambda: borp.LayerwiseHeads(borp.HeadConfig(n_components=2), 0, 1), V, y, folds)
@@ -228,8 +227,8 @@ def test_smollm2_reuse_equals_recompute_and_chat_template(smollm2):
         [{"role": "user", "content": "what is the capital of france?"}, {"role": "assistant", "content": "bananas."}],
     ]
     probes = [borp.blind_probe(), borp.rubric_probe("coherence", {3: "on topic", 1: "off topic"}, (1, 3))]
-    V = borp.contrastive_vectors(pre, dialogues, probes, layers=[15, -1])
-    W = borp.contrastive_vectors(pre, dialogues, probes, layers=[15, -1], reuse_prefix=False)
+    V, _ = borp.contrastive_vectors(pre, dialogues, probes, layers=[15, -1])
+    W, _ = borp.contrastive_vectors(pre, dialogues, probes, layers=[15, -1], reuse_prefix=False)
     assert V.shape == (2, 2, 2, pre.config.hidden_size)
     np.testing.assert_allclose(V, W, atol=2e-3, rtol=1e-3)
     suffix = borp.render_suffix(pre.tokenizer, dialogues[0], probes[0].instruction, probes[0].positive)

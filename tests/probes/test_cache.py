@@ -13,10 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from probes.extract import EmbeddingCache, encode
+from probes.extract import EmbeddingCache, EncodeConfig, encode
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXTS = [f"text number {i} " + "abc " * (i % 7) for i in range(24)]
+BATCH_4 = EncodeConfig(batch_size=4)
 
 
 def _shards(cache_dir: Path) -> list[Path]:
@@ -26,7 +27,7 @@ def _shards(cache_dir: Path) -> list[Path]:
 @pytest.fixture(scope="module")
 def fresh(tiny_char_decoder):
     """The vectors of TEXTS without any cache."""
-    return encode(tiny_char_decoder, TEXTS, batch_size=4, progress=False)
+    return encode(tiny_char_decoder, TEXTS, BATCH_4)[0]
 
 
 def _damage(shard: Path, how: str) -> None:
@@ -59,18 +60,16 @@ def _damage(shard: Path, how: str) -> None:
     "how", ["truncated", "garbage", "empty", "wrong-dimension", "no-values", "nan", "length-mismatch", "rewritten"]
 )
 def test_a_damaged_shard_is_reported_with_its_path_removed_and_recomputed(tmp_path, tiny_char_decoder, fresh, how):
-    encode(tiny_char_decoder, TEXTS, batch_size=4, progress=False, cache_dir=tmp_path, cache_every=8)
+    encode(tiny_char_decoder, TEXTS, EncodeConfig(batch_size=4, cache_every=8), cache_dir=tmp_path)
     shards = _shards(tmp_path)
     assert len(shards) == 3
     _damage(shards[1], how)
     with pytest.warns(RuntimeWarning, match=f"damaged cache shard {shards[1]}"):
-        out, report = encode(
-            tiny_char_decoder, TEXTS, batch_size=4, progress=False, cache_dir=tmp_path, return_report=True
-        )
+        out, report = encode(tiny_char_decoder, TEXTS, BATCH_4, cache_dir=tmp_path)
     assert report.n_cached == 16 and not shards[1].exists()
     np.testing.assert_allclose(out, fresh, atol=2e-5)
     with warnings_as_errors():  # the recomputed rows were stored again: a third run is clean
-        again = encode(tiny_char_decoder, TEXTS, batch_size=4, progress=False, cache_dir=tmp_path)
+        again, _ = encode(tiny_char_decoder, TEXTS, BATCH_4, cache_dir=tmp_path)
     np.testing.assert_array_equal(again, out)
 
 
@@ -142,16 +141,16 @@ def test_a_shard_without_a_checksum_is_recomputed(tmp_path):
 )
 def test_bad_settings_are_rejected_before_any_work(tmp_path, tiny_char_decoder, option, value, message):
     with pytest.raises(ValueError, match=message):
-        encode(tiny_char_decoder, TEXTS, progress=False, cache_dir=tmp_path, **{option: value})
+        encode(tiny_char_decoder, TEXTS, EncodeConfig(**{option: value}), cache_dir=tmp_path)
     assert not _shards(tmp_path)
 
 
 KILLED = """
 import sys
-from probes.extract import encode
+from probes.extract import EncodeConfig, encode
 from tests.helpers import make_tiny_char_decoder
 texts = [f"text number {i} " + "abc " * (i % 7) for i in range(int(sys.argv[2]))]
-encode(make_tiny_char_decoder(), texts, batch_size=2, progress=False, cache_dir=sys.argv[1], cache_every=4)
+encode(make_tiny_char_decoder(), texts, EncodeConfig(batch_size=2, cache_every=4), cache_dir=sys.argv[1])
 """
 
 
@@ -174,10 +173,10 @@ def test_a_killed_encoding_leaves_what_it_encoded_for_the_rerun(tmp_path, tiny_c
     stored = sum(len(np.load(s)["keys"]) for s in shards)
     assert len(shards) >= 2 and stored >= 8
     texts = [f"text number {i} " + "abc " * (i % 7) for i in range(stored + 6)]
-    out, report = encode(tiny_char_decoder, texts, batch_size=2, progress=False, cache_dir=tmp_path, return_report=True)
+    out, report = encode(tiny_char_decoder, texts, EncodeConfig(batch_size=2), cache_dir=tmp_path)
     assert report.n_cached == stored
     # float32 rows batched with other neighbours agree to rounding
-    np.testing.assert_allclose(out, encode(tiny_char_decoder, texts, batch_size=2, progress=False), atol=2e-5)
+    np.testing.assert_allclose(out, encode(tiny_char_decoder, texts, EncodeConfig(batch_size=2))[0], atol=2e-5)
 
 
 def test_long_input_counts_are_reported_every_time_cached_or_not(tmp_path, tiny_char_decoder, monkeypatch):

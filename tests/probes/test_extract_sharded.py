@@ -13,20 +13,21 @@ from tests.helpers import make_tiny_decoder
 import re
 import numpy as np
 from probes import extract
+from probes.extract import EncodeConfig
 from puaudit_runtime.mesh import make_mesh
 from probes.models import load_pretrained
 
 texts = %r
 meshes = {"4": make_mesh(4), "2x2": make_mesh(4, "2x2"), "3": make_mesh(3)}
 minilm = load_pretrained("minilm")
-kw = dict(batch_size=8, max_length=32, progress=False)
-enc = {"none": extract.encode(minilm, texts, **kw), "4": extract.encode(minilm, texts, mesh=meshes["4"], **kw)}
+config = EncodeConfig(batch_size=8, max_length=32)
+enc = {name: extract.encode(minilm, texts, config, mesh=mesh)[0] for name, mesh in [("none", None), ("4", meshes["4"])]}
 
 tiny = make_tiny_decoder()
 rng = np.random.default_rng(0)
 seqs = [rng.integers(2, 101, n).tolist() for n in rng.integers(1, 30, 13)]
-dkw = dict(layers=[1, -1], pooling="last", padding_side="left", batch_size=8, micro_batch_tokens=32)
-dec = {name: extract.encode_ids(tiny, seqs, mesh=mesh, **dkw) for name, mesh in [("none", None), *meshes.items()]}
+dconfig = EncodeConfig(layers=[1, -1], pooling="last", padding_side="left", batch_size=8, micro_batch_tokens=32)
+dec = {name: extract.encode_ids(tiny, seqs, dconfig, mesh=mesh)[0] for name, mesh in [("none", None), *meshes.items()]}
 prefix, suffixes = seqs[0], seqs[1:6]
 shared = {name: extract.encode_with_shared_prefix(tiny, prefix, suffixes, layers=-1, batch_size=4, mesh=mesh)
           for name, mesh in [("none", None), ("3", meshes["3"])]}
@@ -60,19 +61,20 @@ import jax
 from puaudit_runtime.cluster import initialize_cluster, process_rows
 initialize_cluster()
 from probes import extract
+from probes.extract import EncodeConfig
 from probes.models import load_pretrained
 
 texts, cache = %r, Path(%r)
 minilm = load_pretrained("minilm")
-kw = dict(batch_size=8, max_length=32, progress=False)
-full = extract.encode_distributed(minilm, texts, cache_dir=cache, **kw)
+config = EncodeConfig(batch_size=8, max_length=32)
+full, _ = extract.encode_distributed(minilm, texts, config, cache_dir=cache)
 files = len(list(cache.rglob("part-*.npz")))  # the gather follows every process's write
-again, report = extract.encode_distributed(minilm, texts[::-1], cache_dir=cache, return_report=True, **kw)
+again, report = extract.encode_distributed(minilm, texts[::-1], config, cache_dir=cache)
 start, stop = process_rows(len(texts))
 out = dict(rank=jax.process_index(), local_devices=jax.local_device_count(), full=full, again=again,
            files=files, n_cached=report.n_cached, share=stop - start)
 if jax.process_index() == 0:
-    out["reference"] = extract.encode(minilm, texts, **kw)
+    out["reference"] = extract.encode(minilm, texts, config)[0]
 emit(out)
 """
 

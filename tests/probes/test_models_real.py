@@ -57,7 +57,7 @@ def smollm2_torch():
 
 
 def test_minilm_sentence_embeddings(minilm):
-    ours = extract.encode(minilm, TEXTS, progress=False)
+    ours, _ = extract.encode(minilm, TEXTS)
     assert ours.shape == (3, 384)
     tm = transformers.AutoModel.from_pretrained(minilm.source).eval()
     tt = transformers.AutoTokenizer.from_pretrained(minilm.source)
@@ -71,7 +71,7 @@ def test_minilm_sentence_embeddings(minilm):
     mask = batch["attention_mask"][..., None].float()
     ref = ((h * mask).sum(1) / mask.sum(1)).numpy()
     np.testing.assert_allclose(ours, ref, atol=1e-5, rtol=0)
-    normalised = extract.encode(minilm, TEXTS, normalize=True, progress=False)
+    normalised, _ = extract.encode(minilm, TEXTS, extract.EncodeConfig(normalised=True))
     np.testing.assert_allclose(normalised, unit(ref), atol=1e-5, rtol=0)
 
 
@@ -154,7 +154,7 @@ def test_smollm2_shared_prefix(smollm2):
         for s in [" Is the answer helpful? Yes", " Is the answer harmful? No", " Rate it:"]
     ]
     shared = extract.encode_with_shared_prefix(smollm2, prefix, suffixes, layers=[10, -1])
-    full = extract.encode_ids(smollm2, [prefix + s for s in suffixes], layers=[10, -1])
+    full, _ = extract.encode_ids(smollm2, [prefix + s for s in suffixes], extract.EncodeConfig(layers=[10, -1]))
     scale = np.abs(full).max(axis=(0, 2), keepdims=True)
     assert np.abs(shared - full).max(axis=(0, 2)).max() < 1e-5 * scale.max() + 1e-5
     np.testing.assert_allclose(shared[:, 1], full[:, 1], atol=1e-4, rtol=0)

@@ -41,8 +41,8 @@ from puaudit_jax.datasets import load_usr_topicalchat
 
 out_path, n_fit, n_all, scores, cases = %r, %r, %r, %r, %r
 table = load_usr_topicalchat().iloc[:n_all]
-X = extract.encode(load_pretrained("minilm"), table["system_output"].tolist(), batch_size=32, max_length=128,
-                   progress=False).astype(np.float64)
+X = extract.encode(load_pretrained("minilm"), table["system_output"].tolist(),
+                   extract.EncodeConfig(batch_size=32, max_length=128))[0].astype(np.float64)
 Y = table[scores].to_numpy(np.float64)
 meshes = {"none": None, "8": make_mesh(8), "3": make_mesh(3), "2x4": make_mesh(8, "2x4")}
 res = dict(X=X, Y=Y)

@@ -1,0 +1,140 @@
+"""The settings of hidden-state extraction (`probes.extract.encode` / `encode_ids`), in one frozen config.
+
+Kept apart from `probes.extract` so that validating settings (e.g. a CLI's) does not import JAX.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+__all__ = ["EncodeConfig"]
+
+POOLINGS = ("last", "mean", "cls")
+LONG_INPUTS = ("chunk", "middle_out", "truncate", "error")
+PADDING_SIDES = ("right", "left")
+
+
+def _is_int(value) -> bool:
+    """An integer (Python or NumPy), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)  # NumPy's bool_ is no Integral
+
+
+def _check_int(name: str, value, minimum: int, optional: bool = False) -> int | None:
+    """``value`` as a Python int (None passes when ``optional``); ValueError naming ``name`` otherwise."""
+    if value is None and optional:
+        return None
+    if not _is_int(value) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}{' or None' if optional else ''}, got {value!r}")
+    return int(value)
+
+
+def _check_choice(name: str, value, choices: tuple, optional: bool = False) -> None:
+    if not (value is None and optional) and value not in choices:
+        options = ", ".join(map(repr, choices)) + (" or None" if optional else "")
+        raise ValueError(f"{name} must be one of {options}, got {value!r}")
+
+
+def _check_bool(name: str, value) -> None:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+
+
+@dataclass(frozen=True)
+class EncodeConfig:
+    """How `probes.extract.encode` / `encode_ids` turn inputs into pooled hidden states.
+
+    Every extraction setting lives here with its one default; what a call runs on (the model, the
+    inputs, a disk cache folder, a device mesh) is passed beside it. Values are checked when the
+    config is made (ValueError naming the field; NumPy numbers become Python ones); what depends
+    on the model (the layer range, `max_length` within its window, "chunk" for encoders only) is
+    checked in `encode_ids`.
+
+    Attributes:
+        layers: hidden state(s) returned, HF's `hidden_states` numbering (0 = embeddings, -1 = the
+            final, normed state of a decoder). An int gives rows (d,); a sequence of ints (stored as
+            a tuple) gives rows (len(layers), d).
+        pooling: "last" (the last real token whatever the padding side), "mean" or "cls"; None: the
+            model's own (last token for decoders, the encoder's configured pooling, e.g. mean for
+            MiniLM).
+        batch_size: inputs padded to one length bucket and run together (rows per forward, >= 1).
+        max_length: the token cap per input (>= 1), or None: the model window (at most
+            `probes.extract.DECODER_MAX_LENGTH` tokens for decoders).
+        long_inputs: the policy for inputs longer than `max_length`: "chunk" (overlapping windows,
+            averaged weighted by tokens; encoders only), "middle_out" (keep the first
+            `head_fraction` and the end), "truncate" (keep the beginning) or "error"; None: "chunk"
+            for encoders, "middle_out" for decoders.
+        head_fraction: the share of `max_length` kept from the start under "middle_out" (0 to 1;
+            the rest is kept from the end).
+        chunk_overlap: tokens shared by neighbouring windows under "chunk" (>= 0), or None: a
+            quarter of the window.
+        padding_side: "right" or "left" (the pooled states agree to float rounding either way).
+        normalised: scale every output vector to unit L2 norm (sentence-transformers' Normalize).
+        micro_batch_tokens: tokens per micro-batch inside each jitted batch: "auto" (1,024 on CPU,
+            the whole batch on GPU/TPU; `probes.extract.resolve_micro_batch_tokens`), an int >= 1,
+            or None (one pass). Results agree to float rounding whatever the split.
+        progress: show tqdm progress bars (on stderr).
+        cache_every: with a disk cache, new inputs encoded between two cache shards (>= 1): an
+            interrupted run keeps what it wrote.
+    """
+
+    layers: int | tuple[int, ...] = -1
+    pooling: str | None = None
+    batch_size: int = 16
+    max_length: int | None = None
+    long_inputs: str | None = None
+    head_fraction: float = 0.25
+    chunk_overlap: int | None = None
+    padding_side: str = "right"
+    normalised: bool = False
+    micro_batch_tokens: int | str | None = "auto"
+    progress: bool = False
+    cache_every: int = 512
+
+    def __post_init__(self):
+        plain = dict(
+            batch_size=_check_int("batch_size", self.batch_size, 1),
+            max_length=_check_int("max_length", self.max_length, 1, optional=True),
+            chunk_overlap=_check_int("chunk_overlap", self.chunk_overlap, 0, optional=True),
+            cache_every=_check_int("cache_every", self.cache_every, 1),
+        )
+        if self.micro_batch_tokens != "auto":
+            plain["micro_batch_tokens"] = _check_int("micro_batch_tokens", self.micro_batch_tokens, 1, optional=True)
+        f = self.head_fraction
+        if not isinstance(f, numbers.Real) or isinstance(f, bool) or not 0.0 <= f <= 1.0:
+            raise ValueError(f"head_fraction must be a number in [0, 1], got {f!r}")
+        plain["head_fraction"] = f if type(f) in (int, float) else float(f)  # a Python number keys the cache as before
+        for name, value in dict(plain, layers=_checked_layers(self.layers)).items():
+            object.__setattr__(self, name, value)
+        _check_choice("pooling", self.pooling, POOLINGS, optional=True)
+        _check_choice("long_inputs", self.long_inputs, LONG_INPUTS, optional=True)
+        _check_choice("padding_side", self.padding_side, PADDING_SIDES)
+        _check_bool("normalised", self.normalised)
+        _check_bool("progress", self.progress)
+
+    def cache_settings(self) -> dict:
+        """The settings that change the vectors, as the disk cache keys them (JSON-able).
+
+        `batch_size`, `padding_side`, `micro_batch_tokens`, `progress` and `cache_every` change
+        nothing but float rounding or speed, so they share cached rows. The key "normalize" is the
+        name the cache was first written under: kept so that existing caches stay valid.
+        """
+        return dict(
+            layers=self.layers if isinstance(self.layers, int) else list(self.layers),
+            pooling=self.pooling,
+            max_length=self.max_length,
+            long_inputs=self.long_inputs,
+            head_fraction=self.head_fraction,
+            chunk_overlap=self.chunk_overlap,
+            normalize=self.normalised,
+        )
+
+
+def _checked_layers(layers) -> int | tuple[int, ...]:
+    """An int as a plain int, a sequence of ints as a tuple; ValueError otherwise (range: per model)."""
+    if _is_int(layers):
+        return int(layers)
+    seq = tuple(layers) if hasattr(layers, "__iter__") and not isinstance(layers, (str, bytes, dict)) else ()
+    if not seq or not all(_is_int(x) for x in seq):
+        raise ValueError(f"layers must be an int or a non-empty sequence of ints, got {layers!r}")
+    return tuple(int(x) for x in seq)
