@@ -170,7 +170,10 @@ def test_one_atomic_write_helper():
 def test_tests_seed_reproducibly():
     """No test seeds from Python's ``hash`` (salted per process for strings: new data on every run) or
     draws from an unseeded generator; randomised tests take the ``rng`` fixture or a fixed seed."""
-    unseeded = re.compile(r"(default_rng|seed|PRNGKey|key)\([^)]*hash\(|default_rng\(\)|np\.random\.(rand|randn|normal|uniform|choice|permutation)\(")
+    unseeded = re.compile(
+        r"(default_rng|seed|PRNGKey|key)\([^)]*hash\(|default_rng\(\)"
+        r"|np\.random\.(rand|randn|normal|uniform|choice|permutation)\("
+    )
     offenders = [
         f"{p.relative_to(ROOT)}:{i}"
         for p in (ROOT / "tests").rglob("*.py")

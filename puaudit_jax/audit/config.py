@@ -126,6 +126,23 @@ class AuditConfig:
             raise ValueError(f"other_judges must be distinct column names, got {list(self.other_judges)}")
         self._validate_guarantee()
 
+    def check_evidence_is_read(self) -> None:
+        """Raise ValueError where evidence is asked for that the rule would accept and ignore.
+
+        Asked for: ``evidence`` changed from its default, or ``other_judges`` without a cascade. Not part
+        of :meth:`validate`: the evaluation protocol runs several rules on one audit, the first of which
+        need not read the evidence the others do.
+        """
+        reads_evidence = bool(getattr(self.decision_rule(), "evidence", ()))
+        if tuple(self.evidence) != EVIDENCE_KINDS and not reads_evidence:
+            raise ValueError(f"evidence {list(self.evidence)} is read by the evidence rule only; rule "
+                             f"{rule_name(self.rule)!r} reads none and would ignore it: use "
+                             "rule='evidence'")  # fmt: skip
+        if self.other_judges and not self.cascade and not reads_evidence:
+            raise ValueError(f"other_judges is evidence for the evidence rule (or a cascade); rule "
+                             f"{rule_name(self.rule)!r} reads no evidence and would ignore "
+                             f"{list(self.other_judges)}: use rule='evidence', or add cascade")  # fmt: skip
+
     def _validate_guarantee(self) -> None:
         """Raise ValueError for a guarantee or delta outside (0, 1), or a rule that gives no P(judge wrong)."""
         for name in ("guarantee", "delta"):
@@ -135,10 +152,6 @@ class AuditConfig:
         if self.cascade and (self.guarantee is None or not self.other_judges):
             raise ValueError("cascade needs a guarantee (--guarantee A) and the judges to cascade to "
                              "(--other-judges, cheapest first)")  # fmt: skip
-        if self.other_judges and not self.cascade and not getattr(self.decision_rule(), "evidence", ()):
-            raise ValueError(f"other_judges is evidence for the evidence rule (or a cascade); rule "
-                             f"{rule_name(self.rule)!r} reads no evidence and would ignore "
-                             f"{list(self.other_judges)}: use rule='evidence', or add cascade")  # fmt: skip
         if self.guarantee is not None and not needs_crossfit(self.decision_rule()):
             raise ValueError(f"guarantee needs a calibrated rule (it certifies by P(judge wrong)); rule "
                              f"{rule_name(self.rule)!r} gives none: use a calibrated rule (evidence, calibrated, "

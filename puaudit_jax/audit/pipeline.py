@@ -296,5 +296,11 @@ def audit(comparisons: pd.DataFrame, features: PairEmbeddings | Encoder, **optio
 
     Returns:
         The :class:`AuditResult`.
+
+    Raises:
+        ValueError: a setting out of range, or evidence asked for that the rule would ignore
+            (:meth:`AuditConfig.check_evidence_is_read`).
     """
-    return run_audit(comparisons, features, AuditConfig(**options))
+    config = AuditConfig(**options)
+    config.check_evidence_is_read()
+    return run_audit(comparisons, features, config)

@@ -77,6 +77,7 @@ def cmd_audit(args) -> int:
         raise ValueError(f"--hide-labels must be in (0, 1), got {args.hide_labels}")
     mesh = inputs.mesh_of(args)
     config = audit_config(args, scorer=scorer_of(args.scorer, mesh, args.solver_dtype), rule=rule_of(args.rule, args))
+    config.check_evidence_is_read()
     inputs.checked_first(args)
     with inputs.output_folder(args) as run:
         return _audit_command(args, config, run, mesh)
@@ -151,5 +152,9 @@ def add_audit_parser(sub) -> None:
         help=f"default {AuditConfig.rule} (calibrated, abstaining; the seed's is seed)",
     )
     p.add_argument("--hide-labels", type=float, help="hide the human labels of this share of labelled rows")
-    p.add_argument("--out", default="puaudit-out", help="output folder (items.csv, report.json, figures; see the output-files page)")
+    p.add_argument(
+        "--out",
+        default="puaudit-out",
+        help="output folder (items.csv, report.json, figures; see the output-files page)",
+    )
     p.set_defaults(func=cmd_audit)

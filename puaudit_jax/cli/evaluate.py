@@ -190,6 +190,8 @@ def add_demo_parser(sub) -> None:
     inputs.add_data_options(p, data=False)
     add_audit_options(p)
     add_options(p, Protocol, include=("seeds", "p_ratio"))
-    p.add_argument("--scorers", default=",".join(DEMO_SCORERS), help="scorers compared with the default rule (comma list)")
+    p.add_argument(
+        "--scorers", default=",".join(DEMO_SCORERS), help="scorers compared with the default rule (comma list)"
+    )
     p.add_argument("--out", default="results/demo", help="output folder (tables, figures)")
     p.set_defaults(func=cmd_demo)

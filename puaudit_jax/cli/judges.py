@@ -178,8 +178,12 @@ def _client_arguments(p: argparse.ArgumentParser) -> None:
 
 def _judge_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("data", help=f"comparison file or bundled set ({', '.join(BUNDLED)})")
-    p.add_argument("--judge", choices=["local", "openai"], default="local",
-                   help="local: the in-process Flax model; openai: an OpenAI-compatible server (--base-url)")
+    p.add_argument(
+        "--judge",
+        choices=["local", "openai"],
+        default="local",
+        help="local: the in-process Flax model; openai: an OpenAI-compatible server (--base-url)",
+    )
     p.add_argument("--model", help="local: model name or folder (default smollm2); openai: the served model name")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
     _client_arguments(p)
@@ -218,8 +222,12 @@ def _judge_arguments(p: argparse.ArgumentParser) -> None:
         help="judge: one order only (a text judge is otherwise called twice per pair, the second time with the "
         "responses swapped, for judge_swapped; the local and logprob judges read both orders in one call)",
     )
-    p.add_argument("--include-unlabelled", action="store_true", default=None,
-                   help="bundled sets: also judge the judge-only comparisons")
+    p.add_argument(
+        "--include-unlabelled",
+        action="store_true",
+        default=None,
+        help="bundled sets: also judge the judge-only comparisons",
+    )
     p.add_argument("--out", required=True, help="output folder (the judged table, judge.json, the response cache)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
@@ -227,8 +235,12 @@ def _judge_arguments(p: argparse.ArgumentParser) -> None:
 def add_attack_arguments(p: argparse.ArgumentParser) -> None:
     """Arguments of ``puaudit attack``."""
     _judge_arguments(p)
-    p.add_argument("--attack", choices=["distraction", "length", "sentiment"], required=True,
-                   help="what is done to the judge's loser (Algorithm 2)")
+    p.add_argument(
+        "--attack",
+        choices=["distraction", "length", "sentiment"],
+        required=True,
+        help="what is done to the judge's loser (Algorithm 2)",
+    )
     p.add_argument("--emotion", default="cheerful", help="sentiment attack tone (seed Figure 9's {emotion})")
     p.add_argument(
         "--generator",
@@ -236,7 +248,9 @@ def add_attack_arguments(p: argparse.ArgumentParser) -> None:
         help="rewrite model for length/sentiment (default: same kind as --judge)",
     )
     p.add_argument("--gen-base-url", help="the rewrite model's OpenAI-compatible endpoint (default: --base-url)")
-    p.add_argument("--gen-model", help="the rewrite model (local: name or folder; openai: the served name; default: --model)")
+    p.add_argument(
+        "--gen-model", help="the rewrite model (local: name or folder; openai: the served name; default: --model)"
+    )
     p.add_argument("--max-new-tokens", type=_number(int, 1), default=512, help="rewrite length cap in tokens")
     p.add_argument(
         "--original",

@@ -47,7 +47,11 @@ def add_probe_parser(subparsers) -> argparse.ArgumentParser:
     probe = subparsers.add_parser("probe", help="BoRP regression probes (fit / predict)")
     sub = probe.add_subparsers(dest="probe_command", required=True)
     fit = sub.add_parser("fit", help="fit a probe on human scores")
-    fit.add_argument("--data", required=True, help="table of dialogues (a messages column) with a human score (.jsonl / .json / .csv)")
+    fit.add_argument(
+        "--data",
+        required=True,
+        help="table of dialogues (a messages column) with a human score (.jsonl / .json / .csv)",
+    )
     fit.add_argument("--target", required=True, help="column with the human score")
     add_options(fit, FitConfig, rename=FIT_RENAME, overrides={"scale": {"metavar": "LOW,HIGH"}})
     fit.add_argument("--out", required=True, help="probe file (.pkl)")

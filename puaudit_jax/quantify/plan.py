@@ -175,8 +175,8 @@ def planned_probabilities(table: pd.DataFrame, plan: pd.DataFrame) -> np.ndarray
         plan's rows labelled before it; :func:`.active.inclusion_probability`), NaN on unlabelled rows.
 
     Raises:
-        ValueError: the plan lacks a column or repeats an id; a usable row is not in the plan; labels came back for items
-            never planned; a planned item has no label or no valid sampling probability.
+        ValueError: the plan lacks a column or repeats an id; a usable row is not in the plan; labels came
+            back for items never planned; a planned item has no label or no valid sampling probability.
     """
     missing = [c for c in PLAN_COLUMNS if c not in plan.columns]
     if missing:

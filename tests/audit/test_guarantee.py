@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from puaudit_jax.audit import AuditConfig, AuditReport, run_audit
+from puaudit_jax.audit import AuditConfig, AuditReport, audit, run_audit
 from puaudit_jax.audit.guarantee import (
     DECISIONS,
     STARTS,
@@ -180,14 +180,26 @@ def test_without_a_guarantee_the_audit_is_unchanged(cone):
         (dict(guarantee=1.0), "guarantee must be in (0, 1)"),
         (dict(guarantee=0.9, delta=0.0), "delta must be in (0, 1)"),
         (dict(guarantee=0.9, rule="seed"), "guarantee needs a calibrated rule"),
-        (dict(other_judges=("gpt4",), rule="calibrated"), "rule 'calibrated' reads no evidence and would ignore"),
-        (dict(other_judges=("gpt4",), rule="seed"), "rule 'seed' reads no evidence"),
         (dict(guarantee=0.999), "needs at least 2302 calibration rows, i.e. 4604 labelled rows"),
     ],
 )
 def test_bad_settings_are_named(cone, options, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         run_audit(cone.table, cone.embeddings, AuditConfig(scorer="centroid", **options))
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(other_judges=("gpt4",), rule="calibrated"), "rule 'calibrated' reads no evidence and would ignore"),
+        (dict(other_judges=("gpt4",), rule="seed"), "rule 'seed' reads no evidence"),
+        (dict(evidence=("embedding", "style"), rule="calibrated"), "rule 'calibrated' reads none and would ignore it"),
+    ],
+)
+def test_evidence_a_rule_would_ignore_is_refused(cone, options, message):
+    """Before: other_judges / evidence with a rule that reads no evidence were accepted and ignored."""
+    with pytest.raises(ValueError, match=message):
+        audit(cone.table, cone.embeddings, scorer="centroid", **options)
 
 
 def test_a_score_that_ties_every_row_is_an_error(cone):

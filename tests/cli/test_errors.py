@@ -67,6 +67,7 @@ def test_bad_files_are_one_line_errors_naming_the_file(files, capsys, name, extr
         (["audit", "mtbench", "--guarantee", "0.9", "--delta", "0"], "delta must be in (0, 1)"),
         (["audit", "mtbench", "--guarantee", "0.9", "--rule", "seed"], "guarantee needs a calibrated rule"),
         (["audit", "mtbench", "--other-judges", "gpt4", "--rule", "two-sided"], "rule 'two-sided' reads no evidence"),
+        (["audit", "mtbench", "--evidence", "style", "--rule", "seed"], "rule 'seed' reads none and would ignore it"),
         (["evaluate", "mtbench", "--seeds", "0"], "seeds must be >= 1"),
         (["evaluate", "mtbench", "--p-ratio", "1.5"], "p_ratio must be in (0, 1)"),
         (["evaluate", "mtbench", "--sweep", "eta=0.1"], "--sweep needs p_ratio="),
