@@ -44,10 +44,12 @@ Every file is written atomically.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
 from ..datasets import BUNDLED
+from ..judges.openai_chat import API_KEY_ENV
 from .inputs import load_data
 from .run_folder import RunFolder, wrote
 
@@ -93,6 +95,9 @@ def check_options(args) -> None:
 
     if args.judge == "openai" and (not args.base_url or not args.model):
         raise SystemExit("error: --judge openai needs --base-url and --model")
+    if args.api_key_env != API_KEY_ENV and not os.environ.get(args.api_key_env):
+        raise ValueError(f"--api-key-env {args.api_key_env}: that environment variable is not set (or empty); "
+                         f"set it, or leave --api-key-env out (${API_KEY_ENV}, optional for local servers)")  # fmt: skip
     for option in ("base_url", "gen_base_url"):
         if getattr(args, option, None):
             check_base_url(getattr(args, option), "--" + option.replace("_", "-"))
@@ -156,7 +161,12 @@ def make_generator(args, judge):
 
 def _client_arguments(p: argparse.ArgumentParser) -> None:
     """The HTTP client's options and --max-failures (checked at parse time: errors name the option)."""
-    p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
+    p.add_argument(
+        "--api-key-env",
+        default=API_KEY_ENV,
+        help=f"environment variable holding the API key (default {API_KEY_ENV}, optional: local servers need none; "
+        "another name must be set)",
+    )
     p.add_argument(
         "--timeout", type=_number(float, 0, strict=True), default=120.0, help="seconds per HTTP request (> 0)"
     )

@@ -53,6 +53,8 @@ from .base import (
     two_order_verdict,
 )
 
+API_KEY_ENV = "OPENAI_API_KEY"  # where the API key is read from unless ``api_key_env`` names another variable
+
 
 class ChatAPIError(RuntimeError):
     """A failed chat request: ``status`` is the HTTP status (None for timeouts / network errors)."""
@@ -143,7 +145,7 @@ class ChatClient:
         base_url: str,
         model: str,
         *,
-        api_key_env: str = "OPENAI_API_KEY",
+        api_key_env: str = API_KEY_ENV,
         timeout: float = 60.0,
         max_retries: int = 4,
         backoff: float = 1.0,

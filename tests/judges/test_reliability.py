@@ -186,6 +186,17 @@ def test_a_base_url_without_http_or_host_is_refused_up_front(tmp_path, url, caps
     assert "error: --gen-base-url" in capsys.readouterr().err
 
 
+def test_an_api_key_variable_that_is_not_set_is_refused_up_front(tmp_path, capsys, monkeypatch):
+    """Before: --api-key-env naming an unset variable was accepted and the requests went without a key."""
+    monkeypatch.delenv("PUAUDIT_TEST_KEY", raising=False)
+    with pytest.raises(CommandError) as err:
+        main(_judge_args(tmp_path, _dead_url(), 5, (), "out", "--api-key-env", "PUAUDIT_TEST_KEY"))
+    assert err.value.code == 2 and "--api-key-env PUAUDIT_TEST_KEY: that environment variable is not set" in (
+        capsys.readouterr().err
+    )
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_url_urllib_cannot_open_is_not_retried(tmp_path):
     sleeps = []
     client = ChatClient(_dead_url(), "m", cache_dir=False, max_retries=4, backoff=0.01, sleep=sleeps.append)
