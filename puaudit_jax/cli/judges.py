@@ -97,7 +97,7 @@ def check_options(args) -> None:
         raise SystemExit("error: --judge openai needs --base-url and --model")
     if args.api_key_env != API_KEY_ENV and not os.environ.get(args.api_key_env):
         raise ValueError(f"--api-key-env {args.api_key_env}: that environment variable is not set (or empty); "
-                         f"set it, or leave --api-key-env out (${API_KEY_ENV}, optional for local servers)")  # fmt: skip
+                         f"set it, or leave --api-key-env out (${API_KEY_ENV}: optional, local servers need none)")  # fmt: skip
     for option in ("base_url", "gen_base_url"):
         if getattr(args, option, None):
             check_base_url(getattr(args, option), "--" + option.replace("_", "-"))
