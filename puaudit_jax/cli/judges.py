@@ -96,8 +96,8 @@ def check_options(args) -> None:
     if args.judge == "openai" and (not args.base_url or not args.model):
         raise SystemExit("error: --judge openai needs --base-url and --model")
     if args.api_key_env != API_KEY_ENV and not os.environ.get(args.api_key_env):
-        raise ValueError(f"--api-key-env {args.api_key_env}: that environment variable is not set (or empty); "
-                         f"set it, or leave --api-key-env out (${API_KEY_ENV}: optional, local servers need none)")  # fmt: skip
+        raise ValueError(f"--api-key-env {args.api_key_env}: that environment variable is not set (or empty); set "
+                         f"it, or leave --api-key-env out (${API_KEY_ENV}: optional)")  # fmt: skip
     for option in ("base_url", "gen_base_url"):
         if getattr(args, option, None):
             check_base_url(getattr(args, option), "--" + option.replace("_", "-"))
