@@ -83,8 +83,10 @@ def prompt_spec(encoder: str, layer: int, scale: tuple[float, float], rubric: st
 def dialogue_features(spec: dict, dialogues: list, mesh=None) -> np.ndarray:
     """Features (n, d) of ``dialogues`` as ``spec`` (:func:`prompt_spec`) says; ``mesh`` splits the rows."""
     from .models import load_pretrained
+    from .models.batching import resolve_layers
 
     pre = load_pretrained(spec["encoder"])
+    resolve_layers(spec["layer"], pre.config.num_layers + 1)  # a layer the model lacks: an error before any work
     if pre.config.is_decoder:
         probe = borp.ProbePrompt(**{**spec["probe"], "scale": tuple(spec["probe"]["scale"])})
         V, _ = borp.contrastive_vectors(pre, dialogues, [probe], layers=spec["layer"], progress=True, mesh=mesh)
@@ -92,7 +94,7 @@ def dialogue_features(spec: dict, dialogues: list, mesh=None) -> np.ndarray:
     from .extract import EncodeConfig, encode
 
     texts = [" ".join(t["content"] for t in m) for m in dialogues]
-    return encode(pre, texts, EncodeConfig(progress=True), mesh=mesh)[0]
+    return encode(pre, texts, EncodeConfig(layers=spec["layer"], progress=True), mesh=mesh)[0]
 
 
 @dataclass(frozen=True)

@@ -231,6 +231,33 @@ def test_fit_config_defaults_are_the_head_config_defaults():
     )
 
 
+def test_the_layer_reaches_an_encoders_features_and_a_layer_the_model_lacks_is_an_error(tmp_path, capsys, minilm):
+    """Before: with an encoder (MiniLM) --layer was ignored, and --layer 99 fitted on the last layer."""
+    from probes.extract import EncodeConfig, encode
+
+    dialogues = [[{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}] for i in range(3)]
+    spec = fitted.prompt_spec("minilm", 3, (1.0, 5.0), None, "quality")
+    got = fitted.dialogue_features(spec, dialogues)
+    want, _ = encode(minilm, [f"q{i} a{i}" for i in range(3)], EncodeConfig(layers=3))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(got, fitted.dialogue_features({**spec, "layer": -1}, dialogues), atol=1e-3)
+    capsys.readouterr()  # the progress bars so far
+    argv = [
+        "probe",
+        "fit",
+        "--data",
+        str(_dialogue_file(tmp_path, 12)),
+        "--target",
+        "score",
+        "--out",
+        str(tmp_path / "p.pkl"),
+    ]
+    assert "layer 99 out of range: the model has 7 hidden states" in _fail(
+        [*argv, "--encoder", "minilm", "--layer", "99"], capsys
+    )
+    assert not (tmp_path / "p.pkl").exists()
+
+
 def test_cli_says_when_resampling_lowers_the_components(tmp_path, capsys, fake_features):
     data = _dialogue_file(tmp_path, 12)
     out = tmp_path / "p.pkl"
