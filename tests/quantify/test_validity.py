@@ -118,3 +118,37 @@ def test_self_comparisons_are_left_out_and_counted():
             assert est.estimate == pytest.approx(without[key].estimate, nan_ok=True), key
             assert est.estimable, key
             assert f"{same} self-comparisons" in est.caveat, key
+
+
+@st.composite
+def split_tables(draw):
+    """Two groups of models never compared with each other, response texts present (style rows fitted)."""
+    n = draw(st.integers(8, 40))
+    verdicts = st.sampled_from(["A", "B", "tie"])
+    rows = []
+    for i in range(n):
+        ma, mb = (("m1", "m2") if i % 2 else ("m3", "m4"))[:: draw(st.sampled_from([1, -1]))]
+        labelled = draw(st.booleans())
+        rows.append(dict(id=f"r{i}", model_a=ma, model_b=mb, judge=draw(verdicts),
+                         human=draw(verdicts) if labelled else "missing",
+                         response_a="w " * draw(st.integers(1, 30)), response_b="w " * draw(st.integers(1, 30))))  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+          phases=(Phase.explicit, Phase.reuse, Phase.generate))  # fmt: skip
+@given(split_tables())
+def test_a_disconnected_comparison_graph_is_never_scored_and_says_why(table):
+    result = quantify(table, style=("tokens",))
+    labelled = table[table.human != "missing"]
+    counts = pd.concat([labelled.model_a, labelled.model_b]).value_counts()
+    scored = set(counts.index[counts >= 2])
+    apart = bool(scored & {"m1", "m2"}) and bool(scored & {"m3", "m4"})  # both groups keep scored models
+    for row in result.rows:
+        _check_row(row.target, row.estimate)
+        if (
+            apart
+            and row.target.startswith(("elo", "style"))
+            and row.target.removeprefix("elo: ") in scored | {"style: tokens"}
+        ):
+            assert not row.estimate.estimable and "never compared with each other" in row.estimate.note, row
