@@ -24,6 +24,8 @@ from ..audit.rules import RULES, CalibratedRule, get_rule, needs_crossfit
 from ..audit.scorers import SCORERS, get_scorer
 from ..evaluate import split_labels
 from ..evaluate.consistency import with_hidden_labels
+from ..ot.settings import DTYPES
+from ..ot.solve import SolveOptions
 from . import inputs
 from .options import add_options, options_from_args
 from .run_folder import wrote
@@ -38,9 +40,9 @@ def scorer_of(name: str, args):
 
     The mesh (--devices / --mesh) and the float type (--solver-dtype) of its Sinkhorn solve.
     """
-    if name != "pot" or (args.mesh_obj is None and args.solver_dtype == "float32"):
+    if name != "pot" or (args.mesh_obj is None and args.solver_dtype == SolveOptions.dtype):
         return name
-    return get_scorer(name, mesh=args.mesh_obj, dtype=args.solver_dtype)
+    return get_scorer(name, mesh=args.mesh_obj, options=SolveOptions(dtype=args.solver_dtype))
 
 
 def rule_of(name: str, args):
@@ -63,8 +65,8 @@ def add_audit_options(p: argparse.ArgumentParser) -> None:
     add_options(p, CalibratedRule, include=RULE_FIELDS, rename=RULE_RENAME)
     p.add_argument(
         "--solver-dtype",
-        choices=["float32", "float64"],
-        default="float32",
+        choices=list(DTYPES),
+        default=SolveOptions.dtype,
         help="float type of the pot scorer's Sinkhorn solve (float64: results that do not depend on "
         "the order of float additions, e.g. the same items on any number of devices; ~2x slower)",
     )
