@@ -35,8 +35,8 @@ from puaudit_jax.ot.solve import DEFAULT_SOLVER, SolveOptions
 
 #: ``solve_mass_path``'s solver: ``solve_partial``'s (:class:`PartialSinkhorn`'s defaults, certified),
 #: over-relaxed. The path's time goes to the masses just above the class prior, where plain Sinkhorn
-#: crawls (1,490 of 1,578 iterations at 5000 x 5000, eps 0.01) and "auto" takes 222; over m = 0.1 ...
-#: 0.9 the path ran 304 iterations where nine plain solves ran 1,650 (``results/bench_ot_relaxed.md``).
+#: crawls (1,490 of 1,578 iterations at 5000 x 5000, eps 0.01) and "auto" takes 222 (``results/bench_ot_path.md``);
+#: over m = 0.1 ... 0.9 the path ran 304 iterations where nine plain solves ran 1,650 (``results/bench_ot_relaxed.md``).
 #: ``solve_partial`` keeps plain Sinkhorn (see ``PartialSinkhorn.relaxation``).
 PATH_SOLVER = dataclasses.replace(DEFAULT_SOLVER, relaxation="auto")
 

@@ -105,11 +105,10 @@ def check_settings(**settings) -> None:
     """Raise ValueError naming the first bad setting among ``settings`` (name=value, in order).
 
     Accepted: ``method`` in :data:`METHODS`; ``dtype`` "float32" or "float64"; ``exact_backend`` "emd"
-    or "highs"; ``epsilon`` and
-    ``tol`` positive finite numbers; ``gap_tol`` None or a positive finite number; ``max_iter`` a
-    positive integer, ``memory_budget`` "auto" or one (bytes), ``block_size`` None or one; ``eps_decay``
-    None or in (0, 1); ``relaxation`` "auto" or in [1, 2); ``certify``, ``warm_start``,
-    ``return_plan`` booleans.
+    or "highs"; ``epsilon`` and ``tol`` positive finite numbers; ``gap_tol`` None or a positive finite
+    number; ``max_iter`` a positive integer, ``memory_budget`` "auto" or one (bytes), ``block_size``
+    None or one; ``eps_decay`` None or in (0, 1); ``relaxation`` "auto" or in [1, 2); ``certify``,
+    ``warm_start``, ``return_plan`` booleans.
 
     Raises:
         ValueError: naming the setting and its accepted range or type.
