@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from puaudit_jax.ot import solve_partial
+from puaudit_jax.ot import PartialSinkhorn, SolveOptions, solve_partial
 from theory import sphere
 from theory._io import new_figure, run_statement
 
@@ -163,14 +163,9 @@ def solve(s: sphere.PUSample, m: float, *, method: str = "exact", epsilon: float
         None,
         None,
         m,
+        solver=PartialSinkhorn(epsilon=epsilon, max_iter=20000, eps_decay=0.9 if method == "sinkhorn" else None),
+        options=SolveOptions(method=method, dtype="float64", return_plan=False),
         cost=C,
-        method=method,
-        epsilon=epsilon,
-        dtype="float64",
-        max_iter=20000,
-        eps_decay=0.9 if method == "sinkhorn" else None,
-        return_plan=False,
-        certify=False,
     )
 
 

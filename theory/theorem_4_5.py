@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from puaudit_jax.audit.denoise import denoise
-from puaudit_jax.ot import solve_partial
+from puaudit_jax.ot import SolveOptions, solve_partial
 from theory import sphere
 from theory._io import new_figure, run_statement
 
@@ -135,7 +135,7 @@ def draw(rng, cfg: Config):
 
 def exact_pot(P: np.ndarray, U: np.ndarray, m: float):
     """Exact partial OT with cost 1 - <p, u> (rows unit); returns (cost W, plan)."""
-    res = solve_partial(None, None, m, cost=1.0 - P @ U.T, method="exact")
+    res = solve_partial(None, None, m, options=SolveOptions(method="exact"), cost=1.0 - P @ U.T)
     return res.cost, res.plan
 
 

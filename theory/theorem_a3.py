@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from puaudit_jax.audit.denoise import denoise
-from puaudit_jax.ot import solve_partial
+from puaudit_jax.ot import SolveOptions, solve_partial
 from theory import sphere
 from theory._io import new_figure, run_statement
 
@@ -163,7 +163,7 @@ def audit_split(rng, cfg: Config, z_h, agree, z_bar, p_ratio: float) -> dict:
     dn = denoise(P, P)
     Pp = P[dn.keep]
     m = min(cfg.judge_agreement, 1.0)
-    res = solve_partial(None, None, m, cost=1.0 - Pp @ U.T, method="exact", return_plan=False)
+    res = solve_partial(None, None, m, options=SolveOptions(method="exact", return_plan=False), cost=1.0 - Pp @ U.T)
     score = res.col_mass / res.col_mass.max()
     flip = score < cfg.eta
     judge_right = agree[u_idx]

@@ -41,6 +41,7 @@ buffers), hence the separate ``--memory`` table from XLA's buffer assignment.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import math
@@ -101,13 +102,11 @@ def _violation(row, col, n, k, mass):
 
 
 def run_ours(x, y, eps, tol, max_iter, blocked=False, mesh=None, certify=False, relaxation=1.0):
-    from puaudit_jax.ot import solve_partial
+    from puaudit_jax.ot import PartialSinkhorn, SolveOptions, solve_partial
 
-    kw = dict(method="sinkhorn", epsilon=eps, tol=tol, max_iter=max_iter, return_plan=False, mesh=mesh,
-              relaxation=relaxation)  # fmt: skip
-    if blocked:
-        kw["block_size"] = 256
-    r = solve_partial(x, y, M, certify=certify, **kw)
+    solver = PartialSinkhorn(epsilon=eps, tol=tol, max_iter=max_iter, certify=certify, relaxation=relaxation)
+    options = SolveOptions(method="sinkhorn", return_plan=False, block_size=256 if blocked else None)
+    r = solve_partial(x, y, M, solver, options, mesh=mesh)
     viol, merr = _violation(r.row_mass, r.col_mass, len(x), len(y), r.mass)
     out = dict(cost=r.cost, iterations=r.iterations, converged=r.converged, mass_error=merr, violation=viol)
     if r.certificate is not None:
@@ -123,28 +122,30 @@ def run_ours_path(x, y, eps, tol, max_iter, independent=False, relaxation=1.0):
     """The mass path over PATH_MASSES: one compiled, warm-started, over-relaxed call
     (``solve_mass_path``), or (``independent``) one ``solve_partial`` per mass with ``relaxation``
     (1.0: plain Sinkhorn); no certificate in either."""
-    from puaudit_jax.ot import solve_partial
-    from puaudit_jax.ot.mass_path import solve_mass_path
+    from puaudit_jax.ot import PartialSinkhorn, SolveOptions, solve_partial
+    from puaudit_jax.ot.mass_path import PATH_SOLVER, solve_mass_path
 
+    solver = PartialSinkhorn(epsilon=eps, tol=tol, max_iter=max_iter)  # no certificate
     if independent:
-        runs = [solve_partial(x, y, m, method="sinkhorn", epsilon=eps, tol=tol, max_iter=max_iter, return_plan=False,
-                              certify=False, relaxation=relaxation) for m in PATH_MASSES]  # fmt: skip
+        options = SolveOptions(method="sinkhorn", return_plan=False)
+        runs = [solve_partial(x, y, m, dataclasses.replace(solver, relaxation=relaxation), options)
+                for m in PATH_MASSES]  # fmt: skip
         cols, its, conv = (
             np.stack([r.col_mass for r in runs]),
             [r.iterations for r in runs],
             [r.converged for r in runs],
         )
     else:
-        path = solve_mass_path(x, y, PATH_MASSES, epsilon=eps, tol=tol, max_iter=max_iter, certify=False)
+        path = solve_mass_path(x, y, PATH_MASSES, dataclasses.replace(solver, relaxation=PATH_SOLVER.relaxation))
         cols, its, conv = path.col_mass, path.iterations.tolist(), path.converged.tolist()
     return dict(cost=0.0, iterations=int(sum(its)), converged=bool(all(conv)), mass_error=0.0, violation=0.0,
                 col_mass=cols, iterations_per_mass=[int(i) for i in its])  # fmt: skip
 
 
 def run_ours_exact(x, y, **_):
-    from puaudit_jax.ot import solve_partial
+    from puaudit_jax.ot import SolveOptions, solve_partial
 
-    r = solve_partial(x, y, M, method="exact", return_plan=False)
+    r = solve_partial(x, y, M, options=SolveOptions(method="exact", return_plan=False))
     viol, merr = _violation(r.row_mass, r.col_mass, len(x), len(y), r.mass)
     return dict(cost=r.cost, iterations=0, converged=r.converged, mass_error=merr, violation=viol)
 
@@ -363,7 +364,7 @@ def xla_memory(n: int, k: int, block_size: int | None, matrix_ott: bool = False)
     a = jax.ShapeDtypeStruct((n,), jnp.float32)
     b = jax.ShapeDtypeStruct((k,), jnp.float32)
     m = jax.ShapeDtypeStruct((), jnp.float32)
-    solver = PartialSinkhorn(epsilon=0.01, tol=1e-4)
+    solver = PartialSinkhorn()  # the defaults: epsilon 0.01, tol 1e-4
     out = {}
     for name, bs in (("ours", None), ("ours-blocked", block_size)):
         c = run_points.lower(x, y, a, b, m, solver=solver, cost="cosine", block_size=bs, with_plan=False).compile()

@@ -34,15 +34,19 @@ Scorers (registry :data:`SCORERS`; build with :func:`get_scorer`):
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Protocol
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..ot.settings import UNSET, replace_deprecated
+from ..ot.sinkhorn import PartialSinkhorn
+from ..ot.solve import SolveOptions, solve_partial
 from .logistic import penalised_logistic
 
 
@@ -83,9 +87,24 @@ def _padded(z: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     return pad_points(z, np.full(len(z), 1.0 / len(z)), size)
 
 
+def _settle(scorer, names: tuple[str, ...], legacy: dict, renamed: dict | None = None) -> None:
+    """Set a scorer's configs ``names``: dicts (a JSON config's) built into their classes, old keywords mapped on."""
+    configs = {}
+    for name in names:
+        value, default = getattr(scorer, name), scorer.__dataclass_fields__[name].default
+        configs[name] = type(default)(**value) if isinstance(value, dict) else value
+    for name, value in replace_deprecated(type(scorer).__name__, configs, legacy, renamed, stacklevel=5).items():
+        object.__setattr__(scorer, name, value)
+
+
 @dataclass(frozen=True)
 class POTScorer:
     """Partial OT from P' (weights 1/n_P') to U (weights 1/n_U), cosine cost, mass m (seed §3.3).
+
+    ``solver``: the Sinkhorn settings (:class:`~puaudit_jax.ot.PartialSinkhorn`, or a dict of its
+    fields as a JSON config gives them); the scores need the plan's masses, not bounds on its cost,
+    so the scorer never certifies. ``options``: method and dtype of the solve
+    (:class:`~puaudit_jax.ot.SolveOptions`, or a dict); the plan is never returned.
 
     ``bucket``: pad both point sets with zero-weight points to the next power of two (up to
     ``bucket_max`` points; the solution of the real points is unchanged, see
@@ -96,44 +115,37 @@ class POTScorer:
     ``mesh``: None (one device), or a ``jax.sharding.Mesh`` / device count / "all" that the
     Sinkhorn solve is split over (U across the devices; ``puaudit_jax.ot.sharded``); the exact
     solver runs on the host either way.
+
+    ``method``, ``epsilon``, ``tol``, ``max_iter``, ``eps_decay``, ``dtype``: deprecated keywords (for
+    one release), mapped onto ``solver`` / ``options`` with a DeprecationWarning.
     """
 
-    method: str = "auto"
-    epsilon: float = 0.01
-    tol: float = 1e-4
-    max_iter: int = 5000
-    eps_decay: float | None = None
-    dtype: str = "float32"
+    solver: PartialSinkhorn = PartialSinkhorn()
+    options: SolveOptions = SolveOptions()
     bucket: bool = True
     bucket_max: int = 4096
     mesh: object = None
     name: str = "pot"
+    method: InitVar[str] = UNSET
+    epsilon: InitVar[float] = UNSET
+    tol: InitVar[float] = UNSET
+    max_iter: InitVar[int] = UNSET
+    eps_decay: InitVar[float | None] = UNSET
+    dtype: InitVar[str] = UNSET
+
+    def __post_init__(self, method, epsilon, tol, max_iter, eps_decay, dtype):
+        legacy = dict(method=method, epsilon=epsilon, tol=tol, max_iter=max_iter, eps_decay=eps_decay, dtype=dtype)
+        _settle(self, ("solver", "options"), legacy)
 
     def __call__(self, zp, zu, m):
         """Scores (n_U,): the mass s_j each pool item receives (:func:`~puaudit_jax.ot.solve_partial`), clipped at 0."""
-        from ..ot import solve_partial
-
         n, k = len(zp), len(zu)
         a = b = None
-        if self.bucket and self.method != "exact" and max(n, k) <= self.bucket_max:
+        if self.bucket and self.options.method != "exact" and max(n, k) <= self.bucket_max:
             (zp, a), (zu, b) = _padded(np.asarray(zp), _bucket(n, 16)), _padded(np.asarray(zu), _bucket(k, 16))
-        res = solve_partial(
-            zp,
-            zu,
-            float(m),
-            a=a,
-            b=b,
-            cost="cosine",
-            method=self.method,
-            epsilon=self.epsilon,
-            tol=self.tol,
-            max_iter=self.max_iter,
-            eps_decay=self.eps_decay,
-            certify=False,  # the scores need the plan's masses, not bounds on its cost
-            dtype=self.dtype,
-            return_plan=False,
-            mesh=self.mesh,
-        )
+        solver = dataclasses.replace(self.solver, certify=False)
+        options = dataclasses.replace(self.options, return_plan=False)
+        res = solve_partial(zp, zu, float(m), solver, options, a=a, b=b, cost="cosine", mesh=self.mesh)
         scores = np.clip(np.asarray(res.col_mass, np.float64)[:k], 0.0, None)
         info = {
             "method": res.method,
@@ -174,22 +186,38 @@ def _ott_solve(zp, zu, epsilon, tau_b, max_iterations, threshold):
     return np.asarray(plan, np.float64), np.asarray(cost, np.float64), int(iters), bool(converged)
 
 
+#: ott-jax's names of the deprecated keywords of the ott-jax scorers -> the PartialSinkhorn fields they set.
+_OTT_NAMES = {"max_iterations": "max_iter", "threshold": "tol"}
+
+
 @dataclass(frozen=True)
 class BalancedOTScorer:
-    """Balanced entropic OT (ott-jax). Scores: plan-weighted cosine similarity to P', clipped at 0."""
+    """Balanced entropic OT (ott-jax). Scores: plan-weighted cosine similarity to P', clipped at 0.
 
-    epsilon: float = 0.01
-    max_iterations: int = 5000
-    threshold: float = 1e-4
+    ``solver``: epsilon, tol (ott-jax's ``threshold``) and max_iter (its ``max_iterations``) of the
+    ott-jax solve, :class:`~puaudit_jax.ot.PartialSinkhorn`'s as for the pot scorer (its other fields
+    do not apply); a dict of them in a JSON config. ``epsilon``, ``max_iterations``, ``threshold``:
+    deprecated keywords (for one release), mapped onto ``solver`` with a DeprecationWarning.
+    """
+
+    solver: PartialSinkhorn = PartialSinkhorn()
     name: str = "ot-balanced"
+    epsilon: InitVar[float] = UNSET
+    max_iterations: InitVar[int] = UNSET
+    threshold: InitVar[float] = UNSET
+
+    def __post_init__(self, epsilon, max_iterations, threshold):
+        legacy = dict(epsilon=epsilon, max_iterations=max_iterations, threshold=threshold)
+        _settle(self, ("solver",), legacy, _OTT_NAMES)
 
     def __call__(self, zp, zu, m):
         """Scores (n_U,): 1 - the plan-weighted mean cost of each pool item, clipped at 0 (m unused)."""
-        plan, cost, iters, converged = _ott_solve(zp, zu, self.epsilon, 1.0, self.max_iterations, self.threshold)
+        eps = self.solver.epsilon
+        plan, cost, iters, converged = _ott_solve(zp, zu, eps, 1.0, self.solver.max_iter, self.solver.tol)
         col = plan.sum(0)
         mean_cost = (plan * cost).sum(0) / np.maximum(col, 1e-300)
         scores = np.clip(1.0 - mean_cost, 0.0, None)
-        info = {"method": "ott-sinkhorn-balanced", "iterations": iters, "converged": converged, "epsilon": self.epsilon}
+        info = {"method": "ott-sinkhorn-balanced", "iterations": iters, "converged": converged, "epsilon": eps}
         return ScoreResult(scores, "ot-balanced", info)
 
 
@@ -199,25 +227,34 @@ class UnbalancedOTScorer:
 
     The seed defines no unbalanced baseline; rho = 0.5, epsilon = 0.05 were picked on the cone
     model (rho = 0.1 flips ~70% of the pool, rho >= 1 nothing): treat it as a sensitive baseline.
+    ``solver``: as for :class:`BalancedOTScorer`, with that epsilon (tol and max_iter
+    :class:`~puaudit_jax.ot.PartialSinkhorn`'s); ``epsilon``, ``max_iterations``, ``threshold``:
+    deprecated keywords, likewise.
     """
 
-    epsilon: float = 0.05
+    solver: PartialSinkhorn = PartialSinkhorn(epsilon=0.05)
     rho: float = 0.5
-    max_iterations: int = 5000
-    threshold: float = 1e-4
     name: str = "ot-unbalanced"
+    epsilon: InitVar[float] = UNSET
+    max_iterations: InitVar[int] = UNSET
+    threshold: InitVar[float] = UNSET
+
+    def __post_init__(self, epsilon, max_iterations, threshold):
+        legacy = dict(epsilon=epsilon, max_iterations=max_iterations, threshold=threshold)
+        _settle(self, ("solver",), legacy, _OTT_NAMES)
 
     def __call__(self, zp, zu, m):
         """Scores (n_U,): the mass each pool item receives divided by its weight 1/n_U (m unused)."""
-        tau_b = self.rho / (self.rho + self.epsilon)
-        plan, _, iters, converged = _ott_solve(zp, zu, self.epsilon, tau_b, self.max_iterations, self.threshold)
+        eps = self.solver.epsilon
+        tau_b = self.rho / (self.rho + eps)
+        plan, _, iters, converged = _ott_solve(zp, zu, eps, tau_b, self.solver.max_iter, self.solver.tol)
         col = plan.sum(0)
         scores = np.clip(col * zu.shape[0], 0.0, None)
         info = {
             "method": "ott-sinkhorn-unbalanced",
             "iterations": iters,
             "converged": converged,
-            "epsilon": self.epsilon,
+            "epsilon": eps,
             "rho": self.rho,
             "tau_b": tau_b,
         }
@@ -302,9 +339,14 @@ class PULogisticScorer:
         return ScoreResult(scores, "pu-logistic", {"c": c, "c_estimate": how, "lam": self.lam})
 
 
+def _exact(scorer: POTScorer) -> POTScorer:
+    """The pot scorer solving its problems exactly (network simplex), whatever else its options say."""
+    return dataclasses.replace(scorer, options=dataclasses.replace(scorer.options, method="exact"))
+
+
 SCORERS: dict[str, Callable[..., Scorer]] = {
-    "pot": lambda **kw: POTScorer(**{"method": "auto", **kw}),
-    "pot-exact": lambda **kw: POTScorer(**{"method": "exact", "name": "pot-exact", **kw}),
+    "pot": POTScorer,
+    "pot-exact": lambda **kw: _exact(POTScorer(**{"name": "pot-exact", **kw})),
     "ot-balanced": BalancedOTScorer,
     "ot-unbalanced": UnbalancedOTScorer,
     "centroid": CentroidScorer,

@@ -24,6 +24,8 @@ from ..audit.rules import RULES, CalibratedRule, get_rule, needs_crossfit
 from ..audit.scorers import SCORERS, get_scorer
 from ..evaluate import split_labels
 from ..evaluate.consistency import with_hidden_labels
+from ..ot.settings import DTYPES
+from ..ot.solve import SolveOptions
 from . import inputs
 from .options import add_options, options_from_args
 from .run_folder import wrote
@@ -39,9 +41,9 @@ def scorer_of(name: str, mesh, dtype: str):
     The mesh (--devices / --mesh, :func:`~.inputs.mesh_of`) and the float type (--solver-dtype) of its
     Sinkhorn solve.
     """
-    if name != "pot" or (mesh is None and dtype == "float32"):
+    if name != "pot" or (mesh is None and dtype == SolveOptions.dtype):
         return name
-    return get_scorer(name, mesh=mesh, dtype=dtype)
+    return get_scorer(name, mesh=mesh, options=SolveOptions(dtype=dtype))
 
 
 def rule_of(name: str, args):
@@ -64,8 +66,8 @@ def add_audit_options(p: argparse.ArgumentParser) -> None:
     add_options(p, CalibratedRule, include=RULE_FIELDS, rename=RULE_RENAME)
     p.add_argument(
         "--solver-dtype",
-        choices=["float32", "float64"],
-        default="float32",
+        choices=list(DTYPES),
+        default=SolveOptions.dtype,
         help="float type of the pot scorer's Sinkhorn solve (float64: results that do not depend on "
         "the order of float additions, e.g. the same items on any number of devices; ~2x slower)",
     )

@@ -9,7 +9,7 @@ What the path costs, measured (``experiments/benchmarks/ot.py``, cone model, m =
 all of it is the one or two masses just above the class prior, where plain Sinkhorn crawls
 (1,490 of the path's 1,578 iterations at 5000 x 5000, eps 0.01, went to m = 0.8, the prior).
 A warm start does not shorten that crawl (1,490 vs 1,493 iterations cold): what it needs is a
-faster iteration, so the path over-relaxes by default (``relaxation="auto"``,
+faster iteration, so the path over-relaxes by default (:data:`PATH_SOLVER`, ``relaxation="auto"``,
 ``relaxation.py``: 222 iterations there). Warm-started solves skip the cold start's stable
 log-domain step, and the data are validated once: 5.9x nine plain solves at 5000 x 5000 and
 3.1x at 2000 x 20000, eps 0.01 (README, ``results/bench_ot_path.md``). Each solve stops at the
@@ -29,8 +29,16 @@ import numpy as np
 
 from puaudit_jax.ot.geometry import Geometry
 from puaudit_jax.ot.problem import PartialProblem, checked_mass, unit_rows, validate
-from puaudit_jax.ot.settings import check_settings
+from puaudit_jax.ot.settings import check_settings, replace_deprecated
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn
+from puaudit_jax.ot.solve import DEFAULT_SOLVER, SolveOptions
+
+#: ``solve_mass_path``'s solver: ``solve_partial``'s (:class:`PartialSinkhorn`'s defaults, certified),
+#: over-relaxed. The path's time goes to the masses just above the class prior, where plain Sinkhorn
+#: crawls (1,490 of 1,578 iterations at 5000 x 5000, eps 0.01) and "auto" takes 222 (``results/bench_ot_path.md``);
+#: over m = 0.1 ... 0.9 the path ran 304 iterations where nine plain solves ran 1,650 (``results/bench_ot_relaxed.md``).
+#: ``solve_partial`` keeps plain Sinkhorn (see ``PartialSinkhorn.relaxation``).
+PATH_SOLVER = dataclasses.replace(DEFAULT_SOLVER, relaxation="auto")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,9 +81,8 @@ def _path(x, y, a, b, ms, solver: PartialSinkhorn, *, cost, warm: bool):
     return jax.tree.map(lambda f, r: jnp.concatenate([f[None], r]), first, rest)
 
 
-def solve_mass_path(x, y, ms, *, a=None, b=None, cost: str = "cosine", epsilon: float = 0.01, tol: float = 1e-4,
-                    max_iter: int = 5000, dtype: str = "float32", certify: bool = True,
-                    warm_start: bool = True, relaxation: float | str = "auto") -> MassPath:  # fmt: skip
+def solve_mass_path(x, y, ms, solver: PartialSinkhorn = PATH_SOLVER, *, a=None, b=None, cost: str = "cosine",
+                    dtype: str = SolveOptions.dtype, warm_start: bool = True, **deprecated) -> MassPath:  # fmt: skip
     """Solve min <C, G> s.t. G 1 <= a, G^T 1 <= b, 1^T G 1 = m for every m in ``ms``, in one compiled call.
 
     The masses are solved in the order given (an increasing grid warm-starts best); dense cost only
@@ -85,28 +92,29 @@ def solve_mass_path(x, y, ms, *, a=None, b=None, cost: str = "cosine", epsilon: 
         x: (n, d) points (P side).
         y: (k, d) points (U side).
         ms: (T,) masses, each in (0, min(|a|, |b|)].
+        solver: the Sinkhorn settings of every solve (:class:`PartialSinkhorn`; with ``certify`` each
+            mass gets ``upper`` / ``lower`` / ``gap``); the default :data:`PATH_SOLVER` certifies and
+            over-relaxes.
         a: (n,) nonnegative weights of x (default uniform 1/n).
         b: (k,) nonnegative weights of y (default uniform 1/k).
         cost: "cosine", "sqeuclidean" or a pairwise cost callable (as in :meth:`Geometry.from_points`).
-        epsilon: entropic regularisation, in cost units.
-        tol: L1 marginal-error tolerance of each solve.
-        max_iter: iteration cap of each solve.
-        dtype: "float32" or "float64" (the solve's precision).
-        certify: also compute each mass's certificate (``upper`` / ``lower`` / ``gap``).
+        dtype: "float32" or "float64" (the solve's precision; the default is ``SolveOptions.dtype``).
         warm_start: start each mass from the previous one's potentials; False solves every mass from
             scratch in the same compiled call.
-        relaxation: see ``PartialSinkhorn`` (1.0 = plain Sinkhorn, "auto" the default here).
+        **deprecated: ``epsilon=``, ``tol=``, ``max_iter=``, ``certify=``, ``relaxation=`` (the settings
+            before ``solver``): mapped onto it with a DeprecationWarning, for one release.
 
     Returns:
         The :class:`MassPath` of the T solutions.
 
     Raises:
-        ValueError: naming a bad m, point cloud or setting (``settings.check_settings``: epsilon and tol
-            positive and finite, max_iter a positive integer, dtype "float32" / "float64", certify and
-            warm_start booleans, relaxation "auto" or in [1, 2); cost not a matrix).
+        ValueError: naming a bad m, point cloud or setting (``settings.check_settings``: dtype "float32" /
+            "float64", warm_start a boolean; cost not a matrix; the solver's when it is built).
     """
-    check_settings(dtype=dtype, epsilon=epsilon, tol=tol, max_iter=max_iter, certify=certify, warm_start=warm_start,
-                   relaxation=relaxation)  # fmt: skip
+    if not isinstance(solver, PartialSinkhorn):
+        raise TypeError(f"solve_mass_path: solver must be a PartialSinkhorn, got {type(solver).__name__}")
+    solver = replace_deprecated("solve_mass_path", {"solver": solver}, deprecated)["solver"]
+    check_settings(dtype=dtype, warm_start=warm_start)
     if not (callable(cost) or isinstance(cost, str)):
         raise ValueError(f"cost must be 'cosine', 'sqeuclidean' or a callable (the path builds its cost from x, y); "
                          f"got {type(cost).__name__}")  # fmt: skip
@@ -118,8 +126,6 @@ def solve_mass_path(x, y, ms, *, a=None, b=None, cost: str = "cosine", epsilon: 
     x_, y_, _, a_, b_, _ = validate(x, y, ms[0], a=a, b=b, cost=cost)  # the data once, then every mass
     ms = np.array([checked_mass(m, a_, b_) for m in ms])
     x_, y_ = unit_rows(x_, y_, cost, dtype=np.float64 if dtype == "float64" else None)
-    solver = PartialSinkhorn(epsilon=float(epsilon), tol=float(tol), max_iter=int(max_iter), certify=certify,
-                             relaxation=relaxation)  # fmt: skip
     with jax.enable_x64(dtype == "float64"):
         jd = jnp.dtype(dtype)
         out = _path(*(np.asarray(v, jd) for v in (x_, y_, a_, b_, ms)), solver, cost=cost, warm=warm_start)

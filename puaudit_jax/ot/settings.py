@@ -1,14 +1,22 @@
 """The solver settings of the OT entry points, checked in one place.
 
-:func:`check_settings` is the one check of ``solve_partial`` and ``solve_mass_path``: each keyword
-it is given is checked by the rule of that name (:data:`RULES`), and the first bad one raises a
-ValueError that names it and says what is accepted (a string where a number belongs is such an
-error too, not a TypeError). The data (points, weights, mass) are checked by ``problem.validate``.
+The settings live in two frozen configs, each with one default per field: :class:`PartialSinkhorn`
+(the Sinkhorn solver: epsilon, tol, max_iter, ...) and ``solve.SolveOptions`` (how ``solve_partial``
+runs it: method, dtype, memory budget, ...). Both check themselves in ``__post_init__`` with
+:func:`check_settings`: each keyword it is given is checked by the rule of that name (:data:`RULES`),
+and the first bad one raises a ValueError that names it and says what is accepted (a string where a
+number belongs is such an error too, not a TypeError). The data (points, weights, mass) are checked
+by ``problem.validate``.
+
+:func:`replace_deprecated` maps the keywords the entry points took before the configs (``epsilon=``,
+``tol=``, ...) onto them for one release, with a DeprecationWarning that names the replacement.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
+import warnings
 
 import numpy as np
 
@@ -16,6 +24,7 @@ from puaudit_jax.ot import relaxation as rx
 
 METHODS = ("auto", "sinkhorn", "exact")
 DTYPES = ("float32", "float64")
+EXACT_BACKENDS = ("emd", "highs")
 
 
 def _is_real(value) -> bool:
@@ -77,6 +86,7 @@ def _relaxation(name, value) -> None:
 RULES = {
     "method": _one_of(METHODS),
     "dtype": _one_of(DTYPES),
+    "exact_backend": _one_of(EXACT_BACKENDS),
     "epsilon": _positive_finite("cost units"),
     "tol": _positive_finite("L1 marginal error; inf would call any result converged"),
     "gap_tol": _optional(_positive_finite("cost units, or None")),
@@ -94,11 +104,11 @@ RULES = {
 def check_settings(**settings) -> None:
     """Raise ValueError naming the first bad setting among ``settings`` (name=value, in order).
 
-    Accepted: ``method`` in :data:`METHODS`; ``dtype`` "float32" or "float64"; ``epsilon`` and
-    ``tol`` positive finite numbers; ``gap_tol`` None or a positive finite number; ``max_iter`` a
-    positive integer, ``memory_budget`` "auto" or one (bytes), ``block_size`` None or one; ``eps_decay``
-    None or in (0, 1); ``relaxation`` "auto" or in [1, 2); ``certify``, ``warm_start``,
-    ``return_plan`` booleans.
+    Accepted: ``method`` in :data:`METHODS`; ``dtype`` "float32" or "float64"; ``exact_backend`` "emd"
+    or "highs"; ``epsilon`` and ``tol`` positive finite numbers; ``gap_tol`` None or a positive finite
+    number; ``max_iter`` a positive integer, ``memory_budget`` "auto" or one (bytes), ``block_size``
+    None or one; ``eps_decay`` None or in (0, 1); ``relaxation`` "auto" or in [1, 2); ``certify``,
+    ``warm_start``, ``return_plan`` booleans.
 
     Raises:
         ValueError: naming the setting and its accepted range or type.
@@ -106,3 +116,67 @@ def check_settings(**settings) -> None:
     """
     for name, value in settings.items():
         RULES[name](name, value)
+
+
+def concrete(value) -> bool:
+    """Whether ``value`` is a setting as a user gives it (a number, string, bool or None).
+
+    A pytree config is also rebuilt by JAX with tracers or placeholders as its leaves (under ``jit``,
+    ``vmap``); those are not checked.
+    """
+    return value is None or isinstance(value, (str, bool, numbers.Number, np.generic))
+
+
+def check_fields(config, names) -> None:
+    """:func:`check_settings` on the fields ``names`` of ``config`` that hold concrete values."""
+    check_settings(**{name: getattr(config, name) for name in names if concrete(getattr(config, name))})
+
+
+class _Unset:
+    """The default of a deprecated keyword: "not given" (the config's default applies)."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+#: The sentinel default of deprecated keywords (:func:`replace_deprecated` drops them).
+UNSET = _Unset()
+
+
+def spelled(config) -> str:
+    """``config`` as the call that builds it: its class with the fields that differ from their defaults."""
+    fields = (f for f in dataclasses.fields(config) if f.init)
+    changed = (f"{f.name}={getattr(config, f.name)!r}" for f in fields if getattr(config, f.name) != f.default)
+    return f"{type(config).__name__}({', '.join(changed)})"
+
+
+def replace_deprecated(entry: str, configs: dict, legacy: dict, renamed: dict | None = None, stacklevel=3) -> dict:
+    """``configs`` with the deprecated keywords ``legacy`` set on them, and a DeprecationWarning.
+
+    Args:
+        entry: the caller's name, for the messages (e.g. "solve_partial").
+        configs: argument name -> frozen config (e.g. {"solver": PartialSinkhorn(), "options": ...}).
+        legacy: old keyword -> value; values that are :data:`UNSET` were not given.
+        renamed: old keyword -> field name where they differ (ott-jax's ``threshold`` -> ``tol``).
+        stacklevel: of the warning: the frames up to the user's call (``warnings.warn``).
+
+    Returns:
+        ``configs`` with each given keyword's field replaced on the config that has it (validated
+        there); the warning names the arguments to pass instead, e.g. ``solver=PartialSinkhorn(epsilon=0.05)``.
+
+    Raises:
+        TypeError: a keyword that is a field of none of the configs.
+    """
+    given = {key: value for key, value in legacy.items() if value is not UNSET}
+    out = dict(configs)
+    for key, value in given.items():
+        name = (renamed or {}).get(key, key)
+        owner = next((arg for arg, cfg in out.items() if name in {f.name for f in dataclasses.fields(cfg)}), None)
+        if owner is None:
+            raise TypeError(f"{entry}() got an unexpected keyword argument {key!r}")
+        out[owner] = dataclasses.replace(out[owner], **{name: value})
+    if given:
+        new = ", ".join(f"{arg}={spelled(cfg)}" for arg, cfg in out.items() if cfg is not configs[arg])
+        warnings.warn(f"{entry}({', '.join(f'{k}=...' for k in given)}) is deprecated and will be removed in the "
+                      f"next release: pass {new}", DeprecationWarning, stacklevel=stacklevel)  # fmt: skip
+    return out

@@ -20,7 +20,7 @@ from puaudit_jax.ot import sharded
 from puaudit_jax.ot.certificate import Certificate
 from puaudit_jax.ot.geometry import Geometry
 from puaudit_jax.ot.problem import PartialProblem, unit_rows, validate
-from puaudit_jax.ot.settings import check_settings
+from puaudit_jax.ot.settings import check_fields, replace_deprecated
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn, SinkhornOutput, with_certificate
 from puaudit_runtime.mesh import make_mesh
 
@@ -37,6 +37,43 @@ DEVICE_MEMORY_SHARE = 0.25
 MAX_GAP_ROUNDS = 6
 #: The exact solvers are dense float64; refuse to build more than this for a fallback.
 EXACT_MEMORY_LIMIT = 8 << 30
+#: ``solve_partial``'s solver: :class:`PartialSinkhorn`'s defaults, certified (a result reported to a user
+#: carries bounds on the exact cost; the jittable solver's certificate is opt-in, see ``PartialSinkhorn.certify``).
+DEFAULT_SOLVER = PartialSinkhorn(certify=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class SolveOptions:
+    """How :func:`solve_partial` solves a problem, beside the Sinkhorn settings (:class:`PartialSinkhorn`).
+
+    Out-of-range values raise a ValueError naming the field when the options are built
+    (``settings.check_settings``).
+
+    Attributes:
+      method: "sinkhorn" (entropic), "exact" (LP), or "auto" (Sinkhorn, then the exact solver when
+        Sinkhorn did not converge or produced non-finite values).
+      dtype: "float32" or "float64" for Sinkhorn (the exact solvers are float64).
+      memory_budget: bytes allowed for a materialised cost matrix (per device); above it the cost is
+        computed block by block (cosine / sqeuclidean / callable costs only). "auto": 1 GiB on the
+        CPU, a quarter of the device's memory on an accelerator (:func:`memory_budget_of`).
+      block_size: None, or force blocked mode with this many rows per block.
+      return_plan: materialise the (n, k) plan when the cost matrix is materialised.
+      exact_backend: "emd" (POT network simplex) or "highs" (scipy LP; small problems).
+      gap_tol: None, or stop only when the certified gap is <= gap_tol (cost units): while it is
+        larger, solve again with epsilon / 4 from the last round's potentials (on one device or
+        sharded), at most ``MAX_GAP_ROUNDS`` solves; the solver certifies then whatever its ``certify``.
+    """
+
+    method: str = "auto"
+    dtype: str = "float32"
+    memory_budget: int | str = DEFAULT_MEMORY_BUDGET
+    block_size: int | None = None
+    return_plan: bool = True
+    exact_backend: str = "emd"
+    gap_tol: float | None = None
+
+    def __post_init__(self):
+        check_fields(self, [f.name for f in dataclasses.fields(self)])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,29 +240,18 @@ def _check_sqeuclidean_range(x: np.ndarray, y: np.ndarray, dtype) -> None:
         )
 
 
-# long: the public entry point: its 20-argument signature is 25 of the lines; the body only checks and dispatches
 def solve_partial(
     x,
     y,
     m: float,
+    solver: PartialSinkhorn = DEFAULT_SOLVER,
+    options: SolveOptions = SolveOptions(),
     *,
     a=None,
     b=None,
     cost: str | Callable | np.ndarray = "cosine",
-    method: str = "auto",
-    epsilon: float = 0.01,
-    tol: float = 1e-4,
-    max_iter: int = 5000,
-    eps_decay: float | None = None,
-    dtype: str = "float32",
-    memory_budget: int | str = DEFAULT_MEMORY_BUDGET,
-    block_size: int | None = None,
-    return_plan: bool = True,
-    exact_backend: str = "emd",
     mesh=None,
-    certify: bool = True,
-    gap_tol: float | None = None,
-    relaxation: float | str = 1.0,
+    **deprecated,
 ) -> PartialOTResult:
     """Solve min <C, G> s.t. G >= 0, G 1 <= a, G^T 1 <= b, 1^T G 1 = m.
 
@@ -234,72 +260,81 @@ def solve_partial(
       y: (k, d) target points (the unlabelled pool). Rows need not be normalised for
         the cosine cost. Pass ``x = y = None`` with ``cost`` an (n, k) matrix.
       m: mass to transport, 0 < m <= min(|a|, |b|).
+      solver: the Sinkhorn settings (epsilon, tol, max_iter, eps_decay, relaxation, certify, ...):
+        :class:`PartialSinkhorn`; the default, :data:`DEFAULT_SOLVER`, is its defaults with the certificate.
+      options: how the problem is solved (method, dtype, memory budget, plan, exact backend, gap_tol):
+        :class:`SolveOptions`.
       a: nonnegative source weights, default uniform 1/n.
       b: nonnegative target weights, default uniform 1/k.
       cost: "cosine" (1 - cos, in [0, 2]), "sqeuclidean", a callable
         ``fn(x_block, y_block) -> (bx, by)``, or a precomputed (n, k) matrix.
-      method: "sinkhorn" (entropic), "exact" (LP), or "auto" (Sinkhorn, then the exact
-        solver when Sinkhorn did not converge or produced non-finite values).
-      epsilon: Sinkhorn's entropic regularisation, in cost units (see ``PartialSinkhorn``).
-      tol: Sinkhorn's stopping tolerance on the marginal error (see ``PartialSinkhorn``); positive and
-        finite (an infinite tol would call any result converged).
-      max_iter: Sinkhorn's iteration limit (see ``PartialSinkhorn``).
-      eps_decay: Sinkhorn's epsilon-scaling factor, or None (see ``PartialSinkhorn``).
-      dtype: "float32" or "float64" for Sinkhorn (the exact solvers are float64).
-      memory_budget: bytes allowed for a materialised cost matrix (per device); above it the cost is
-        computed block by block (cosine / sqeuclidean / callable costs only). "auto": 1 GiB on the
-        CPU, a quarter of the device's memory on an accelerator (:func:`memory_budget_of`).
-      block_size: force blocked mode with this many rows per block.
-      return_plan: materialise the (n, k) plan when the cost matrix is materialised.
-      exact_backend: "emd" (POT network simplex) or "highs" (scipy LP; small problems).
       mesh: None (one device), "all", a device count, a ``jax.sharding.Mesh`` or a
         ``sharded.Layout``: the Sinkhorn solve is split over the devices (U over the columns
-        axis, P over the rows axis of a 2-D mesh; see ``sharded.py``). ``memory_budget`` then
+        axis, P over the rows axis of a 2-D mesh; see ``sharded.py``). ``options.memory_budget`` then
         applies to each device's block of the cost matrix. Every process of a cluster passes
         the same full inputs (``sharded.solve_process_local`` when each holds a share of U).
-      certify: attach a :class:`~puaudit_jax.ot.certificate.Certificate` (bounds on the exact
-        cost from a rounded feasible plan and a dual-feasible point; about 25 more passes over C).
-      gap_tol: stop only when the certified gap is <= gap_tol (cost units): while it is larger,
-        solve again with epsilon / 4 from the last round's potentials (on one device or
-        sharded), at most ``MAX_GAP_ROUNDS`` solves (``result.gap_met`` says whether
-        it was reached; ``result.epsilon`` is the last epsilon, ``result.iterations`` the last
-        round's).
-      relaxation: 1.0 (plain Sinkhorn), a fixed omega in (1, 2) or "auto": over-relaxed scaling
-        steps (``PartialSinkhorn.relaxation``; same solution, 2-7x fewer iterations on the slow
-        problems of ``experiments/benchmarks/ot.py``).
+      **deprecated: the keywords of the settings before ``solver`` / ``options`` (``epsilon=``, ``tol=``,
+        ``method=``, ...): mapped onto them with a DeprecationWarning, for one release.
 
     Returns:
-      :class:`PartialOTResult`.
+      :class:`PartialOTResult`. With ``solver.certify`` (the default) a Sinkhorn result carries its
+      :class:`~puaudit_jax.ot.certificate.Certificate`; with ``options.gap_tol`` it is solved again with
+      epsilon / 4 from the last round's potentials until the certified gap is <= gap_tol (at most
+      ``MAX_GAP_ROUNDS`` solves; ``result.gap_met``, ``result.epsilon`` the last epsilon,
+      ``result.iterations`` the last round's).
 
     Raises:
-      ValueError naming the argument for bad input (the data: ``problem.validate``; the settings:
-        ``settings.check_settings``).
+      ValueError naming the argument for bad input (the data: ``problem.validate``; the settings: when
+        the configs are built, ``settings.check_settings``).
     """
-    check_settings(method=method, dtype=dtype, epsilon=epsilon, tol=tol, max_iter=max_iter, block_size=block_size,
-                   eps_decay=eps_decay, gap_tol=gap_tol, memory_budget=memory_budget, return_plan=return_plan,
-                   certify=certify, relaxation=relaxation)  # fmt: skip
+    solver, options = _configs("solve_partial", solver, options, deprecated)
+    method, dtype = options.method, options.dtype
     x, y, matrix, a, b, m = validate(x, y, m, a=a, b=b, cost=cost, dtype=np.float64)
     if matrix is None:  # float32 points stay float32 unless the solve is in float64
         x, y = unit_rows(x, y, cost, dtype=np.float64 if dtype == "float64" or method == "exact" else None)
-    n, k = matrix.shape if matrix is not None else (x.shape[0], y.shape[0])
-    itemsize = np.dtype(dtype).itemsize
     layout = layout_for(mesh)
-    # each device's block of the problem (the whole problem on one device)
-    n_dev, k_dev = (n, k) if layout is None else (-(-n // layout.count("rows")), -(-k // layout.count("cols")))
-
     if isinstance(cost, str) and cost == "sqeuclidean":
         _check_sqeuclidean_range(x, y, "float64" if method == "exact" else dtype)
     if method == "exact":
-        return _exact(x, y, matrix, cost, a, b, m, exact_backend, return_plan, None)
+        return _exact(x, y, matrix, cost, a, b, m, options.exact_backend, options.return_plan, None)
+    result, out = _sinkhorn(x, y, matrix, a, b, m, solver, options, cost, layout)
+    if method == "sinkhorn" and not _finite(result):
+        raise ValueError(f"Sinkhorn produced non-finite values at epsilon={solver.epsilon:g} in {dtype} (the "
+                         f"potentials, of order epsilon, overflow): use a smaller epsilon, dtype='float64', or "
+                         "method='auto' (the exact solver then takes over)")  # fmt: skip
+    if method != "auto":
+        return result
+    return _auto_fallback(result, out, x, y, matrix, cost, a, b, m, solver.tol, options.exact_backend,
+                          options.return_plan)  # fmt: skip
 
+
+def _configs(entry: str, solver, options, deprecated: dict) -> tuple[PartialSinkhorn, SolveOptions]:
+    """``(solver, options)`` checked for type, with the deprecated keywords mapped onto them."""
+    if not isinstance(solver, PartialSinkhorn):
+        raise TypeError(f"{entry}: solver must be a PartialSinkhorn, got {type(solver).__name__}")
+    if not isinstance(options, SolveOptions):
+        raise TypeError(f"{entry}: options must be a SolveOptions, got {type(options).__name__}")
+    new = replace_deprecated(entry, {"solver": solver, "options": options}, deprecated, stacklevel=4)
+    return new["solver"], new["options"]
+
+
+def _sinkhorn(x, y, matrix, a, b, m, solver, options: SolveOptions, cost, layout):
+    """The Sinkhorn solve of ``solve_partial`` (its ``gap_tol`` rounds too): (PartialOTResult, SinkhornOutput).
+
+    x, y: (n, d), (k, d) unit rows or None with ``matrix`` (n, k); a (n,), b (k,) weights; m the mass.
+    """
+    dtype, block_size = options.dtype, options.block_size
+    n, k = matrix.shape if matrix is not None else (x.shape[0], y.shape[0])
+    # each device's block of the problem (the whole problem on one device)
+    n_dev, k_dev = (n, k) if layout is None else (-(-n // layout.count("rows")), -(-k // layout.count("cols")))
     if block_size is None and matrix is None:
-        budget = _memory_budget(memory_budget, layout)
+        itemsize, budget = np.dtype(dtype).itemsize, _memory_budget(options.memory_budget, layout)
         if n_dev * k_dev * itemsize > budget:
             block_size = max(1, min(1024, budget // (4 * max(n_dev, k_dev) * itemsize)))
     blocked = block_size is not None and matrix is None
-    solver = PartialSinkhorn(epsilon=float(epsilon), tol=float(tol), max_iter=int(max_iter), eps_decay=eps_decay,
-                             certify=certify or gap_tol is not None, relaxation=relaxation)  # fmt: skip
-    with_plan, block = return_plan and not blocked, block_size if blocked else None
+    gap_tol = options.gap_tol
+    solver = dataclasses.replace(solver, certify=solver.certify or gap_tol is not None)
+    with_plan, block = options.return_plan and not blocked, block_size if blocked else None
 
     def run(solver, init=None):
         if layout is not None:
@@ -315,15 +350,7 @@ def solve_partial(
         out, plan = run(solver, (out.f, out.g, out.fd, out.gd))
     gap_met = None if gap_tol is None else bool(float(out.certificate.gap) <= gap_tol)
     result = dataclasses.replace(_from_sinkhorn(out, plan, a, b, m, blocked), gap_met=gap_met, rounds=rounds)
-    if method == "sinkhorn" and not _finite(result):
-        raise ValueError(f"Sinkhorn produced non-finite values at epsilon={epsilon:g} in {dtype} (the potentials, of "
-                         f"order epsilon, overflow): use a smaller epsilon, dtype='float64', or method='auto' "
-                         "(the exact solver then takes over)")  # fmt: skip
-    return (
-        result
-        if method != "auto"
-        else _auto_fallback(result, out, x, y, matrix, cost, a, b, m, tol, exact_backend, return_plan)
-    )
+    return result, out
 
 
 def _solve_one_device(x, y, matrix, a, b, m, solver, cost, block_size, with_plan, dtype, init=None):

@@ -6,7 +6,17 @@ import numpy as np
 import pytest
 
 from puaudit_jax.audit.rules import RuleContext, budget_rule, get_rule, seed_rule
-from puaudit_jax.audit.scorers import SCORERS, CentroidScorer, KNNScorer, PULogisticScorer, get_scorer
+from puaudit_jax.audit.scorers import (
+    SCORERS,
+    BalancedOTScorer,
+    CentroidScorer,
+    KNNScorer,
+    POTScorer,
+    PULogisticScorer,
+    UnbalancedOTScorer,
+    get_scorer,
+)
+from puaudit_jax.ot import PartialSinkhorn, SolveOptions
 
 # fixture cone_points (tests/conftest.py): P' in a cone around e_0, U = 30 cone items then 20 orthogonal
 
@@ -39,11 +49,35 @@ def test_pot_scores_are_received_mass(cone_points):
 def test_pot_scorer_padding_to_buckets_keeps_the_scores(cone_points):
     """25 x 50 is solved as 32 x 64 with zero-weight padding: same scores, padding never returned."""
     zp, zu, _ = cone_points
-    padded = get_scorer("pot", dtype="float64", tol=1e-10)(zp, zu, 0.6)
-    plain = get_scorer("pot", dtype="float64", tol=1e-10, bucket=False)(zp, zu, 0.6)
+    settings = dict(solver=PartialSinkhorn(tol=1e-10), options=SolveOptions(dtype="float64"))
+    padded = get_scorer("pot", **settings)(zp, zu, 0.6)
+    plain = get_scorer("pot", **settings, bucket=False)(zp, zu, 0.6)
     assert padded.scores.shape == (len(zu),)
     np.testing.assert_allclose(padded.scores, plain.scores, atol=1e-9)
     assert padded.info["cost"] == pytest.approx(plain.info["cost"], abs=1e-9)
+
+
+def test_ot_scorers_hold_the_solver_defaults():
+    """The OT scorers take their Sinkhorn settings from a PartialSinkhorn, not from defaults of their own."""
+    assert POTScorer().solver == BalancedOTScorer().solver == PartialSinkhorn()
+    assert POTScorer().options == SolveOptions()
+    assert UnbalancedOTScorer().solver == PartialSinkhorn(epsilon=0.05)  # picked on the cone model
+    exact = get_scorer("pot-exact", options=SolveOptions(dtype="float64"))
+    assert exact.options == SolveOptions(method="exact", dtype="float64") and exact.name == "pot-exact"
+    # a JSON config's dicts
+    json = get_scorer("pot", solver={"tol": 1e-10}, options={"dtype": "float64"})
+    assert json == POTScorer(solver=PartialSinkhorn(tol=1e-10), options=SolveOptions(dtype="float64"))
+
+
+def test_ot_scorers_old_keywords_warn_and_map_onto_the_configs():
+    with pytest.warns(DeprecationWarning, match=r"options=SolveOptions\(method='sinkhorn', dtype='float64'\)"):
+        old = get_scorer("pot", dtype="float64", tol=1e-10, method="sinkhorn")
+    assert old == POTScorer(solver=PartialSinkhorn(tol=1e-10), options=SolveOptions(method="sinkhorn", dtype="float64"))
+    with pytest.warns(DeprecationWarning, match=r"solver=PartialSinkhorn\(tol=1e-05, max_iter=100\)"):
+        ott = BalancedOTScorer(threshold=1e-5, max_iterations=100)
+    assert ott.solver == PartialSinkhorn(tol=1e-5, max_iter=100)
+    with pytest.warns(DeprecationWarning, match="UnbalancedOTScorer"):
+        assert UnbalancedOTScorer(epsilon=0.1).solver.epsilon == 0.1
 
 
 def test_centroid_and_knn_by_hand():

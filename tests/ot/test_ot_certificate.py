@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from puaudit_jax.ot import Geometry, PartialProblem, PartialSinkhorn, solve_partial, solve_partial_batch
+from puaudit_jax.ot import Geometry, PartialProblem, PartialSinkhorn, SolveOptions, solve_partial, solve_partial_batch
 from puaudit_jax.ot import exact as exact_lib
 from puaudit_jax.ot.certificate import round_dense, round_plan, rounded_plan
 from tests.ot.ot_cases import cosine_matrix
@@ -85,7 +85,13 @@ def test_blocked_and_vmapped_certificates_equal_the_dense_one():
     with jax.enable_x64(True):
         batch = solve_partial_batch(jnp.asarray(xs), jnp.asarray(ys), 0.5, solver=solver).certificate
     for i in range(3):
-        one = solve_partial(xs[i], ys[i], 0.5, epsilon=0.02, tol=1e-6, dtype="float64", method="sinkhorn")
+        one = solve_partial(
+            xs[i],
+            ys[i],
+            0.5,
+            solver=PartialSinkhorn(epsilon=0.02, tol=1e-6, certify=True),
+            options=SolveOptions(dtype="float64", method="sinkhorn"),
+        )
         assert float(batch.upper[i]) == pytest.approx(one.certificate.upper, abs=1e-7)
         assert float(batch.lower[i]) == pytest.approx(one.certificate.lower, abs=1e-7)
 
@@ -103,8 +109,12 @@ def test_round_dense_makes_any_plan_feasible():
 def test_gap_tol_lowers_epsilon_until_the_gap_is_met():
     x, y, a, b, m = _problem(60, 80, 0.6, 0, seed=5)
     opt = exact_lib.solve_exact(cosine_matrix(x, y), a, b, m).cost
-    loose = solve_partial(x, y, m, a=a, b=b, epsilon=0.05, dtype="float64")
-    tight = solve_partial(x, y, m, a=a, b=b, epsilon=0.05, dtype="float64", gap_tol=1e-3)
+    loose = solve_partial(
+        x, y, m, solver=PartialSinkhorn(epsilon=0.05, certify=True), options=SolveOptions(dtype="float64"), a=a, b=b
+    )
+    tight = solve_partial(
+        x, y, m, solver=PartialSinkhorn(epsilon=0.05), options=SolveOptions(dtype="float64", gap_tol=1e-3), a=a, b=b
+    )
     assert loose.gap_met is None and loose.rounds == 1 and loose.certificate.gap > 1e-3
     assert tight.gap_met and tight.certificate.gap <= 1e-3 and tight.rounds > 1
     assert tight.epsilon == pytest.approx(0.05 / 4 ** (tight.rounds - 1))
@@ -112,14 +122,22 @@ def test_gap_tol_lowers_epsilon_until_the_gap_is_met():
     # each round starts from the last one's potentials: the solution of a cold solve at the
     # last epsilon, in fewer iterations
     # (measured at tol 1e-9: 1,322 iterations against 2,887 cold, same masses to 4e-10)
-    cold = solve_partial(x, y, m, a=a, b=b, epsilon=tight.epsilon, dtype="float64")
+    cold = solve_partial(
+        x,
+        y,
+        m,
+        solver=PartialSinkhorn(epsilon=tight.epsilon, certify=True),
+        options=SolveOptions(dtype="float64"),
+        a=a,
+        b=b,
+    )
     np.testing.assert_allclose(tight.col_mass, cold.col_mass, atol=1e-4)  # both solved to tol 1e-4
     assert tight.iterations < cold.iterations
-    assert solve_partial(x, y, m, a=a, b=b, method="exact").certificate is None
-    assert solve_partial(x, y, m, a=a, b=b, certify=False).certificate is None
+    assert solve_partial(x, y, m, options=SolveOptions(method="exact"), a=a, b=b).certificate is None
+    assert solve_partial(x, y, m, solver=PartialSinkhorn(certify=False), a=a, b=b).certificate is None
     for bad in (0.0, -1.0, float("nan")):
         with pytest.raises(ValueError, match="gap_tol"):
-            solve_partial(x, y, m, gap_tol=bad)
+            solve_partial(x, y, m, options=SolveOptions(gap_tol=bad))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -130,8 +148,14 @@ def test_the_certificate_brackets_the_exact_cost_from_tiny_to_huge_epsilon(dtype
     for _ in range(10):  # one shape: one compiled program per dtype
         x, y = rng.normal(size=(8, 8)), rng.normal(size=(19, 8))
         m = float(rng.uniform(0.1, 0.9))
-        opt = solve_partial(x, y, m, method="exact").cost
+        opt = solve_partial(x, y, m, options=SolveOptions(method="exact")).cost
         for eps in (1e-3, 1e-1, 1e1, 1e3, 1e6):
-            cert = solve_partial(x, y, m, method="sinkhorn", epsilon=eps, dtype=dtype, max_iter=2000).certificate
+            cert = solve_partial(
+                x,
+                y,
+                m,
+                solver=PartialSinkhorn(epsilon=eps, max_iter=2000, certify=True),
+                options=SolveOptions(method="sinkhorn", dtype=dtype),
+            ).certificate
             slack = 1e-5 if dtype == "float32" else 1e-9  # rounding of the bounds' own arithmetic
             assert cert.lower <= opt + slack and cert.upper >= opt - slack, (m, eps, cert, opt)

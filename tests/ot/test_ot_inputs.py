@@ -1,12 +1,14 @@
 """Bad input raises ValueError naming the argument; property tests of the constraints."""
 
+import dataclasses
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from puaudit_jax.ot import Geometry, PartialProblem, PartialSinkhorn, solve_partial
+from puaudit_jax.ot import Geometry, PartialProblem, PartialSinkhorn, SolveOptions, solve_partial
 
 rng = np.random.default_rng(0)
 X, Y = rng.normal(size=(5, 3)), rng.normal(size=(7, 3))
@@ -62,13 +64,23 @@ def test_bad_input_names_the_argument(kwargs, match):
     args = dict(x=X, y=Y, m=0.5)
     args.update(kwargs)
     x, y, m = args.pop("x"), args.pop("y"), args.pop("m")
-    with pytest.raises(ValueError, match=match):
-        solve_partial(x, y, m, **args)
+    with pytest.raises(ValueError, match=match):  # the settings' errors come from building their configs
+        solve_partial(x, y, m, **_configs(args))
+
+
+def _configs(kwargs: dict) -> dict:
+    """``solve_partial``'s keywords with the settings built into ``solver=`` / ``options=``."""
+    out = {}
+    for arg, config in (("solver", PartialSinkhorn), ("options", SolveOptions)):
+        names = {f.name for f in dataclasses.fields(config)}
+        if names & kwargs.keys():
+            out[arg] = config(**{k: kwargs.pop(k) for k in names & kwargs.keys()})
+    return {**out, **kwargs}
 
 
 def test_zero_rows_are_fine_for_sqeuclidean():
     x = np.vstack([X[:4], [0, 0, 0]])
-    assert solve_partial(x, Y, 0.5, cost="sqeuclidean", method="exact").mass == pytest.approx(0.5)
+    assert solve_partial(x, Y, 0.5, options=SolveOptions(method="exact"), cost="sqeuclidean").mass == pytest.approx(0.5)
 
 
 def test_bad_cost_matrix():
@@ -94,7 +106,7 @@ def test_bad_solver_settings():
         (dict(eps_decay=1.5), "eps_decay must lie in"),
     ]:
         with pytest.raises(ValueError, match=match):
-            solve_partial(X, Y, 0.5, **kwargs)
+            solve_partial(X, Y, 0.5, **_configs(kwargs))
 
 
 @pytest.mark.parametrize("mode", ["scaling", "log"])
@@ -108,12 +120,14 @@ def test_converged_means_the_constraints_hold_after_an_epsilon_jump(mode):
     assert int(out.iterations) > 10
     assert bool(out.converged) and float(out.marginal_error) < 10 * solver.tol
     assert float(out.mass) == pytest.approx(0.5, abs=1e-3)
-    res = solve_partial(X, Y, 0.5, eps_decay=1e-3)
+    res = solve_partial(X, Y, 0.5, solver=PartialSinkhorn(eps_decay=1e-3))
     assert res.converged and res.mass == pytest.approx(0.5, abs=1e-3) and res.marginal_error < 1e-3
 
 
 def test_m_at_the_full_mass_is_accepted():
-    res = solve_partial(X, Y, 1.0, method="sinkhorn", epsilon=0.05, tol=1e-6)
+    res = solve_partial(
+        X, Y, 1.0, solver=PartialSinkhorn(epsilon=0.05, tol=1e-6), options=SolveOptions(method="sinkhorn")
+    )
     assert res.converged and res.mass == pytest.approx(1.0, abs=1e-5)
     np.testing.assert_allclose(res.row_mass, 0.2, atol=1e-5)  # every row is saturated
 
@@ -137,12 +151,14 @@ def test_exact_plan_satisfies_the_constraints(p):
     a = np.full(n, 1 / n) if uniform else r.random(n) + 0.05
     b = np.full(k, 1 / k) if uniform else r.random(k) + 0.05
     m = m_frac * min(a.sum(), b.sum())
-    res = solve_partial(x, y, m, a=a, b=b, cost="sqeuclidean", method="exact")
+    res = solve_partial(x, y, m, options=SolveOptions(method="exact"), a=a, b=b, cost="sqeuclidean")
     assert np.all(res.plan >= -1e-15)
     assert np.all(res.row_mass <= a + 1e-12) and np.all(res.col_mass <= b + 1e-12)
     assert res.mass == pytest.approx(m, abs=1e-10)
     # Optimality against the LP written directly (no dummy points).
-    lp = solve_partial(x, y, m, a=a, b=b, cost="sqeuclidean", method="exact", exact_backend="highs")
+    lp = solve_partial(
+        x, y, m, options=SolveOptions(method="exact", exact_backend="highs"), a=a, b=b, cost="sqeuclidean"
+    )
     assert res.cost == pytest.approx(lp.cost, abs=1e-7 * max(1.0, abs(lp.cost)))
 
 
@@ -162,11 +178,19 @@ def test_sinkhorn_plan_satisfies_the_constraints(p):
     a = np.full(n, 1 / n) if uniform else (r.random(n) + 0.05) / n
     b = np.full(k, 1 / k) if uniform else (r.random(k) + 0.05) / k
     m = m_frac * min(a.sum(), b.sum())
-    res = solve_partial(x, y, m, a=a, b=b, method="sinkhorn", epsilon=0.05, tol=1e-9, max_iter=50_000, dtype="float64")
+    res = solve_partial(
+        x,
+        y,
+        m,
+        solver=PartialSinkhorn(epsilon=0.05, tol=1e-9, max_iter=50_000),
+        options=SolveOptions(method="sinkhorn", dtype="float64"),
+        a=a,
+        b=b,
+    )
     assert res.converged
     assert res.marginal_error < 1e-7
     assert np.all(res.plan >= 0) and abs(res.mass - m) < 1e-8
-    exact = solve_partial(x, y, m, a=a, b=b, method="exact")
+    exact = solve_partial(x, y, m, options=SolveOptions(method="exact"), a=a, b=b)
     assert res.cost >= exact.cost - 1e-7  # a feasible plan cannot beat the optimum
 
 
@@ -174,8 +198,8 @@ def test_sinkhorn_plan_satisfies_the_constraints(p):
 def test_cosine_cost_ignores_the_scale_of_the_rows(scale):
     """Rows are normalised in float64 before the float32 solve: scaled by 1e20 their float32 norm
     overflowed (every cosine read 0: a wrong cost, converged=True), by 1e-30 it underflowed (NaN)."""
-    ref = solve_partial(X, Y, 0.5, method="sinkhorn")
-    res = solve_partial(X * scale, Y, 0.5, method="sinkhorn")
+    ref = solve_partial(X, Y, 0.5, options=SolveOptions(method="sinkhorn"))
+    res = solve_partial(X * scale, Y, 0.5, options=SolveOptions(method="sinkhorn"))
     assert res.converged and res.method == "sinkhorn"
     assert res.cost == pytest.approx(ref.cost, abs=1e-6)
     np.testing.assert_allclose(res.col_mass, ref.col_mass, atol=1e-6)
@@ -186,4 +210,4 @@ def test_sqeuclidean_costs_that_vanish_in_float32_are_an_error_not_a_zero_cost()
     x, y = rng.normal(size=(6, 3)) * 1e-30, rng.normal(size=(7, 3)) * 1e-30
     with pytest.raises(ValueError, match="every cost would read 0"):
         solve_partial(x, y, 0.5, cost="sqeuclidean")
-    assert solve_partial(x, y, 0.5, cost="sqeuclidean", method="exact").cost > 0
+    assert solve_partial(x, y, 0.5, options=SolveOptions(method="exact"), cost="sqeuclidean").cost > 0

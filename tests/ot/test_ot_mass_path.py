@@ -3,11 +3,13 @@ masses equals independent solves at the same tolerance, with a certificate per m
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
+from puaudit_jax.ot import PartialSinkhorn, SolveOptions, solve_mass_path, solve_partial
 from puaudit_jax.ot import exact as exact_lib
-from puaudit_jax.ot import solve_mass_path, solve_partial
 from tests.ot.ot_cases import cone_clouds, cosine_matrix
 
 MASSES = np.array([0.1, 0.3, 0.5, 0.7, 0.9])
@@ -20,11 +22,26 @@ def clouds():
 
 def test_the_path_equals_independent_solves(clouds):
     x, y = clouds
-    path = solve_mass_path(x, y, MASSES, epsilon=0.01, tol=1e-6, dtype="float64")  # over-relaxed (auto)
-    cold = solve_mass_path(x, y, MASSES, epsilon=0.01, tol=1e-6, dtype="float64", warm_start=False, relaxation=1.0)
+    path = solve_mass_path(
+        x, y, MASSES, solver=PartialSinkhorn(epsilon=0.01, tol=1e-6, relaxation="auto", certify=True), dtype="float64"
+    )  # over-relaxed (auto)
+    cold = solve_mass_path(
+        x,
+        y,
+        MASSES,
+        solver=PartialSinkhorn(epsilon=0.01, tol=1e-6, relaxation=1.0, certify=True),
+        dtype="float64",
+        warm_start=False,
+    )
     assert path.converged.all() and path.col_mass.shape == (5, 90) and path.row_mass.shape == (5, 60)
     for i, m in enumerate(MASSES):
-        one = solve_partial(x, y, m, method="sinkhorn", epsilon=0.01, tol=1e-6, dtype="float64")
+        one = solve_partial(
+            x,
+            y,
+            m,
+            solver=PartialSinkhorn(epsilon=0.01, tol=1e-6, certify=True),
+            options=SolveOptions(method="sinkhorn", dtype="float64"),
+        )
         np.testing.assert_allclose(path.col_mass[i], one.col_mass, atol=1e-6)
         assert path.cost[i] == pytest.approx(one.cost, abs=1e-6)
         assert path.upper[i] == pytest.approx(one.certificate.upper, abs=1e-6)
@@ -35,7 +52,9 @@ def test_the_path_equals_independent_solves(clouds):
 
 def test_the_path_certificates_bracket_the_exact_costs(clouds):
     x, y = clouds
-    path = solve_mass_path(x, y, MASSES, epsilon=0.005, tol=1e-6, dtype="float64")
+    path = solve_mass_path(
+        x, y, MASSES, solver=PartialSinkhorn(epsilon=0.005, tol=1e-6, relaxation="auto", certify=True), dtype="float64"
+    )
     C, a, b = cosine_matrix(x, y), np.full(60, 1 / 60), np.full(90, 1 / 90)
     exact = np.array([exact_lib.solve_exact(C, a, b, m).cost for m in MASSES])
     assert (path.lower <= exact + 1e-9).all() and (exact <= path.upper + 1e-9).all()
@@ -73,10 +92,12 @@ def test_bad_grids_are_named(clouds):
     ],
 )
 def test_bad_settings_are_named(clouds, kwargs, match):
-    """Every setting is checked by the helper ``solve_partial`` uses, before any solve."""
+    """Every setting is checked before any solve: the solver's when it is built, the rest by the path."""
     x, y = clouds
+    names = {f.name for f in dataclasses.fields(PartialSinkhorn)}
     with pytest.raises(ValueError, match=match):
-        solve_mass_path(x, y, MASSES[:2], **kwargs)
+        solver = PartialSinkhorn(**{k: v for k, v in kwargs.items() if k in names})
+        solve_mass_path(x, y, MASSES[:2], solver, **{k: v for k, v in kwargs.items() if k not in names})
 
 
 def test_the_cosine_path_ignores_the_length_of_the_rows(clouds):
@@ -84,8 +105,20 @@ def test_the_cosine_path_ignores_the_length_of_the_rows(clouds):
     (``normalised=True``): without the host step the cost would read 1 - <x, y> of raw rows."""
     x, y = clouds
     lengths = np.random.default_rng(1).uniform(0.1, 50.0, size=(len(x), 1))
-    ref = solve_mass_path(x, y, MASSES[:2], epsilon=0.02, tol=1e-6, dtype="float64", certify=False)
-    res = solve_mass_path(x * lengths, y * 7.0, MASSES[:2], epsilon=0.02, tol=1e-6, dtype="float64", certify=False)
+    ref = solve_mass_path(
+        x,
+        y,
+        MASSES[:2],
+        solver=PartialSinkhorn(epsilon=0.02, tol=1e-6, certify=False, relaxation="auto"),
+        dtype="float64",
+    )
+    res = solve_mass_path(
+        x * lengths,
+        y * 7.0,
+        MASSES[:2],
+        solver=PartialSinkhorn(epsilon=0.02, tol=1e-6, certify=False, relaxation="auto"),
+        dtype="float64",
+    )
     np.testing.assert_allclose(res.cost, ref.cost, atol=1e-9)
     np.testing.assert_allclose(res.col_mass, ref.col_mass, atol=1e-9)
 
@@ -96,8 +129,10 @@ def test_unsorted_repeated_and_full_masses_equal_lone_solves():
     rng = np.random.default_rng(3)
     x, y = rng.normal(size=(18, 3)), rng.normal(size=(27, 3))
     for ms in ([1.0, 0.5, 0.5], [0.2, 1.0, 0.3], [0.9, 0.1, 0.9]):  # one length: one compiled path
-        path = solve_mass_path(x, y, ms, epsilon=0.05, certify=False)
+        path = solve_mass_path(x, y, ms, solver=PartialSinkhorn(epsilon=0.05, certify=False, relaxation="auto"))
         assert path.converged.all() and np.isfinite(path.col_mass).all(), ms
         for i, m in enumerate(ms):
-            lone = solve_partial(x, y, m, method="sinkhorn", epsilon=0.05, certify=False)
+            lone = solve_partial(
+                x, y, m, solver=PartialSinkhorn(epsilon=0.05, certify=False), options=SolveOptions(method="sinkhorn")
+            )
             np.testing.assert_allclose(path.col_mass[i], lone.col_mass, atol=2e-4, err_msg=f"{ms}, m = {m}")

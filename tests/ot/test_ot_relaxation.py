@@ -2,6 +2,7 @@
 every mode, far fewer iterations where plain Sinkhorn crawls, and a controller that follows
 Young's SOR relation and backs off when the error blows up."""
 
+import dataclasses
 import functools
 
 import jax
@@ -9,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from puaudit_jax.ot import Geometry, PartialProblem, PartialSinkhorn, solve_partial, solve_partial_batch
+from puaudit_jax.ot import Geometry, PartialProblem, PartialSinkhorn, SolveOptions, solve_partial, solve_partial_batch
 from puaudit_jax.ot import relaxation as rx
 from tests.ot.ot_cases import cone_clouds
 
@@ -103,9 +104,10 @@ def test_vmapped_relaxed_solves_equal_single_ones():
 
 def test_solve_partial_passes_the_relaxation_on(x64, slow_clouds):
     x, y = slow_clouds
-    kw = dict(method="sinkhorn", epsilon=SLOW["epsilon"], tol=1e-8, max_iter=50_000, dtype="float64", certify=False)
-    plain = solve_partial(x, y, SLOW["m"], **kw)
-    auto = solve_partial(x, y, SLOW["m"], relaxation="auto", **kw)
+    solver = PartialSinkhorn(epsilon=SLOW["epsilon"], tol=1e-8, max_iter=50_000)
+    options = SolveOptions(method="sinkhorn", dtype="float64")
+    plain = solve_partial(x, y, SLOW["m"], solver, options)
+    auto = solve_partial(x, y, SLOW["m"], dataclasses.replace(solver, relaxation="auto"), options)
     assert auto.iterations < plain.iterations / 4
     assert auto.cost == pytest.approx(plain.cost, abs=1e-7)
 

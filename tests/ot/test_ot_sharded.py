@@ -24,7 +24,8 @@ import jax
 jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp
 from puaudit_runtime.mesh import make_mesh
-from puaudit_jax.ot import Layout, PartialSinkhorn, entropic_partial_cost, solve_partial, solve_partial_batch
+from puaudit_jax.ot import (Layout, PartialSinkhorn, SolveOptions, entropic_partial_cost, solve_partial,
+                            solve_partial_batch)
 
 modes = dict(
     scaling=dict(),
@@ -41,20 +42,13 @@ C = 1.0 - (X / np.linalg.norm(X, axis=1, keepdims=True)) @ (Y / np.linalg.norm(Y
 
 def run(mesh, solver_mode="auto", block_size=None, entropy="augmented", eps_decay=None, matrix=False,
         relaxation=1.0, gap_tol=None):
-    import puaudit_jax.ot.solve as S
-    kw = dict(method="sinkhorn", epsilon=0.05, tol=1e-10, max_iter=3000, dtype="float64", eps_decay=eps_decay,
-              block_size=block_size, mesh=mesh, relaxation=relaxation, gap_tol=gap_tol)
-    if solver_mode != "auto" or entropy != "augmented":   # the solver knobs solve_partial does not expose
-        orig = S.PartialSinkhorn
-        S.PartialSinkhorn = lambda **k: orig(mode=solver_mode, entropy=entropy, **k)
-        try:
-            r = solve_partial(X, Y, 0.6, **kw)
-        finally:
-            S.PartialSinkhorn = orig
-    elif matrix:
-        r = solve_partial(None, None, 0.6, cost=C, **kw)
+    solver = PartialSinkhorn(epsilon=0.05, tol=1e-10, max_iter=3000, eps_decay=eps_decay, mode=solver_mode,
+                             entropy=entropy, relaxation=relaxation, certify=True)
+    options = SolveOptions(method="sinkhorn", dtype="float64", block_size=block_size, gap_tol=gap_tol)
+    if matrix:
+        r = solve_partial(None, None, 0.6, solver, options, cost=C, mesh=mesh)
     else:
-        r = solve_partial(X, Y, 0.6, **kw)
+        r = solve_partial(X, Y, 0.6, solver, options, mesh=mesh)
     cert = r.certificate
     return dict(col=r.col_mass, row=r.row_mass, cost=r.cost, reg=r.reg_cost, it=r.iterations, conv=r.converged,
                 plan=r.plan, blocked=r.blocked, cert=[cert.upper, cert.lower, cert.gap, cert.violation],
@@ -214,13 +208,14 @@ from puaudit_runtime.cluster import initialize_cluster, process_rows
 from puaudit_runtime.mesh import make_mesh
 initialize_cluster()
 jax.config.update("jax_enable_x64", True)
-from puaudit_jax.ot import Layout, PartialSinkhorn, solve_partial
+from puaudit_jax.ot import Layout, PartialSinkhorn, SolveOptions, solve_partial
 from puaudit_jax.ot import sharded
 
-kw = dict(method="sinkhorn", epsilon=0.05, tol=1e-10, max_iter=3000, dtype="float64")
+solver = PartialSinkhorn(epsilon=0.05, tol=1e-10, max_iter=3000)
+kw = dict(solver=PartialSinkhorn(epsilon=0.05, tol=1e-10, max_iter=3000, certify=True),
+          options=SolveOptions(method="sinkhorn", dtype="float64"))
 full = solve_partial(X, Y, 0.6, mesh="all", **kw)            # every process holds X and Y in full
 start, stop = process_rows(len(Y))                           # ... or only its share of U
-solver = PartialSinkhorn(epsilon=0.05, tol=1e-10, max_iter=3000)
 local = sharded.solve_process_local(solver, X, Y[start:stop], 0.6, Layout.of(make_mesh("all")), dtype="float64")
 out = dict(rank=jax.process_index(), devices=len(jax.devices()), local_devices=jax.local_device_count(),
            col=full.col_mass, it=full.iterations, reg=full.reg_cost, start=start, stop=stop,
@@ -259,10 +254,10 @@ import os, sys, time
 import jax
 from puaudit_runtime.cluster import initialize_cluster
 initialize_cluster()
-from puaudit_jax.ot import solve_partial
+from puaudit_jax.ot import SolveOptions, solve_partial
 if jax.process_index() == 1:
     sys.exit(3)                      # dies before the collective solve
-solve_partial(X, Y, 0.6, method="sinkhorn", mesh="all")
+solve_partial(X, Y, 0.6, options=SolveOptions(method="sinkhorn"), mesh="all")
 print("process 0 finished a solve without process 1", flush=True)
 """
 )

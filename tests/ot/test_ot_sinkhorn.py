@@ -11,6 +11,7 @@ from puaudit_jax.ot import (
     Geometry,
     PartialProblem,
     PartialSinkhorn,
+    SolveOptions,
     entropic_partial_cost,
     solve_partial,
     solve_partial_batch,
@@ -29,10 +30,16 @@ def _solve(x, y, m, a=None, b=None, cost="cosine", block_size=None, **kw):
 def test_entropic_cost_converges_to_exact(x64):
     rng = np.random.default_rng(0)
     x, y = cone_clouds(rng, 40, 60, 8)
-    exact = solve_partial(x, y, 0.5, method="exact").cost
+    exact = solve_partial(x, y, 0.5, options=SolveOptions(method="exact")).cost
     gaps = []
     for eps in (0.1, 0.03, 0.01, 0.003, 0.001):
-        r = solve_partial(x, y, 0.5, method="sinkhorn", epsilon=eps, tol=1e-9, max_iter=100_000, dtype="float64")
+        r = solve_partial(
+            x,
+            y,
+            0.5,
+            solver=PartialSinkhorn(epsilon=eps, tol=1e-9, max_iter=100_000),
+            options=SolveOptions(method="sinkhorn", dtype="float64"),
+        )
         assert r.converged and abs(r.mass - 0.5) < 1e-8
         gaps.append(r.cost - exact)
     # The entropic plan is feasible, so its cost is above the optimum; the gap shrinks
@@ -145,10 +152,20 @@ def test_float32_finite_at_small_epsilon(eps):
     rng = np.random.default_rng(7)
     x, y = cone_clouds(rng, 150, 200, 32)
     r32 = solve_partial(
-        x.astype(np.float32), y.astype(np.float32), 0.6, method="sinkhorn", epsilon=eps, tol=1e-4, max_iter=20_000
+        x.astype(np.float32),
+        y.astype(np.float32),
+        0.6,
+        solver=PartialSinkhorn(epsilon=eps, tol=1e-4, max_iter=20_000),
+        options=SolveOptions(method="sinkhorn"),
     )
     assert np.isfinite(r32.cost) and np.all(np.isfinite(r32.col_mass)) and r32.converged
-    r64 = solve_partial(x, y, 0.6, method="sinkhorn", epsilon=eps, tol=1e-9, max_iter=50_000, dtype="float64")
+    r64 = solve_partial(
+        x,
+        y,
+        0.6,
+        solver=PartialSinkhorn(epsilon=eps, tol=1e-9, max_iter=50_000),
+        options=SolveOptions(method="sinkhorn", dtype="float64"),
+    )
     assert abs(r32.cost - r64.cost) / r64.cost < 2e-3
     assert abs(r32.mass - 0.6) < 1e-4
 
@@ -213,10 +230,14 @@ def test_gradients_in_the_weights_and_the_mass_match_finite_differences(x64):
 def test_auto_falls_back_to_exact_when_sinkhorn_stops_early():
     rng = np.random.default_rng(9)
     x, y = cone_clouds(rng, 20, 25, 5)
-    sk = solve_partial(x, y, 0.5, method="sinkhorn", epsilon=0.001, max_iter=3)
+    sk = solve_partial(
+        x, y, 0.5, solver=PartialSinkhorn(epsilon=0.001, max_iter=3), options=SolveOptions(method="sinkhorn")
+    )
     assert not sk.converged and sk.method == "sinkhorn"
-    auto = solve_partial(x, y, 0.5, method="auto", epsilon=0.001, max_iter=3)
-    exact = solve_partial(x, y, 0.5, method="exact")
+    auto = solve_partial(
+        x, y, 0.5, solver=PartialSinkhorn(epsilon=0.001, max_iter=3), options=SolveOptions(method="auto")
+    )
+    exact = solve_partial(x, y, 0.5, options=SolveOptions(method="exact"))
     assert auto.method == "exact-emd" and "did not converge in 3 iterations" in auto.fallback_reason
     assert auto.cost == pytest.approx(exact.cost, abs=1e-12)
 
@@ -224,8 +245,14 @@ def test_auto_falls_back_to_exact_when_sinkhorn_stops_early():
 def test_memory_budget_switches_to_blocked_mode():
     rng = np.random.default_rng(10)
     x, y = cone_clouds(rng, 60, 80, 8)
-    dense = solve_partial(x, y, 0.5, method="sinkhorn", epsilon=0.05)
-    small = solve_partial(x, y, 0.5, method="sinkhorn", epsilon=0.05, memory_budget=4 * 60 * 10)
+    dense = solve_partial(x, y, 0.5, solver=PartialSinkhorn(epsilon=0.05), options=SolveOptions(method="sinkhorn"))
+    small = solve_partial(
+        x,
+        y,
+        0.5,
+        solver=PartialSinkhorn(epsilon=0.05),
+        options=SolveOptions(method="sinkhorn", memory_budget=4 * 60 * 10),
+    )
     assert not dense.blocked and dense.plan is not None and dense.plan.shape == (60, 80)
     assert small.blocked and small.plan is None
     np.testing.assert_allclose(small.col_mass, dense.col_mass, atol=2e-6)
@@ -294,6 +321,6 @@ def test_zero_weight_padding_changes_nothing(x64, kw):
     assert float(jnp.abs(padded.col_mass[29:]).max()) == 0 and float(jnp.abs(padded.row_mass[13:]).max()) == 0
     for field in ("cost", "reg_cost", "mass"):
         assert float(getattr(padded, field)) == pytest.approx(float(getattr(plain, field)), abs=1e-10)
-    exact_plain = solve_partial(x, y, 0.6, method="exact")
-    exact_padded = solve_partial(xp, yp, 0.6, a=a, b=b, method="exact")
+    exact_plain = solve_partial(x, y, 0.6, options=SolveOptions(method="exact"))
+    exact_padded = solve_partial(xp, yp, 0.6, options=SolveOptions(method="exact"), a=a, b=b)
     assert float(exact_padded.cost) == pytest.approx(float(exact_plain.cost), abs=1e-9)
