@@ -131,7 +131,8 @@ def split_tables(draw):
         labelled = draw(st.booleans())
         rows.append(dict(id=f"r{i}", model_a=ma, model_b=mb, judge=draw(verdicts),
                          human=draw(verdicts) if labelled else "missing",
-                         response_a="w " * draw(st.integers(1, 30)), response_b="w " * draw(st.integers(1, 30))))  # fmt: skip
+                         response_a="w " * draw(st.integers(1, 30)),
+                         response_b="w " * draw(st.integers(1, 30))))  # fmt: skip
     return pd.DataFrame(rows)
 
 
