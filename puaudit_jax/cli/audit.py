@@ -104,9 +104,10 @@ def _audit_command(args, config: AuditConfig, run, mesh) -> int:
         result = with_hidden_labels(result, truth, args.hide_labels)
     if run is None:
         return 0
-    files = write_result(result, run.path)
+    files, to_label = write_result(result, run.path), None
     if result.report.guarantee is not None:
-        files += _write_escalation(result, table, run.path)
+        to_label = _write_escalation(result, table, run.path)
+        files += ["plan.csv", "to_label.csv"]
     if not args.no_figures:
         from ..audit.plots import audit_figures
 
@@ -116,15 +117,32 @@ def _audit_command(args, config: AuditConfig, run, mesh) -> int:
     if truth is not None:
         print(result.report.hidden_labels.table())
     print(wrote(args.out, files))
-    if result.report.guarantee is not None:
-        n = result.report.guarantee.counts["escalate"]
-        print(f"{n} escalated rows to label: {args.out}/to_label.csv; with their human verdicts in DATA, `puaudit "
-              f"quantify DATA --plan {args.out} --audit {args.out}` gives intervals valid under the plan")  # fmt: skip
+    if to_label is not None:
+        print(_escalation_note(to_label, result.report.guarantee.counts["escalate"], table, args.out))
     return 0
 
 
-def _write_escalation(result, table, folder) -> list[str]:
-    """A guaranteed audit's label plan (``plan.csv``: the escalated rows, probability 1) and the rows to label."""
+def _escalation_note(to_label: int, escalated: int, table, out: str) -> str:
+    """What to label next, and the quantify command that reads the labels back.
+
+    ``--with-audit`` where DATA has human ties: a plain audit leaves tie-labelled rows out, so its items
+    cannot serve quantify.
+    """
+    from ..datasets.verdicts import TIE
+
+    left_out = f" and {to_label - escalated} the audit left out (no certified verdict)" if to_label > escalated else ""
+    audit = "--with-audit" if (table["human"].astype(str) == TIE).any() else f"--audit {out}"
+    return (
+        f"{to_label} rows to label ({escalated} escalated{left_out}): {out}/to_label.csv; with their human "
+        f"verdicts in DATA, `puaudit quantify DATA --plan {out} {audit}` gives intervals valid under the plan"
+    )
+
+
+def _write_escalation(result, table, folder) -> int:
+    """Write the label plan (``plan.csv``) and the rows to label (``to_label.csv``); return their number.
+
+    The plan selects the escalated rows and those the audit left out, with probability 1.
+    """
     from puaudit_runtime.files import write_csv
 
     from ..audit.guarantee import escalation_plan
@@ -133,7 +151,7 @@ def _write_escalation(result, table, folder) -> list[str]:
     chosen = table[table["id"].astype(str).isin(plan.loc[plan["selected"], "id"])]
     write_csv(plan, folder / "plan.csv")
     write_csv(chosen.drop(columns=["human"]), folder / "to_label.csv")
-    return ["plan.csv", "to_label.csv"]
+    return len(chosen)
 
 
 def add_audit_parser(sub) -> None:

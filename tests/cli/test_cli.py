@@ -290,7 +290,8 @@ def test_audit_with_a_guarantee_writes_decisions_and_says_what_it_certified(cone
     to_label = pd.read_csv(out / "to_label.csv", dtype={"id": str})
     escalated = set(items.loc[items.decision == "escalate", "id"].astype(str))
     assert set(plan.loc[plan.selected, "id"]) == set(to_label["id"]) == escalated and "human" not in to_label
-    assert f"{len(escalated)} escalated rows to label" in printed
+    assert f"{len(escalated)} rows to label ({len(escalated)} escalated): {out}/to_label.csv" in printed
+    assert f"--plan {out} --audit {out}`" in printed  # no human ties here: the audit's own items serve quantify
     table = data.table.assign(human=np.where(data.table["id"].astype(str).isin(escalated), data.truth,
                                              data.table["human"]))  # fmt: skip
     save_comparisons(table, root / "labelled.jsonl")
@@ -326,3 +327,15 @@ def test_the_folder_written_is_named_with_one_slash():
 
     assert wrote("out/", ["items.csv", "report.json"]) == "wrote out/items.csv, report.json"
     assert wrote("out", ["a"]) == wrote("out//", ["a"]) == "wrote out/a" and wrote("/", ["a"]) == "wrote /a"
+
+
+def test_the_escalation_note_counts_every_row_to_label_and_names_a_command_that_works():
+    """Before: "0 escalated rows to label" beside a to_label.csv of 2 rows (judge ties the audit left out), and
+    `--audit DIR`, which quantify refuses where DATA has human ties."""
+    from puaudit_jax.cli.audit import _escalation_note
+
+    ties = pd.DataFrame({"human": ["A", "tie", "missing"]})
+    note = _escalation_note(2, 0, ties, "out")
+    assert note.startswith("2 rows to label (0 escalated and 2 the audit left out (no certified verdict)): out/")
+    assert "--plan out --with-audit`" in note
+    assert "--plan out --audit out`" in _escalation_note(3, 3, ties.iloc[[0, 2]], "out")
