@@ -120,10 +120,14 @@ def side_input(question, history, response: str) -> str:
     return "".join(parts)
 
 
-def pair_inputs(table: pd.DataFrame) -> tuple[list[str], list[str], list[str]]:
-    """(ids, inputs for side A, inputs for side B) of the rows that are not excluded."""
-    status = item_status(table)
-    keep = (status["status"] != EXCLUDED).to_numpy()
+def pair_inputs(table: pd.DataFrame, judges: tuple[str, ...] = ()) -> tuple[list[str], list[str], list[str]]:
+    """(ids, inputs for side A, inputs for side B) of the rows that are not excluded.
+
+    ``judges``: columns of other judges' verdicts (a cascade's): a row usable under any of them is kept too.
+    """
+    keep = np.zeros(len(table), bool)
+    for verdicts in (table["judge"], *(table[j] for j in judges)):
+        keep |= (item_status(table.assign(judge=verdicts))["status"] != EXCLUDED).to_numpy()
     has_hist = "history_a" in table.columns and "history_b" in table.columns
     ids, xa, xb = [], [], []
     for row, record in enumerate(table.to_dict(orient="records")):
@@ -140,9 +144,13 @@ def pair_inputs(table: pd.DataFrame) -> tuple[list[str], list[str], list[str]]:
     return ids, xa, xb
 
 
-def embed_comparisons(table: pd.DataFrame, encoder: Encoder, *, source: str = "encoder") -> PairEmbeddings:
-    """Encode both sides of every non-excluded comparison, each distinct input once."""
-    ids, xa, xb = pair_inputs(table)
+def embed_comparisons(table: pd.DataFrame, encoder: Encoder, *, source: str = "encoder",
+                      judges: tuple[str, ...] = ()) -> PairEmbeddings:  # fmt: skip
+    """Encode both sides of every non-excluded comparison, each distinct input once.
+
+    ``judges``: other judges' verdict columns (a cascade's); a row usable under any of them is encoded too.
+    """
+    ids, xa, xb = pair_inputs(table, judges)
     unique = list(dict.fromkeys(xa + xb))
     if not unique:
         raise ValueError("no usable comparison to embed (every row is excluded)")
@@ -265,8 +273,12 @@ def _check_cache_folder(folder: Path) -> None:
         raise ValueError(f"cache_dir {folder}: not a folder{where}; name a folder for the embedding cache, or no_cache")
 
 
-def table_embeddings(table: pd.DataFrame, config: EmbedConfig, *, mesh=None, progress: bool = True) -> PairEmbeddings:
-    """F(x, o_A), F(x, o_B) of every usable row of ``table`` with the probes encoder ``config`` names."""
+def table_embeddings(table: pd.DataFrame, config: EmbedConfig, *, mesh=None, progress: bool = True,
+                     judges: tuple[str, ...] = ()) -> PairEmbeddings:  # fmt: skip
+    """F(x, o_A), F(x, o_B) of every usable row of ``table`` with the probes encoder ``config`` names.
+
+    ``judges``: a cascade's other judges; a row usable under any of them is encoded too.
+    """
     cfg = config.resolved()
     cache = None if cfg.no_cache else (cfg.cache_dir or "default")
     encoder = probes_encoder(
@@ -279,4 +291,4 @@ def table_embeddings(table: pd.DataFrame, config: EmbedConfig, *, mesh=None, pro
         mesh=mesh,
     )
     settings = f"max_length={cfg.max_length or 'window'}, long_inputs={cfg.long_inputs or 'default'}"
-    return embed_comparisons(table, encoder, source=f"probes:{cfg.encoder} ({settings})")
+    return embed_comparisons(table, encoder, source=f"probes:{cfg.encoder} ({settings})", judges=judges)

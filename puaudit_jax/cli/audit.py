@@ -88,7 +88,7 @@ def cmd_audit(args) -> int:
 def _audit_command(args, config: AuditConfig, run, mesh) -> int:
     table = inputs.load_data(args.data, args.include_unlabelled, other_judges=config.other_judges)
     inputs.check_columns(table, args.data, {"--cluster-by": config.cluster_by})
-    emb = inputs.features(args, table, mesh)
+    emb = inputs.features(args, table, mesh, judges=config.other_judges if config.cascade else ())
     truth = None
     if args.hide_labels:
         split = split_labels(table, p_ratio=1 - args.hide_labels, seed=args.seed)

@@ -145,18 +145,18 @@ def check_columns(table: pd.DataFrame, data: str, options: dict[str, str | None]
                              f"{row + 1} (id {table['id'].iloc[row]!r})")  # fmt: skip
 
 
-def features(args, table: pd.DataFrame, mesh=None, source: str | None = None):
+def features(args, table: pd.DataFrame, mesh=None, source: str | None = None, judges: tuple[str, ...] = ()):
     """PairEmbeddings from --embeddings, or computed by the probes encoder the options name.
 
     ``mesh`` (:func:`mesh_of`, None: one device) spreads the encoder's batches; ``source`` names the
-    table in errors (default: DATA).
+    table in errors (default: DATA); ``judges``: a cascade's other judges, whose usable rows are embedded too.
     """
     if args.embeddings:
         return load_embeddings(args.embeddings)
     config = embed_config(args)
     check_histories(table, source=source or args.data)  # what the encoder needs, checked before loading it
     t = time.perf_counter()
-    emb = table_embeddings(table, config, mesh=mesh, progress=not args.quiet)
+    emb = table_embeddings(table, config, mesh=mesh, progress=not args.quiet, judges=judges)
     print(
         f"embedded {len(emb.ids)} comparisons with {config.resolved().encoder} (d={emb.dim}) in "
         f"{time.perf_counter() - t:.1f}s",

@@ -361,3 +361,29 @@ def test_an_audit_with_a_cascade_names_the_judge_of_every_certified_row(cone):
 def test_a_cascade_without_other_judges_or_a_guarantee_is_an_error(cone):
     with pytest.raises(ValueError, match="cascade needs a guarantee"):
         run_audit(cone.table, cone.embeddings, AuditConfig(scorer="centroid", guarantee=0.9, cascade=True))
+
+
+def test_a_cascade_embeds_the_rows_only_a_later_judge_can_use(cone):
+    """Before: where the first judge said tie and the second A or B, those rows had no embeddings and the
+    cascade stopped with "usable comparisons have no embeddings (mismatched id sets)"."""
+    import zlib
+
+    from puaudit_jax.audit.embed import embed_comparisons
+
+    def encoder(texts):
+        return np.stack([np.random.default_rng(zlib.crc32(t.encode())).normal(size=16) for t in texts])
+
+    rng = np.random.default_rng(9)
+    pool = np.flatnonzero(cone.table.human.to_numpy() == "missing")
+    first = cone.table.judge.to_numpy(dtype=object).copy()
+    first[pool[:30]] = "tie"  # the first judge abstains on 30 pool rows; the second gives a verdict on all
+    second = np.where(rng.random(len(cone.truth)) < 0.9, cone.truth, np.where(cone.truth == "A", "B", "A"))
+    table = cone.table.assign(judge=first, second=second)
+    assert len(embed_comparisons(table, encoder).ids) == len(table) - 30  # the first judge's usable rows only
+    emb = embed_comparisons(table, encoder, judges=("second",))
+    assert len(emb.ids) == len(table)
+    config = AuditConfig(scorer="centroid", guarantee=0.8, other_judges=("second",), cascade=True)
+    items = run_audit(table, emb, config).items
+    assert len(items) == len(table)
+    tied = items[items.id.isin(table.id.to_numpy()[pool[:30]])]  # still the first judge's exclusions, said so
+    assert (tied.role == "excluded").all() and tied.reason.str.contains("tie").all()
