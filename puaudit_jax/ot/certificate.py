@@ -14,15 +14,15 @@ Rounding (in the spirit of Altschuler, Weed & Rigollet 2017, Alg. 2, adapted to 
 the mass constraint): scale rows down to a (alpha_i = min(1, a_i / (G 1)_i)), then columns down to b
 (beta_j = min(1, b_j / (G' ^T 1)_j)): the plan G' = diag(alpha) G diag(beta) meets both caps with
 mass s. If s > m it is scaled by m / s; if s < m the missing mass goes to the residual capacities
-r = a - G' 1 >= 0, c = b - G'^T 1 >= 0 as the rank-one (m - s) r c^T / (|r| |c|), which respects
-both caps because m - s <= |r| and m - s <= |c|. The result carries exactly m (to float rounding).
+r = a - G' 1 >= 0, c = b - G'^T 1 >= 0 as the rank-one ``(m - s) r c^T / (|r| |c|)``, which respects
+both caps because ``m - s <= |r|`` and ``m - s <= |c|``. The result carries exactly m (to float rounding).
 Its cost needs one product C c beyond the plan's sums, so nothing n x m is stored in blocked mode.
 
 Dual bound. The LP dual of min <C, G> s.t. G >= 0, G 1 <= a, G^T 1 <= b, 1^T G 1 = m is
 max a.p + b.q + m lam s.t. p <= 0, q <= 0, p_i + q_j + lam <= C_ij. From the augmented potentials
 (f, g, fd, gd): lam = -(fd + gd), p = min(f + gd, 0) (the dummy column's constraint f_i + gd <= 0
 made exact), and q the best column potential for them, q_j = min(0, min_i (C_ij - p_i - lam)) (a
-hard c-transform: one max-plus pass over C). When |b| = m the column caps bind together and the
+hard c-transform: one max-plus pass over C). When ``|b| = m`` the column caps bind together and the
 clip of q at 0 is replaced by a shift of lam (whichever bound is larger is kept). Points of zero
 weight take no part. The certificate is computed in the solver's dtype: in float32 the bounds are
 exact up to ~1e-7 relative rounding.
@@ -117,7 +117,7 @@ def _dual_value(prob: PartialProblem, p0, lam):
     """The dual objective a.p + b.q + m lam after three hard c-transforms from row potentials p0.
 
     The transforms are q from p, p from q, q from p (each step can only raise the objective); the last q
-    is either clipped at 0 or shifted into lam (valid when the caps bind, |b| = m), whichever is larger.
+    is either clipped at 0 or shifted into lam (valid when the caps bind, ``|b| = m``), whichever is larger.
     """
     geom, a, b, m = prob.geom, prob.a, prob.b, prob.m
     split = geom.split
@@ -148,7 +148,7 @@ def dual_bound(prob: PartialProblem, f, g, fd, gd, eps, steps: int = SEARCH_STEP
     dual-feasible by c-transforms; the best is returned (every evaluated point is a valid bound).
 
     The start is clipped to where the dual optimum lies, lam in [-M, M] and p in [-2 M, 0] with
-    M = max |C_ij| (a larger lam loses (|a| - m) per unit, a smaller one gains nothing over p = q = 0),
+    ``M = max |C_ij|`` (a larger lam loses ``|a| - m`` per unit, a smaller one gains nothing over p = q = 0),
     and so is the search: at a large eps (potentials of order eps) the dual's terms would otherwise
     cancel far beyond float32's precision, and a "lower bound" above OPT was seen at eps = 1e6.
     """

@@ -1,11 +1,12 @@
 """Exact partial OT: the dummy-augmented balanced problem handed to a real LP solver.
 
 Backends:
-  ``"emd"``   POT's network simplex (``ot.emd``) on the (n+1) x (m+1) augmented problem.
-  ``"highs"`` scipy's HiGHS on the partial LP written directly (n m variables, n + m
-              inequality rows, one equality row); for small problems and cross-checks.
 
-The dummy-dummy cell gets a finite cost A > -min(C) (we use 2 max|C| + 1): since the
+- ``"emd"``: POT's network simplex (``ot.emd``) on the (n+1) x (m+1) augmented problem.
+- ``"highs"``: scipy's HiGHS on the partial LP written directly (n m variables, n + m
+  inequality rows, one equality row); for small problems and cross-checks.
+
+The dummy-dummy cell gets a finite cost A > -min(C) (we use ``2 max|C| + 1``): since the
 optimal real-block cost is convex in the mass with slope >= min(C), any mass routed through
 that cell would raise the cost, so the real block carries exactly m. Dense, O(n m) memory.
 """

@@ -2,7 +2,7 @@
 
 A :class:`Geometry` holds what is needed to produce the cost matrix C (n x m) between the
 rows of ``x`` (n x d) and ``y`` (m x d), and the one operation every Sinkhorn half-step
-needs: for potentials u (n,) and v (m,) and a temperature eps,
+needs: for potentials u (n,) and v (m,) and a temperature eps::
 
     log sum_j exp((u_i + v_j - C_ij) / eps)     (a row reduction, shape (n,))
     log sum_i exp((u_i + v_j - C_ij) / eps)     (a column reduction, shape (m,))
@@ -13,7 +13,7 @@ columns) are recomputed from the point clouds inside the reduction, so memory st
 O((n + m) d + block_size * max(n, m)). The cosine cost is low rank (C = 1 - Zx Zy^T after
 normalisation), so a block is one matrix product.
 
-Costs: ``"cosine"`` (1 - <x/|x|, y/|y|>, in [0, 2]), ``"sqeuclidean"`` (|x - y|^2), a callable
+Costs: ``"cosine"`` (``1 - <x/|x|, y/|y|>``, in [0, 2]), ``"sqeuclidean"`` (``|x - y|^2``), a callable
 ``fn(x_block, y_block) -> (bx, by)`` array of pairwise costs, or a precomputed matrix.
 
 Inside a sharded solve (``puaudit_jax.ot.sharded``) a geometry is one device's block of the
@@ -295,7 +295,7 @@ class Geometry:
         return jnp.exp((u[:, None] + v[None, :] - self.cost_matrix()) / eps)
 
     def max_abs_cost(self) -> jax.Array:
-        """Largest |C_ij|, a scalar (one pass in blocked mode; 2 for the cosine cost without a pass)."""
+        """Largest ``|C_ij|``, a scalar (one pass in blocked mode; 2 for the cosine cost without a pass)."""
         if self.kind == "cosine":
             return jnp.asarray(2.0, self.dtype)
         if not self.is_blocked:

@@ -91,7 +91,7 @@ def solve_mass_path(x, y, ms, solver: PartialSinkhorn = PATH_SOLVER, *, a=None, 
     Args:
         x: (n, d) points (P side).
         y: (k, d) points (U side).
-        ms: (T,) masses, each in (0, min(|a|, |b|)].
+        ms: (T,) masses, each in ``(0, min(|a|, |b|)]``.
         solver: the Sinkhorn settings of every solve (:class:`PartialSinkhorn`; with ``certify`` each
             mass gets ``upper`` / ``lower`` / ``gap``); the default :data:`PATH_SOLVER` certifies and
             over-relaxes.

@@ -1,11 +1,11 @@
 """The partial optimal transport problem and its validation.
 
-Problem (Chapel, Alaya & Gasso 2020; PUAudit seed §3.3):
+Problem (Chapel, Alaya & Gasso 2020; PUAudit seed §3.3)::
 
     min_G <C, G>   s.t.  G >= 0,  G 1 <= a,  G^T 1 <= b,  1^T G 1 = m,
 
-with 0 < m <= min(|a|, |b|) (|a| = sum of a). Every solver here uses the dummy-point
-reduction: append one dummy row of mass |b| - m and one dummy column of mass |a| - m, with
+with ``0 < m <= min(|a|, |b|)`` (``|a|`` = sum of a). Every solver here uses the dummy-point
+reduction: append one dummy row of mass ``|b| - m`` and one dummy column of mass ``|a| - m``, with
 zero cost between a dummy and a real point and the dummy-dummy cell forbidden. The
 augmented problem is a balanced OT problem whose real block carries exactly m.
 """
@@ -33,7 +33,7 @@ class PartialProblem:
         geom: the :class:`Geometry` of the (n, m) costs.
         a: (n,) nonnegative row weights (0 for padding points).
         b: (m,) nonnegative column weights.
-        m: scalar mass to transport, 0 < m <= min(|a|, |b|).
+        m: scalar mass to transport, ``0 < m <= min(|a|, |b|)``.
     """
 
     geom: Geometry
@@ -48,7 +48,7 @@ class PartialProblem:
 
     @property
     def dummy_masses(self) -> tuple[jax.Array, jax.Array]:
-        """(mass of the dummy row = |b| - m, mass of the dummy column = |a| - m), >= 0."""
+        """(mass of the dummy row = ``|b| - m``, mass of the dummy column = ``|a| - m``), >= 0."""
         split = self.geom.split
         return (
             jnp.maximum(split.sum(jnp.sum(self.b), "cols") - self.m, 0.0),
@@ -137,7 +137,7 @@ def validate(x, y, m, a=None, b=None, cost="cosine", dtype=np.float64):
     Args:
       x: (n, d) points, or None when ``cost`` is an (n, m) matrix.
       y: (m, d) points, or None when ``cost`` is a matrix.
-      m: transported mass, 0 < m <= min(|a|, |b|).
+      m: transported mass, ``0 < m <= min(|a|, |b|)``.
       a: nonnegative (n,) weights (default uniform 1/n).
       b: nonnegative (m,) weights (default uniform 1/m).
       cost: "cosine", "sqeuclidean", a callable, or an (n, m) array.
@@ -182,7 +182,7 @@ def validate(x, y, m, a=None, b=None, cost="cosine", dtype=np.float64):
 
 
 def checked_mass(m, a: np.ndarray, b: np.ndarray) -> float:
-    """The mass m as a float in (0, min(|a|, |b|)] (rounding above the cap clipped to it); ValueError otherwise.
+    """The mass m as a float in ``(0, min(|a|, |b|)]`` (rounding above the cap clipped to it); ValueError otherwise.
 
     A bool or a string is not a mass (``float(True)`` and ``float("0.5")`` would read as one).
     """

@@ -164,8 +164,8 @@ def program(solver: PartialSinkhorn, layout: Layout, cost, block_size, with_plan
         warm: four more arguments, the potentials (f (N,), g (K,), fd (), gd ()) to start from.
 
     Returns:
-        A jitted function (solver, *arrays) -> (SinkhornOutput of global arrays, plan (N, K) or
-        None); ``.lower(solver, *abstract args).compile()`` gives its per-device HLO and memory.
+        A jitted function ``(solver, *arrays) -> (SinkhornOutput of global arrays, plan (N, K) or None)``;
+        ``.lower(solver, *abstract args).compile()`` gives its per-device HLO and memory.
     """
     return _program(jax.tree.structure(solver), solver.certify, layout, cost, block_size, with_plan, points, warm)
 

@@ -1,10 +1,10 @@
 """Entropic partial OT: log-domain Sinkhorn on the dummy-augmented problem.
 
-The augmented balanced problem (see ``problem.py``) has marginals
+The augmented balanced problem (see ``problem.py``) has marginals::
 
     a~ = [a, |b| - m]  (n + 1,)        b~ = [b, |a| - m]  (m + 1,)
 
-and cost [[C, 0], [0, +inf]]. Its entropic version, solved here, is
+and cost [[C, 0], [0, +inf]]. Its entropic version, solved here, is::
 
     min_{G~ in U(a~, b~)}  <C~, G~> + eps * sum_ij G~_ij (log G~_ij - 1),
 
@@ -222,7 +222,7 @@ class PartialSinkhorn:
       epsilon: target entropic regularisation, in cost units (cosine costs lie in [0, 2]).
       tol: stop when the L1 row-marginal error (augmented) is below ``tol`` at eps = epsilon.
       max_iter: maximum number of iterations (one row, one column and one mass update each).
-      eps_init: first epsilon of the scaling schedule; None = max |C| (2 for cosine).
+      eps_init: first epsilon of the scaling schedule; None = ``max |C|`` (2 for cosine).
       eps_decay: decay factor per epsilon level; None (default) disables epsilon scaling.
       eps_steps: iterations per epsilon level.
       mode: "scaling", "log", or "auto" (scaling for dense geometries, log when blocked).

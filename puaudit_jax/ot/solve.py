@@ -87,7 +87,7 @@ class PartialOTResult:
         before normalisation (seed §3.3, s_j).
       cost: <C, G>, the transport cost (no entropy term).
       mass: 1^T G 1 (= m up to ``marginal_error``).
-      marginal_error: sum(max(0, G 1 - a)) + sum(max(0, G^T 1 - b)) + |1^T G 1 - m|.
+      marginal_error: ``sum(max(0, G 1 - a)) + sum(max(0, G^T 1 - b)) + |1^T G 1 - m|``.
       iterations: Sinkhorn iterations (0 for the exact solver).
       converged: whether the solver that produced the result met its stopping criterion.
       method: "sinkhorn", "exact-emd" or "exact-highs".
@@ -259,7 +259,7 @@ def solve_partial(
       x: (n, d) source points (PUAudit: the denoised positives' difference embeddings).
       y: (k, d) target points (the unlabelled pool). Rows need not be normalised for
         the cosine cost. Pass ``x = y = None`` with ``cost`` an (n, k) matrix.
-      m: mass to transport, 0 < m <= min(|a|, |b|).
+      m: mass to transport, ``0 < m <= min(|a|, |b|)``.
       solver: the Sinkhorn settings (epsilon, tol, max_iter, eps_decay, relaxation, certify, ...):
         :class:`PartialSinkhorn`; the default, :data:`DEFAULT_SOLVER`, is its defaults with the certificate.
       options: how the problem is solved (method, dtype, memory budget, plan, exact backend, gap_tol):
@@ -284,7 +284,7 @@ def solve_partial(
       ``result.iterations`` the last round's).
 
     Raises:
-      ValueError naming the argument for bad input (the data: ``problem.validate``; the settings: when
+      ValueError: naming the argument for bad input (the data: ``problem.validate``; the settings: when
         the configs are built, ``settings.check_settings``).
     """
     solver, options = _configs("solve_partial", solver, options, deprecated)
