@@ -4,7 +4,7 @@ Within one question type, from the human-verified positives P (n items):
 
 1. P-core filtering: e_i = F(x_i, o_i^w) (winner's embedding, winner by the human);
    ē = mean_i e_i; keep the top floor(alpha1 * n) by cos(e_i, ē)            -> P^(1)
-2. Improvement alignment: z̄ = mean of z_i over P^(1); keep the top floor(alpha2 * |P^(1)|) by
+2. Improvement alignment: z̄ = mean of z_i over P^(1); keep the top ``floor(alpha2 * |P^(1)|)`` by
    cos(z_i, z̄)                                                             -> P'
 
 Sizes use floor, as in the seed, but never drop below one item (a type with 1 positive keeps it).
@@ -20,7 +20,7 @@ import numpy as np
 
 @dataclass(frozen=True)
 class DenoiseResult:
-    """keep: indices into the input (n,) of P' in input order; n, n_core (|P^(1)|), n_kept (|P'|)."""
+    """keep: indices into the input (n,) of P' in input order; n, n_core (``|P^(1)|``), n_kept (``|P'|``)."""
 
     keep: np.ndarray
     n: int

@@ -103,7 +103,7 @@ def load_embeddings(path: str | Path) -> PairEmbeddings:
 
 
 def side_input(question, history, response: str) -> str:
-    """The seed's encoder input for one side: "<|user|>" + x + "<|assistant|>" + o.
+    """The seed's encoder input for one side: ``"<|user|>" + x + "<|assistant|>" + o``.
 
     ``question`` is a string or the list of user turns; ``history`` that side's earlier answers
     (multi-turn x is rendered as alternating user / assistant turns, each turn tagged).

@@ -10,7 +10,7 @@ Objective, for X (n, p), y (n,) in [0, 1], weights v (n,) >= 0 and ridge weights
 Newton step: w <- w - H^{-1} g with g = X' (v * (p - y)) + r * w, p = sigmoid(X w), and
 H = X' diag(v p (1 - p)) X + diag(r + jitter); ``jitter`` only keeps H invertible (a constant column,
 separated data), it does not move the optimum. The loop stops after ``max_iter`` steps or when the
-largest |step| is <= ``tol`` (Newton converges quadratically: typically 6-9 steps).
+largest ``|step|`` is <= ``tol`` (Newton converges quadratically: typically 6-9 steps).
 
 One jit-compiled ``lax.while_loop`` in float64. Rows are padded with zero rows of weight 0 to a power
 of two (at least 64), so callers with many problem sizes share a handful of compiled shapes.

@@ -40,7 +40,7 @@ class Counts:
         excluded: rows left out.
         exclusion_reasons: reason -> rows (a row may have several).
         P: positives (labelled rows not held out).
-        P_denoised: |P'|, positives kept by the denoising.
+        P_denoised: ``|P'|``, positives kept by the denoising.
         holdout: labelled rows held out to estimate m.
         U: pool rows (= unlabelled).
         flipped: pool verdicts flipped.

@@ -9,13 +9,13 @@ Two kinds, pluggable like the scorers.
 ``normalised_scores`` are s̄_j = s_j / max_k s_k in [0, 1] of one scoring group (seed §3.3);
 ``RuleContext`` carries the audit's m, eta, the group name and the seed.
 
-=========  ================================================================================
-``seed``   the seed's rule (§3.3, Algorithm 1 lines 13-18): flip where s̄_j < eta
-``budget`` flip the floor((1 - m) * k) lowest-scoring items (ties broken by position): the
-           number of flips an exact POT solution implies, whatever the scorer; used to compare
-           scorers at the same flip budget
-``none``   flip nothing (the raw judge; a reference row)
-=========  ================================================================================
+==========  ================================================================================
+``seed``    the seed's rule (§3.3, Algorithm 1 lines 13-18): flip where s̄_j < eta
+``budget``  flip the floor((1 - m) * k) lowest-scoring items (ties broken by position): the
+            number of flips an exact POT solution implies, whatever the scorer; used to compare
+            scorers at the same flip budget
+``none``    flip nothing (the raw judge; a reference row)
+==========  ================================================================================
 
 **Calibrated rules** (:class:`CalibratedRule`) also use what the labelled comparisons
 say about the judge: the audit scores every labelled comparison like a pool item, oriented by the
