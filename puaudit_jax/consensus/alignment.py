@@ -3,13 +3,14 @@
 Inputs: a judges x models matrix R (Elo points, M x N), its baseline consensus C_m = mean_k R_km.
 
 Objective (the appendix's Eq. 3 terms, weighted; computed in standardised units z = (R - mu) / s
-with mu, s the mean and std of the baseline matrix, so the weights are scale free):
+with mu, s the mean and std of the baseline matrix, so the weights are scale free)::
 
     L = w_anchor    * mean_{k,m in mask} (R'_km - A_km)^2 / s^2          anchor alignment (MSE)
       + w_rank      * mean_k (1 - pearson_m(R'_k., A_k.))                  rank fidelity
       + w_consensus * mean_{k,m} (R'_km - mean_j R'_jm)^2 / s^2           collective consensus (MSE)
 
-The anchor A is one of
+The anchor A is one of:
+
 - ``"self"``: each judge's own baseline row (fidelity to what the judge said; the consensus term then
   trades against it, which is what the trade-off curve over w_consensus measures);
 - ``"consensus"``: the baseline consensus C for every judge (the appendix's Table 4 supervision:
@@ -20,17 +21,19 @@ The anchor A is one of
 Adapter. A small Flax MLP over per-(judge, model) features phi_km = [judge embedding, model
 embedding, self-preference flag (judge and model from the same family), optional text features]
 outputs one number per cell:
+
 - ``mode="shrink"`` (default): alpha_km = sigmoid(out_km) in (0, 1) and
   R'_km = alpha_km R_km + (1 - alpha_km) C_m, the idealised shrinkage of Theorem 2 with a learned,
   cell-specific alpha;
 - ``mode="residual"``: R'_km = R_km + s * out_km (an unconstrained correction, kept small by weight
   decay).
+
 Trained full batch with optax (adamw), a fixed number of steps, parameters initialised from
 ``jax.random.PRNGKey(seed)``: deterministic under the seed.
 
 The shrinkage view: :func:`shrink` applies R_k <- alpha_k R_k + (1 - alpha_k) C with given alpha
 (a scalar or one per judge); :func:`fit_shrinkage` learns one alpha per judge (or one common alpha)
-on the same objective. Theorem 2 (sum_k |bias| never increases) holds for a *common* alpha; with
+on the same objective. Theorem 2 (``sum_k |bias|`` never increases) holds for a *common* alpha; with
 judge-specific alpha it can fail (biases (0, 10), alpha = (0, 1): S goes 10 -> 15);
 :func:`theorem2_bound` gives the bound that does hold.
 """
@@ -367,7 +370,7 @@ def fit_shrinkage(
 def theorem2_bound(bias: np.ndarray, alpha) -> np.ndarray:
     """Bound on S_UDA from the triangle inequality, per model, for judge-specific alpha.
 
-    sum_k alpha_k |e_k| + |mean e| sum_k (1 - alpha_k). bias: (M,) or (M, N). Equals S_base when all
+    ``sum_k alpha_k |e_k| + |mean e| sum_k (1 - alpha_k)``. bias: (M,) or (M, N). Equals S_base when all
     alpha_k are equal (Theorem 2); above it otherwise in general.
     """
     bias = np.asarray(bias, float)

@@ -7,7 +7,7 @@
 - :func:`inter_judge_std`: per model, the standard deviation over judges (ddof 0 by default; the
   appendix's "inter-judge rating standard deviation" -- its 63.4% reduction is a ratio, so ddof does
   not matter for it).
-- :func:`aggregate_bias`: Theorem 2's S_m = sum_k |R_m^(k) - R_m^*| per model, against reference
+- :func:`aggregate_bias`: Theorem 2's ``S_m = sum_k |R_m^(k) - R_m^*|`` per model, against reference
   scores R^* (in the appendix, the unknown true scores; here human scores stand in).
 - :func:`summary`: the scalar summary used in the result tables.
 """
@@ -70,7 +70,7 @@ def inter_judge_std(scores: pd.DataFrame, ddof: int = 0) -> pd.Series:
 
 
 def aggregate_bias(scores: pd.DataFrame, truth: pd.Series) -> pd.Series:
-    """Theorem 2's S_m = sum over judges of |R_m^(k) - R_m^*| (Elo points), one value per model."""
+    """Theorem 2's S_m = sum over judges of ``|R_m^(k) - R_m^*|`` (Elo points), one value per model."""
     _check(scores, truth)
     return (scores - truth.loc[scores.columns]).abs().sum(axis=0).rename("aggregate_abs_bias")
 
