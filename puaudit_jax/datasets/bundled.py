@@ -1,13 +1,13 @@
 """The bundled real comparison sets, by name.
 
-=================  =====================================================================  =========
-name               judge vs human                                                         default
-                                                                                          unlabelled
-=================  =====================================================================  =========
-``mtbench``        GPT-4 vs MT-Bench expert/author votes (:mod:`.mtbench`)                 included
-``llmfao-gpt4``    GPT-4 vs LLMFAO crowd (:mod:`.llmfao`)                                  not
-``llmfao-gpt3``    GPT-3.5 vs LLMFAO crowd (:mod:`.llmfao`)                                not
-=================  =====================================================================  =========
+=================  ==========  =========================================================
+name               unlabelled  judge vs human
+                   by default
+=================  ==========  =========================================================
+``mtbench``        included    GPT-4 vs MT-Bench expert/author votes (:mod:`.mtbench`)
+``llmfao-gpt4``    not         GPT-4 vs LLMFAO crowd (:mod:`.llmfao`)
+``llmfao-gpt3``    not         GPT-3.5 vs LLMFAO crowd (:mod:`.llmfao`)
+=================  ==========  =========================================================
 
 ``include_unlabelled`` (None = the default above) adds the judge verdicts nobody voted on as
 human = "missing": 8 MT-Bench turn-2 items (they sit in the same file as the labelled verdicts, so

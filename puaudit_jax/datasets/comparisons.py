@@ -51,8 +51,8 @@ collected and raised together in one :class:`ComparisonValidationError`, each na
 line for jsonl and csv, 1-based record number for parquet and DataFrames), the id when known, and
 the column.
 
-Multi-turn
-----------
+**Multi-turn**
+
 ``question`` may be a list of user turns ``[user_1, ..., user_k]``; ``response_a`` / ``response_b``
 are then the models' answers to ``user_k`` (what the judge compared). The models' own earlier
 answers live in the extra columns ``history_a`` / ``history_b`` (``list[str]`` of length k - 1 on
@@ -60,8 +60,8 @@ each row whose question has k >= 2 turns and no missing text), because they diff
 sides; encoding a table checks first that it has them (:func:`check_histories`).
 :func:`conversation` rebuilds a side's full chat.
 
-File formats
-------------
+**File formats**
+
 - jsonl: one JSON object per line; lists are stored natively; blank lines are skipped.
 - csv: list cells of ``question``, ``history_a`` and ``history_b`` are JSON arrays
   (``["turn 1", "turn 2"]``); a cell is read back as a list only when the whole cell parses as a

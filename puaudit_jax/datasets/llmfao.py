@@ -6,8 +6,8 @@ pair), ``<judge>-comparisons.csv`` (LLM verdicts on 3,236 pairs: the 2,139 crowd
 verdicts, plus 1,097 pairs nobody voted on), ``results.jsonl`` (response texts by (prompt, model)),
 ``prompts.jsonl`` (prompt text and type). ``<judge>`` is ``gpt4`` or ``gpt3`` (GPT-3.5).
 
-How a row is built
-------------------
+**How a row is built**
+
 - One row per LLM-judged pair, in the judge file's order; id = ``"llmfao:<pair id>"``.
 - question = the prompt text; question_type = the prompt's type (code, creativity, instruct,
   knowledge, reflexion); response_a = the text of ``model_x`` (shown on the left), response_b = the

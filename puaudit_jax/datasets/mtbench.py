@@ -5,8 +5,8 @@ questions, 2 user turns each, a category), ``model_answer/<model>.jsonl`` (answe
 ``gpt4_pair_partial.jsonl`` (1,240 GPT-4 verdicts) and ``human_votes_partial.jsonl`` (1,751 expert /
 author votes).
 
-How a row is built
-------------------
+**How a row is built**
+
 - One row per GPT-4 verdict, i.e. per (question_id, model_a, model_b, turn), in file order.
   id = ``"mtbench:<question_id>:<model_a>:<model_b>:t<turn>"``.
 - judge: the GPT-4 verdict; ``"tie (inconsistent)"`` (GPT-4 changed its mind when the order was

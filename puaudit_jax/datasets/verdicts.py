@@ -3,12 +3,12 @@
 A verdict says which of two responses is better. Every table in this package stores verdicts in one
 normal form:
 
-=========  ===========================================================================
-``"A"``    response_a is better
-``"B"``    response_b is better
-``"tie"``  neither (a tie, or an inconsistent verdict)
+=============  ===========================================================================
+``"A"``        response_a is better
+``"B"``        response_b is better
+``"tie"``      neither (a tie, or an inconsistent verdict)
 ``"missing"``  no verdict (human column only: an unlabelled comparison)
-=========  ===========================================================================
+=============  ===========================================================================
 
 Accepted input spellings (compared after ``str.strip().lower()``):
 
