@@ -219,7 +219,7 @@ NO_MARGIN = "the log-probabilities of A and B give no margin (NaN, or -inf for b
 def logprob_winner(logp: Sequence[float], *, tie_margin: float = 0.0, c_is_tie: bool = False) -> str:
     """Winner of (log p("A"), log p("B"), log p("C")): the sign of the A - B margin (nats).
 
-    A tie when |margin| < ``tie_margin`` or the margin is 0, or (``c_is_tie``) when "C" is the most
+    A tie when ``|margin|`` < ``tie_margin`` or the margin is 0, or (``c_is_tie``) when "C" is the most
     likely of the three; ``MISSING`` when the margin is NaN (:data:`NO_MARGIN`): a NaN read as B was
     recorded as a verdict.
     """

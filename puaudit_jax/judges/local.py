@@ -8,7 +8,7 @@ single tokens 49/50/51, distinct from " A" = 330). It skips the explanation the 
 (optional greedy explanation with ``explain=True``). Both presentation orders are scored, (A, B)
 and (B, A); the (B, A) log-probabilities are swapped back and the two orders averaged. The
 verdict is the sign of the margin logp(A) - logp(B) (nats; per order for ``verdict_ab`` /
-``verdict_ba``, averaged for the final winner); a tie when |margin| < ``tie_margin`` (default 0:
+``verdict_ba``, averaged for the final winner); a tie when ``|margin|`` < ``tie_margin`` (default 0:
 never), or, with ``c_is_tie=True``, when "C" is more likely than both letters (a 135M model puts
 much mass on "C" whatever the pair, so this is off by default). Position consistency = the two
 per-order winners agree after swapping back.

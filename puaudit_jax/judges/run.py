@@ -85,7 +85,7 @@ def evidence_columns(v: Verdict | None, swapped: Verdict | None = None) -> dict:
 
     A judge that judges both orders itself (the local and the logprob judges: ``details`` holds
     ``verdict_ba`` and the averaged ``margin`` in nats) gives its swapped-order verdict and the
-    probability of its verdict, sigmoid(|margin|) in [0.5, 1]; a text judge gives the verdict of its
+    probability of its verdict, ``sigmoid(|margin|)`` in [0.5, 1]; a text judge gives the verdict of its
     second call with the responses swapped (``swapped``) and no confidence.
     """
     d = (v.details or {}) if v is not None and v.status == OK else {}
