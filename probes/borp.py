@@ -23,18 +23,20 @@ Pipeline, top to bottom:
    proportional to 1 / density(D)^power (histogram density of D, ratio clipped): the dense centre is
    down-sampled, the sparse tails up-sampled. Any 1-d array can drive it (e.g. the training labels).
 6. Layer-wise uncertainty (`LayerwiseHeads`, §3.3 / §5.2): heads on an intermediate and the final
-   layer; U = |y_final - y_mid|.
+   layer; ``U = |y_final - y_mid|``.
 7. Rubric bootstrapping (`bootstrap_rubric`, §3.2 Phase 3): the mined extremes go to a generator
    callable `generate(prompt) -> text` (a teacher LLM client; `probes` never imports puaudit_jax)
    with a reverse-engineering prompt per draft (ensemble over disjoint subsets), then a fusion prompt.
 
 Polarization index (the seed's Eq. 2 is lost in extraction; this is our definition). With a
 reference set (the training items) giving median m_N and median absolute deviation s_N of ||v||
-and the empirical CDF F_D of D:
+and the empirical CDF F_D of D::
+
     PI(v) = z(v) * (1 + F_D(D(v))),     z(v) = (||v||_2 - m_N) / (1.4826 s_N).
+
 The sign and the first-order size come from intensity (the seed's Figure 2a: ||v|| grows with the
 score, so z < 0 for bad and z > 0 for good items); outlierness (Figure 2b: D is U-shaped in the score,
-large at both extremes) multiplies |z| by a factor between 1 and 2, so items that are both intense
+large at both extremes) multiplies ``|z|`` by a factor between 1 and 2, so items that are both intense
 and outlying move furthest into the tails while central items (small D) stay near 0. Rank-based
 F_D and the robust z make PI free of the units of v. `orientation=-1` flips the sign for a model
 whose ||v|| falls with the score (check it on a few labels; the experiment reports it).
@@ -130,7 +132,7 @@ def _has_template(tokenizer) -> bool:
 def render_prefix(tokenizer, messages: Sequence[dict]) -> str:
     """The dialogue rendered as text (no generation prompt).
 
-    With the model's chat template, or as PUAudit-style "<|role|>content" segments for tokenizers without a
+    With the model's chat template, or as PUAudit-style ``"<|role|>content"`` segments for tokenizers without a
     template.
     """
     if _has_template(tokenizer):
@@ -486,7 +488,7 @@ class BorpHead:
 
 
 class LayerwiseHeads:
-    """Two heads, intermediate and final layer (seed §3.3): predict -> (y_final, y_mid, |diff|).
+    """Two heads, intermediate and final layer (seed §3.3): predict -> (y_final, y_mid, ``|diff|``).
 
     V (n, L, d) with layer axis 1; `mid` and `final` index into it.
     """
@@ -502,7 +504,7 @@ class LayerwiseHeads:
         return self
 
     def predict(self, V):
-        """(y_final (n,), y_mid (n,), |y_final - y_mid| (n,)) of V (n, L, d)."""
+        """(y_final (n,), y_mid (n,), ``|y_final - y_mid|`` (n,)) of V (n, L, d)."""
         V = np.asarray(V)
         yf, ym = self.head_final_.predict(V[:, self.final]), self.head_mid_.predict(V[:, self.mid])
         return yf, ym, np.abs(yf - ym)

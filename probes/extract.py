@@ -1,5 +1,7 @@
 """Hidden-state extraction from the Flax ports.
 
+Entry points::
+
     encode(pre, texts_or_chats, config=EncodeConfig(), *, cache_dir=None, mesh=None)
         -> (states, EncodeReport): states (n, d) for an int `config.layers`, (n, len(layers), d)
         for a sequence; float32, deterministic.
@@ -33,11 +35,13 @@ Pooling: "last" (decoder default; the last real token whatever the padding side)
 `hidden_states`: 0 = embeddings, -1 = final (normed, for decoders) state.
 
 Long inputs are never cut silently. `long_inputs` picks the policy for inputs longer than
-`max_length` (default: the model window):
+`max_length` (default: the model window)::
+
     "chunk"       (encoder default) overlapping windows, each pooled, averaged weighted by tokens;
     "middle_out"  (decoder default) keep the first `head_fraction` and the end, cut the middle
                   (the response at the end of "<|user|>x<|assistant|>o" survives);
     "truncate"    keep the beginning;   "error"  raise.
+
 Every call counts what exceeded the window (the `EncodeReport` returned with the states) and
 warns when anything was cut or chunked.
 
@@ -713,7 +717,7 @@ def encode_pairs(
 ) -> tuple[np.ndarray, EncodeReport]:
     """PUAudit's F(x, o) for every pair: `encode` of the formatted pairs, (states, report).
 
-    `style` "puaudit" ("<|user|>" + x + "<|assistant|>" + o) or "chat" (the tokenizer's chat
+    `style` "puaudit" (``"<|user|>" + x + "<|assistant|>" + o``) or "chat" (the tokenizer's chat
     template, x as user turn(s), o as the assistant turn). `config`, `cache_dir` and `mesh` go to
     `encode`.
     """

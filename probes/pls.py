@@ -1,5 +1,7 @@
 """Partial least squares regression (NIPALS PLS2, PLS1 as its special case) in JAX.
 
+The estimator::
+
     PLSRegression(n_components=2, scale=True, max_iter=500, tol=1e-6, dtype=None, mesh=None)
         .fit(X (n, d), y (n,) or (n, q)) -> self
         .predict(X (m, d)) -> (m,) or (m, q)          on y's scale
@@ -15,15 +17,18 @@ Semantics are scikit-learn's `PLSRegression` (deflation_mode="regression", mode 
 "nipals"): X and y are centred and, with `scale=True`, divided by their ddof=1 standard deviations;
 each component takes the first singular vector pair of the residual cross-covariance X_k^T Y_k by
 sklearn's power method (same start, the first non-zero y column; same stopping rule
-|w_i - w_{i-1}|^2 < tol; one step for a single target), the same sign convention (largest |x weight|
+``|w_i - w_{i-1}|^2 < tol``; one step for a single target), the same sign convention (largest ``|x weight|``
 positive), X and Y deflated on the x scores. Fitted attributes have sklearn's names and shapes:
-x_weights_ (d, k), y_weights_ (q, k), x_loadings_ (d, k), y_loadings_ (q, k), x_scores_ (n, k),
-y_scores_ (n, k), x_rotations_ (d, k), y_rotations_ (q, k), coef_ (q, d), intercept_ (q,), n_iter_.
+``x_weights_`` (d, k), ``y_weights_`` (q, k), ``x_loadings_`` (d, k), ``y_loadings_`` (q, k),
+``x_scores_`` (n, k), ``y_scores_`` (n, k), ``x_rotations_`` (d, k), ``y_rotations_`` (q, k), ``coef_`` (q, d),
+``intercept_`` (q,), ``n_iter_``.
 On well-posed problems the results equal sklearn's to ~1e-10 in float64.
 
 How it is fast. Deflation is implicit: the standardised X (written once) is never modified.
-With T, P the scores and loadings found so far, X_k = X - T P^T, so
+With T, P the scores and loadings found so far, X_k = X - T P^T, so::
+
     X_k w = X w - T (P^T w)   and   X_k^T t = X^T t - P (T^T t),
+
 and the residual cross-covariance M_k = X_k^T Y_k (d, q) is updated as M_{k+1} = M_k - (X_k^T t) c^T.
 The power method then needs only M_k (its iterate is w <- normalise(M_k M_k^T w), which is exactly
 sklearn's iterate up to positive scalars). Since t = X_k w is row-wise, X^T t is accumulated block
@@ -35,7 +40,7 @@ given (n, d, q). Rotations, predict and transform are small or single matmuls, d
 
 Precision: the fit computes in float64 when JAX's x64 mode is on (`jax.enable_x64(True)`), else
 float32; `dtype` overrides (float64 needs x64). The centring and scaling are done first, on the host
-in float64 (as sklearn), each column divided by a power of two near its largest |value| while its
+in float64 (as sklearn), each column divided by a power of two near its largest ``|value|`` while its
 moments are taken, so a column of 1e20 or 1e-20 among columns of 1 loses nothing in float32 and
 values of 1e300 or 1e-300 (whose squares over- or underflow) fit like the unscaled data (sklearn
 itself fails there). Without `scale`, X (and y) far outside [2**-40, 2**40] is divided by one power
@@ -44,21 +49,22 @@ of two (the fit is equivariant under it). The standardised arrays are zero-padde
 are float64; predict / transform return their input's float dtype (float64 for integer input).
 
 Bad input and degenerate cases (documented behaviour):
+
 * NaN / inf in X or y (the first index named), n < 2, empty, complex or non-numeric data,
   mismatched lengths, a bad constructor argument, n_components > min(n, d): ValueError (the last
   with sklearn's message "`n_components` upper bound is ..."); sparse X: TypeError (sklearn's);
   predict / transform before fit: sklearn's NotFittedError; another feature count: ValueError.
-* A column whose standard deviation is not representable in float64 (|values| near 1.8e308):
+* A column whose standard deviation is not representable in float64 (``|values|`` near 1.8e308):
   ValueError naming the column.
 * Constant X columns: standard deviation taken as 1 (sklearn), and the centred column is set to
   exactly 0, so the column gets weight, loading and coefficient 0. (sklearn computes the centred
   column as x - mean(x), which can be a few ulps instead of 0; then its weights are ~1e-30.)
   Constant y columns: the same; their coefficients are 0 and predictions equal the mean.
-* The y residual becomes constant (all |entries| < eps, e.g. y constant or perfectly fitted):
+* The y residual becomes constant (all ``|entries|`` < eps, e.g. y constant or perfectly fitted):
   the remaining components are zero and a UserWarning says at which component (as sklearn).
 * n_components above the numerical rank of the residual (||X_k w|| <= 100 eps ||X||_F, or
   ||M_k|| <= 100 eps ||M_0||): the remaining components are zero and a UserWarning names the
-  component. sklearn instead fits noise directions there and its coef_ blows up (~1e13); here the
+  component. sklearn instead fits noise directions there and its ``coef_`` blows up (~1e13); here the
   predictions equal those of the model with the rank's number of components.
 * The power method hits max_iter: sklearn's ConvergenceWarning (its text).
 """
@@ -609,16 +615,16 @@ class PLSRegression(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regressor
             before pickling a fitted model.
 
     Attributes:
-        x_weights_: (d, k) x weights; y_weights_ (q, k) likewise.
-        x_loadings_: (d, k) x loadings; y_loadings_ (q, k) likewise.
-        x_scores_: (n, k) training x scores; y_scores_ (n, k) likewise.
-        x_rotations_: (d, k) x rotations; y_rotations_ (q, k) likewise.
-        coef_: (q, d) coefficients on the raw scale of X and y.
-        intercept_: (q,) intercept (the mean of y).
-        n_iter_: list of power-method iterations per fitted component (as sklearn).
-        n_features_in_: d; feature_names_in_ (d,) when X had string column names.
-        n_components_fitted_: the first zero component (k when none is zero).
-        compute_dtype_: the numpy dtype the fit was computed in.
+        ``x_weights_``: (d, k) x weights; ``y_weights_`` (q, k) likewise.
+        ``x_loadings_``: (d, k) x loadings; ``y_loadings_`` (q, k) likewise.
+        ``x_scores_``: (n, k) training x scores; ``y_scores_`` (n, k) likewise.
+        ``x_rotations_``: (d, k) x rotations; ``y_rotations_`` (q, k) likewise.
+        ``coef_``: (q, d) coefficients on the raw scale of X and y.
+        ``intercept_``: (q,) intercept (the mean of y).
+        ``n_iter_``: list of power-method iterations per fitted component (as sklearn).
+        ``n_features_in_``: d; ``feature_names_in_`` (d,) when X had string column names.
+        ``n_components_fitted_``: the first zero component (k when none is zero).
+        ``compute_dtype_``: the numpy dtype the fit was computed in.
     """
 
     def __init__(
@@ -765,7 +771,7 @@ class PLSRegression(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regressor
         return out.ravel() if self._predict_1d else out
 
     def transform(self, X, y=None):
-        """The x scores of X, and with y also the y scores (sklearn's y_rotations_ projection).
+        """The x scores of X, and with y also the y scores (sklearn's ``y_rotations_`` projection).
 
         Args:
             X: (m, d) inputs.

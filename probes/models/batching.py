@@ -88,7 +88,7 @@ def resolve_layers(layers, n_hidden: int) -> tuple[tuple[int, ...], bool]:
 
 
 def format_puaudit(question, answer: str) -> str:
-    """PUAudit's decoder input: "<|user|>" + x + "<|assistant|>" + o (chat turns of x are joined)."""
+    """PUAudit's decoder input: ``"<|user|>" + x + "<|assistant|>" + o`` (chat turns of x are joined)."""
     if not isinstance(question, str):
         question = "\n".join(m["content"] if isinstance(m, dict) else str(m) for m in question)
     return "<|user|>" + question + "<|assistant|>" + answer

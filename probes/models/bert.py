@@ -129,9 +129,12 @@ class BertEncoder(nn.Module):
 class Bert(nn.Module):
     """BertModel without the pooler.
 
-    __call__(ids (B, T) int, valid (B, T) bool, token_type_ids (B, T) | None, pool_weights (B, P, T) | None)
-    -> dict(hidden=(L+1, B, P|T, D) float32: embeddings output then every layer's output,
-            last=(B, T, D) final layer output).
+    Call::
+
+        __call__(ids (B, T) int, valid (B, T) bool, token_type_ids (B, T) | None, pool_weights (B, P, T) | None)
+        -> dict(hidden=(L+1, B, P|T, D) float32: embeddings output then every layer's output,
+                last=(B, T, D) final layer output).
+
     Right padding is expected (positions are 0..T-1 as in BertModel).
     """
 

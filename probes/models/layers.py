@@ -163,6 +163,7 @@ def attention(q, k, v, mask, block_bytes: int = ATTENTION_BLOCK_BYTES):
     may attend). Scores and softmax in float32. Returns (B, T, H, Dh) in q's dtype.
 
     Performance notes (XLA:CPU, measured against torch's fused SDPA kernel):
+
     * heads go in front of the sequence axes before the dots ('bhgtd,bhsd->bhgts', then
       'bhgts,bhsd->bhgtd'): asking the P V dot for a (T, H, Dh) output directly made XLA
       transpose the whole (H, T, K) probability matrix first (2-3x slower attention);

