@@ -1,5 +1,7 @@
 """Agreement statistics and variance reduction for BoRP (seed 002, §4 and §5.3).
 
+Functions::
+
     krippendorff_alpha(ratings (raters, units), level="interval"|"ordinal"|"nominal") -> float
         NaN = missing; equals the `krippendorff` package (its test reference) to 1e-12.
     pearson(x, y, confidence=0.95) -> Pearson(r, low, high, p_value, n)      Fisher-z interval

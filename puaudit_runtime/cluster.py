@@ -1,11 +1,13 @@
 """Multi-process clusters: how this process joins a ``jax.distributed`` cluster.
 
-ClusterConfig / initialize_cluster(...)  coordinator address, process count and id from
-    arguments or the environment (PUAUDIT_COORDINATOR, PUAUDIT_NUM_PROCESSES,
-    PUAUDIT_PROCESS_ID, PUAUDIT_CLUSTER_TIMEOUT), else JAX's own SLURM / TPU / MPI detection;
-    gloo collectives on CPU; a bounded rendezvous of all the processes at the coordinator's port
-    before JAX's own join, so a missing process is a one-line ClusterError, not a native abort.
-process_rows(n) -> the (start, stop) rows of an n-row corpus this process loads.
+Entry points::
+
+    ClusterConfig / initialize_cluster(...)  coordinator address, process count and id from
+        arguments or the environment (PUAUDIT_COORDINATOR, PUAUDIT_NUM_PROCESSES,
+        PUAUDIT_PROCESS_ID, PUAUDIT_CLUSTER_TIMEOUT), else JAX's own SLURM / TPU / MPI detection;
+        gloo collectives on CPU; a bounded rendezvous of all the processes at the coordinator's port
+        before JAX's own join, so a missing process is a one-line ClusterError, not a native abort.
+    process_rows(n) -> the (start, stop) rows of an n-row corpus this process loads.
 """
 
 from __future__ import annotations

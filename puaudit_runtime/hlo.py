@@ -1,7 +1,7 @@
 """Bytes that a compiled SPMD program exchanges between devices, read from its HLO text.
 
 A sharded program's communication is its collectives (all-reduce, all-gather, ...). Counted from
-the compiled, SPMD-partitioned (per-device) HLO module, where each sits in the loop structure:
+the compiled, SPMD-partitioned (per-device) HLO module, where each sits in the loop structure::
 
     loop_traffic(text) -> {loop id: LoopTraffic}   every collective attributed to its loop; loop 0
                                                    is the entry computation (once per call)
@@ -14,6 +14,8 @@ condition run once per trip), a ``conditional``'s branches are counted apart (th
 taken: a solver's stable fallbacks), other calls inherit their caller's place. Bytes are each
 collective's result shape per device (an all-reduce's payload; a ring all-reduce of B bytes sends
 about 2 B (D - 1) / D).
+
+Usage::
 
     text = jax.jit(f).lower(*args).compile().as_text()
     comm_summary(text).per_iter      # bytes per device per solver iteration

@@ -6,12 +6,12 @@ devices runs in a fresh interpreter whose environment sets
 start such children here: every child has a wall-clock limit and is killed at it; a cluster's
 processes are all killed as soon as one of them fails, so nothing outlives its caller.
 
-    forced_devices_env(n, extra)      the environment of a child with n forced host devices
-    free_port()                       a free TCP port on a loopback address
-    run_python(args, devices=N, ...)  one child (``["-c", code]`` or ``["-m", module, ...]``) ->
-                                      :class:`Finished` (exit code, output, result, time, peak RSS)
-    run_cluster(args, n, ...)         a jax.distributed cluster of n children -> [Finished]
-    start_cluster / wait_processes    the same in two steps (to watch processes that fail)
+- ``forced_devices_env(n, extra)``: the environment of a child with n forced host devices;
+- ``free_port()``: a free TCP port on a loopback address;
+- ``run_python(args, devices=N, ...)``: one child (``["-c", code]`` or ``["-m", module, ...]``) ->
+  :class:`Finished` (exit code, output, result, time, peak RSS);
+- ``run_cluster(args, n, ...)``: a jax.distributed cluster of n children -> [Finished];
+- ``start_cluster`` / ``wait_processes``: the same in two steps (to watch processes that fail).
 
 A child reports one JSON value by printing it behind :data:`RESULT_MARK` (``emit(obj)``; code run
 with ``-c`` gets ``emit`` from :data:`PRELUDE`); the parent reads the last such line.

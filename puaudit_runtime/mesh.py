@@ -3,6 +3,8 @@
 The one place where a device choice becomes a JAX ``Mesh``; every layer above (extraction, PLS,
 the partial OT solver, the CLIs) takes the resulting ``Mesh``.
 
+Functions::
+
     make_mesh(devices="all" | N | [Device, ...] | None, shape=None | (r, c) | "2x4",
               axis_names=None) -> Mesh | None
         None / 1 device -> None: callers then run their ordinary single-device code path.
