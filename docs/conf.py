@@ -9,16 +9,11 @@ tutorial on unchanged code is not run again, in this clone or a fresh one.
 
 import hashlib
 import importlib
-import inspect
-import io
 import os
 import re
 import shutil
 import sys
 from pathlib import Path
-
-import docutils.core
-import docutils.nodes
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
@@ -115,45 +110,19 @@ def _copy_result_figures(app):
             shutil.copy2(png, dest)
 
 
-# --- docstrings: reST where they parse cleanly, verbatim text where they do not --------------------
-# Many docstrings are written as plain text (ASCII maths with |x| and P', aligned columns). Each one
-# is parsed on its own first; one that docutils would warn about is shown as preformatted text,
-# exactly as written, so the reference stays complete and -W stays meaningful for the pages.
+# --- docstrings: reST, parsed like every page -------------------------------------------------------
+# Docstrings are Google style (napoleon) with reST markup, so a malformed one (an undefined |x|
+# substitution, a broken table, an unexpected indentation) is a warning that fails the -W build.
+# ASCII maths goes in double backticks (``0 < m <= min(|a|, |b|)``), displayed formulas and aligned
+# listings in ``::`` literal blocks. The :ref:/:term:/:doc: roles of docstrings name labels of other
+# projects' sites (no intersphinx here), so they are shown as literal text.
 _OURS = ("puaudit_jax", "probes", "puaudit_runtime")
-_ROLE = re.compile(r":(?:py:)?[a-z]+:`([^`]*)`")
 _UNRESOLVABLE = re.compile(r":(?:ref|term|doc):`([^`]*)`")  # labels of other projects' sites
-
-
-def _parses_cleanly(text):
-    probe = _ROLE.sub(lambda m: "``" + m.group(1).lstrip("~!.") + "``", text)
-    probe = probe.replace(".. seealso::", ".. note::")
-    stream = io.StringIO()
-    settings = {
-        "report_level": 2,
-        "halt_level": 5,
-        "warning_stream": stream,
-        "file_insertion_enabled": False,
-        "raw_enabled": False,
-        "input_encoding": "unicode",
-        "doctitle_xform": False,
-    }
-    try:
-        tree = docutils.core.publish_doctree(probe, settings_overrides=settings)
-    except Exception:  # noqa: BLE001 - anything docutils cannot take is shown verbatim
-        return False
-    return not stream.getvalue() and not any(True for _ in tree.findall(docutils.nodes.section))
 
 
 def _docstring(app, what, name, obj, options, lines):
     for i, line in enumerate(lines):
         lines[i] = _UNRESOLVABLE.sub(lambda m: "``" + m.group(1) + "``", line)
-    if not lines or _parses_cleanly("\n".join(lines)):
-        return
-    raw = None
-    if what in ("module", "class", "function", "method", "exception"):
-        raw = getattr(obj, "__doc__", None)
-    text = inspect.cleandoc(raw).splitlines() if isinstance(raw, str) and raw.strip() else list(lines)
-    lines[:] = [".. code-block:: text", ""] + ["   " + line for line in text] + [""]
 
 
 def _skip(app, what, name, obj, skip, options):
