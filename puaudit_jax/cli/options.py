@@ -118,7 +118,7 @@ def add_options(parser: argparse.ArgumentParser, cls, *, include=None, exclude=(
             kwargs["action"] = "store_true"
         elif kind is tuple:
             kwargs["type"] = _comma_list(f.metadata.get("choices"), typing.get_args(hints[name])[0])
-            kwargs["default"] = ",".join(map(str, f.default))
+            kwargs["default"] = ",".join(map(str, f.default)) if f.default else ()  # "" renders as an empty literal
             kwargs["metavar"] = "A,B,..."
         else:
             kwargs["type"] = kind
