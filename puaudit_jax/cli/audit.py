@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..audit import AuditConfig, run_audit, write_result
-from ..audit.rules import RULES, CalibratedRule, get_rule, needs_crossfit
-from ..audit.scorers import SCORERS, get_scorer
-from ..evaluate import split_labels
-from ..evaluate.consistency import with_hidden_labels
+from ..audit.config import AuditConfig
+from ..audit.names import RULE_NAMES, SCORER_NAMES
+from ..audit.rules import CalibratedRule
 from . import inputs
 from .options import add_options, options_from_args
 from .run_folder import wrote
@@ -41,11 +39,15 @@ def scorer_of(name: str, mesh, dtype: str):
     """
     if name != "pot" or (mesh is None and dtype == "float32"):
         return name
+    from ..audit.scorers import get_scorer
+
     return get_scorer(name, mesh=mesh, dtype=dtype)
 
 
 def rule_of(name: str, args):
     """A rule by name; calibrated rules take --flip-threshold and --confidence."""
+    from ..audit.rules import get_rule, needs_crossfit
+
     if needs_crossfit(name):
         return get_rule(name, **options_from_args(args, CalibratedRule, include=RULE_FIELDS, rename=RULE_RENAME))
     return name
@@ -83,6 +85,10 @@ def cmd_audit(args) -> int:
 
 
 def _audit_command(args, config: AuditConfig, run, mesh) -> int:
+    from ..audit import run_audit, write_result
+    from ..evaluate import split_labels
+    from ..evaluate.consistency import with_hidden_labels
+
     table = inputs.load_data(args.data, args.include_unlabelled, other_judges=config.other_judges)
     inputs.check_columns(table, args.data, {"--cluster-by": config.cluster_by})
     emb = inputs.features(args, table, mesh)
@@ -141,13 +147,13 @@ def add_audit_parser(sub) -> None:
     p.add_argument(
         "--scorer",
         default=AuditConfig.scorer,
-        choices=sorted(SCORERS),
+        choices=sorted(SCORER_NAMES),
         help=f"default {AuditConfig.scorer} (picked by the data; the seed's is pot)",
     )
     p.add_argument(
         "--rule",
         default=AuditConfig.rule,
-        choices=sorted(RULES),
+        choices=sorted(RULE_NAMES),
         help=f"default {AuditConfig.rule} (calibrated, abstaining; the seed's is seed)",
     )
     p.add_argument("--hide-labels", type=float, help="hide the human labels of this share of labelled rows")

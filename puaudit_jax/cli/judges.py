@@ -47,7 +47,7 @@ import argparse
 import sys
 import time
 
-from ..datasets import BUNDLED
+from ..datasets.names import BUNDLED
 from .inputs import load_data
 from .run_folder import RunFolder, wrote
 
