@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import jax
-from jax.sharding import Mesh
-
-from .cluster import ClusterConfig, initialize_cluster
-from .mesh import make_mesh, parse_devices
+if TYPE_CHECKING:
+    from jax.sharding import Mesh
 
 __all__ = ["DeviceFlags", "add_device_arguments", "build_mesh", "mesh_from_args"]
 
@@ -110,6 +108,11 @@ def build_mesh(flags: DeviceFlags, *, join_cluster: bool = True) -> Mesh | None:
     is wrong. ``join_cluster=False`` (commands that run in one process): no cluster is joined, whatever
     the environment says, and the mesh is of this process's devices.
     """
+    import jax  # here, not above: a command line's parser reads these flags without loading JAX
+
+    from .cluster import ClusterConfig, initialize_cluster
+    from .mesh import make_mesh, parse_devices
+
     if not join_cluster:
         return make_mesh(parse_devices(flags.devices), flags.mesh)
     config = ClusterConfig.from_env(coordinator=flags.coordinator, num_processes=flags.num_processes,

@@ -18,19 +18,7 @@ Where things happen, one module per stage:
 ============================  ================================================================
 """
 
-from ..datasets.verdicts import NO_TYPE, flip_verdict
-from .config import DEFAULT_RULE, DEFAULT_SCORER, SEED_RULE, SEED_SCORER, AuditConfig
-from .crossfit import CrossfitSummary, crossfit
-from .decide import apply_rule, with_flips
-from .guarantee import Guarantee
-from .mass import MassEstimate, estimate_m
-from .orient import Oriented, orient
-from .pipeline import ITEM_COLUMNS, ROLES, AuditResult, audit, items_table, roles, run_audit
-from .prepare import ZERO_DIFF, AuditData, prepare
-from .references import POOLED_TYPE, DenoisingGroup, References, references
-from .report import FORMAT_VERSION, AuditReport, Counts, HiddenLabels
-from .score import Scores, ScoringGroup, score
-from .write import write_result
+from puaudit_runtime.lazy import lazy_package
 
 __all__ = [
     "AuditConfig",
@@ -72,3 +60,22 @@ __all__ = [
     "with_flips",
     "write_result",
 ]
+
+__getattr__, __dir__ = lazy_package(
+    __name__,
+    {
+        "..datasets.verdicts": ("NO_TYPE", "flip_verdict"),
+        ".config": ("DEFAULT_RULE", "DEFAULT_SCORER", "SEED_RULE", "SEED_SCORER", "AuditConfig"),
+        ".crossfit": ("CrossfitSummary", "crossfit"),
+        ".decide": ("apply_rule", "with_flips"),
+        ".guarantee": ("Guarantee",),
+        ".mass": ("MassEstimate", "estimate_m"),
+        ".orient": ("Oriented", "orient"),
+        ".pipeline": ("ITEM_COLUMNS", "ROLES", "AuditResult", "audit", "items_table", "roles", "run_audit"),
+        ".prepare": ("ZERO_DIFF", "AuditData", "prepare"),
+        ".references": ("POOLED_TYPE", "DenoisingGroup", "References", "references"),
+        ".report": ("FORMAT_VERSION", "AuditReport", "Counts", "HiddenLabels"),
+        ".score": ("Scores", "ScoringGroup", "score"),
+        ".write": ("write_result",),
+    },
+)

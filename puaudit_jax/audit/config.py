@@ -1,15 +1,19 @@
-"""Every knob of one audit, with its default, in one frozen dataclass (the CLI is built from it)."""
+"""Every knob of one audit, with its default, in frozen dataclasses (the CLI is built from them).
+
+:class:`AuditConfig` (the audit) and :class:`EmbedConfig` (its embeddings). This module imports no
+numerical library, so the ``puaudit`` parser reads the fields without loading the audit; what the
+methods need (the scorers, the rules, numpy) is imported when they run.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 
-import numpy as np
+from puaudit_runtime.cache import cache_dir
 
-from .evidence import EVIDENCE_KINDS, check_kinds
-from .rules import FEATURES, get_rule, needs_crossfit, rule_name
-from .scorers import get_scorer, scorer_name
+from .names import EVIDENCE_KINDS, FEATURES, check_kinds
 
 # Picked by the data. kNN scores (experiments/reproductions/puaudit_rules.py, README "Decision rules"):
 # over MT-Bench and LLMFAO, random and prompt-grouped splits, kNN with the two-sided calibrated rule
@@ -92,6 +96,8 @@ class AuditConfig:
 
     def validate(self) -> None:
         """Raise ValueError naming the first field out of its range."""
+        import numpy as np
+
         if self.m is not None and not (np.isfinite(self.m) and 0 < self.m <= 1):
             raise ValueError(f"m must be in (0, 1] (the share of mass transported), got {self.m!r}")
         if not (np.isfinite(self.eta) and 0 <= self.eta <= 1):
@@ -133,6 +139,8 @@ class AuditConfig:
         of :meth:`validate`: the evaluation protocol runs several rules on one audit, the first of which
         need not read the evidence the others do.
         """
+        from .rules import rule_name
+
         reads_evidence = bool(getattr(self.decision_rule(), "evidence", ()))
         if tuple(self.evidence) != EVIDENCE_KINDS and not reads_evidence:
             raise ValueError(f"evidence {list(self.evidence)} is read by the evidence rule only; rule "
@@ -145,6 +153,10 @@ class AuditConfig:
 
     def _validate_guarantee(self) -> None:
         """Raise ValueError for a guarantee or delta outside (0, 1), or a rule that gives no P(judge wrong)."""
+        import numpy as np
+
+        from .rules import needs_crossfit, rule_name
+
         for name in ("guarantee", "delta"):
             value = getattr(self, name)
             if value is not None and not (np.isfinite(value) and 0 < value < 1):
@@ -159,14 +171,21 @@ class AuditConfig:
 
     def make_scorer(self):
         """The scorer ``scorer`` names, with ``scorer_options`` (:func:`~puaudit_jax.audit.scorers.get_scorer`)."""
+        from .scorers import get_scorer
+
         return get_scorer(self.scorer, **dict(self.scorer_options))
 
     def decision_rule(self):
         """The rule ``rule`` names, with ``rule_options`` (:func:`~puaudit_jax.audit.rules.get_rule`)."""
+        from .rules import get_rule
+
         return get_rule(self.rule, **dict(self.rule_options))
 
     def to_dict(self) -> dict:
         """JSON-able form (scorer and rule by name)."""
+        from .rules import rule_name
+        from .scorers import scorer_name
+
         out = asdict(self)
         out["scorer"], out["rule"] = scorer_name(self.scorer), rule_name(self.rule)
         out["scorer_options"] = {k: v for k, v in self.scorer_options}
@@ -180,3 +199,63 @@ class AuditConfig:
     def from_dict(cls, data: dict) -> AuditConfig:
         """Inverse of :meth:`to_dict` (scorer and rule come back as names)."""
         return cls(**{**data, "m_clip": tuple(data["m_clip"]), "crossfit_features": tuple(data["crossfit_features"])})
+
+
+@dataclass(frozen=True)
+class EmbedConfig:
+    """How the audit's embeddings are obtained: a file, or a probes encoder with its disk cache.
+
+    Attributes:
+        encoder: minilm (default), smollm2 or a local model folder
+        cache_dir: embedding cache folder (default $PUAUDIT_CACHE/embeddings or ~/.cache/puaudit/embeddings)
+        no_cache: do not use the embedding disk cache
+        batch_size: inputs per encoder batch
+        max_length: encoder input cap in tokens (default: 256 for minilm with middle_out, else the
+            model window)
+        long_inputs: policy above --max-length (default: middle_out for minilm and decoders; chunk
+            for other encoders)
+    """
+
+    encoder: str | None = None
+    cache_dir: str | None = None
+    no_cache: bool = False
+    batch_size: int = 16
+    max_length: int | None = None
+    long_inputs: str | None = field(default=None, metadata={"choices": ("chunk", "middle_out", "truncate", "error")})
+
+    def validate(self) -> None:
+        """ValueError naming a batch size or input cap that is not an integer >= 1, or a cache folder that is a file.
+
+        The cache folder (``cache_dir``, else :func:`default_cache_dir`; unused with ``no_cache``) may
+        not exist yet, but neither it nor a folder above it may be a file.
+        """
+        from probes.encode_config import EncodeConfig  # puaudit_jax -> probes, never the other way
+
+        EncodeConfig(batch_size=self.batch_size, max_length=self.max_length)  # raises naming a bad one
+        if not self.no_cache:
+            _check_cache_folder(Path(self.cache_dir) if self.cache_dir else default_cache_dir())
+
+    def resolved(self) -> EmbedConfig:
+        """The settings actually used (the encoder named, MiniLM's own input length and cut).
+
+        MiniLM gets its own input length (sentence-transformers' max_seq_length = 256) with probes'
+        middle-out cut -- the prompt's head and the end of the judged answer -- instead of chunked
+        512-token windows: ~4x less compute, the same audit numbers on MT-Bench (README).
+        """
+        name = self.encoder or "minilm"
+        if name == "minilm" and self.max_length is None and self.long_inputs is None:
+            return replace(self, encoder=name, max_length=256, long_inputs="middle_out")
+        return replace(self, encoder=name)
+
+
+def _check_cache_folder(folder: Path) -> None:
+    """ValueError naming ``folder`` when it, or the nearest existing folder above it, is a file."""
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        where = "" if existing == folder else f" ({existing} is a file)"
+        raise ValueError(f"cache_dir {folder}: not a folder{where}; name a folder for the embedding cache, or no_cache")
+
+
+def default_cache_dir() -> Path:
+    """``$PUAUDIT_CACHE/embeddings`` (default ``~/.cache/puaudit/embeddings``; :mod:`puaudit_runtime.cache`)."""
+    return cache_dir("embeddings")

@@ -20,16 +20,16 @@ from __future__ import annotations
 
 import zipfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from puaudit_runtime.cache import cache_dir
 from puaudit_runtime.files import atomic_path
 
 from ..datasets.exclusions import EXCLUDED, item_status
+from .config import EmbedConfig, default_cache_dir  # here before: a light module, for the CLI's parser
 
 Encoder = Callable[[list], np.ndarray]
 """A frozen encoder: a list of n inputs (str or chat message lists) -> (n, d) float array."""
@@ -163,11 +163,6 @@ def embed_comparisons(table: pd.DataFrame, encoder: Encoder, *, source: str = "e
     return PairEmbeddings(np.asarray(ids), a, b, source=source, encoding=getattr(encoder, "last_report", None))
 
 
-def default_cache_dir() -> Path:
-    """``$PUAUDIT_CACHE/embeddings`` (default ``~/.cache/puaudit/embeddings``; :mod:`puaudit_runtime.cache`)."""
-    return cache_dir("embeddings")
-
-
 def _encoding_summary(report) -> dict:
     """The JSON-able counts of a probes ``EncodeReport`` (see :attr:`PairEmbeddings.encoding`)."""
     return {"inputs": report.n_inputs, "max_length": report.max_length, "long_inputs": report.policy,
@@ -216,61 +211,6 @@ def probes_encoder(
 
     encoder.__name__ = f"probes:{name}"
     return encoder
-
-
-@dataclass(frozen=True)
-class EmbedConfig:
-    """How the audit's embeddings are obtained: a file, or a probes encoder with its disk cache.
-
-    Attributes:
-        encoder: minilm (default), smollm2 or a local model folder
-        cache_dir: embedding cache folder (default $PUAUDIT_CACHE/embeddings or ~/.cache/puaudit/embeddings)
-        no_cache: do not use the embedding disk cache
-        batch_size: inputs per encoder batch
-        max_length: encoder input cap in tokens (default: 256 for minilm with middle_out, else the
-            model window)
-        long_inputs: policy above --max-length (default: middle_out for minilm and decoders; chunk
-            for other encoders)
-    """
-
-    encoder: str | None = None
-    cache_dir: str | None = None
-    no_cache: bool = False
-    batch_size: int = 16
-    max_length: int | None = None
-    long_inputs: str | None = field(default=None, metadata={"choices": ("chunk", "middle_out", "truncate", "error")})
-
-    def validate(self) -> None:
-        """ValueError naming a batch size or input cap that is not an integer >= 1, or a cache folder that is a file.
-
-        The cache folder (``cache_dir``, else :func:`default_cache_dir`; unused with ``no_cache``) may
-        not exist yet, but neither it nor a folder above it may be a file.
-        """
-        from probes.encode_config import EncodeConfig  # puaudit_jax -> probes, never the other way
-
-        EncodeConfig(batch_size=self.batch_size, max_length=self.max_length)  # raises naming a bad one
-        if not self.no_cache:
-            _check_cache_folder(Path(self.cache_dir) if self.cache_dir else default_cache_dir())
-
-    def resolved(self) -> EmbedConfig:
-        """The settings actually used (the encoder named, MiniLM's own input length and cut).
-
-        MiniLM gets its own input length (sentence-transformers' max_seq_length = 256) with probes'
-        middle-out cut -- the prompt's head and the end of the judged answer -- instead of chunked
-        512-token windows: ~4x less compute, the same audit numbers on MT-Bench (README).
-        """
-        name = self.encoder or "minilm"
-        if name == "minilm" and self.max_length is None and self.long_inputs is None:
-            return replace(self, encoder=name, max_length=256, long_inputs="middle_out")
-        return replace(self, encoder=name)
-
-
-def _check_cache_folder(folder: Path) -> None:
-    """ValueError naming ``folder`` when it, or the nearest existing folder above it, is a file."""
-    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
-    if existing is not None and not existing.is_dir():
-        where = "" if existing == folder else f" ({existing} is a file)"
-        raise ValueError(f"cache_dir {folder}: not a folder{where}; name a folder for the embedding cache, or no_cache")
 
 
 def table_embeddings(table: pd.DataFrame, config: EmbedConfig, *, mesh=None, progress: bool = True,

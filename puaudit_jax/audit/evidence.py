@@ -40,10 +40,10 @@ from scipy.stats import fisher_exact
 from ..datasets.comparisons import other_judge_verdicts
 from ..datasets.style import style_differences
 from ..datasets.verdicts import MISSING, TIE, A, B
+from .names import EVIDENCE_KINDS, check_kinds  # defined with the other light names the CLI reads
 
 __all__ = ["EVIDENCE_KINDS", "JUDGE_SIDE", "STYLE_COUNTS", "JudgeEvidence", "check_kinds", "judge_evidence"]
 
-EVIDENCE_KINDS = ("embedding", "style", "swapped", "confidence", "others")
 JUDGE_SIDE = ("style", "swapped", "confidence", "others")
 STYLE_COUNTS = ("tokens", "headers", "list_items", "bold", "code_blocks")  # chars would repeat tokens
 
@@ -70,15 +70,6 @@ class JudgeEvidence:
     def select(self, kinds: Sequence[str]) -> np.ndarray:
         """(p,) bool: the columns whose kind is in ``kinds``."""
         return np.isin(np.asarray(self.kinds, dtype=object), list(kinds))
-
-
-def check_kinds(kinds: Sequence[str]) -> tuple[str, ...]:
-    """``kinds`` as a tuple, each one of :data:`EVIDENCE_KINDS` (ValueError naming the others)."""
-    kinds = tuple(kinds)
-    unknown = [k for k in kinds if k not in EVIDENCE_KINDS]
-    if unknown:
-        raise ValueError(f"unknown evidence {unknown}; use some of {', '.join(EVIDENCE_KINDS)}")
-    return kinds
 
 
 def _sign(judge: np.ndarray) -> np.ndarray:

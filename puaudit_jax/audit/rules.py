@@ -43,13 +43,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING
 
-import numpy as np
+from .names import EVIDENCE_KINDS, FEATURES, check_kinds
 
-from .calibration import LogisticMap, bootstrap_indices, fit_map
-from .evidence import EVIDENCE_KINDS, check_kinds
-
-FEATURES = ("score", "two-sided")
+if TYPE_CHECKING:  # numpy is imported where a rule runs: the CLI's parser reads CalibratedRule's fields
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -62,16 +61,20 @@ class RuleContext:
     seed: int = 0
 
 
-Rule = Callable[[np.ndarray, RuleContext], np.ndarray]
+Rule = Callable[["np.ndarray", RuleContext], "np.ndarray"]
 
 
 def seed_rule(scores: np.ndarray, ctx: RuleContext) -> np.ndarray:
     """Flip exactly where the normalised score is strictly below eta."""
+    import numpy as np
+
     return np.asarray(scores) < ctx.eta
 
 
 def budget_rule(scores: np.ndarray, ctx: RuleContext) -> np.ndarray:
     """Flip the floor((1 - m) k) lowest scores (stable order: earlier items first among ties)."""
+    import numpy as np
+
     scores = np.asarray(scores)
     n_flip = int(np.floor((1.0 - ctx.m) * len(scores) + 1e-9))
     flips = np.zeros(len(scores), bool)
@@ -81,6 +84,8 @@ def budget_rule(scores: np.ndarray, ctx: RuleContext) -> np.ndarray:
 
 def no_flip_rule(scores: np.ndarray, ctx: RuleContext) -> np.ndarray:
     """Flip nothing (the raw judge; a reference row)."""
+    import numpy as np
+
     return np.zeros(len(scores), bool)
 
 
@@ -303,6 +308,8 @@ class CalibratedRule:
 
     def _columns(self, cf: CrossFit) -> tuple[bool, np.ndarray]:
         """(whether ``feature`` enters, (p,) which judge-side evidence columns enter)."""
+        import numpy as np
+
         if not self.evidence:
             return True, np.zeros(len(cf.evidence_names), bool)
         kinds = [k for k in self.evidence if k in cf.enabled]
@@ -312,6 +319,8 @@ class CalibratedRule:
 
     def _stack(self, cf: CrossFit, feature: np.ndarray, evidence: np.ndarray | None) -> np.ndarray:
         """The design: (k,) ``feature`` alone, or (k, q) of the feature and the evidence weighed."""
+        import numpy as np
+
         if not self.evidence:
             return feature
         use_feature, mask = self._columns(cf)
@@ -319,6 +328,8 @@ class CalibratedRule:
         return np.column_stack(parts) if parts else np.zeros((len(feature), 0))
 
     def _calibration(self, cf: CrossFit) -> _Calibration:
+        import numpy as np
+
         x_lab = np.asarray(cf.labelled[self.feature], np.float64)  # (n_L,)
         ok = np.isfinite(x_lab) if self._columns(cf)[0] else np.ones(len(x_lab), bool)
         x = self._stack(cf, x_lab, cf.evidence_labelled)
@@ -338,6 +349,10 @@ class CalibratedRule:
         With evidence, only the style features get per-type slopes (how much a judge's taste for
         length or markdown misleads it depends on the kind of question); the others one slope each.
         """
+        import numpy as np
+
+        from .calibration import fit_map  # pandas and scipy: imported when a rule is fitted, not by the CLI's parser
+
         if not self.evidence:
             return fit_map(self.method, cal.x[rows], cal.c[rows], cal.groups[rows])
         use_feature, mask = self._columns(cf)
@@ -347,10 +362,14 @@ class CalibratedRule:
 
     def _pool_x(self, cf: CrossFit, k: int) -> np.ndarray:
         """The pool's design with fold k's cross-fitted feature."""
+        import numpy as np
+
         return self._stack(cf, np.asarray(cf.pool[self.feature], np.float64)[:, k], cf.evidence_pool)
 
     def _judge_evidence(self, cf: CrossFit, cal: _Calibration) -> dict | None:
         """The report's account of the evidence weighed (None for a rule that weighs none)."""
+        import numpy as np
+
         if not self.evidence:
             return None
         use_feature, mask = self._columns(cf)
@@ -362,6 +381,8 @@ class CalibratedRule:
         skipped.update({k: "switched off" for k in self.evidence if k not in cf.enabled})
         out = {"features": names, "rows": rows, "skipped": skipped, "coefficients": None}
         if cal.x.ndim == 2 and cal.x.shape[1] and len(cal.c) >= self.min_labelled:
+            from .calibration import LogisticMap
+
             fitted = self._fit(cf, cal)
             if isinstance(fitted, LogisticMap):
                 out["coefficients"] = {n: float(w) for n, w in zip(names, fitted.w)}
@@ -384,6 +405,8 @@ class CalibratedRule:
 
     def _out_of_fold(self, cf: CrossFit, cal: _Calibration) -> np.ndarray:
         """(k,) P(judge wrong) of each scored labelled item from a map fitted on the other folds."""
+        import numpy as np
+
         p_oof = np.empty(len(cal.x))
         for k in np.unique(cal.fold):
             test = cal.fold == k
@@ -396,12 +419,16 @@ class CalibratedRule:
 
         From a map fitted on the calibration items ``rows`` (all when None).
         """
+        import numpy as np
+
         fitted = self._fit(cf, cal, slice(None) if rows is None else rows)
         groups, n_folds = np.asarray(cf.pool_group, dtype=object), np.asarray(cf.pool[self.feature]).shape[1]
         return np.mean([1.0 - fitted(self._pool_x(cf, k), groups) for k in range(n_folds)], axis=0)
 
     def _pool_cross(self, cf: CrossFit, cal: _Calibration) -> np.ndarray:
         """(n_U,) :attr:`Decision.p_wrong_cross`: mean over folds k of map_{-k}(pool feature k)."""
+        import numpy as np
+
         groups = np.asarray(cf.pool_group, dtype=object)
         out = []
         for k in np.unique(cal.fold):
@@ -411,6 +438,8 @@ class CalibratedRule:
 
     def decide(self, cf: CrossFit, seed: int = 0) -> Decision:
         """Calibrate on ``cf``'s labelled items, decide on its pool (see the class docstring)."""
+        import numpy as np
+
         rng = np.random.default_rng(seed)
         cal = self._calibration(cf)
         n_u = np.asarray(cf.pool[self.feature]).shape[0]
@@ -428,6 +457,8 @@ class CalibratedRule:
             summary = self._summary(cf, cal, abstained=True, reason=reason, n_flipped=0,
                                     judge_evidence=self._judge_evidence(cf, cal))  # fmt: skip
             return Decision(np.zeros(n_u, bool), nan, nan, nan, labelled_p, summary)
+        from .calibration import bootstrap_indices
+
         p_oof = self._out_of_fold(cf, cal)
         labelled_p[cal.ok] = p_oof
         flip_lab = p_oof > self.threshold
@@ -458,6 +489,8 @@ class CalibratedRule:
 
     def _evidence(self, p, p_boot, flips, flip_lab, gain_lab, gain_boot, lcb, cal: _Calibration) -> Evidence:
         """The measured gains with intervals (module docstring of :class:`Evidence`)."""
+        import numpy as np
+
         quantiles = [(1 - self.interval) / 2, 1 - (1 - self.interval) / 2]
         expected_boot = (flips[None, :] * (2 * p_boot - 1)).mean(1)
         return Evidence(

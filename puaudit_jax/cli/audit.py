@@ -19,19 +19,18 @@ from __future__ import annotations
 
 import argparse
 
-from ..audit import AuditConfig, run_audit, write_result
-from ..audit.rules import RULES, CalibratedRule, get_rule, needs_crossfit
-from ..audit.scorers import SCORERS, get_scorer
-from ..evaluate import split_labels
-from ..evaluate.consistency import with_hidden_labels
-from ..ot.settings import DTYPES
-from ..ot.solve import SolveOptions
+from ..audit.config import AuditConfig
+from ..audit.names import RULE_NAMES, SCORER_NAMES
+from ..audit.rules import CalibratedRule
 from . import inputs
 from .options import add_options, options_from_args
 from .run_folder import wrote
 
 AUDIT_FIELDS = ("m", "eta", "alpha1", "alpha2", "holdout", "group_by", "min_group_size", "folds", "cluster_by", "seed",
                 "evidence", "other_judges", "guarantee", "delta", "cascade")  # fmt: skip
+# ot.settings.DTYPES and SolveOptions.dtype (its first), written here so that --help imports no solver
+# (tests/cli/test_options.py checks that they agree)
+SOLVER_DTYPES = ("float32", "float64")
 RULE_FIELDS, RULE_RENAME = ("threshold", "confidence"), {"threshold": "flip_threshold"}
 
 
@@ -41,13 +40,19 @@ def scorer_of(name: str, mesh, dtype: str):
     The mesh (--devices / --mesh, :func:`~.inputs.mesh_of`) and the float type (--solver-dtype) of its
     Sinkhorn solve.
     """
+    from ..ot.solve import SolveOptions
+
     if name != "pot" or (mesh is None and dtype == SolveOptions.dtype):
         return name
+    from ..audit.scorers import get_scorer
+
     return get_scorer(name, mesh=mesh, options=SolveOptions(dtype=dtype))
 
 
 def rule_of(name: str, args):
     """A rule by name; calibrated rules take --flip-threshold and --confidence."""
+    from ..audit.rules import get_rule, needs_crossfit
+
     if needs_crossfit(name):
         return get_rule(name, **options_from_args(args, CalibratedRule, include=RULE_FIELDS, rename=RULE_RENAME))
     return name
@@ -66,8 +71,8 @@ def add_audit_options(p: argparse.ArgumentParser) -> None:
     add_options(p, CalibratedRule, include=RULE_FIELDS, rename=RULE_RENAME)
     p.add_argument(
         "--solver-dtype",
-        choices=list(DTYPES),
-        default=SolveOptions.dtype,
+        choices=list(SOLVER_DTYPES),
+        default=SOLVER_DTYPES[0],
         help="float type of the pot scorer's Sinkhorn solve (float64: results that do not depend on "
         "the order of float additions, e.g. the same items on any number of devices; ~2x slower)",
     )
@@ -86,6 +91,10 @@ def cmd_audit(args) -> int:
 
 
 def _audit_command(args, config: AuditConfig, run, mesh) -> int:
+    from ..audit import run_audit, write_result
+    from ..evaluate import split_labels
+    from ..evaluate.consistency import with_hidden_labels
+
     table = inputs.load_data(args.data, args.include_unlabelled, other_judges=config.other_judges)
     inputs.check_columns(table, args.data, {"--cluster-by": config.cluster_by})
     emb = inputs.features(args, table, mesh, judges=config.other_judges if config.cascade else ())
@@ -162,13 +171,13 @@ def add_audit_parser(sub) -> None:
     p.add_argument(
         "--scorer",
         default=AuditConfig.scorer,
-        choices=sorted(SCORERS),
+        choices=sorted(SCORER_NAMES),
         help=f"default {AuditConfig.scorer} (picked by the data; the seed's is pot)",
     )
     p.add_argument(
         "--rule",
         default=AuditConfig.rule,
-        choices=sorted(RULES),
+        choices=sorted(RULE_NAMES),
         help=f"default {AuditConfig.rule} (calibrated, abstaining; the seed's is seed)",
     )
     p.add_argument("--hide-labels", type=float, help="hide the human labels of this share of labelled rows")

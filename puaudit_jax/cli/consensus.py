@@ -20,22 +20,7 @@ from __future__ import annotations
 import argparse
 import time
 
-import pandas as pd
-
-from ..consensus.alignment import AlignConfig
-from ..consensus.bradley_terry import BTConfig
-from ..consensus.elo import EloConfig
-from ..consensus.runs import (
-    ScoresConfig,
-    align_matrix,
-    judge_scores,
-    load_matrix,
-    load_verdicts,
-    split_human,
-    table4,
-    write_alignment,
-    write_judge_scores,
-)
+from ..consensus.config import AlignConfig, BTConfig, EloConfig, ScoresConfig
 from .options import add_options, options_from_args
 from .run_folder import wrote
 
@@ -75,6 +60,8 @@ def add_consensus_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def _scores(args) -> int:
+    from ..consensus.runs import judge_scores, load_verdicts, write_judge_scores
+
     t0 = time.perf_counter()
     verdicts = load_verdicts(args.verdicts)
     config = ScoresConfig(**options_from_args(args, ScoresConfig))
@@ -90,6 +77,10 @@ def _scores(args) -> int:
 
 
 def _align(args) -> int:
+    import pandas as pd
+
+    from ..consensus.runs import align_matrix, load_matrix, split_human, write_alignment
+
     matrix = load_matrix(args.matrix)
     human_row = args.human or ("human" if args.matrix == "uda-transfer" else None)
     matrix, human = split_human(matrix, human_row)
@@ -101,6 +92,8 @@ def _align(args) -> int:
 
 
 def _table4(_args) -> int:
+    from ..consensus.runs import table4
+
     table, means = table4()
     print(table.round(4).to_string())
     print(

@@ -17,12 +17,9 @@ import functools
 import time
 from dataclasses import replace
 
-from ..audit import DEFAULT_RULE, DEFAULT_SCORER, AuditConfig
-from ..audit.rules import RULES
-from ..audit.scorers import SCORERS
-from ..evaluate import evaluate, summary_table, sweep, write_evaluation
-from ..evaluate.demo import DEMO_SCORERS, demo_text, run_demo
-from ..evaluate.protocol import DEFAULT_PAIRS, Protocol
+from ..audit.config import DEFAULT_RULE, DEFAULT_SCORER, AuditConfig
+from ..audit.names import RULE_NAMES, SCORER_NAMES
+from ..evaluate.config import DEFAULT_PAIRS, DEMO_SCORERS, Protocol
 from . import inputs
 from .audit import AUDIT_FIELDS, add_audit_options, audit_config, rule_of, scorer_of
 from .options import add_options, options_from_args
@@ -40,11 +37,11 @@ def _names(value: str, registry, what: str) -> list[str]:
 def _pairs(value: str) -> list[tuple[str, str]]:
     """``scorer:rule,scorer:rule`` -> [(scorer, rule)], names checked."""
     pairs = [tuple(p.strip().split(":", 1)) for p in value.split(",") if p.strip()]
-    bad = [":".join(p) for p in pairs if len(p) != 2 or p[0] not in SCORERS or p[1] not in RULES]
+    bad = [":".join(p) for p in pairs if len(p) != 2 or p[0] not in SCORER_NAMES or p[1] not in RULE_NAMES]
     if bad or not pairs:
         raise SystemExit(
-            f"error: --pairs needs scorer:rule items with scorers {sorted(SCORERS)} and rules "
-            f"{sorted(RULES)}; got {bad or value!r}"
+            f"error: --pairs needs scorer:rule items with scorers {sorted(SCORER_NAMES)} and rules "
+            f"{sorted(RULE_NAMES)}; got {bad or value!r}"
         )
     return pairs
 
@@ -81,14 +78,16 @@ def _compared(args, mesh) -> dict:
     scorer = functools.partial(scorer_of, mesh=mesh, dtype=args.solver_dtype)
     if args.scorers or args.rules:
         return {
-            "scorers": [scorer(s) for s in _names(args.scorers or DEFAULT_SCORER, SCORERS, "scorers")],
-            "rules": [rule_of(r, args) for r in _names(args.rules or f"{DEFAULT_RULE},seed", RULES, "rules")],
+            "scorers": [scorer(s) for s in _names(args.scorers or DEFAULT_SCORER, SCORER_NAMES, "scorers")],
+            "rules": [rule_of(r, args) for r in _names(args.rules or f"{DEFAULT_RULE},seed", RULE_NAMES, "rules")],
         }
     return {"pairs": [(scorer(s), rule_of(r, args)) for s, r in _pairs(args.pairs)]}
 
 
 def _write(res, args, data: str, run) -> list[str]:
     """The evaluation's files and figures in --out, recorded in the run folder's manifest."""
+    from ..evaluate import write_evaluation
+
     files = write_evaluation(res, run.path, data=data)
     if not args.no_figures:
         from ..evaluate.plots import evaluation_figures
@@ -110,6 +109,8 @@ def cmd_evaluate(args) -> int:
 
 
 def _evaluate_command(args, config: AuditConfig, compared: dict, swept, proto: dict, run, mesh) -> int:
+    from ..evaluate import evaluate, summary_table, sweep
+
     table = inputs.load_data(args.data, args.include_unlabelled, other_judges=config.other_judges)
     columns = {"--split-by": proto["split_by"], "--cluster-by": config.cluster_by}
     inputs.check_columns(table, args.data, columns, complete=("--split-by",))
@@ -135,13 +136,15 @@ def cmd_demo(args) -> int:
     mesh = inputs.mesh_of(args)
     config = audit_config(args)
     Protocol(seeds=args.seeds, p_ratio=args.p_ratio).validate()
-    names = _names(args.scorers, SCORERS, "scorers")
+    names = _names(args.scorers, SCORER_NAMES, "scorers")
     inputs.checked_first(args)
     with inputs.output_folder(args) as run:
         return _demo_command(args, config, names, run, t0, mesh)
 
 
 def _demo_command(args, config: AuditConfig, names: list[str], run, t0: float, mesh) -> int:
+    from ..evaluate.demo import demo_text, run_demo
+
     table = inputs.load_data("mtbench", None)
     emb = inputs.features(args, table, mesh, source="mtbench")
     t_embed = time.perf_counter() - t0
@@ -171,12 +174,12 @@ def add_evaluate_parser(sub) -> None:
     )
     p.add_argument(
         "--scorers",
-        help=f"instead of --pairs, the grid of these scorers (comma list of {sorted(SCORERS)} "
+        help=f"instead of --pairs, the grid of these scorers (comma list of {sorted(SCORER_NAMES)} "
         f"or 'all'; default {DEFAULT_SCORER}) ...",
     )
     p.add_argument(
         "--rules",
-        help=f"... and these rules (comma list of {sorted(RULES)} or 'all'; default "
+        help=f"... and these rules (comma list of {sorted(RULE_NAMES)} or 'all'; default "
         f"{DEFAULT_RULE},seed; each scorer's audit runs with the first)",
     )
     p.add_argument("--sweep", help="p_ratio=V1,V2,... or m=V1,V2,... (the seed's Tables 6 and 7)")

@@ -15,17 +15,18 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from puaudit_runtime.flags import DeviceFlags, add_device_arguments, build_mesh
 
 from .. import datasets
-from ..audit.embed import EmbedConfig, load_embeddings, save_embeddings, table_embeddings
-from ..datasets import BUNDLED
-from ..datasets.comparisons import check_histories
+from ..audit.config import EmbedConfig
+from ..datasets.names import BUNDLED
 from .options import add_options, options_from_args
 from .run_folder import RunFolder
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 EMBED_FIELDS = ("cache_dir", "no_cache", "batch_size", "max_length", "long_inputs")
 DEVICE_FIELDS = tuple(f.name for f in dataclasses.fields(DeviceFlags))
@@ -151,6 +152,9 @@ def features(args, table: pd.DataFrame, mesh=None, source: str | None = None, ju
     ``mesh`` (:func:`mesh_of`, None: one device) spreads the encoder's batches; ``source`` names the
     table in errors (default: DATA); ``judges``: a cascade's other judges, whose usable rows are embedded too.
     """
+    from ..audit.embed import load_embeddings, save_embeddings, table_embeddings
+    from ..datasets.comparisons import check_histories
+
     if args.embeddings:
         return load_embeddings(args.embeddings)
     config = embed_config(args)

@@ -48,7 +48,7 @@ import os
 import sys
 import time
 
-from ..datasets import BUNDLED
+from ..datasets.names import BUNDLED
 from ..judges.openai_chat import API_KEY_ENV
 from .inputs import load_data
 from .run_folder import RunFolder, wrote

@@ -18,6 +18,10 @@ status 2; ``--debug`` anywhere on the line shows the traceback instead. Ctrl-C p
 and exits with status 130 (the traceback too with ``--debug``). Compiled programs are kept under
 ``$PUAUDIT_CACHE/jax`` (:func:`puaudit_runtime.cache.enable_compilation_cache`) unless JAX's own
 compilation cache is set.
+
+Building the parser imports no numerical library (JAX, scipy, pandas, numpy, ...): the sub-parsers
+read the light config modules, and each command imports what it computes with when it runs, so
+``puaudit --help`` is quick (``tests/cli/test_lazy.py``).
 """
 
 from __future__ import annotations

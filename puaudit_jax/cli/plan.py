@@ -15,11 +15,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
-import numpy as np
-
-from ..audit import AuditConfig
-from ..quantify.plan import PlanConfig, plan_labels
-from ..quantify.targets import audit_p_wrong
+from ..audit.config import AuditConfig
+from ..quantify.config import PlanConfig
 from . import inputs
 from .options import add_options, options_from_args
 from .quantify import AUDIT_EVIDENCE, add_audit_source, audit_items_of, refuse_unused_audit_options
@@ -31,6 +28,10 @@ def _p_wrong(args, table, config: AuditConfig, mesh):
 
     An audit that gave no P(judge wrong) (too few labels to calibrate) means random sampling, said.
     """
+    import numpy as np
+
+    from ..quantify.targets import audit_p_wrong
+
     items = audit_items_of(args, table, config, mesh)
     if items is None:
         return None
@@ -58,6 +59,8 @@ def _write(report, table, folder: Path, data: str, config: PlanConfig) -> list[s
 
 def cmd_plan_labels(args) -> int:
     """``puaudit plan-labels``: settings checked, the audit if asked, the draw, the files."""
+    from ..quantify.plan import plan_labels
+
     config = PlanConfig(**options_from_args(args, PlanConfig))
     config.validate()
     audit_config = AuditConfig(**options_from_args(args, AuditConfig, include=AUDIT_EVIDENCE))
@@ -85,6 +88,8 @@ def cmd_plan_labels(args) -> int:
 
 
 def _print(report, config: PlanConfig) -> None:
+    import numpy as np
+
     chosen, pool = report.selected, report.frame[report.frame["role"] == "pool"]
     how = "more where P(judge wrong) is uncertain" if report.informative else "uniformly (no audit: random sampling)"
     print(f"{len(chosen)} of {len(pool)} unlabelled items drawn {how}; sampling probabilities "

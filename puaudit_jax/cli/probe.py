@@ -29,11 +29,7 @@ import sys
 import warnings
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
 from probes.config import FitConfig
-from puaudit_runtime.files import write_csv
 from puaudit_runtime.flags import add_device_arguments, build_mesh
 
 from .inputs import device_flags
@@ -127,6 +123,11 @@ def _report_fit(args, config: FitConfig, probe, mesh) -> None:
 
 
 def _predict(args, mesh) -> int:
+    import numpy as np
+    import pandas as pd
+
+    from puaudit_runtime.files import write_csv
+
     _, fitted = _probe_modules()
     probe = fitted.load_probe(args.model)
     table, dialogues = fitted.read_dialogues(args.data)

@@ -14,14 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
-from ..audit import AuditConfig
-from ..audit.predictions import audit_for_quantify
-from ..audit.write import read_items
-from ..datasets.verdicts import MISSING
-from ..quantify import quantify, write_quantification
-from ..quantify.pipeline import QuantifyConfig
+from ..audit.config import AuditConfig
+from ..quantify.config import QuantifyConfig
 from . import inputs
 from .options import add_options, option_name, options_from_args
 from .run_folder import wrote
@@ -60,6 +54,10 @@ def audit_items_of(args, table, config: AuditConfig, mesh=None):
 
     ``mesh`` (None: one device) spreads the embedding of --with-audit.
     """
+    from ..audit.predictions import audit_for_quantify
+    from ..audit.write import read_items
+    from ..datasets.verdicts import MISSING
+
     if args.audit is not None:
         return read_items(args.audit)
     if args.with_audit:
@@ -69,6 +67,8 @@ def audit_items_of(args, table, config: AuditConfig, mesh=None):
 
 def _with_p_wrong(args, items):
     """The audit's items (or None), refused with advice for this command when they hold no P(judge wrong)."""
+    import numpy as np
+
     if items is None or ("p_wrong" in items.columns and np.isfinite(items["p_wrong"].to_numpy(float)).any()):
         return items
     if args.with_audit:
@@ -108,6 +108,8 @@ def refuse_unused_audit_options(args) -> None:
 
 def cmd_quantify(args) -> int:
     """``puaudit quantify``: options checked, then the estimates in a locked output folder."""
+    from ..quantify import quantify, write_quantification
+
     options = options_from_args(args, QuantifyConfig)
     QuantifyConfig(**options)  # its checks, before any data is read
     config = AuditConfig(**options_from_args(args, AuditConfig, include=AUDIT_EVIDENCE))

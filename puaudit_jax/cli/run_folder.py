@@ -31,8 +31,6 @@ import socket
 import time
 from pathlib import Path
 
-from puaudit_runtime.files import write_json
-
 LOCK, MANIFEST = ".puaudit.lock", "manifest.json"
 STAGING = ".puaudit-run-"
 MANIFEST_VERSION = 2
@@ -174,6 +172,8 @@ class RunFolder:
         manifest = {"format_version": MANIFEST_VERSION, "command": self.command, "started": self.started,
                     "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "files": entries,
                     "removed_stale": stale}  # fmt: skip
+        from puaudit_runtime.files import write_json  # numpy and pandas: not for the parser
+
         write_json(manifest, self.path / MANIFEST)
         self._commit(self.path, files)
         return self.folder / MANIFEST

@@ -11,20 +11,7 @@
 - :mod:`.plots`: figures. The command itself is :mod:`puaudit_jax.cli.consensus`.
 """
 
-from .alignment import (
-    AlignConfig,
-    AlignResult,
-    align,
-    fit_shrinkage,
-    self_preference_flags,
-    shrink,
-    theorem2_bound,
-    tradeoff_curve,
-)
-from .bradley_terry import BootstrapResult, BTConfig, BTResult, ComparisonGraphError, bootstrap_bt, fit_bt
-from .elo import EloConfig, EloResult, online_elo
-from .matrices import ScoreMatrices, llmfao_verdicts, mtbench_verdicts, score_matrices, verdicts_from_comparisons
-from .metrics import aggregate_bias, consensus, inter_judge_std, judge_metrics, summary
+from puaudit_runtime.lazy import lazy_package
 
 __all__ = [
     "AlignConfig",
@@ -55,3 +42,29 @@ __all__ = [
     "tradeoff_curve",
     "verdicts_from_comparisons",
 ]
+
+__getattr__, __dir__ = lazy_package(
+    __name__,
+    {
+        ".config": ("AlignConfig", "BTConfig", "EloConfig"),
+        ".alignment": (
+            "AlignResult",
+            "align",
+            "fit_shrinkage",
+            "self_preference_flags",
+            "shrink",
+            "theorem2_bound",
+            "tradeoff_curve",
+        ),
+        ".bradley_terry": ("BootstrapResult", "BTResult", "ComparisonGraphError", "bootstrap_bt", "fit_bt"),
+        ".elo": ("EloResult", "online_elo"),
+        ".matrices": (
+            "ScoreMatrices",
+            "llmfao_verdicts",
+            "mtbench_verdicts",
+            "score_matrices",
+            "verdicts_from_comparisons",
+        ),
+        ".metrics": ("aggregate_bias", "consensus", "inter_judge_std", "judge_metrics", "summary"),
+    },
+)

@@ -49,59 +49,7 @@ import numpy as np
 import optax
 import pandas as pd
 
-from .checks import check_int, check_real
-
-ANCHORS = ("self", "consensus")
-MODES = ("shrink", "residual")
-
-
-@dataclass(frozen=True)
-class AlignConfig:
-    """Weights of the three terms, the anchor, the adapter and its training.
-
-    The default consensus weight 4 is the setting of the guide's "ours" row (Pearson to human 0.868
-    on the transfer set); ``w_consensus=1`` with ``anchor="consensus"`` is the appendix's objective.
-
-    Attributes:
-        w_anchor: weight of the anchor term (MSE to the anchor)
-        w_rank: weight of the rank term (1 - Pearson to the anchor)
-        w_consensus: weight of the consensus term (MSE to the judges' mean)
-        anchor: self (each judge's own baseline scores) or consensus (the baseline consensus);
-            ``align`` also takes a per-model Series instead
-        mode: shrink (a learned alpha between a judge's score and the consensus) or residual (a learned
-            correction)
-        embed_dim: size of the judge and model identity embeddings
-        hidden: size of the adapter's hidden layer
-        steps: adamw steps, full batch
-        learning_rate: adamw learning rate
-        weight_decay: adamw weight decay
-        seed: seed of the parameter initialisation
-    """
-
-    w_anchor: float = 1.0
-    w_rank: float = 1.0
-    w_consensus: float = 4.0
-    anchor: str = field(default="self", metadata={"choices": ANCHORS})
-    mode: str = field(default="shrink", metadata={"choices": MODES})
-    embed_dim: int = 4
-    hidden: int = 16
-    steps: int = 600
-    learning_rate: float = 0.03
-    weight_decay: float = 1e-4
-    seed: int = 0
-
-    def __post_init__(self):
-        for name in ("w_anchor", "w_rank", "w_consensus"):
-            check_real(name, getattr(self, name), 0, what="weight of its term")
-        if self.anchor not in ANCHORS:
-            raise ValueError(f"anchor must be one of {ANCHORS} (or pass a Series to align()), got {self.anchor!r}")
-        if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
-        for name in ("steps", "embed_dim", "hidden"):
-            check_int(name, getattr(self, name), 1)
-        check_real("learning_rate", self.learning_rate, 0, strict=True)
-        check_real("weight_decay", self.weight_decay, 0)
-        check_int("seed", self.seed, 0, "parameter initialisation")
+from .config import ANCHORS, MODES, AlignConfig  # noqa: F401  (MODES re-exported; light, for the CLI)
 
 
 @dataclass(frozen=True)

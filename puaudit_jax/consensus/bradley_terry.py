@@ -39,7 +39,8 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 from ..datasets.verdicts import JUDGE_VERDICTS, A, B
-from .checks import check_int, check_real
+from .checks import check_int
+from .config import BTConfig  # light, for the CLI
 
 ELO_PER_NAT = 400.0 / np.log(10.0)  # Elo points per unit of theta (natural log odds)
 WINNERS = JUDGE_VERDICTS
@@ -47,36 +48,6 @@ WINNERS = JUDGE_VERDICTS
 
 class ComparisonGraphError(ValueError):
     """The comparison graph does not identify the strengths (and no ridge was asked for)."""
-
-
-@dataclass(frozen=True)
-class BTConfig:
-    """Options of :func:`fit_bt`.
-
-    Attributes:
-        ties: half (a tie is half a win each) or davidson (a tie parameter is estimated)
-        ridge: Gaussian prior precision on theta (0 = plain maximum likelihood, needs a strongly
-            connected comparison graph)
-        anchor: model pinned at anchor_value (default: the mean score is anchor_value)
-        anchor_value: Elo points of the anchor
-        max_iter: Newton iterations
-        tol: stopping tolerance on the largest absolute gradient (per comparison)
-    """
-
-    ties: str = field(default="half", metadata={"choices": ("half", "davidson")})
-    ridge: float = 0.0
-    anchor: str | None = None
-    anchor_value: float = 1000.0
-    max_iter: int = 100
-    tol: float = 1e-10
-
-    def __post_init__(self):
-        if self.ties not in ("half", "davidson"):
-            raise ValueError(f"ties must be 'half' or 'davidson', got {self.ties!r}")
-        check_real("ridge", self.ridge, 0, what="Gaussian prior precision; 0 = plain maximum likelihood")
-        check_real("anchor_value", self.anchor_value, what="Elo points of the anchor")
-        check_int("max_iter", self.max_iter, 1, "Newton iterations")
-        check_real("tol", self.tol, 0, strict=True, what="max |gradient| per comparison")
 
 
 @dataclass(frozen=True)

@@ -19,37 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .bradley_terry import encode_comparisons
-from .checks import check_int, check_real
-
-
-@dataclass(frozen=True)
-class EloConfig:
-    """Options of the online Elo ratings.
-
-    Attributes:
-        k: K factor (Elo points per unit surprise).
-        n_orders: shuffled orders averaged (1 = file order when shuffle is False).
-        shuffle: shuffle the comparisons' order.
-        init: start rating (Elo points).
-        anchor: as in BTConfig.
-        anchor_value: as in BTConfig (Elo points).
-        seed: numpy seed.
-    """
-
-    k: float = 4.0
-    n_orders: int = 100
-    shuffle: bool = True
-    init: float = 1000.0
-    anchor: str | None = None
-    anchor_value: float = 1000.0
-    seed: int = 0
-
-    def __post_init__(self):
-        check_real("k", self.k, 0, strict=True, what="the K factor, Elo points per unit surprise")
-        check_int("n_orders", self.n_orders, 1, "shuffled orders averaged; --orders")
-        check_real("init", self.init, what="start rating")
-        check_real("anchor_value", self.anchor_value, what="Elo points of the anchor")
-        check_int("seed", self.seed, 0, "numpy seed")
+from .config import EloConfig  # light, for the CLI
 
 
 @dataclass(frozen=True)

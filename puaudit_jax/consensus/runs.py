@@ -12,7 +12,7 @@ call these and print.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -21,8 +21,7 @@ from puaudit_runtime.files import save_figure, write_csv, write_json
 
 from ..datasets import load_uda_scores, score_matrix
 from .alignment import AlignConfig, AlignResult, align
-from .bradley_terry import BTConfig
-from .elo import EloConfig
+from .config import BTConfig, EloConfig, ScoresConfig  # light, for the CLI
 from .matrices import ScoreMatrices, llmfao_verdicts, mtbench_verdicts, score_matrices
 from .metrics import consensus, judge_metrics, summary
 
@@ -74,23 +73,6 @@ def load_matrix(name: str) -> pd.DataFrame:
     table = pd.read_csv(name, index_col=0)
     table.index = table.index.astype(str)
     return table
-
-
-@dataclass(frozen=True)
-class ScoresConfig:
-    """Settings of :func:`judge_scores` besides the fits' own (:class:`BTConfig`, :class:`EloConfig`).
-
-    Attributes:
-        method: bt (Bradley-Terry) or elo (online Elo)
-        n_boot: bootstrap resamples for intervals (BT)
-        seed: seed of the bootstrap resamples
-        reference: judge whose scores the others are compared with (default: the consensus)
-    """
-
-    method: str = field(default="bt", metadata={"choices": ("bt", "elo")})
-    n_boot: int = 0
-    seed: int = 0
-    reference: str | None = None
 
 
 @dataclass(frozen=True)

@@ -7,32 +7,7 @@ The data files themselves are package data under ``puaudit_jax/data/`` (this pac
 ``datasets`` so that the code and the data folder do not share a name).
 """
 
-from .bundled import BUNDLED, load_bundled, load_data
-from .comparisons import (
-    CORE_COLUMNS,
-    EVIDENCE_COLUMNS,
-    Comparison,
-    ComparisonValidationError,
-    ValidationProblem,
-    comparisons_to_frame,
-    conversation,
-    load_comparisons,
-    other_judge_verdicts,
-    save_comparisons,
-    validate_comparisons,
-)
-from .exclusions import exclusion_counts, exclusions, item_status
-from .hh_rlhf import load_hh_rlhf
-from .judgebench import load_judgebench, load_judgebench_pairs
-from .llmfao import load_llmfao
-from .mtbench import load_mtbench
-from .paths import data_path, reference_path
-from .style import STYLE_FEATURES, style_counts, style_differences
-from .summary import agreement, summarize
-from .uda import load_uda_scores, score_matrix
-from .usr import load_usr_topicalchat
-from .verdicts import normalize_verdict
-from .votes import aggregate_votes
+from puaudit_runtime.lazy import lazy_package
 
 __all__ = [
     "BUNDLED",
@@ -70,3 +45,36 @@ __all__ = [
     "summarize",
     "validate_comparisons",
 ]
+
+__getattr__, __dir__ = lazy_package(
+    __name__,
+    {
+        ".bundled": ("load_bundled", "load_data"),
+        ".names": ("BUNDLED", "STYLE_FEATURES"),
+        ".comparisons": (
+            "CORE_COLUMNS",
+            "EVIDENCE_COLUMNS",
+            "Comparison",
+            "ComparisonValidationError",
+            "ValidationProblem",
+            "comparisons_to_frame",
+            "conversation",
+            "load_comparisons",
+            "other_judge_verdicts",
+            "save_comparisons",
+            "validate_comparisons",
+        ),
+        ".exclusions": ("exclusion_counts", "exclusions", "item_status"),
+        ".hh_rlhf": ("load_hh_rlhf",),
+        ".judgebench": ("load_judgebench", "load_judgebench_pairs"),
+        ".llmfao": ("load_llmfao",),
+        ".mtbench": ("load_mtbench",),
+        ".paths": ("data_path", "reference_path"),
+        ".style": ("style_counts", "style_differences"),
+        ".summary": ("agreement", "summarize"),
+        ".uda": ("load_uda_scores", "score_matrix"),
+        ".usr": ("load_usr_topicalchat",),
+        ".verdicts": ("normalize_verdict",),
+        ".votes": ("aggregate_votes",),
+    },
+)

@@ -24,8 +24,7 @@ import pandas as pd
 from .comparisons import load_comparisons
 from .llmfao import load_llmfao
 from .mtbench import load_mtbench
-
-BUNDLED = ("mtbench", "llmfao-gpt4", "llmfao-gpt3")
+from .names import BUNDLED  # noqa: F401  (re-exported: it moved to the light names module)
 
 
 def load_bundled(name: str, *, include_unlabelled: bool | None = None, vote_rule: str = "plurality") -> pd.DataFrame:

@@ -33,9 +33,10 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from .names import STYLE_FEATURES  # light, for the CLI
+
 __all__ = ["STYLE_FEATURES", "style_counts", "style_differences"]
 
-STYLE_FEATURES = ("chars", "tokens", "headers", "list_items", "bold", "code_blocks")
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _FENCE = re.compile(r"^\s*(```|~~~)")

@@ -12,21 +12,7 @@
 ============================  ================================================================
 """
 
-from .consistency import ALL, consistency, hindsight_flips
-from .memory import PeakMemory
-from .protocol import (
-    DEFAULT_PAIRS,
-    EvalResult,
-    Protocol,
-    evaluate,
-    pairs_by_scorer,
-    reapply_rule,
-    summarize_runs,
-    sweep,
-)
-from .splits import LabelSplit, split_labels
-from .tables import demo_table, overall_table, summary_table
-from .write import write_evaluation
+from puaudit_runtime.lazy import lazy_package
 
 __all__ = [
     "ALL",
@@ -48,3 +34,16 @@ __all__ = [
     "sweep",
     "write_evaluation",
 ]
+
+__getattr__, __dir__ = lazy_package(
+    __name__,
+    {
+        ".config": ("DEFAULT_PAIRS", "Protocol"),
+        ".consistency": ("ALL", "consistency", "hindsight_flips"),
+        ".memory": ("PeakMemory",),
+        ".protocol": ("EvalResult", "evaluate", "pairs_by_scorer", "reapply_rule", "summarize_runs", "sweep"),
+        ".splits": ("LabelSplit", "split_labels"),
+        ".tables": ("demo_table", "overall_table", "summary_table"),
+        ".write": ("write_evaluation",),
+    },
+)

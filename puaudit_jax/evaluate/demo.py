@@ -11,10 +11,9 @@ from __future__ import annotations
 import pandas as pd
 
 from ..audit import DEFAULT_RULE, SEED_RULE, SEED_SCORER
+from .config import DEMO_SCORERS  # noqa: F401  (re-exported: it moved to the light config module)
 from .protocol import EvalResult, evaluate
 from .tables import demo_table, overall_table
-
-DEMO_SCORERS = ("knn", "pot-exact")
 
 
 def run_demo(table: pd.DataFrame, emb, *, scorers, default_rule, seed_scorer, **options) -> EvalResult:

@@ -13,24 +13,7 @@
 - The attacks on the judge's losers (distraction, length, sentiment; Algorithm 2): :mod:`.attacks`.
 """
 
-from .base import (
-    ERROR,
-    OK,
-    UNPARSED,
-    Generator,
-    Judge,
-    ResponseCache,
-    Verdict,
-    content_key,
-    fill,
-    judge_inputs,
-    judge_messages,
-    parse_verdict,
-    row_inputs,
-    template,
-)
-from .openai_chat import ChatAPIError, ChatClient, OpenAIChatGenerator, OpenAIChatJudge, OpenAILogprobJudge
-from .run import judge_table
+from puaudit_runtime.lazy import lazy_package
 
 __all__ = [
     "ChatAPIError",
@@ -58,9 +41,27 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
-    if name in ("LocalJudge", "LocalGenerator"):
-        from . import local
-
-        return getattr(local, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_package(
+    __name__,
+    {
+        ".base": (
+            "ERROR",
+            "OK",
+            "UNPARSED",
+            "Generator",
+            "Judge",
+            "ResponseCache",
+            "Verdict",
+            "content_key",
+            "fill",
+            "judge_inputs",
+            "judge_messages",
+            "parse_verdict",
+            "row_inputs",
+            "template",
+        ),
+        ".openai_chat": ("ChatAPIError", "ChatClient", "OpenAIChatGenerator", "OpenAIChatJudge", "OpenAILogprobJudge"),
+        ".run": ("judge_table",),
+        ".local": ("LocalGenerator", "LocalJudge"),  # in-process Flax models, imported on first use
+    },
+)

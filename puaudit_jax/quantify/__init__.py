@@ -16,25 +16,7 @@ audit's predictions for PPI++ come from :mod:`puaudit_jax.audit.predictions` (th
 imports the audit).
 """
 
-from .estimators import (
-    AUDIT_PPI,
-    ESTIMATORS,
-    HUMAN_ONLY,
-    JUDGE_ONLY,
-    PPI,
-    STRATIFIED,
-    Estimate,
-    human_only,
-    judge_only,
-    ppi_lambda,
-    ppi_mean,
-    stratified_ppi_mean,
-)
-from .m_estimation import MFit, ppi_logistic, ppi_logistic_splits
-from .pipeline import Quantification, QuantifyConfig, quantify, write_quantification
-from .plan import LabelPlanReport, PlanConfig, plan_labels
-from .ranks import RankSets, rank_sets
-from .targets import TargetEstimate, audit_agreement, audit_predictions
+from puaudit_runtime.lazy import lazy_package
 
 __all__ = [
     "AUDIT_PPI", "ESTIMATORS", "HUMAN_ONLY", "JUDGE_ONLY", "PPI", "STRATIFIED", "Estimate", "LabelPlanReport", "MFit",
@@ -42,3 +24,29 @@ __all__ = [
     "audit_predictions", "human_only", "judge_only", "plan_labels", "ppi_lambda", "ppi_logistic",
     "ppi_logistic_splits", "ppi_mean", "quantify", "rank_sets", "stratified_ppi_mean", "write_quantification",
 ]  # fmt: skip
+
+__getattr__, __dir__ = lazy_package(
+    __name__,
+    {
+        ".config": ("PlanConfig", "QuantifyConfig"),
+        ".estimators": (
+            "AUDIT_PPI",
+            "ESTIMATORS",
+            "HUMAN_ONLY",
+            "JUDGE_ONLY",
+            "PPI",
+            "STRATIFIED",
+            "Estimate",
+            "human_only",
+            "judge_only",
+            "ppi_lambda",
+            "ppi_mean",
+            "stratified_ppi_mean",
+        ),
+        ".m_estimation": ("MFit", "ppi_logistic", "ppi_logistic_splits"),
+        ".pipeline": ("Quantification", "quantify", "write_quantification"),
+        ".plan": ("LabelPlanReport", "plan_labels"),
+        ".ranks": ("RankSets", "rank_sets"),
+        ".targets": ("TargetEstimate", "audit_agreement", "audit_predictions"),
+    },
+)

@@ -26,6 +26,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.stats import norm
 
+from .config import check_level  # light, for the configs the CLI reads
+
 JUDGE_ONLY, HUMAN_ONLY, PPI = "judge only", "human only", "ppi++"
 
 
@@ -67,13 +69,6 @@ class Estimate:
     def estimable(self) -> bool:
         """Whether the estimate is a number (no ``note``)."""
         return not self.note
-
-
-def check_level(level: float) -> float:
-    """``level`` as a float in (0, 1), or ValueError."""
-    if not (isinstance(level, (int, float)) and 0 < float(level) < 1):
-        raise ValueError(f"level must be in (0, 1) (the coverage of the intervals), got {level!r}")
-    return float(level)
 
 
 def z_value(level: float) -> float:

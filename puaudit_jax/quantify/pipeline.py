@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
 
-from ..datasets.style import STYLE_FEATURES
 from ..datasets.verdicts import MISSING
-from .estimators import check_level
+from .config import QuantifyConfig, _check_style  # light, for the CLI
 from .plan import planned_probabilities
 from .sample_check import SampleCheck, sample_check
 from .targets import (
@@ -22,37 +21,6 @@ from .targets import (
     style_leaderboard,
     win_rates,
 )
-
-
-@dataclass(frozen=True)
-class QuantifyConfig:
-    """Settings of :func:`quantify` (the CLI's options are generated from them).
-
-    Attributes:
-        level: coverage of the confidence intervals, in (0, 1)
-        cluster_by: column grouping rows that share texts (e.g. prompt): cluster-robust intervals
-        style: style features controlled for in a second, style-controlled leaderboard (comma list;
-            "" for none): normalised A - B differences of tokens, headers, list items, bold, ...
-    """
-
-    level: float = 0.9
-    cluster_by: str | None = None
-    style: tuple[str, ...] = field(default=("tokens", "headers", "list_items", "bold"),
-                                   metadata={"choices": STYLE_FEATURES})  # fmt: skip
-
-    def __post_init__(self):
-        check_level(self.level)
-        _check_style(tuple(self.style))
-
-
-def _check_style(style: tuple[str, ...]) -> None:
-    """Raise ValueError for a style feature that is unknown or named twice (a repeat would be fitted twice)."""
-    unknown = [f for f in style if f not in STYLE_FEATURES]
-    if unknown:
-        raise ValueError(f"style: unknown features {unknown}; use names of {', '.join(STYLE_FEATURES)}")
-    repeated = sorted({f for f in style if style.count(f) > 1})
-    if repeated:
-        raise ValueError(f"style: {repeated} named more than once")
 
 
 @dataclass(frozen=True)

@@ -18,45 +18,10 @@ import numpy as np
 import pandas as pd
 
 from .active import inclusion_probability, predicted_half_width, sampling_probabilities, uncertainty
+from .config import TARGETS, PlanConfig  # noqa: F401  (TARGETS re-exported; both light, for the CLI)
 from .targets import agreement_inputs, inputs, usable_rows
 
 PLAN_COLUMNS = ("id", "role", "p_wrong", "sampling_prob", "selected")
-TARGETS = ("agreement", "a-share")
-
-
-@dataclass(frozen=True)
-class PlanConfig:
-    """Settings of :func:`plan_labels` (the CLI's options are generated from them).
-
-    Attributes:
-        budget: expected number of items to send to humans (Poisson sampling: the count drawn varies
-            by about its square root)
-        target: the mean the power analysis is for: agreement (judge == human) or a-share (A wins)
-        width: interval half-width the power analysis solves for (labels needed), or none
-        mix: share of uniform sampling mixed into the probabilities, in [0, 1] (1: random sampling)
-        seed: random seed of the draw
-        level: coverage of the intervals of the power analysis, in (0, 1)
-    """
-
-    budget: int = 100
-    target: str = "agreement"
-    width: float | None = None
-    mix: float = 0.2
-    seed: int = 0
-    level: float = 0.9
-
-    def validate(self) -> None:
-        """Raise ValueError naming the first bad setting."""
-        if self.budget < 1:
-            raise ValueError(f"--budget {self.budget}: need at least 1 item")
-        if self.target not in TARGETS:
-            raise ValueError(f"--target {self.target!r}: use one of {', '.join(TARGETS)}")
-        if self.width is not None and not self.width > 0:
-            raise ValueError(f"--width {self.width}: a half-width must be > 0")
-        if not 0 <= self.mix <= 1:
-            raise ValueError(f"--mix {self.mix}: must be in [0, 1]")
-        if not 0 < self.level < 1:
-            raise ValueError(f"--level {self.level}: must be in (0, 1)")
 
 
 @dataclass(frozen=True)

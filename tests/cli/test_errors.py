@@ -169,9 +169,9 @@ def _jsonl(path, rows) -> str:
 
 @pytest.fixture
 def no_encoding(monkeypatch):
-    import puaudit_jax.cli.inputs as cli
+    import puaudit_jax.audit.embed as embed  # the CLI imports it when it embeds (lazy CLI)
 
-    monkeypatch.setattr(cli, "table_embeddings", lambda *_, **__: pytest.fail("encoding started before the check"))
+    monkeypatch.setattr(embed, "table_embeddings", lambda *_, **__: pytest.fail("encoding started before the check"))
 
 
 @pytest.mark.parametrize(

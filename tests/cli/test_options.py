@@ -267,3 +267,13 @@ def test_every_option_of_every_command_has_a_help_text():
                 yield " ".join([*path, *(action.option_strings or [action.dest])])
 
     assert list(bare(build_parser(), ["puaudit"])) == []
+
+
+def test_the_solver_dtype_option_agrees_with_the_solver_settings():
+    """--solver-dtype is written by hand (the parser imports no solver): its default and choices are
+    SolveOptions.dtype and ot.settings.DTYPES."""
+    from puaudit_jax.cli.audit import SOLVER_DTYPES
+    from puaudit_jax.ot.settings import DTYPES
+    from puaudit_jax.ot.solve import SolveOptions
+
+    assert SOLVER_DTYPES[0] == SolveOptions.dtype and set(SOLVER_DTYPES) == set(DTYPES)
