@@ -49,7 +49,7 @@ import sys
 import time
 
 from ..datasets.names import BUNDLED
-from ..judges.openai_chat import API_KEY_ENV
+from ..judges.names import API_KEY_ENV
 from .inputs import load_data
 from .run_folder import RunFolder, wrote
 

@@ -52,8 +52,7 @@ from .base import (
     progress_iter,
     two_order_verdict,
 )
-
-API_KEY_ENV = "OPENAI_API_KEY"  # where the API key is read from unless ``api_key_env`` names another variable
+from .names import API_KEY_ENV
 
 
 class ChatAPIError(RuntimeError):
