@@ -4,7 +4,7 @@ repository root as ``python -m experiments.<kind>.<name> [--help]``; they import
 
     benchmarks/     side-by-side timings and memory of the solver, extraction, PLS and sharding
                     (ot, extract, pls, scale, kernel_precision, audit_scale)
-    reproductions/  the seed papers' protocols and tables, and the studies built on them
+    reproductions/  the papers' protocols and tables, and the studies built on them
                     (attack_protocol, borp_usr, learned_metric, local_judge_mtbench,
                     local_judge_types, puaudit_protocol, puaudit_rules, quantify_bundled,
                     quantify_coverage, served_judge, uda_alignment)

@@ -1,10 +1,10 @@
-"""BoRP: bootstrapped regression probing (seed 002, §3, §5, Appendix E).
+"""BoRP: bootstrapped regression probing (BoRP, §3, §5, Appendix E).
 
 Pipeline, top to bottom:
 
 1. Prompts. A dialogue (chat messages, the rated response last) is the shared prefix; a probe is a
    pair of suffix prompts: the same user instruction followed by a positive or a negative verdict
-   ("Performance is Excellent" / "Performance is Terrible", the seed's generic wording, §3.2 Phase 1).
+   ("Performance is Excellent" / "Performance is Terrible", the paper's generic wording, §3.2 Phase 1).
    `blind_probe()` is the generic blind prompt, `rubric_probe(criterion, rubric)` adds a
    behaviour-oriented rubric to the instruction (§3.3 "Refined Extraction"); the verdicts are the
    same, so blind vs rubric differ only in the instruction.
@@ -17,7 +17,7 @@ Pipeline, top to bottom:
    distance to the centroid c of a reference set). `polarization_index` fuses them (below);
    `mine_polarized` returns the top / bottom PI items for rubric bootstrapping.
 4. Features [v, ||v||_2, D] (Appendix E: d + 2 columns) -> PLS head (`probes.pls`, scale=True) ->
-   prediction clipped to the rubric's scale (`BorpHead`). `reducer="pca"` is the seed's ablation
+   prediction clipped to the rubric's scale (`BorpHead`). `reducer="pca"` is the paper's ablation
    (principal components of the same standardised features + least squares).
 5. Geometric resampling (`density_resample`, §3.3): resample the training set with probability
    proportional to 1 / density(D)^power (histogram density of D, ratio clipped): the dense centre is
@@ -28,13 +28,13 @@ Pipeline, top to bottom:
    callable `generate(prompt) -> text` (a teacher LLM client; `probes` never imports puaudit_jax)
    with a reverse-engineering prompt per draft (ensemble over disjoint subsets), then a fusion prompt.
 
-Polarization index (the seed's Eq. 2 is lost in extraction; this is our definition). With a
+Polarization index (the paper's Eq. 2 is lost in extraction; this is our definition). With a
 reference set (the training items) giving median m_N and median absolute deviation s_N of ||v||
 and the empirical CDF F_D of D::
 
     PI(v) = z(v) * (1 + F_D(D(v))),     z(v) = (||v||_2 - m_N) / (1.4826 s_N).
 
-The sign and the first-order size come from intensity (the seed's Figure 2a: ||v|| grows with the
+The sign and the first-order size come from intensity (the paper's Figure 2a: ||v|| grows with the
 score, so z < 0 for bad and z > 0 for good items); outlierness (Figure 2b: D is U-shaped in the score,
 large at both extremes) multiplies ``|z|`` by a factor between 1 and 2, so items that are both intense
 and outlying move furthest into the tails while central items (small D) stay near 0. Rank-based
@@ -110,7 +110,7 @@ class ProbePrompt:
 
 
 def blind_probe(scale=(1.0, 5.0)) -> ProbePrompt:
-    """The generic blind-probe prompt (seed §3.2 Phase 1: "Performance is Excellent/Terrible")."""
+    """The generic blind-probe prompt (PUAudit §3.2 Phase 1: "Performance is Excellent/Terrible")."""
     return ProbePrompt("blind", BLIND_INSTRUCTION, scale=tuple(map(float, scale)))
 
 
@@ -160,7 +160,7 @@ def render_suffix(tokenizer, messages: Sequence[dict], instruction: str, verdict
 def compress_middle_out(
     messages: Sequence[dict], max_tokens: int, count: Callable[[str], int] | None = None, keep_head: int = 1
 ) -> tuple[list[dict], int]:
-    """Middle-out context compression (seed §3.4): drop whole turns from the middle of the history.
+    """Middle-out context compression (PUAudit §3.4): drop whole turns from the middle of the history.
 
     Turns are dropped until the dialogue fits `max_tokens` (counted by `count`, default whitespace words).
     System messages, the first `keep_head` other turns and the last turn (the rated response) are kept;
@@ -361,7 +361,7 @@ def density_resample(
 
     The density is the histogram count of each value's bin (`bins` equal width bins), weight ratios
     clipped to `max_ratio`. power = 0 is the plain bootstrap; power = 1 makes the resampled values
-    near-uniform over their range. With values = D (distance to the centroid) this is the seed's
+    near-uniform over their range. With values = D (distance to the centroid) this is the paper's
     geometric resampling.
     """
     x = np.asarray(values, np.float64)
@@ -409,7 +409,7 @@ class HeadConfig:
 
 
 class _PCR:
-    """Principal-component regression on standardised features (the seed's "PCA instead of PLS")."""
+    """Principal-component regression on standardised features (the paper's "PCA instead of PLS")."""
 
     def __init__(self, n_components: int):
         self.n_components = n_components
@@ -488,7 +488,7 @@ class BorpHead:
 
 
 class LayerwiseHeads:
-    """Two heads, intermediate and final layer (seed §3.3): predict -> (y_final, y_mid, ``|diff|``).
+    """Two heads, intermediate and final layer (PUAudit §3.3): predict -> (y_final, y_mid, ``|diff|``).
 
     V (n, L, d) with layer axis 1; `mid` and `final` index into it.
     """
@@ -564,8 +564,8 @@ def agreement(y_true, y_pred) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
-# 7. Rubric bootstrapping (seed §3.2 Phase 3, Appendix A Figures 5-6; the figures' text is lost,
-# these prompts follow the seed's description: reverse-engineer behaviour-oriented criteria with
+# 7. Rubric bootstrapping (PUAudit §3.2 Phase 3, Appendix A Figures 5-6; the figures' text is lost,
+# these prompts follow the paper's description: reverse-engineer behaviour-oriented criteria with
 # observable signal features from extreme cases, then fuse several drafts into one standard)
 
 

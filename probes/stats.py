@@ -1,4 +1,4 @@
-"""Agreement statistics and variance reduction for BoRP (seed 002, §4 and §5.3).
+"""Agreement statistics and variance reduction for BoRP (BoRP, §4 and §5.3).
 
 Functions::
 
@@ -118,7 +118,7 @@ def pearson(x, y, confidence: float = 0.95) -> Pearson:
 
 
 # ---------------------------------------------------------------------------------------------
-# CUPED (Deng et al. 2013), seed §5.3
+# CUPED (Deng et al. 2013), PUAudit §5.3
 
 
 @dataclass(frozen=True)

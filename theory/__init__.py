@@ -1,4 +1,4 @@
-"""Numerical checks of the seeds' theorems (PUAudit §4 / Appendix A, UDA appendix Theorem 2).
+"""Numerical checks of the papers' theorems (PUAudit §4 / Appendix A, UDA appendix Theorem 2).
 
 One module per statement, each runnable as ``python -m theory.<name> [--quick] [--out DIR]``:
 

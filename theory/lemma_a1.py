@@ -1,4 +1,4 @@
-"""Lemma A.1 of PUAudit (seed 000, Appendix A.1): maximal correlation with N uniform vectors.
+"""Lemma A.1 of PUAudit (PUAudit, Appendix A.1): maximal correlation with N uniform vectors.
 
 Statement (reconstructed from the extracted text). Let z_bar be the unit consensus direction,
 u = z_i^perp a fixed unit vector in the (d-1)-dimensional complement z_bar^perp and

@@ -1,10 +1,10 @@
-"""Generators on the unit sphere S^{d-1} for the seed's geometric model (PUAudit §4.1).
+"""Generators on the unit sphere S^{d-1} for the paper's geometric model (PUAudit §4.1).
 
-Cone model (Assumptions 4.1 and 4.2 of seed 000):
+Cone model (Assumptions 4.1 and 4.2 of PUAudit):
 
 - a consensus direction z_bar in S^{d-1};
 - positives z with <z, z_bar> >= tau (the cone C_tau(z_bar));
-- negatives z with <z, z_bar> < tau - delta (margin delta), and the seed's extra requirement
+- negatives z with <z, z_bar> < tau - delta (margin delta), and the paper's extra requirement
   tau^2 > tau - delta (a non-empty "utility gap" Delta_base = tau^2 - tau + delta > 0);
 - every vector is z = t z_bar + sqrt(1 - t^2) u with t its projection and u uniform on the unit
   sphere of the orthogonal complement z_bar^perp (S^{d-2}): "orthogonal parts uniform";
@@ -12,7 +12,7 @@ Cone model (Assumptions 4.1 and 4.2 of seed 000):
 
 Projections are drawn uniformly from an interval: positives from [tau, pos_high], negatives from
 [tau - delta - neg_width, tau - delta) (clipped to [-1, 1]). ``proj="boundary"`` puts every
-positive exactly at tau and every negative at tau - delta - 1e-9: the worst case of the seed's
+positive exactly at tau and every negative at tau - delta - 1e-9: the worst case of the paper's
 Appendix A.1 argument.
 
 Everything is a pure function of an explicit ``numpy.random.Generator``; all vectors are float64
@@ -40,7 +40,7 @@ class ConeModel:
       pos_high: upper end of the positives' projection interval, tau < pos_high <= 1.
       neg_width: length of the negatives' projection interval below tau - delta (> 0).
       proj: "uniform" (projections uniform on the intervals) or "boundary" (worst case).
-      require_gap: enforce the seed's tau^2 > tau - delta (Assumption 4.2). Set False to
+      require_gap: enforce the paper's tau^2 > tau - delta (Assumption 4.2). Set False to
         study the regime the theorem excludes.
     """
 
@@ -80,7 +80,7 @@ class ConeModel:
 
     @property
     def gap_base(self) -> float:
-        """The seed's Delta_base = tau^2 - tau + delta (Appendix A.1)."""
+        """The paper's Delta_base = tau^2 - tau + delta (Appendix A.1)."""
         return self.tau**2 - self.tau + self.delta
 
 
@@ -197,9 +197,9 @@ def bias_direction(rng: np.random.Generator, z_bar: np.ndarray) -> np.ndarray:
 
 
 def perturb(z: np.ndarray, b: np.ndarray, lam: float) -> np.ndarray:
-    """The seed's attack (Appendix A.2): z -> (z + lam b) / sqrt(1 + lam^2).
+    """The paper's attack (Appendix A.2): z -> (z + lam b) / sqrt(1 + lam^2).
 
-    This is a unit vector only when b is orthogonal to z (the seed applies it to z = z_bar);
+    This is a unit vector only when b is orthogonal to z (the paper applies it to z = z_bar);
     use :func:`perturb_normalised` for general targets.
     """
     return (z + lam * b) / np.sqrt(1.0 + lam**2)

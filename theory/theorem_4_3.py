@@ -1,4 +1,4 @@
-"""Theorem 4.3 of PUAudit (seed 000, §4.2 and Appendix A.1): support recovery by partial OT.
+"""Theorem 4.3 of PUAudit (PUAudit, §4.2 and Appendix A.1): support recovery by partial OT.
 
 Statement (reconstructed). Under Assumption 4.1 (mu_+ supported on the cone
 {<z, z_bar> >= tau}) and Assumption 4.2 (mu_- supported on {<z, z_bar> < tau - delta}, with
@@ -20,7 +20,7 @@ What is measured, over independent draws of the cone model (``theory.sphere``):
 - exact POT (``solve_partial(..., method="exact")``, a network-simplex vertex): whether the
   plan's support lies in P x U_+ (mass on U_- below 1e-12), the mass precision (fraction of m
   received by U_+) and the support recall (fraction of U_+ receiving mass), vs d, n_P, n_U, m/alpha;
-- the entropic solver: mass precision and the seed's score rule (normalised score >= 0.5 read as
+- the entropic solver: mass precision and the paper's score rule (normalised score >= 0.5 read as
   "positive") vs epsilon;
 - the events the proof uses: Delta > 0 for one anchor, Delta > 0 for every anchor (what the
   support argument actually needs), and the proof's event t <= Delta_base / 4, next to the bound;
@@ -78,7 +78,7 @@ QUICK = Config(
 
 # --------------------------------------------------------------------------- the bound
 def paper_bound(d, n_u: int, gap_base: float):
-    """The seed's lower bound 1 - 2 N_U exp(-(d-1) Delta_base^2 / 32) (may be negative)."""
+    """The paper's lower bound 1 - 2 N_U exp(-(d-1) Delta_base^2 / 32) (may be negative)."""
     return 1.0 - 2.0 * n_u * np.exp(-(np.asarray(d, np.float64) - 1.0) * gap_base**2 / 32.0)
 
 
@@ -93,7 +93,7 @@ def corrected_bound(d, n_p: int, n_u: int, tau: float, delta: float):
 
     Per anchor, <z_i, z_j> >= tau_i tau - t and <z_i, z_k> <= tau_i (tau - delta) + t, so
     Delta_i >= tau_i delta - 2t >= tau delta - 2t (no need for tau^2 > tau - delta); t = tau
-    delta / 4 and a union bound over the n_P anchors (the seed's bound is for one anchor).
+    delta / 4 and a union bound over the n_P anchors (the paper's bound is for one anchor).
     """
     return 1.0 - 2.0 * n_p * n_u * np.exp(-(np.asarray(d, np.float64) - 1.0) * (tau * delta) ** 2 / 32.0)
 
@@ -105,7 +105,7 @@ def corrected_bound_dimension(n_p: int, n_u: int, tau: float, delta: float, leve
 def negative_bound_excess(s: sphere.PUSample, tau: float, delta: float) -> float:
     """max over anchors i, negatives k of <z_i, z_k> - (tau - delta) - |<z_i^perp, z_k^perp>|.
 
-    The seed's (U_- remains) step claims this is <= 0. It uses tau_i tau_k <= tau - delta, which
+    The paper's (U_- remains) step claims this is <= 0. It uses tau_i tau_k <= tau - delta, which
     fails when tau - delta < 0 (then tau_i tau_k can reach tau (tau - delta) > tau - delta).
     """
     _, _, p_perp = sphere.decompose(s.P, s.z_bar)

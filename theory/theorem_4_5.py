@@ -1,4 +1,4 @@
-"""Theorem 4.5 of PUAudit (seed 000, §4.2 and Appendix A.2): stability under a bias direction.
+"""Theorem 4.5 of PUAudit (PUAudit, §4.2 and Appendix A.2): stability under a bias direction.
 
 Statement (reconstructed). Assumption 4.4: a nuisance direction b = z_bias is orthogonal to the
 consensus direction z_bar. The attack moves a target to z~ = (z + lambda b) / sqrt(1 + lambda^2).
@@ -22,7 +22,7 @@ What is measured (all quantities dimensionless; lambda is the bias size relative
    <z_i, b> - <z_i, z> <z, b> = eps_i <z_i^perp, b> - <z_i, z> eps_z <z^perp, b>; the second part
    depends on the target, not on the anchors, and is not reduced by denoising.
 3. Transport cost: exact partial OT from P (or the denoised P', alpha1 = alpha2 = 0.7 as in the
-   seed's Appendix A.4, via ``puaudit_jax.audit.denoise``) to the attacked pool U(lambda); its change
+   paper's Appendix A.4, via ``puaudit_jax.audit.denoise``) to the attacked pool U(lambda); its change
    Delta W(lambda), the first-order slope (envelope theorem: dW/dlambda = sum_ij Gamma_ij
    dC_ij/dlambda, split into an anchor part and a target part) and eps_p before and after
    denoising. P contains a fraction of label noise (negatives) as real human labels would.
@@ -91,7 +91,7 @@ def pointwise(rng, cfg: Config) -> dict:
             b = sphere.bias_direction(rng, z_bar) if kind == "random" else perp[0]
             c1, c2 = taylor_coefficients(lams, cosine_change(z_i, z_bar, b, lams))
             proj = float(perp[0] @ b)
-            # residual of the seed's second-order expansion at lambda = lam_max
+            # residual of the paper's second-order expansion at lambda = lam_max
             lm = cfg.lam_max
             exact = cosine_change(z_i, z_bar, b, np.array([lm]))[0]
             second = lm * np.sqrt(1 - tau_i**2) * proj - tau_i * lm**2 / 2

@@ -1,13 +1,13 @@
-"""Theorem A.3 of PUAudit (seed 000, Appendix A.3): informational sufficiency of the positive set.
+"""Theorem A.3 of PUAudit (PUAudit, Appendix A.3): informational sufficiency of the positive set.
 
 Statement (reconstructed). Assumption A.2: every z_i of the denoised set D_P' satisfies
 <z_i, z_bar> >= 1 - lambda for some lambda in (0, 1), and the distribution is symmetric about z_bar
 in that cap. Theorem A.3: for every eps > 0 there is n*(eps, lambda) such that |D_P'| >= n*
 makes the empirical reference direction z_hat = sum_i z_i / ||sum_i z_i|| "eps-aligned" with
 z_bar with high probability; "the empirical mean direction converges at rate O(|D_P'|^{-1/2})",
-which the seed uses to explain the p_ratio plateau of its Table 6.
+which the paper uses to explain the p_ratio plateau of its Table 6.
 
-"eps-aligned" is not defined in the seed. We measure ||z_hat - z_bar|| (~ the angle, radians);
+"eps-aligned" is not defined in the paper. We measure ||z_hat - z_bar|| (~ the angle, radians);
 for 1 - <z_hat, z_bar> = ||z_hat - z_bar||^2 / 2 the rate is n^{-1}, not n^{-1/2}. For i.i.d.
 draws with E<z, z_bar> = mu and E<z, z_bar>^2 = s2 the perpendicular part of the mean is an average
 of n centred vectors, so E||z_hat - z_bar||^2 ~ (1 - s2) / (n mu^2) and
@@ -22,7 +22,7 @@ What is measured:
 2. The p_ratio plateau (seed Table 6) on synthetic comparisons: N_H human-labelled comparisons of
    one question type, a judge that agrees with the human with probability 0.781 (Table 6's
    Cons_orig), a fraction p_ratio used as P (oriented by the human), the rest as the evaluation
-   pool U (oriented by the judge); the seed's audit (denoise, partial OT with mass m = 0.781 and
+   pool U (oriented by the judge); the paper's audit (denoise, partial OT with mass m = 0.781 and
    cosine cost, flip where the normalised score < 0.5) and Cons_adj on U, 10 seeds, next to the
    published Table 6 (``puaudit_jax/reference/puaudit_table6_p_ratio.csv``). The exact solver is
    used (its vertex scores make the flip rule "flip the least-aligned 1 - m of the pool").

@@ -1,4 +1,4 @@
-"""Theorem 2 of the UDA appendix (seed 001): consensus shrinkage never increases aggregate bias.
+"""Theorem 2 of the UDA appendix (UDA): consensus shrinkage never increases aggregate bias.
 
 Statement. For one model m, judge k's bias is eps_k = R_m^(k) - R_m^* (Elo points). UDA is
 idealised as the common shrinkage R_UDA^(k) = alpha R_base^(k) + (1 - alpha) mean_j R_base^(j), so
@@ -6,7 +6,7 @@ eps_UDA^(k) = alpha eps_k + (1 - alpha) eps_bar. Theorem 2: for every bias vecto
 in [0, 1], S_UDA = sum_k |eps_UDA^(k)| <= S_base = sum_k |eps_k| (triangle inequality + Jensen).
 
 Equality. For alpha = 1 always; for alpha in [0, 1), S_UDA = S_base iff all eps_k have the same
-(weak) sign: then every term keeps its sign and sum_k eps_UDA^(k) = sum_k eps_k. The seed's
+(weak) sign: then every term keeps its sign and sum_k eps_UDA^(k) = sum_k eps_k. The paper's
 conclusion ("strictly reduce, unless all biases are already identical") is therefore wrong: any
 common-sign bias (every judge over-rates model m, by different amounts) gives equality, i.e. the
 consensus cannot remove a bias shared by all judges.

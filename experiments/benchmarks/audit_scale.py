@@ -1,6 +1,6 @@
 """End to end: one large audit from precomputed embeddings on 1, 2 and 8 devices, same items.csv.
 
-A cone-model comparison set (``puaudit_jax.audit.synthetic``, seed 000 §4.1) at d = 384 (MiniLM's
+A cone-model comparison set (``puaudit_jax.audit.synthetic``, PUAudit §4.1) at d = 384 (MiniLM's
 width) is written as the comparison file + ``.npz`` that ``puaudit audit --embeddings`` reads;
 then ``puaudit audit --scorer pot`` runs once per device count, each in its own process with
 that many forced host devices (``XLA_FLAGS=--xla_force_host_platform_device_count=D``) and

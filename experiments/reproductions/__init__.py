@@ -1,4 +1,4 @@
-"""Reproductions: the seed papers' protocols and tables on the bundled data and the local judge,
+"""Reproductions: the papers' protocols and tables on the bundled data and the local judge,
 and the studies built on them, each writing its ``results/`` files. ``puaudit_protocol`` and
 ``puaudit_rules`` (PUAudit's evaluation and decision rules), ``attack_protocol`` (attacks on the
 judge), ``local_judge_mtbench`` and ``local_judge_types`` (the local SmolLM2 judge on MT-Bench),

@@ -271,7 +271,7 @@ def run(args, server) -> int:
     lines = [
         "# Attack-judge protocol on the "
         + ("served judge (llama.cpp's server)" if server is not None else "local judge")
-        + " (seed §5.2, Algorithm 2)",
+        + " (PUAudit §5.2, Algorithm 2)",
         "",
         f"Judge: {judge.name} (seed Figure 10 prompt, verdict from next-token log-probs, both orders); "
         f"rewrites: {summary['generator']}. "

@@ -1,5 +1,5 @@
 """BoRP on USR Topical-Chat: cross-validated probes on SmolLM2-135M-Instruct hidden states (MiniLM as
-a contrast), the seed's Table 4 ablations, polarization geometry, layer-wise uncertainty, throughput.
+a contrast), the paper's Table 4 ablations, polarization geometry, layer-wise uncertainty, throughput.
 
     OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 taskset -c 1 python -m experiments.reproductions.borp_usr [--limit N] [--quick]
 
@@ -241,7 +241,7 @@ def main(argv=None):
             cv_eval(head(target, geometric=False, resample=None), E, y, groups, seeds)[0],
         )
 
-    print("Ablations on overall (the seed's Table 4 shape)")
+    print("Ablations on overall (the paper's Table 4 shape)")
     y = table["overall"].to_numpy(float)
     Vo = final[:, names.index("overall")]
     ablations = {

@@ -3,7 +3,7 @@
     python -m experiments.reproductions.judge_evidence [--judgebench PATH/outputs] [--sets ...]
         [--p-ratios 0.1,0.2,0.5] [--seeds 10] [--embeddings-dir DIR] [--out results]
 
-For each set and share of labels, :func:`puaudit_jax.evaluate.evaluate` runs the seed's protocol
+For each set and share of labels, :func:`puaudit_jax.evaluate.evaluate` runs the paper's protocol
 (labels hidden in groups: MT-Bench by question, LLMFAO by prompt, JudgeBench by question; the
 cross-fitting folds and the bootstrap grouped the same way) once per split with kNN scores, and
 applies to the same cross-fitted features: the default two-sided rule, and the ``evidence`` rule

@@ -8,7 +8,7 @@ among the rows of ``experiments.reproductions.local_judge_mtbench`` (same ``--pe
 verdict log-probabilities come from the same cache). The judge writes its verdict line and opens
 ``[[TYPE:``; the type is the most likely of "A".."F" (``LocalJudge(predict_type=True)``).
 
-MT-Bench's eight categories are not the seed's six types. Expected letters where the mapping is
+MT-Bench's eight categories are not the paper's six types. Expected letters where the mapping is
 unambiguous: coding -> A (Programming), math and reasoning -> B (Math or logical reasoning),
 stem and humanities -> C (Factual or knowledge-based), writing -> D (Writing / creative);
 extraction and roleplay have no single seed type and count only in the confusion table.

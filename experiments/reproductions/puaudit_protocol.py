@@ -1,15 +1,15 @@
-"""PUAudit's evaluation protocol on the bundled real sets (seed 000 §5-6, Tables 1 and 5-7).
+"""PUAudit's evaluation protocol on the bundled real sets (PUAudit §5-6, Tables 1 and 5-7).
 
     python -m experiments.reproductions.puaudit_protocol [--sets mtbench,llmfao-gpt4,llmfao-gpt3] [--seeds 10]
-        [--scorers all] [--rules seed,budget,none] [--embeddings-dir DIR] [--cache-dir DIR] [--sweeps]
+        [--scorers all] [--rules paper,budget,none] [--embeddings-dir DIR] [--cache-dir DIR] [--sweeps]
 
 For every set: MiniLM embeddings (the Flax port in probes; read from ``--embeddings-dir/emb_<set>.npz``
 when present, else encoded and cached), then :func:`puaudit_jax.evaluate.evaluate` with every
 scorer and rule on the same splits. Writes ``results/puaudit_protocol.csv`` (one row per set,
 scorer, rule and question type), ``results/puaudit_protocol.json`` (the same with settings and
-timings), ``results/puaudit_protocol_radar.png`` (seed Figure 3: entropic POT with the seed's rule,
+timings), ``results/puaudit_protocol_radar.png`` (seed Figure 3: entropic POT with the paper's rule,
 one radar per set) and, with ``--sweeps``, ``results/puaudit_sweeps.csv`` (p_ratio and m on
-MT-Bench, the seed's Tables 6 and 7, beside the published numbers). Prints paper-vs-ours tables.
+MT-Bench, the paper's Tables 6 and 7, beside the published numbers). Prints paper-vs-ours tables.
 """
 
 from __future__ import annotations

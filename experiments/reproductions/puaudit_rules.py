@@ -4,14 +4,14 @@
         [--scorers pot-exact,centroid,knn,pu-logistic] [--splits random,grouped] [--embeddings-dir DIR]
         [--data-file NAME=PATH ...]
 
-For every set and split mode, :func:`puaudit_jax.evaluate.evaluate` runs the seed's protocol
+For every set and split mode, :func:`puaudit_jax.evaluate.evaluate` runs the paper's protocol
 (p_ratio 0.2, m estimated on a 25% holdout) once per scorer and applies every rule to the same
-scores / cross-fitted features: ``none`` (the raw judge), ``seed`` (the seed's rule, the comparison
+scores / cross-fitted features: ``none`` (the raw judge), ``paper`` (the paper's rule, the comparison
 row), ``budget``, the calibrated rules (``calibrated``, ``calibrated-platt``, ``two-sided``,
 ``two-sided-platt``) and the ``hindsight`` ceiling (best per-type budget chosen with the hidden
 labels: not a rule). ``grouped`` hides labels by prompt (LLMFAO ``prompt``, MT-Bench
 ``question_id``) and groups the cross-fitting folds and the bootstrap the same way, so labelled
-items and the pool never share a prompt's responses; ``random`` is the seed's split.
+items and the pool never share a prompt's responses; ``random`` is the paper's split.
 
 Writes ``results/puaudit_rules.csv`` (one row per set, split, scorer, rule, question type),
 ``results/puaudit_rules.json`` (with settings) and ``results/puaudit_rules.md`` (the overall grids),
@@ -34,7 +34,7 @@ from puaudit_jax.datasets import load_bundled, load_comparisons
 from puaudit_jax.evaluate import evaluate
 from puaudit_runtime.files import write_csv, write_json, write_text
 
-RULES = ("none", "seed", "budget", "calibrated", "calibrated-platt", "two-sided", "two-sided-platt")
+RULES = ("none", "paper", "budget", "calibrated", "calibrated-platt", "two-sided", "two-sided-platt")
 CLUSTER = {"mtbench": "question_id", "llmfao-gpt4": "prompt", "llmfao-gpt3": "prompt"}
 
 

@@ -1,4 +1,4 @@
-"""UDA (seed 001 appendix): reproduce Table 4, compare our consensus alignment with the paper's UDA
+"""UDA (UDA appendix): reproduce Table 4, compare our consensus alignment with the paper's UDA
 rows, the trade-off over the consensus weight, Theorem 2 on the real matrices, and BT scores and
 consensus alignment of real judges on LLMFAO (crowd, GPT-4, GPT-3.5) and MT-Bench.
 
@@ -10,7 +10,7 @@ uda_table4.csv, uda_rows.csv, uda_tradeoff.csv, uda_shrinkage.csv, uda_theorem2.
 uda_llmfao_bt.csv, uda_llmfao_agreement.csv, uda_llmfao_alignment.csv, uda_alignment.png
 (heat maps + trade-off), uda_llmfao.png; prints paper-vs-ours tables.
 
-Judges of the seed's matrices: J1..J10 are the ten answer models in the appendix's order (Table 4
+Judges of the paper's matrices: J1..J10 are the ten answer models in the appendix's order (Table 4
 names its rows by model), so the self-preference flag marks J_k x model_k and same-family cells
 (glm-4-*, deepseek-*).
 """
@@ -99,7 +99,7 @@ def _fmt(frame: pd.DataFrame, digits: int = 4) -> str:
 
 
 # --------------------------------------------------------------------------------------------------
-# the seed's matrices
+# the paper's matrices
 
 
 def seed_matrices(config: AlignConfig, weights, progress: bool) -> tuple[dict, dict]:

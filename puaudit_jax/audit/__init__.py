@@ -1,4 +1,4 @@
-"""PUAudit (seed 000 §3, Appendix A.4, Algorithm 1): the audit as a chain of typed stages.
+"""PUAudit (PUAudit §3, Appendix A.4, Algorithm 1): the audit as a chain of typed stages.
 
 Where things happen, one module per stage:
 
@@ -40,8 +40,8 @@ __all__ = [
     "POOLED_TYPE",
     "ROLES",
     "References",
-    "SEED_RULE",
-    "SEED_SCORER",
+    "PAPER_RULE",
+    "PAPER_SCORER",
     "Scores",
     "ScoringGroup",
     "ZERO_DIFF",
@@ -65,7 +65,7 @@ __getattr__, __dir__ = lazy_package(
     __name__,
     {
         "..datasets.verdicts": ("NO_TYPE", "flip_verdict"),
-        ".config": ("DEFAULT_RULE", "DEFAULT_SCORER", "SEED_RULE", "SEED_SCORER", "AuditConfig"),
+        ".config": ("DEFAULT_RULE", "DEFAULT_SCORER", "PAPER_RULE", "PAPER_SCORER", "AuditConfig"),
         ".crossfit": ("CrossfitSummary", "crossfit"),
         ".decide": ("apply_rule", "with_flips"),
         ".guarantee": ("Guarantee",),

@@ -20,21 +20,21 @@ from .names import EVIDENCE_KINDS, FEATURES, check_kinds
 # had the best mean gain among the pairs that never lost more than 0.3 points. The evidence rule
 # (experiments/reproductions/judge_evidence.py, README "Judge-side evidence"): over six sets at 10 /
 # 20 / 50 % labels it never lost (worst +0.0 points; two-sided: -2.9) and gained up to +19.9 where
-# the judge errs by position. The seed's configuration is scorer="pot", rule="seed".
+# the judge errs by position. The paper's configuration is scorer="pot", rule="paper".
 DEFAULT_SCORER, DEFAULT_RULE = "knn", "evidence"
-SEED_SCORER, SEED_RULE = "pot", "seed"
+PAPER_SCORER, PAPER_RULE = "pot", "paper"
 
 
 @dataclass(frozen=True)
 class AuditConfig:
-    """Every knob of one audit (seed 000 defaults). ``scorer`` / ``rule`` are names or callables.
+    """Every knob of one audit (PUAudit defaults). ``scorer`` / ``rule`` are names or callables.
 
     Attributes:
         m: transported mass in (0, 1]; default: estimated as the judge-human agreement on a
-            holdout of the labelled rows (seed §5.1)
-        eta: flip threshold on normalised scores (the seed rule flips where s / max s < eta)
-        alpha1: denoising, share of positives kept by cosine of the winner to its centre (seed §3.2)
-        alpha2: denoising, share of those kept by cosine of z to the mean z (seed §3.2)
+            holdout of the labelled rows (PUAudit §5.1)
+        eta: flip threshold on normalised scores (the paper rule flips where s / max s < eta)
+        alpha1: denoising, share of positives kept by cosine of the winner to its centre (PUAudit §3.2)
+        alpha2: denoising, share of those kept by cosine of z to the mean z (PUAudit §3.2)
         group_by: score each question type against its own P' (question_type) or one pooled group
         scorer: scorer name (puaudit_jax.audit.scorers) or callable
         scorer_options: keyword options of the scorer, as a dict or sorted (key, value) pairs

@@ -1,7 +1,7 @@
-"""Stage 7, ``decide``: which judge verdicts of the pool get flipped (seed 000 §3.3, Alg. 1 l. 17-18).
+"""Stage 7, ``decide``: which judge verdicts of the pool get flipped (PUAudit §3.3, Alg. 1 l. 17-18).
 
-Score rules (the seed's: flip where s̄_j < eta) read each scoring group's normalised scores; a
-group with a single pool item has s̄ = 1 and is never flipped by the seed rule. Calibrated rules
+Score rules (the paper's: flip where s̄_j < eta) read each scoring group's normalised scores; a
+group with a single pool item has s̄ = 1 and is never flipped by the paper rule. Calibrated rules
 (:class:`~puaudit_jax.audit.rules.CalibratedRule`) read the cross-fitted features and also give
 P(judge wrong) with a bootstrap interval, for the pool and (out of fold) the labelled rows.
 """

@@ -1,4 +1,4 @@
-"""P-group denoising (seed 000 §3.2 "Positive group denoising", Appendix A.4).
+"""P-group denoising (PUAudit §3.2 "Positive group denoising", Appendix A.4).
 
 Within one question type, from the human-verified positives P (n items):
 
@@ -7,7 +7,7 @@ Within one question type, from the human-verified positives P (n items):
 2. Improvement alignment: z̄ = mean of z_i over P^(1); keep the top ``floor(alpha2 * |P^(1)|)`` by
    cos(z_i, z̄)                                                             -> P'
 
-Sizes use floor, as in the seed, but never drop below one item (a type with 1 positive keeps it).
+Sizes use floor, as in the paper, but never drop below one item (a type with 1 positive keeps it).
 Ties in similarity keep the earlier item (stable sort), so the result is deterministic.
 """
 

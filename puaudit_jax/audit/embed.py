@@ -1,4 +1,4 @@
-"""Step 1 of PUAudit (seed 000 §3.2, Appendix A.4, Algorithm 1 lines 3-6): F(x, o) for both sides.
+"""Step 1 of PUAudit (PUAudit §3.2, Appendix A.4, Algorithm 1 lines 3-6): F(x, o) for both sides.
 
 The audit needs, for every usable comparison, the frozen encoder's embedding of the prompt with
 each response: ``e_a = F(x, o_A)`` and ``e_b = F(x, o_B)``, both (d,). They are held in a
@@ -10,7 +10,7 @@ each response: ``e_a = F(x, o_A)`` and ``e_b = F(x, o_B)``, both (d,). They are 
 - the Flax ports in :mod:`probes` through :func:`probes_encoder` (``"minilm"``, ``"smollm2"`` or a
   local model folder), with probes' content-hash disk cache.
 
-Inputs are the seed's format ``"<|user|>" + x + "<|assistant|>" + o`` (Appendix A.4); for an
+Inputs are the paper's format ``"<|user|>" + x + "<|assistant|>" + o`` (Appendix A.4); for an
 MT-Bench turn-2 item, x is the side's own conversation so far (user turn 1, that model's answer 1,
 user turn 2), so each side is embedded in its own context, as GPT-4 judged it. Identical inputs
 are encoded once (many comparisons share a response).
@@ -103,7 +103,7 @@ def load_embeddings(path: str | Path) -> PairEmbeddings:
 
 
 def side_input(question, history, response: str) -> str:
-    """The seed's encoder input for one side: ``"<|user|>" + x + "<|assistant|>" + o``.
+    """The paper's encoder input for one side: ``"<|user|>" + x + "<|assistant|>" + o``.
 
     ``question`` is a string or the list of user turns; ``history`` that side's earlier answers
     (multi-turn x is rendered as alternating user / assistant turns, each turn tagged).

@@ -1,8 +1,8 @@
-"""Stage 2, ``estimate_m``: the transported mass m (seed 000 §5.1).
+"""Stage 2, ``estimate_m``: the transported mass m (PUAudit §5.1).
 
 Given by the user, or estimated as the judge-human agreement on a held-out part of the labelled
 rows (``holdout`` fraction per question type, floor, at least one row overall), clipped to
-``m_clip``. Held-out rows are not used as positives. The seed's Generator is consumed here first;
+``m_clip``. Held-out rows are not used as positives. The paper's Generator is consumed here first;
 its state after this stage travels in :attr:`MassEstimate.rng_state` to the cross-fitting stage,
 so one seed fixes the whole audit.
 """

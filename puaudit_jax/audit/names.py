@@ -7,12 +7,26 @@ they name are :data:`~.scorers.SCORERS` and :data:`~.rules.RULES` (a test keeps 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 EVIDENCE_KINDS = ("embedding", "style", "swapped", "confidence", "others")
 FEATURES = ("score", "two-sided")
 SCORER_NAMES = ("pot", "pot-exact", "ot-balanced", "ot-unbalanced", "centroid", "knn", "pu-logistic")
-RULE_NAMES = ("seed", "budget", "none", "calibrated", "calibrated-platt", "two-sided", "two-sided-platt", "evidence")
+RULE_NAMES = ("paper", "budget", "none", "calibrated", "calibrated-platt", "two-sided", "two-sided-platt", "evidence")
+
+# The PUAudit paper's rule was named "seed" (the paper was "seed 000" in this project) until 0.1.0; the name
+# is accepted with a FutureWarning for one release.
+RENAMED_RULES = {"seed": "paper"}
+
+
+def current_rule(name: str) -> str:
+    """``name``, or the current name of a renamed rule (with a FutureWarning saying so)."""
+    if name in RENAMED_RULES:
+        warnings.warn(f"the rule {name!r} is now named {RENAMED_RULES[name]!r}; {name!r} will be removed in the "
+                      "next release", FutureWarning, stacklevel=3)  # fmt: skip
+        return RENAMED_RULES[name]
+    return name
 
 
 def check_kinds(kinds: Sequence[str]) -> tuple[str, ...]:

@@ -1,4 +1,4 @@
-"""Stage 3, ``orient``: unit difference vectors pointing from loser to winner (seed 000 §3.1, Eq. 1/3).
+"""Stage 3, ``orient``: unit difference vectors pointing from loser to winner (PUAudit §3.1, Eq. 1/3).
 
 Positives P (labelled rows not held out) are oriented by the human verdict, the pool U
 (unlabelled rows) by the judge's: z = (F(x, o_w) - F(x, o_l)) / ||.||.

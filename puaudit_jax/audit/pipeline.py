@@ -1,4 +1,4 @@
-"""The PUAudit pipeline (seed 000 §3, Appendix A.4, Algorithm 1) as a chain of named stages.
+"""The PUAudit pipeline (PUAudit §3, Appendix A.4, Algorithm 1) as a chain of named stages.
 
     prepare -> estimate_m -> orient -> references -> score -> [crossfit] -> decide -> report
     with ``guarantee``: half the labels hidden -> the chain above -> certify_items (trust / flip / escalate)

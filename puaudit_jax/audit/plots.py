@@ -16,7 +16,7 @@
   judge's raw agreement, and the kept threshold.
 - :func:`audit_figures` -- all of them that apply into an output folder.
 
-The seed's panel (c) sorts a "diagnostic score" 0.6 (1 - r) + 0.4 (1 - d) whose terms it does not
+The paper's panel (c) sorts a "diagnostic score" 0.6 (1 - r) + 0.4 (1 - d) whose terms it does not
 define; we sort the normalised transport score s̄ itself.
 """
 

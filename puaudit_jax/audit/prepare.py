@@ -1,4 +1,4 @@
-"""Stage 1, ``prepare``: the comparison table and its embeddings as arrays (seed 000 §3.2, Alg. 1 l. 3-6).
+"""Stage 1, ``prepare``: the comparison table and its embeddings as arrays (PUAudit §3.2, Alg. 1 l. 3-6).
 
 Every row keeps its place: ``status`` marks it labelled (human A/B, judge A/B), unlabelled (human
 missing, judge A/B) or excluded (ties, missing text, identical responses; :func:`item_status`),

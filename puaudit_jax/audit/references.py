@@ -1,4 +1,4 @@
-"""Stage 4, ``references``: the denoised positives P' per question type (seed 000 §3.2, Alg. 1 l. 7-12).
+"""Stage 4, ``references``: the denoised positives P' per question type (PUAudit §3.2, Alg. 1 l. 7-12).
 
 Each question type's positives are denoised on their own (:func:`puaudit_jax.audit.denoise.denoise`,
 alpha1, alpha2); types with fewer than ``min_group_size`` positives are denoised together in one

@@ -6,11 +6,11 @@ Two kinds, pluggable like the scorers.
 
     rule(normalised_scores (k,), context: RuleContext) -> flips (k,) bool
 
-``normalised_scores`` are s̄_j = s_j / max_k s_k in [0, 1] of one scoring group (seed §3.3);
-``RuleContext`` carries the audit's m, eta, the group name and the seed.
+``normalised_scores`` are s̄_j = s_j / max_k s_k in [0, 1] of one scoring group (PUAudit §3.3);
+``RuleContext`` carries the audit's m, eta, the group name and the paper.
 
 ==========  ================================================================================
-``seed``    the seed's rule (§3.3, Algorithm 1 lines 13-18): flip where s̄_j < eta
+``paper``  the paper's rule (§3.3, Algorithm 1 lines 13-18): flip where s̄_j < eta
 ``budget``  flip the floor((1 - m) * k) lowest-scoring items (ties broken by position): the
             number of flips an exact POT solution implies, whatever the scorer; used to compare
             scorers at the same flip budget
@@ -45,7 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING
 
-from .names import EVIDENCE_KINDS, FEATURES, check_kinds
+from .names import EVIDENCE_KINDS, FEATURES, RENAMED_RULES, check_kinds, current_rule
 
 if TYPE_CHECKING:  # numpy is imported where a rule runs: the CLI's parser reads CalibratedRule's fields
     import numpy as np
@@ -53,7 +53,7 @@ if TYPE_CHECKING:  # numpy is imported where a rule runs: the CLI's parser reads
 
 @dataclass(frozen=True)
 class RuleContext:
-    """What a rule may look at besides the scores: m and eta of the audit, the group, the seed."""
+    """What a rule may look at besides the scores: m and eta of the audit, the group, the paper."""
 
     m: float
     eta: float
@@ -64,7 +64,7 @@ class RuleContext:
 Rule = Callable[["np.ndarray", RuleContext], "np.ndarray"]
 
 
-def seed_rule(scores: np.ndarray, ctx: RuleContext) -> np.ndarray:
+def paper_rule(scores: np.ndarray, ctx: RuleContext) -> np.ndarray:
     """Flip exactly where the normalised score is strictly below eta."""
     import numpy as np
 
@@ -509,7 +509,7 @@ class CalibratedRule:
 
 
 RULES: dict[str, Rule | CalibratedRule] = {
-    "seed": seed_rule,
+    "paper": paper_rule,
     "budget": budget_rule,
     "none": no_flip_rule,
     "calibrated": CalibratedRule(),
@@ -526,6 +526,7 @@ def get_rule(rule, **options):
     ``options`` replace fields of a calibrated rule, e.g. threshold=0.6.
     """
     if isinstance(rule, str):
+        rule = current_rule(rule)
         if rule not in RULES:
             raise ValueError(f"unknown rule {rule!r}; use one of {sorted(RULES)} or a callable")
         rule = RULES[rule]
@@ -549,9 +550,9 @@ def rule_feature(rule) -> str | None:
 
 
 def rule_name(rule) -> str:
-    """The registry name of a rule ("seed" for :func:`seed_rule`), else its ``name`` / ``__name__``."""
+    """The registry name of a rule ("paper" for :func:`paper_rule`), else its ``name`` / ``__name__``."""
     if isinstance(rule, str):
-        return rule
+        return RENAMED_RULES.get(rule, rule)
     for key, registered in RULES.items():
         if registered is rule:
             return key

@@ -1,8 +1,8 @@
-"""Stage 5, ``score``: every pool item's score against its group's P' (seed 000 §3.3, Alg. 1 l. 13-16).
+"""Stage 5, ``score``: every pool item's score against its group's P' (PUAudit §3.3, Alg. 1 l. 13-16).
 
 Scoring groups are the pool's question types (``group_by="question_type"``: each type's U against
 its own P', or the union of every P' when the type has none) or one group ``"all"``. The scorer
-(:mod:`puaudit_jax.audit.scorers`; the seed's: entropic partial OT, s_j = mass received) gives raw scores
+(:mod:`puaudit_jax.audit.scorers`; the paper's: entropic partial OT, s_j = mass received) gives raw scores
 s_j >= 0; normalised s̄_j = s_j / max_k s_k within the group.
 """
 

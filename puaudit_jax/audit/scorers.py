@@ -8,7 +8,7 @@ One interface for every scorer (so a new objective is one small class)::
 - ``zu``: (n_U, d) unit difference vectors of the unlabelled pool (oriented by the judge).
 - ``m``: the transported mass / estimated share of human-consistent judge verdicts in (0, 1].
 - ``scores``: (n_U,) float64, >= 0, larger = more aligned with P'. The pipeline divides by the
-  maximum (seed §3.3, s̄_j = s_j / max_k s_k) and a decision rule (:mod:`puaudit_jax.audit.rules`) turns
+  maximum (PUAudit §3.3, s̄_j = s_j / max_k s_k) and a decision rule (:mod:`puaudit_jax.audit.rules`) turns
   normalised scores into flips, identically for every scorer.
 
 Scorers (registry :data:`SCORERS`; build with :func:`get_scorer`):
@@ -16,7 +16,7 @@ Scorers (registry :data:`SCORERS`; build with :func:`get_scorer`):
 =================  ==========================================================================
 ``pot``            entropic partial OT (:func:`puaudit_jax.ot.solve_partial`, ``method="auto"``:
                    Sinkhorn, exact fallback when it does not converge); s_j = received mass
-                   (seed §3.3 / Algorithm 1 line 11)
+                   (PUAudit §3.3 / Algorithm 1 line 11)
 ``pot-exact``      the same problem solved exactly (network simplex); a vertex solution, so
                    s_j is (almost) 0 or b_j
 ``ot-balanced``    balanced entropic OT (ott-jax). Every U item receives exactly b_j, so the
@@ -99,7 +99,7 @@ def _settle(scorer, names: tuple[str, ...], legacy: dict, renamed: dict | None =
 
 @dataclass(frozen=True)
 class POTScorer:
-    """Partial OT from P' (weights 1/n_P') to U (weights 1/n_U), cosine cost, mass m (seed §3.3).
+    """Partial OT from P' (weights 1/n_P') to U (weights 1/n_U), cosine cost, mass m (PUAudit §3.3).
 
     ``solver``: the Sinkhorn settings (:class:`~puaudit_jax.ot.PartialSinkhorn`, or a dict of its
     fields as a JSON config gives them); the scores need the plan's masses, not bounds on its cost,
@@ -263,7 +263,7 @@ class UnbalancedOTScorer:
 
 @dataclass(frozen=True)
 class CentroidScorer:
-    """max(0, cos(z_j, z̄)) with z̄ the mean of P' (the seed's consensus direction, §4.1)."""
+    """max(0, cos(z_j, z̄)) with z̄ the mean of P' (the paper's consensus direction, §4.1)."""
 
     name: str = "centroid"
 

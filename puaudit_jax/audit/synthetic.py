@@ -1,4 +1,4 @@
-"""Synthetic comparisons from the seed's cone model (seed 000 §4.1, Assumptions 4.1-4.2).
+"""Synthetic comparisons from the paper's cone model (PUAudit §4.1, Assumptions 4.1-4.2).
 
 Every comparison has a human-oriented unit difference z_h (winner minus loser, by the human).
 

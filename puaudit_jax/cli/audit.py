@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 
 from ..audit.config import AuditConfig
-from ..audit.names import RULE_NAMES, SCORER_NAMES
+from ..audit.names import RULE_NAMES, SCORER_NAMES, current_rule
 from ..audit.rules import CalibratedRule
 from . import inputs
 from .options import add_options, options_from_args
@@ -172,13 +172,14 @@ def add_audit_parser(sub) -> None:
         "--scorer",
         default=AuditConfig.scorer,
         choices=sorted(SCORER_NAMES),
-        help=f"default {AuditConfig.scorer} (picked by the data; the seed's is pot)",
+        help=f"default {AuditConfig.scorer} (picked by the data; the paper's is pot)",
     )
     p.add_argument(
         "--rule",
         default=AuditConfig.rule,
+        type=current_rule,  # a renamed rule's old name, with a warning
         choices=sorted(RULE_NAMES),
-        help=f"default {AuditConfig.rule} (calibrated, abstaining; the seed's is seed)",
+        help=f"default {AuditConfig.rule} (calibrated, abstaining; the paper's is paper)",
     )
     p.add_argument("--hide-labels", type=float, help="hide the human labels of this share of labelled rows")
     p.add_argument(

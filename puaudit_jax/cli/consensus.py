@@ -7,10 +7,10 @@ Sub-commands
   with columns judge (name), model_a, model_b, winner (A | B | tie), or a bundled set: ``llmfao``
   (crowd votes, gpt4, gpt3) or ``mtbench`` (human, gpt4).
 - ``align MATRIX``: the consensus adapter on a judges x models csv (first column = judge) ->
-  ``aligned.csv``, ``metrics.json`` (before / after, the seed recorded), ``heatmaps.png``.
+  ``aligned.csv``, ``metrics.json`` (before / after, the paper recorded), ``heatmaps.png``.
   ``--human NAME`` takes the row NAME of MATRIX as the human reference (left out of the judges).
-  MATRIX may be ``uda-transfer`` / ``uda-arenahard`` (the seed's bundled matrices).
-- ``table4``: the seed appendix's Table 4 from its bundled matrices (a quick check).
+  MATRIX may be ``uda-transfer`` / ``uda-arenahard`` (the paper's bundled matrices).
+- ``table4``: the paper's appendix's Table 4 from its bundled matrices (a quick check).
 
 The computing is :mod:`puaudit_jax.consensus.runs`; this module parses and prints.
 """
@@ -54,7 +54,7 @@ def add_consensus_parser(subparsers) -> argparse.ArgumentParser:
     a.add_argument("--out", required=True, help="output folder (aligned matrices, metrics, figures)")
     a.add_argument("--no-figures", action="store_true", help="write no figures")
 
-    sub.add_parser("table4", help="reproduce the seed appendix's Table 4 from its bundled matrices")
+    sub.add_parser("table4", help="reproduce the paper's appendix's Table 4 from its bundled matrices")
     p.set_defaults(func=cmd_consensus)
     return p
 

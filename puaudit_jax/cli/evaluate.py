@@ -1,14 +1,14 @@
-"""``puaudit evaluate DATA`` (the seed's protocol) and ``puaudit demo`` (it, end to end, on MT-Bench).
+"""``puaudit evaluate DATA`` (the paper's protocol) and ``puaudit demo`` (it, end to end, on MT-Bench).
 
-    puaudit evaluate DATA [--embeddings FILE | --encoder ...] [--pairs knn:evidence,pot:seed]
-                     [--scorers knn,pot-exact|all --rules evidence,seed|all] [--seeds 10] [--p-ratio 0.2]
+    puaudit evaluate DATA [--embeddings FILE | --encoder ...] [--pairs knn:evidence,pot:paper]
+                     [--scorers knn,pot-exact|all --rules evidence,paper|all] [--seeds 10] [--p-ratio 0.2]
                      [--split-by COLUMN] [--ceiling] [--sweep p_ratio=0.05,0.2] --out DIR
     puaudit demo [--out DIR]
 
 evaluate writes ``DIR/results.csv`` (one row per scorer, rule and question type), ``DIR/results.json``
 (the same plus the settings), ``DIR/per_seed.csv``, ``DIR/figure3.png``, ``DIR/figure2.png`` and,
 when the first scorer's rule is calibrated, ``DIR/calibration.png``. demo writes the same for
-MT-Bench GPT-4 against the expert votes and prints the default audit beside the seed's Table 5.
+MT-Bench GPT-4 against the expert votes and prints the default audit beside the paper's Table 5.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import time
 from dataclasses import replace
 
 from ..audit.config import DEFAULT_RULE, DEFAULT_SCORER, AuditConfig
-from ..audit.names import RULE_NAMES, SCORER_NAMES
+from ..audit.names import RULE_NAMES, SCORER_NAMES, current_rule
 from ..evaluate.config import DEFAULT_PAIRS, DEMO_SCORERS, Protocol
 from . import inputs
 from .audit import AUDIT_FIELDS, add_audit_options, audit_config, rule_of, scorer_of
@@ -27,7 +27,7 @@ from .run_folder import wrote
 
 
 def _names(value: str, registry, what: str) -> list[str]:
-    names = list(registry) if value == "all" else [v.strip() for v in value.split(",") if v.strip()]
+    names = list(registry) if value == "all" else [current_rule(v.strip()) for v in value.split(",") if v.strip()]
     bad = [v for v in names if v not in registry]
     if bad:
         raise SystemExit(f"error: unknown {what} {bad}; use {sorted(registry)} or 'all'")
@@ -37,6 +37,7 @@ def _names(value: str, registry, what: str) -> list[str]:
 def _pairs(value: str) -> list[tuple[str, str]]:
     """``scorer:rule,scorer:rule`` -> [(scorer, rule)], names checked."""
     pairs = [tuple(p.strip().split(":", 1)) for p in value.split(",") if p.strip()]
+    pairs = [(p[0], current_rule(p[1])) if len(p) == 2 else p for p in pairs]
     bad = [":".join(p) for p in pairs if len(p) != 2 or p[0] not in SCORER_NAMES or p[1] not in RULE_NAMES]
     if bad or not pairs:
         raise SystemExit(
@@ -79,7 +80,7 @@ def _compared(args, mesh) -> dict:
     if args.scorers or args.rules:
         return {
             "scorers": [scorer(s) for s in _names(args.scorers or DEFAULT_SCORER, SCORER_NAMES, "scorers")],
-            "rules": [rule_of(r, args) for r in _names(args.rules or f"{DEFAULT_RULE},seed", RULE_NAMES, "rules")],
+            "rules": [rule_of(r, args) for r in _names(args.rules or f"{DEFAULT_RULE},paper", RULE_NAMES, "rules")],
         }
     return {"pairs": [(scorer(s), rule_of(r, args)) for s, r in _pairs(args.pairs)]}
 
@@ -131,7 +132,7 @@ def _evaluate_command(args, config: AuditConfig, compared: dict, swept, proto: d
 
 
 def cmd_demo(args) -> int:
-    """``puaudit demo``: MT-Bench GPT-4 vs the experts, the default audit beside the seed's."""
+    """``puaudit demo``: MT-Bench GPT-4 vs the experts, the default audit beside the paper's."""
     t0 = time.perf_counter()
     mesh = inputs.mesh_of(args)
     config = audit_config(args)
@@ -150,7 +151,7 @@ def _demo_command(args, config: AuditConfig, names: list[str], run, t0: float, m
     t_embed = time.perf_counter() - t0
     scorer = functools.partial(scorer_of, mesh=mesh, dtype=args.solver_dtype)
     res = run_demo(table, emb, scorers=[scorer(s) for s in names], default_rule=rule_of(DEFAULT_RULE, args),
-                   seed_scorer=scorer("pot"), config=config, seeds=args.seeds, p_ratio=args.p_ratio,
+                   paper_scorer=scorer("pot"), config=config, seeds=args.seeds, p_ratio=args.p_ratio,
                    progress=not args.quiet)  # fmt: skip
     if run is None:
         return 0
@@ -163,14 +164,14 @@ def _demo_command(args, config: AuditConfig, names: list[str], run, t0: float, m
 
 def add_evaluate_parser(sub) -> None:
     """Register ``evaluate`` on a subparsers object."""
-    p = sub.add_parser("evaluate", help="the seed's protocol: repeated splits, hidden labels, Cons_orig/adj")
+    p = sub.add_parser("evaluate", help="the paper's protocol: repeated splits, hidden labels, Cons_orig/adj")
     inputs.add_data_options(p)
     add_audit_options(p)
     add_options(p, Protocol)
     p.add_argument(
         "--pairs",
         default=",".join(f"{s}:{r}" for s, r in DEFAULT_PAIRS),
-        help="scorer:rule pairs to compare (default: the default audit and the seed's configuration)",
+        help="scorer:rule pairs to compare (default: the default audit and the paper's configuration)",
     )
     p.add_argument(
         "--scorers",
@@ -182,7 +183,7 @@ def add_evaluate_parser(sub) -> None:
         help=f"... and these rules (comma list of {sorted(RULE_NAMES)} or 'all'; default "
         f"{DEFAULT_RULE},seed; each scorer's audit runs with the first)",
     )
-    p.add_argument("--sweep", help="p_ratio=V1,V2,... or m=V1,V2,... (the seed's Tables 6 and 7)")
+    p.add_argument("--sweep", help="p_ratio=V1,V2,... or m=V1,V2,... (the paper's Tables 6 and 7)")
     p.add_argument("--out", required=True, help="output folder (results.csv / .json, per_seed.csv, figures)")
     p.set_defaults(func=cmd_evaluate)
 

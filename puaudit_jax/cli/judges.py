@@ -217,7 +217,7 @@ def _judge_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--predict-type",
         action="store_true",
-        help="local judge: also score the seed's [[TYPE:X]] "
+        help="local judge: also score the paper's [[TYPE:X]] "
         "question type (one more forward pass per pair; served judges write it in their answer)",
     )
     p.add_argument(

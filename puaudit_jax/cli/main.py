@@ -1,7 +1,7 @@
 """The ``puaudit`` command: its parser, made of every command's sub-parser, and the dispatch.
 
     audit      the unlabelled judge verdicts of DATA              (cli/audit.py)
-    evaluate   the seed's protocol on hidden labels               (cli/evaluate.py)
+    evaluate   the paper's protocol on hidden labels               (cli/evaluate.py)
     demo       the protocol on MT-Bench, end to end               (cli/evaluate.py)
     quantify   estimates with intervals, PPI++                    (cli/quantify.py)
     plan-labels  which items to label next (active sampling)      (cli/plan.py)

@@ -1,4 +1,4 @@
-"""UDA (seed 001): scores from pairwise verdicts and consensus alignment of several judges.
+"""UDA (UDA): scores from pairwise verdicts and consensus alignment of several judges.
 
 - :mod:`.bradley_terry`: Bradley-Terry maximum likelihood (Newton, ties as half wins or Davidson),
   Elo scale, bootstrap intervals, clear errors for non-identifiable comparison graphs.

@@ -29,7 +29,7 @@ outputs one number per cell:
   decay).
 
 Trained full batch with optax (adamw), a fixed number of steps, parameters initialised from
-``jax.random.PRNGKey(seed)``: deterministic under the seed.
+``jax.random.PRNGKey(seed)``: deterministic under the paper.
 
 The shrinkage view: :func:`shrink` applies R_k <- alpha_k R_k + (1 - alpha_k) C with given alpha
 (a scalar or one per judge); :func:`fit_shrinkage` learns one alpha per judge (or one common alpha)

@@ -3,7 +3,7 @@
     load_verdicts(name) / load_matrix(name)         a file, or a bundled set by name
     judge_scores(verdicts, config) -> JudgeScores    Bradley-Terry / Elo per judge, agreement
     align_matrix(matrix, config, human) -> Alignment the adapter, metrics before and after
-    table4() -> (table, means)                       the seed appendix's Table 4 from Table 6
+    table4() -> (table, means)                       the paper's appendix's Table 4 from Table 6
     write_judge_scores / write_alignment             their files, written atomically
 
 ``puaudit consensus scores | align | table4`` (:mod:`puaudit_jax.cli.consensus`) parse the options,
@@ -58,7 +58,7 @@ def load_verdicts(name: str) -> pd.DataFrame:
 def load_matrix(name: str) -> pd.DataFrame:
     """A judges x models score matrix, bundled or from a csv.
 
-    The seed's bundled ``uda-transfer`` (with its ``human`` row) or ``uda-arenahard``, or a csv whose
+    The paper's bundled ``uda-transfer`` (with its ``human`` row) or ``uda-arenahard``, or a csv whose
     first column names the judges.
     """
     if name in BUNDLED_MATRICES:

@@ -11,7 +11,7 @@ from .verdicts import HUMAN_VERDICTS, JUDGE_VERDICTS, MISSING, A, B
 def agreement(table: pd.DataFrame, *, ties: str = "exclude") -> tuple[float, int]:
     """Raw judge-human agreement from the verdicts alone, and the number of rows it is taken over.
 
-    ``ties="exclude"`` (the seeds' consistency ratio): over rows where judge and human are both A
+    ``ties="exclude"`` (the PUAudit paper's consistency ratio): over rows where judge and human are both A
     or B, the share where they are equal. ``ties="include"``: over rows with a human verdict
     (A, B or tie), the share where the judge's three-way verdict equals the human's.
     Texts are not looked at (a row excluded for missing text still counts here). NaN when empty.

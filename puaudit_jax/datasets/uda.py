@@ -1,6 +1,6 @@
-"""The UDA seed's judge x model score matrices (Elo), as a long table and as matrices.
+"""The UDA paper's judge x model score matrices (Elo), as a long table and as matrices.
 
-Source: ``puaudit_jax/data/uda/judge_score_matrices.csv`` (the seed appendix's Tables 5-7; see its
+Source: ``puaudit_jax/data/uda/judge_score_matrices.csv`` (the paper's appendix's Tables 5-7; see its
 README). Long table columns: ``dataset`` (arenahard | transfer_table6 | transfer_table7),
 ``matrix`` (baseline | uda | uda_full | uda_ablated_no_self_features | human), ``judge`` (J1-J10,
 or "human"), ``model`` (10 models), ``score`` (Elo points, float).

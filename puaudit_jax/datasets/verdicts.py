@@ -14,7 +14,7 @@ Accepted input spellings (compared after ``str.strip().lower()``):
 
 - A: ``a``, ``model_a``, ``left``, ``1`` (also the integer 1 or the float 1.0)
 - B: ``b``, ``model_b``, ``right``, ``2`` (also the integer 2 or the float 2.0)
-- tie: ``tie``, ``draw``, ``c`` (the seed judge prompt's ``[[C]]``), ``tie (inconsistent)``
+- tie: ``tie``, ``draw``, ``c`` (the paper's judge prompt's ``[[C]]``), ``tie (inconsistent)``
   (MT-Bench: GPT-4 changed its verdict when the order was swapped), ``tie (bothbad)`` (Chatbot Arena)
 - missing (human column only): an empty cell, ``None``/NaN, ``missing``, ``na``, ``n/a``, ``nan``,
   ``none``, ``null``

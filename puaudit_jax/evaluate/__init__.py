@@ -1,12 +1,12 @@
-"""The seed's evaluation protocol: hidden labels, repeated splits, Cons_orig / Cons_adj.
+"""The paper's evaluation protocol: hidden labels, repeated splits, Cons_orig / Cons_adj.
 
 ============================  ================================================================
 ``splits.py``                 :func:`split_labels`: hide most labels of each question type
 ``protocol.py``               :func:`evaluate`, :func:`sweep`, :class:`Protocol`, the pairs compared
 ``consistency.py``            what is measured on the hidden labels; the hindsight ceiling
 ``memory.py``                 peak memory of a run
-``tables.py``                 text tables (the summary; ours beside the seed's Table 5)
-``demo.py``                   ``puaudit demo``: the default audit beside the seed's, on MT-Bench
+``tables.py``                 text tables (the summary; ours beside the paper's Table 5)
+``demo.py``                   ``puaudit demo``: the default audit beside the paper's, on MT-Bench
 ``plots.py``                  Figure 3 (radar of Cons_orig / Cons_adj per question type)
 ``write.py``                  results.csv / .json and per_seed.csv, written atomically
 ============================  ================================================================

@@ -1,4 +1,4 @@
-"""What the protocol measures on the evaluation pool (seed 000 Appendix A.5).
+"""What the protocol measures on the evaluation pool (PUAudit Appendix A.5).
 
 Cons_orig, Cons_adj, flip rate and precision per question type and overall, and the hindsight ceiling.
 """

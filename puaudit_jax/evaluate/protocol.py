@@ -1,4 +1,4 @@
-"""The seed's evaluation protocol (seed 000 §5.1, §6, Appendix A.5; Tables 1, 4-7).
+"""The paper's evaluation protocol (PUAudit §5.1, §6, Appendix A.5; Tables 1, 4-7).
 
 For each of ``seeds`` random splits of the human-labelled comparisons (:func:`split_labels`):
 the audit runs on the table with most labels hidden, and on the evaluation pool (the hidden rows)
@@ -7,12 +7,12 @@ overall, with the audit's wall time and peak memory. Calibrated rules add whethe
 and their estimated gains. ``ceiling`` adds the row ``hindsight`` (:func:`hindsight_flips`).
 
 What is compared are (scorer, rule) pairs. By default the two that mean something: the default
-audit (``knn`` scores, the ``evidence`` calibrated rule) and the seed's configuration (``pot`` scores,
-``seed`` rule). ``scorers=`` / ``rules=`` ask for their full grid instead. Each scorer's audit runs
+audit (``knn`` scores, the ``evidence`` calibrated rule) and the paper's configuration (``pot`` scores,
+``paper`` rule). ``scorers=`` / ``rules=`` ask for their full grid instead. Each scorer's audit runs
 once per split with its first rule; its other rules are re-applied to the same scores (or
 cross-fitted features). Results: one row per (scorer, rule, seed, question type) in ``per_seed``;
 ``summary`` has mean and std (ddof = 1, as over repeated runs) over seeds. :func:`sweep` repeats
-the protocol over values of p_ratio or m (the seed's Tables 6 and 7).
+the protocol over values of p_ratio or m (the paper's Tables 6 and 7).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One split of the seed's protocol (seed 000 §5.1): hide the human labels of most labelled rows."""
+"""One split of the paper's protocol (PUAudit §5.1): hide the human labels of most labelled rows."""
 
 from __future__ import annotations
 

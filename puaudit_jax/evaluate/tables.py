@@ -1,4 +1,4 @@
-"""Text tables of protocol results: the summary, the overall comparison and the seed's Table 5 beside ours."""
+"""Text tables of protocol results: the summary, the overall comparison and the paper's Table 5 beside ours."""
 
 from __future__ import annotations
 
@@ -35,13 +35,13 @@ def summary_table(summary: pd.DataFrame) -> str:
 
 
 def _published() -> dict:
-    """The seed's Table 5 (MT-Bench-style) by category: {(judge, category): (orig, adj)}."""
+    """The paper's Table 5 (MT-Bench-style) by category: {(judge, category): (orig, adj)}."""
     ref = pd.read_csv(reference_path("puaudit_table5_mtbench.csv"))
     return {(r.judge, r.category): (r.orig, r.adj) for r in ref.itertuples()}
 
 
-def demo_table(summary: pd.DataFrame, scorer: str = "pot", rule: str = "seed") -> str:
-    """Our Cons_orig / Cons_adj per MT-Bench category beside the seed's published Table 5."""
+def demo_table(summary: pd.DataFrame, scorer: str = "pot", rule: str = "paper") -> str:
+    """Our Cons_orig / Cons_adj per MT-Bench category beside the paper's published Table 5."""
     pub = _published()
     part = summary[(summary.scorer == scorer) & (summary.rule == rule)]
     lines = [

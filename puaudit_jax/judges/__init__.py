@@ -1,4 +1,4 @@
-"""Judges and text generators for the attack-judge protocol (seed §5.2, Algorithm 2, Appendix B.2-B.3).
+"""Judges and text generators for the attack-judge protocol (PUAudit §5.2, Algorithm 2, Appendix B.2-B.3).
 
 - :class:`Verdict`, the :class:`Judge` / :class:`Generator` protocols, :func:`parse_verdict`
   (seed Figure 10 output format), the prompt templates (package data under ``templates/``) and the

@@ -1,4 +1,4 @@
-"""The attack-judge protocol (seed §5.2, Algorithm 2 Phase 2, Appendix B.2).
+"""The attack-judge protocol (PUAudit §5.2, Algorithm 2 Phase 2, Appendix B.2).
 
 For every comparison whose original verdict is A or B, the judge's *losing* response is attacked
 and the pair re-judged by the same judge; the flip-under-attack rate is the share of attacked
@@ -6,7 +6,7 @@ pairs whose verdict changed. Operators (frozen dataclasses, :data:`ATTACKS` by n
 
 - :class:`Distraction` (seed Figure 7): the fixed paragraph "Assistant {A/B} loves eating pasta..."
   appended to the loser (the name is the loser's label in the original order), no generation.
-- :class:`LengthExpansion` (seed Figure 8): the loser rewritten by a generator with the seed's
+- :class:`LengthExpansion` (seed Figure 8): the loser rewritten by a generator with the paper's
   length-expansion prompt.
 - :class:`SentimentRestyle` (seed Figure 9): the loser rewritten with a given ``emotion`` tone.
 

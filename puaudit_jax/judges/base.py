@@ -1,6 +1,6 @@
-"""Verdicts, the judge protocol, the seed's prompt templates, the verdict parser and the disk cache.
+"""Verdicts, the judge protocol, the paper's prompt templates, the verdict parser and the disk cache.
 
-The judge prompt is the seed's Figure 10 (Appendix B.3): an instruction (system message) and the
+The judge prompt is the paper's Figure 10 (Appendix B.3): an instruction (system message) and the
 ``[User Question] / [Assistant A] / [Assistant B]`` block (user message); the judge must end with
 ``[[A]]``, ``[[B]]`` or ``[[C]]`` (tie) and ``[[TYPE:X]]``, X in A..F. The attack templates are
 Figures 7-9 (Appendix B.2). All templates are text files in ``puaudit_jax/judges/templates/``
@@ -120,7 +120,7 @@ def fill(text: str, **values: str) -> str:
 
 
 def judge_messages(question: str, response_a: str, response_b: str) -> list[dict[str, str]]:
-    """The seed's Figure 10 judge prompt as chat messages [system, user]."""
+    """The paper's Figure 10 judge prompt as chat messages [system, user]."""
     user = fill(template("judge_user"), question=question, response_a=response_a, response_b=response_b)
     return [{"role": "system", "content": template("judge_system")}, {"role": "user", "content": user}]
 
@@ -209,7 +209,7 @@ def parse_verdict(text: str | None, *, tail_lines: int = 3) -> Verdict:
 # --------------------------------------------------------------------------------------------------
 # verdicts from next-token log-probabilities (the local judge and a served judge's logprob mode)
 
-VERDICT_LETTERS = ("A", "B", "C")  # the letters after "[[" in the seed's prompt; C is a tie
+VERDICT_LETTERS = ("A", "B", "C")  # the letters after "[[" in the paper's prompt; C is a tie
 
 
 #: Why a pair's log-probabilities give no verdict: the A - B margin is NaN (a NaN, or -inf for both letters).

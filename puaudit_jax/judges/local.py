@@ -1,6 +1,6 @@
 r"""In-process judge and generator on a Flax decoder port (default: SmolLM2-135M-Instruct).
 
-:class:`LocalJudge` reads the seed's Figure 10 prompt (system = instruction, user = the
+:class:`LocalJudge` reads the paper's Figure 10 prompt (system = instruction, user = the
 question / Assistant A / Assistant B block) and takes its verdict from the next-token
 log-probabilities of "A", "B" and "C" after an assistant turn that starts with ``[[`` (where the
 verdict letter goes; in the SmolLM2 tokenizer ``[[`` is one token, 32803, and "A"/"B"/"C" are the
@@ -68,7 +68,7 @@ from .base import (
     two_order_verdict,
 )
 
-VERDICT_LETTER = {A: "A", B: "B", TIE: "C"}  # verdict -> the seed prompt's letter ([[C]] = tie)
+VERDICT_LETTER = {A: "A", B: "B", TIE: "C"}  # verdict -> the paper's prompt's letter ([[C]] = tie)
 TYPE_CONTINUATION = "{}]]\n[[TYPE:"  # after the assistant prefix "[[": the verdict line, then the type line
 
 

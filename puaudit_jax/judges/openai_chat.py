@@ -14,7 +14,7 @@ The endpoint of vLLM, SGLang, llama.cpp's server or a hosted API.
   cached on disk (content hash of URL, model, prompt and decoding settings); empty completions are
   returned but not cached. Once the server cannot be reached after the retries (or its URL cannot be
   opened), the client's later requests fail at once (no retry storm).
-- :class:`OpenAIChatJudge`: the seed's Figure 10 prompt, :func:`~.base.parse_verdict` of the reply.
+- :class:`OpenAIChatJudge`: the paper's Figure 10 prompt, :func:`~.base.parse_verdict` of the reply.
 - :class:`OpenAILogprobJudge`: the local judge's verdict rule (log p("A") vs log p("B") after
   ``[[``, both orders) from the completions endpoint's ``top_logprobs``.
 - :class:`OpenAIChatGenerator`: completions for the rewrite attacks (seed Figures 8-9).
@@ -337,7 +337,7 @@ class OpenAILogprobJudge:
     orders (swapped back and averaged: :func:`~.base.two_order_verdict`), read from the completions
     endpoint's ``top_logprobs``.
 
-    The prompt is the seed's Figure 10 chat rendered by ``chat_template`` (the served model's own
+    The prompt is the paper's Figure 10 chat rendered by ``chat_template`` (the served model's own
     template: an object whose ``apply_chat_template(messages, add_generation_prompt=True)`` returns
     the text, e.g. a ``probes`` tokenizer, or a model name or folder whose tokenizer files carry
     it, such as ``"smollm2"``) followed by ``[[``; it goes to ``POST /completions`` as raw text so the

@@ -1,6 +1,6 @@
 """The mass path: the partial problem solved for a grid of masses m_1, ..., m_T in one compiled call.
 
-PU learning with partial OT sweeps m (the seed's Table 7; the class prior is unknown), so users
+PU learning with partial OT sweeps m (the paper's Table 7; the class prior is unknown), so users
 want the whole profile m -> (cost, scores). :func:`solve_mass_path` builds the geometry once and
 runs the Sinkhorn solver under ``lax.scan`` over the masses, each solve warm-started from the
 previous one's potentials (f, g, fd, gd).

@@ -1,6 +1,6 @@
 """The partial optimal transport problem and its validation.
 
-Problem (Chapel, Alaya & Gasso 2020; PUAudit seed §3.3)::
+Problem (Chapel, Alaya & Gasso 2020; PUAudit §3.3)::
 
     min_G <C, G>   s.t.  G >= 0,  G 1 <= a,  G^T 1 <= b,  1^T G 1 = m,
 

@@ -84,7 +84,7 @@ class PartialOTResult:
       plan: (n, m) transport plan, or None when it was never materialised (blocked mode).
       row_mass: (n,) G 1, mass sent by each source point (<= a).
       col_mass: (m,) G^T 1, mass received by each target point (<= b); PUAudit's score
-        before normalisation (seed §3.3, s_j).
+        before normalisation (PUAudit §3.3, s_j).
       cost: <C, G>, the transport cost (no entropy term).
       mass: 1^T G 1 (= m up to ``marginal_error``).
       marginal_error: ``sum(max(0, G 1 - a)) + sum(max(0, G^T 1 - b)) + |1^T G 1 - m|``.

@@ -3,7 +3,7 @@
 Every row of a comparison table with a judge verdict (A, B or tie) takes part: labelled when the
 human verdict is A, B or tie, unlabelled when it is missing. Ties count one half.
 
-- ``agreement m``: P(judge verdict == human verdict), the seed's mass; the judge cannot estimate its
+- ``agreement m``: P(judge verdict == human verdict), the paper's mass; the judge cannot estimate its
   own agreement, so: human only, stratified, and PPI++ with the audit's P(judge right).
 - ``share of A wins``: P(response A is better), outcome of the human (Y) and predicted (Yhat).
 - ``win rate: <model>``: P(<model>'s response is better) over the comparisons it is in, for tables

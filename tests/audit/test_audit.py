@@ -1,5 +1,5 @@
 """Tests of the PUAudit pipeline (puaudit_jax.audit, puaudit_jax.audit.denoise): hand-computed small
-cases for each step, the bad inputs a user meets, and the cone model of seed 000 §4.1."""
+cases for each step, the bad inputs a user meets, and the cone model of PUAudit §4.1."""
 
 from __future__ import annotations
 
@@ -35,9 +35,9 @@ def random_embeddings(table, d=8, seed=0):
 
 
 def audit(table, features, **kw):
-    """The seed's pipeline (its flip rule) with the cheap centroid scorer unless a test asks otherwise."""
+    """The paper's pipeline (its flip rule) with the cheap centroid scorer unless a test asks otherwise."""
     kw.setdefault("scorer", "centroid")
-    kw.setdefault("rule", "seed")
+    kw.setdefault("rule", "paper")
     return _audit(table, features, **kw)
 
 
@@ -330,7 +330,7 @@ def test_encoder_callable_is_accepted():
 
 
 # ------------------------------------------------------------------------------------------------
-# cone model (seed §4.1): the audit raises agreement; POT beats the centroid; exact ~ entropic
+# cone model (PUAudit §4.1): the audit raises agreement; POT beats the centroid; exact ~ entropic
 
 
 def cons(res, data):
@@ -345,7 +345,7 @@ def cone_runs():
     for seed in (0, 1):
         data = cone_comparisons(300, 300, d=64, neg_range=(0.2, 0.6), seed=seed)
         runs = {
-            s: _audit(data.table, data.embeddings, scorer=s, rule="seed")  # the seed's flip rule
+            s: _audit(data.table, data.embeddings, scorer=s, rule="paper")  # the paper's flip rule
             for s in ("pot", "pot-exact", "centroid")
         }
         out.append((data, runs))

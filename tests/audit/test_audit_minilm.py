@@ -26,7 +26,7 @@ def test_minilm_audit_on_a_small_mtbench_slice(tmp_path, mtbench):
     again = embed_comparisons(table, encoder, source="minilm")
     np.testing.assert_allclose(again.a, emb.a, atol=1e-6)
     split = split_labels(table, p_ratio=0.5, seed=0)
-    res = audit(split.table, emb, scorer="pot", rule="seed")
+    res = audit(split.table, emb, scorer="pot", rule="paper")
     assert res.report.counts.U == len(split.eval_ids)
     assert res.pool["score"].between(0, 1).all()
     default = audit(split.table, emb)  # kNN scores, the evidence rule (style is the only evidence here)

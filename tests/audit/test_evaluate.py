@@ -59,7 +59,7 @@ def mtbench_eval(mtbench):
         mtbench,
         random_embeddings(mtbench),
         scorers=["centroid"],
-        rules=["seed", "budget"],
+        rules=["paper", "budget"],
         seeds=2,
         p_ratio=0.2,
         progress=False,
@@ -91,7 +91,7 @@ def test_cons_orig_equals_raw_agreement_from_the_files(mtbench, mtbench_eval):
     res = mtbench_eval
     for seed in (0, 1):
         split = split_labels(mtbench, p_ratio=0.2, seed=seed)
-        rows = res.per_seed[(res.per_seed.seed == seed) & (res.per_seed.rule == "seed")].set_index("question_type")
+        rows = res.per_seed[(res.per_seed.seed == seed) & (res.per_seed.rule == "paper")].set_index("question_type")
         qtype = mtbench.set_index("id")["question_type"]
         # every decisive usable item is either visible (P / holdout) or in the evaluation pool
         visible = split.table[(split.table.human != "missing")].id
@@ -106,8 +106,8 @@ def test_cons_orig_equals_raw_agreement_from_the_files(mtbench, mtbench_eval):
 
 def test_summary_mean_std_over_seeds(mtbench_eval):
     res = mtbench_eval
-    per = res.per_seed[(res.per_seed.rule == "seed") & (res.per_seed.question_type == "all")]
-    row = res.summary[(res.summary.rule == "seed") & (res.summary.question_type == "all")].iloc[0]
+    per = res.per_seed[(res.per_seed.rule == "paper") & (res.per_seed.question_type == "all")]
+    row = res.summary[(res.summary.rule == "paper") & (res.summary.question_type == "all")].iloc[0]
     assert row.seeds == 2
     assert row.cons_adj_mean == pytest.approx(per.cons_adj.mean())
     assert row.cons_adj_std == pytest.approx(per.cons_adj.std(ddof=1))
@@ -135,7 +135,7 @@ def test_budget_rule_flips_one_minus_m_per_group(mtbench_eval):
         assert part.flipped.sum() == int(np.floor((1 - m) * len(part) + 1e-9))
     # cons_orig does not depend on the rule
     per = res.per_seed.pivot_table(index=["seed", "question_type"], columns="rule", values="cons_orig")
-    np.testing.assert_allclose(per["seed"], per["budget"])
+    np.testing.assert_allclose(per["paper"], per["budget"])
 
 
 def test_protocol_on_cone_model_raises_agreement():
@@ -197,16 +197,16 @@ def test_evaluate_defaults_to_the_default_audit_and_the_seed_configuration():
     data = cone_comparisons(160, 60, d=16, seed=5)
     res = evaluate(data.table, data.embeddings, seeds=1, progress=False)
     pairs = set(map(tuple, res.summary[["scorer", "rule"]].drop_duplicates().to_numpy()))
-    assert pairs == set(DEFAULT_PAIRS) == {("knn", "evidence"), ("pot", "seed")}
+    assert pairs == set(DEFAULT_PAIRS) == {("knn", "evidence"), ("pot", "paper")}
     assert res.meta["pairs"] == [list(p) for p in DEFAULT_PAIRS] and res.first_audit.report.scorer == "knn"
-    grid = pairs_by_scorer(scorers=["knn", "pot"], rules=["seed", "budget"])
-    assert [(s, r) for s, r in grid] == [("knn", ["seed", "budget"]), ("pot", ["seed", "budget"])]
-    assert pairs_by_scorer([("knn", "seed"), ("pot", "seed"), ("knn", "none")]) == [
-        ("knn", ["seed", "none"]),
-        ("pot", ["seed"]),
+    grid = pairs_by_scorer(scorers=["knn", "pot"], rules=["paper", "budget"])
+    assert [(s, r) for s, r in grid] == [("knn", ["paper", "budget"]), ("pot", ["paper", "budget"])]
+    assert pairs_by_scorer([("knn", "paper"), ("pot", "paper"), ("knn", "none")]) == [
+        ("knn", ["paper", "none"]),
+        ("pot", ["paper"]),
     ]
     with pytest.raises(ValueError, match="either pairs or scorers"):
-        pairs_by_scorer([("knn", "seed")], scorers=["knn"])
+        pairs_by_scorer([("knn", "paper")], scorers=["knn"])
     with pytest.raises(ValueError, match="unknown rule"):
         pairs_by_scorer([("knn", "nope")])
 
@@ -214,9 +214,9 @@ def test_evaluate_defaults_to_the_default_audit_and_the_seed_configuration():
 def test_evaluate_options_are_protocol_or_audit_fields():
     data = cone_comparisons(120, 0, d=16, seed=6)
     res = evaluate(
-        data.table, data.embeddings, pairs=[("centroid", "seed")], seeds=[3], p_ratio=0.3, eta=0.4, progress=False
+        data.table, data.embeddings, pairs=[("centroid", "paper")], seeds=[3], p_ratio=0.3, eta=0.4, progress=False
     )
     assert res.meta["seeds"] == [3] and res.meta["p_ratio"] == 0.3 and res.meta["audit_config"]["eta"] == 0.4
     assert res.first_audit.config.eta == 0.4 and res.first_audit.config.seed == 3
     with pytest.raises(TypeError, match="unknown option"):
-        evaluate(data.table, data.embeddings, pairs=[("centroid", "seed")], sedes=2, progress=False)
+        evaluate(data.table, data.embeddings, pairs=[("centroid", "paper")], sedes=2, progress=False)

@@ -27,7 +27,7 @@ def test_audit_and_evaluate_outputs_equal_the_recorded_ones(tmp_path):
 def test_the_comparison_catches_a_changed_flip(tmp_path):
     """A single changed verdict in items.csv is reported (the check is not vacuous)."""
     record = _record()
-    name = "llmfao-gpt4-seed"
+    name = "llmfao-gpt4-paper"
     items = record.recorded(name, "items.csv")
     changed = items.replace(",True,", ",False,", 1)
     assert changed != items

@@ -179,7 +179,7 @@ def test_without_a_guarantee_the_audit_is_unchanged(cone):
     [
         (dict(guarantee=1.0), "guarantee must be in (0, 1)"),
         (dict(guarantee=0.9, delta=0.0), "delta must be in (0, 1)"),
-        (dict(guarantee=0.9, rule="seed"), "guarantee needs a calibrated rule"),
+        (dict(guarantee=0.9, rule="paper"), "guarantee needs a calibrated rule"),
         (dict(guarantee=0.999), "needs at least 2302 calibration rows, i.e. 4604 labelled rows"),
     ],
 )
@@ -192,7 +192,7 @@ def test_bad_settings_are_named(cone, options, message):
     "options, message",
     [
         (dict(other_judges=("gpt4",), rule="calibrated"), "rule 'calibrated' reads no evidence and would ignore"),
-        (dict(other_judges=("gpt4",), rule="seed"), "rule 'seed' reads no evidence"),
+        (dict(other_judges=("gpt4",), rule="paper"), "rule 'paper' reads no evidence"),
         (dict(evidence=("embedding", "style"), rule="calibrated"), "rule 'calibrated' reads none and would ignore it"),
     ],
 )

@@ -69,7 +69,7 @@ def test_cluster_bootstrap_keeps_clusters_whole():
 
 
 # ------------------------------------------------------------------------------------------------
-# the rules on the cone model (seed §4.1) and on embeddings without signal
+# the rules on the cone model (PUAudit §4.1) and on embeddings without signal
 
 
 # fixture cone_model (tests/conftest.py): cone_comparisons(300, 600, d=32, alpha=0.7, seed=1)
@@ -122,8 +122,8 @@ def test_without_signal_the_calibrated_rules_flip_nothing(cone_model, scorer, ru
     assert result.pool.flipped.sum() == 0
     assert decision.abstained and decision.reason
     assert decision.evidence.expected_gain == 0
-    seed_rule = audit(cone_model.table, _shuffled(cone_model), scorer=scorer, rule="seed")
-    assert seed_rule.pool.flipped.mean() > 0.2  # the seed's rule flips anyway
+    paper_rule = audit(cone_model.table, _shuffled(cone_model), scorer=scorer, rule="paper")
+    assert paper_rule.pool.flipped.mean() > 0.2  # the paper's rule flips anyway
 
 
 def test_a_judge_that_is_always_right_is_never_flipped():
@@ -198,10 +198,10 @@ def test_rules_reapplied_to_one_audit_equal_their_own_audits(cone_model):
         cone_model.table,
         cone_model.embeddings,
         scorer="centroid",
-        rule="seed",
+        rule="paper",
         crossfit_features=("score", "two-sided"),
     )
-    for rule in ("calibrated", "two-sided", "seed"):
+    for rule in ("calibrated", "two-sided", "paper"):
         own = audit(cone_model.table, cone_model.embeddings, scorer="centroid", rule=rule)
         items, _ = apply_rule(base.items, rule, crossfit=base.crossfit, m=base.report.m.value, eta=0.5, seed=0)
         np.testing.assert_array_equal(items.flipped, own.items.flipped)
@@ -233,7 +233,7 @@ def test_threshold_and_options_are_validated():
     with pytest.raises(ValueError, match="method"):
         CalibratedRule(method="beta")
     with pytest.raises(ValueError, match="only apply"):
-        get_rule("seed", threshold=0.6)
+        get_rule("paper", threshold=0.6)
 
 
 def test_a_higher_cost_of_wrong_flips_flips_less(cone_model):
@@ -288,3 +288,12 @@ def test_evaluate_grid_with_ceiling_and_calibrated_rules():
     assert summary.loc[("calibrated", "all"), "abstained"] == 0
     assert summary.loc[("calibrated", "all"), "flip_precision"] > 0.9
     assert np.isnan(summary.loc[("budget", "all"), "abstained"])
+
+
+def test_the_papers_rule_is_named_paper_and_its_old_name_still_works_with_a_warning():
+    """The rule named "seed" (the paper was "seed 000") is "paper"; "seed" is an alias for one release."""
+    from puaudit_jax.audit.rules import RULES, get_rule, rule_name
+
+    with pytest.warns(FutureWarning, match="the rule 'seed' is now named 'paper'"):
+        assert get_rule("seed") is RULES["paper"]
+    assert rule_name("seed") == rule_name(RULES["paper"]) == "paper"

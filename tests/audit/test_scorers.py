@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from puaudit_jax.audit.rules import RuleContext, budget_rule, get_rule, seed_rule
+from puaudit_jax.audit.rules import RuleContext, budget_rule, get_rule, paper_rule
 from puaudit_jax.audit.scorers import (
     SCORERS,
     BalancedOTScorer,
@@ -110,7 +110,7 @@ def test_get_scorer_errors_and_callables():
 def test_rules():
     s = np.array([1.0, 0.5, 0.49, 0.0, 0.7])
     ctx = RuleContext(m=0.6, eta=0.5)
-    np.testing.assert_array_equal(seed_rule(s, ctx), [False, False, True, True, False])
+    np.testing.assert_array_equal(paper_rule(s, ctx), [False, False, True, True, False])
     # budget: floor(0.4 * 5) = 2 lowest
     np.testing.assert_array_equal(budget_rule(s, ctx), [False, False, True, True, False])
     np.testing.assert_array_equal(budget_rule(np.zeros(4), RuleContext(m=0.5, eta=0.5)), [True, True, False, False])

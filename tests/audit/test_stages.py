@@ -163,7 +163,7 @@ def test_decide_seed_rule_flips_below_eta_and_calibrated_rule_needs_crossfit(sta
     cfg, data, mass, oriented, refs = staged
     scores = score(data, oriented, refs, mass.value, cfg)
     items = items_table(data, roles(data, mass, oriented, refs), scores)
-    out, info = apply_rule(items, "seed", crossfit=None, m=mass.value, eta=0.7, seed=0)
+    out, info = apply_rule(items, "paper", crossfit=None, m=mass.value, eta=0.7, seed=0)
     pool = out["role"] == "U"
     assert info is None
     np.testing.assert_array_equal(out.loc[pool, "flipped"], out.loc[pool, "score"] < 0.7)
@@ -185,7 +185,7 @@ def test_report_round_trips_through_json(small):
 
 
 def test_counts_account_for_every_row(small):
-    result = run_audit(small.table, small.embeddings, AuditConfig(scorer="centroid", rule="seed"))
+    result = run_audit(small.table, small.embeddings, AuditConfig(scorer="centroid", rule="paper"))
     c, roles_ = result.report.counts, result.items["role"].value_counts()
     assert c.input == len(result.items) == c.labelled + c.unlabelled + c.excluded
     assert c.labelled == c.P + c.holdout and c.P_denoised == roles_.get("P", 0) and c.U == roles_["U"]

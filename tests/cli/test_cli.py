@@ -95,7 +95,7 @@ def test_evaluate_writes_results(cone_files):
             "--scorers",
             "centroid,knn",
             "--rules",
-            "seed,budget",
+            "paper,budget",
             "--seeds",
             "2",
             "--out",
@@ -104,7 +104,7 @@ def test_evaluate_writes_results(cone_files):
         ]
     )
     res = pd.read_csv(out / "results.csv")
-    assert set(res.scorer) == {"centroid", "knn"} and set(res.rule) == {"seed", "budget"}
+    assert set(res.scorer) == {"centroid", "knn"} and set(res.rule) == {"paper", "budget"}
     assert {"n", "cons_orig_mean", "cons_orig_std", "cons_adj_mean", "cons_adj_std", "flip_rate"} <= set(res.columns)
     meta = json.loads((out / "results.json").read_text())["meta"]
     assert meta["seeds"] == [0, 1] and meta["p_ratio"] == 0.2
@@ -177,7 +177,7 @@ def test_evaluate_with_calibrated_rules_grouped_split_and_ceiling(cone_files):
         ]
     )
     res = pd.read_csv(out / "results.csv")
-    assert set(res.rule) == {"seed", "calibrated", "two-sided", "hindsight"}
+    assert set(res.rule) == {"paper", "calibrated", "two-sided", "hindsight"}
     assert {"flip_precision", "abstained", "expected_gain"} <= set(res.columns)
     meta = json.loads((out / "results.json").read_text())["meta"]
     assert meta["split_by"] == "prompt" and meta["audit_config"]["cluster_by"] == "prompt"
@@ -255,7 +255,7 @@ def test_demo_table_prints_published_numbers():
     summary = pd.DataFrame(
         {
             "scorer": "pot",
-            "rule": "seed",
+            "rule": "paper",
             "question_type": ["coding", "writing", "all"],
             "n": [10, 10, 20],
             "cons_orig_mean": 0.8,

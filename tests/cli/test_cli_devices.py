@@ -18,7 +18,7 @@ from tests.multidevice import run_cluster, run_devices
 _AUDIT = """
 import sys
 from puaudit_jax.cli import main
-args = ["audit", %r, "--embeddings", %r, "--scorer", "pot", "--rule", "seed", "--solver-dtype", "float64",
+args = ["audit", %r, "--embeddings", %r, "--scorer", "pot", "--rule", "paper", "--solver-dtype", "float64",
         "--no-figures", "--quiet", "--out", %r] + %r
 emit(dict(rc=main(args)))
 """
@@ -84,7 +84,7 @@ except SystemExit as e:
 _CLUSTER = """
 import jax
 from puaudit_jax.cli import main
-args = ["audit", %r, "--embeddings", %r, "--scorer", "pot", "--rule", "seed", "--solver-dtype", "float64",
+args = ["audit", %r, "--embeddings", %r, "--scorer", "pot", "--rule", "paper", "--solver-dtype", "float64",
         "--no-figures", "--quiet", "--out", %r]
 rc = main(args)
 emit(dict(rc=rc, rank=jax.process_index(), devices=len(jax.devices())))
@@ -110,7 +110,7 @@ def test_audit_on_a_two_process_cluster(cone_files_devices):
 _CLUSTER_ENCODE = """
 import jax
 from puaudit_jax.cli import main
-args = ["audit", %r, "--encoder", "minilm", "--no-cache", "--scorer", "pot", "--rule", "seed",
+args = ["audit", %r, "--encoder", "minilm", "--no-cache", "--scorer", "pot", "--rule", "paper",
         "--solver-dtype", "float64", "--no-figures", "--quiet", "--out", %r]
 emit(dict(rc=main(args), rank=jax.process_index()))
 """

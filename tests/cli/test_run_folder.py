@@ -23,7 +23,7 @@ def test_manifest_lists_the_files_and_a_rerun_removes_only_its_own_stale_outputs
     assert [f["name"] for f in manifest["files"]] == ["items.csv", "calibration.png"]
     assert manifest["files"][0]["bytes"] == len("items.csv") and manifest["command"][1] == "audit"
     (tmp_path / ".items.csv.k1ll3d.csv").write_text("half a file")  # a write killed mid-way
-    with RunFolder(tmp_path, ["puaudit", "audit", "x", "--rule", "seed"]) as run:
+    with RunFolder(tmp_path, ["puaudit", "audit", "x", "--rule", "paper"]) as run:
         assert not (tmp_path / ".items.csv.k1ll3d.csv").exists()
         (tmp_path / "items.csv").write_text("new")
         run.finish(["items.csv"])
@@ -62,7 +62,7 @@ def test_the_cli_refuses_a_folder_another_run_writes(cone_files, tmp_path, capsy
           "--rule", "two-sided"])  # fmt: skip
     assert "calibration.png" in [f["name"] for f in json.loads((out / MANIFEST).read_text())["files"]]
     main(["audit", str(root / "cmp.jsonl"), "--embeddings", str(root / "emb.npz"), "--out", str(out), "--quiet",
-          "--rule", "seed"])  # fmt: skip
+          "--rule", "paper"])  # fmt: skip
     assert not (out / "calibration.png").exists() and not (out / LOCK).exists()
 
 

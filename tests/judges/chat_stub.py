@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 def judge_blocks(user: str) -> tuple[str, str]:
-    """The two responses of a seed judge prompt (the text after ``[Assistant A]`` and ``[Assistant B]``)."""
+    """The two responses of a paper's judge prompt (the text after ``[Assistant A]`` and ``[Assistant B]``)."""
     return user.split("[Assistant A]")[1].split("[Assistant B]")[0], user.split("[Assistant B]")[1]
 
 

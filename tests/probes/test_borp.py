@@ -86,7 +86,7 @@ def test_compress_middle_out():
 
 def _synthetic(n=600, d=40, seed=0, skew=True):
     """Scores 1..5 skewed to the middle; v = 5 e1 + 2 (s - 3) e1 + noise: ||v|| grows with s and the
-    distance to the centroid is U-shaped in s (the seed's Figure 2 geometry)."""
+    distance to the centroid is U-shaped in s (the paper's Figure 2 geometry)."""
     rng = np.random.default_rng(seed)
     p = np.array([0.07, 0.18, 0.5, 0.18, 0.07]) if skew else np.full(5, 0.2)
     s = rng.choice(np.arange(1, 6), n, p=p).astype(float)

@@ -99,7 +99,7 @@ def test_cuped_theta_and_variance_reduction():
 def test_sample_size_and_seed_example():
     # textbook: std 1, delta 0.1, alpha 0.05, power 0.8 -> 1570 per arm
     assert required_sample_size(1.0, 0.1) == 1570
-    # seed §5.3: 4.5 % variance reduction (rho ~ 0.212) turns 235k into ~225k units
+    # PUAudit §5.3: 4.5 % variance reduction (rho ~ 0.212) turns 235k into ~225k units
     std = 0.1 * 0.002 * np.sqrt(235_000 / (2 * (1.959964 + 0.841621) ** 2))
     base, with_cuped = cuped_sample_size(std / (0.1 * 0.002) * 0.002, 0.002, rho=np.sqrt(0.045))
     assert base == pytest.approx(235_000, rel=1e-3)

@@ -99,8 +99,8 @@ def test_the_audit_reports_m_with_intervals_and_its_cross_fitted_ppi(cone_model)
     assert audit_ppi.estimate.estimate == pytest.approx(by_hand.estimate) and audit_ppi.estimate.lam == by_hand.lam
     back = AuditReport.from_dict(json.loads(json.dumps(result.report.to_dict())))
     assert back.agreement == result.report.agreement
-    seed_rule = run_audit(cone_model.table, cone_model.embeddings, AuditConfig(scorer="centroid", rule="seed"))
-    assert [r.estimate.estimator for r in seed_rule.report.agreement] == [HUMAN_ONLY]  # no P(judge wrong)
+    paper_rule = run_audit(cone_model.table, cone_model.embeddings, AuditConfig(scorer="centroid", rule="paper"))
+    assert [r.estimate.estimator for r in paper_rule.report.agreement] == [HUMAN_ONLY]  # no P(judge wrong)
 
 
 def test_the_random_sample_check_flags_a_type_without_labels():

@@ -1,4 +1,4 @@
-"""Numerical checks of the seeds' theorems (theory/): what holds, on fixed seeds.
+"""Numerical checks of the papers' theorems (theory/): what holds, on fixed seeds.
 
 Each test would fail if the code or the claim it checks were wrong. Small sizes; the whole file
 runs in well under 90 s on one core.

@@ -4,7 +4,7 @@ must not change.
     python tests/data/golden/record.py          # rewrite the files under tests/data/golden/
     python tests/data/golden/record.py --check  # compare a fresh run with them (what the test does)
 
-Features are hashed character 4-grams of the seed's encoder input (no model, identical on every
+Features are hashed character 4-grams of the paper's encoder input (no model, identical on every
 machine), so the reference runs the whole audit on the real bundled tables in seconds. Each run is
 ``puaudit audit`` / ``puaudit evaluate`` through :func:`puaudit_jax.cli.main`, as a user calls it.
 """
@@ -31,22 +31,22 @@ DIM = 64
 # asking for a certificate) moved costs by 1e-7, score_raw on 11 % of the rows and n_flipped on 12 % of
 # one evaluation's splits (items on a threshold's knife edge): CI failed on it. In float64 such noise
 # stays far below the 1e-9 tolerance, so a difference here is a change of the audit itself.
-POT = ["--scorer", "pot", "--rule", "seed", "--solver-dtype", "float64"]
+POT = ["--scorer", "pot", "--rule", "paper", "--solver-dtype", "float64"]
 AUDITS = {  # name -> (data, extra arguments)
     "mtbench-plain": ("mtbench", []),
     "mtbench-default": ("mtbench", ["--hide-labels", "0.5"]),
-    "mtbench-seed": ("mtbench", ["--hide-labels", "0.5", *POT]),
+    "mtbench-paper": ("mtbench", ["--hide-labels", "0.5", *POT]),
     "llmfao-gpt4-default": ("llmfao-gpt4", ["--include-unlabelled"]),
-    "llmfao-gpt4-seed": ("llmfao-gpt4", ["--include-unlabelled", *POT]),
+    "llmfao-gpt4-paper": ("llmfao-gpt4", ["--include-unlabelled", *POT]),
     "llmfao-gpt3-default": ("llmfao-gpt3", ["--include-unlabelled", "--cluster-by", "prompt"]),
-    "llmfao-gpt3-seed": ("llmfao-gpt3", ["--include-unlabelled", *POT]),
+    "llmfao-gpt3-paper": ("llmfao-gpt3", ["--include-unlabelled", *POT]),
 }
 EVALUATIONS = {
     "mtbench": ("mtbench", []),
     "llmfao-gpt4": ("llmfao-gpt4", []),
     "llmfao-gpt3": ("llmfao-gpt3", ["--split-by", "prompt", "--cluster-by", "prompt"]),
 }
-EVALUATE_PAIRS = ["--scorers", "knn,pot", "--rules", "two-sided,seed", "--seeds", "2", "--solver-dtype", "float64"]
+EVALUATE_PAIRS = ["--scorers", "knn,pot", "--rules", "two-sided,paper", "--seeds", "2", "--solver-dtype", "float64"]
 VOLATILE = ("timings_s", "time_s", "peak_rss_mb", "peak_delta_mb")  # they measure the machine, not the audit
 
 
@@ -59,7 +59,7 @@ def _hashed(text: str) -> np.ndarray:
 
 
 def hashed_embeddings(table: pd.DataFrame):
-    """PairEmbeddings of every usable row from the seed's encoder inputs, hashed (no model)."""
+    """PairEmbeddings of every usable row from the paper's encoder inputs, hashed (no model)."""
     from puaudit_jax.audit.embed import PairEmbeddings, pair_inputs
 
     ids, inputs_a, inputs_b = pair_inputs(table)
