@@ -5,39 +5,15 @@ Kept apart from `probes.extract` so that validating settings (e.g. a CLI's) does
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
+
+from puaudit_runtime.checks import check_choice, check_flag, check_int, check_range, is_int
 
 __all__ = ["EncodeConfig"]
 
 POOLINGS = ("last", "mean", "cls")
 LONG_INPUTS = ("chunk", "middle_out", "truncate", "error")
 PADDING_SIDES = ("right", "left")
-
-
-def _is_int(value) -> bool:
-    """An integer (Python or NumPy), not a bool."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)  # NumPy's bool_ is no Integral
-
-
-def _check_int(name: str, value, minimum: int, optional: bool = False) -> int | None:
-    """``value`` as a Python int (None passes when ``optional``); ValueError naming ``name`` otherwise."""
-    if value is None and optional:
-        return None
-    if not _is_int(value) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}{' or None' if optional else ''}, got {value!r}")
-    return int(value)
-
-
-def _check_choice(name: str, value, choices: tuple, optional: bool = False) -> None:
-    if not (value is None and optional) and value not in choices:
-        options = ", ".join(map(repr, choices)) + (" or None" if optional else "")
-        raise ValueError(f"{name} must be one of {options}, got {value!r}")
-
-
-def _check_bool(name: str, value) -> None:
-    if not isinstance(value, bool):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -93,24 +69,24 @@ class EncodeConfig:
 
     def __post_init__(self):
         plain = dict(
-            batch_size=_check_int("batch_size", self.batch_size, 1),
-            max_length=_check_int("max_length", self.max_length, 1, optional=True),
-            chunk_overlap=_check_int("chunk_overlap", self.chunk_overlap, 0, optional=True),
-            cache_every=_check_int("cache_every", self.cache_every, 1),
+            batch_size=check_int("batch_size", self.batch_size, 1),
+            max_length=check_int("max_length", self.max_length, 1, optional=True),
+            chunk_overlap=check_int("chunk_overlap", self.chunk_overlap, 0, optional=True),
+            cache_every=check_int("cache_every", self.cache_every, 1),
         )
         if self.micro_batch_tokens != "auto":
-            plain["micro_batch_tokens"] = _check_int("micro_batch_tokens", self.micro_batch_tokens, 1, optional=True)
+            plain["micro_batch_tokens"] = check_int("micro_batch_tokens", self.micro_batch_tokens, 1, optional=True,
+                                                    need="be 'auto', None or an integer >= 1")  # fmt: skip
         f = self.head_fraction
-        if not isinstance(f, numbers.Real) or isinstance(f, bool) or not 0.0 <= f <= 1.0:
-            raise ValueError(f"head_fraction must be a number in [0, 1], got {f!r}")
+        check_range("head_fraction", f, 0, 1, "[]")
         plain["head_fraction"] = f if type(f) in (int, float) else float(f)  # a Python number keys the cache as before
         for name, value in dict(plain, layers=_checked_layers(self.layers)).items():
             object.__setattr__(self, name, value)
-        _check_choice("pooling", self.pooling, POOLINGS, optional=True)
-        _check_choice("long_inputs", self.long_inputs, LONG_INPUTS, optional=True)
-        _check_choice("padding_side", self.padding_side, PADDING_SIDES)
-        _check_bool("normalised", self.normalised)
-        _check_bool("progress", self.progress)
+        check_choice("pooling", self.pooling, POOLINGS, optional=True)
+        check_choice("long_inputs", self.long_inputs, LONG_INPUTS, optional=True)
+        check_choice("padding_side", self.padding_side, PADDING_SIDES)
+        for name in ("normalised", "progress"):
+            object.__setattr__(self, name, check_flag(name, getattr(self, name)))  # NumPy's bool as Python's
 
     def cache_settings(self) -> dict:
         """The settings that change the vectors, as the disk cache keys them (JSON-able).
@@ -132,9 +108,9 @@ class EncodeConfig:
 
 def _checked_layers(layers) -> int | tuple[int, ...]:
     """An int as a plain int, a sequence of ints as a tuple; ValueError otherwise (range: per model)."""
-    if _is_int(layers):
+    if is_int(layers):
         return int(layers)
     seq = tuple(layers) if hasattr(layers, "__iter__") and not isinstance(layers, (str, bytes, dict)) else ()
-    if not seq or not all(_is_int(x) for x in seq):
+    if not seq or not all(is_int(x) for x in seq):
         raise ValueError(f"layers must be an int or a non-empty sequence of ints, got {layers!r}")
     return tuple(int(x) for x in seq)

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from puaudit_runtime.cache import cache_dir
+from puaudit_runtime.checks import check_fraction, check_int
 
 from .names import EVIDENCE_KINDS, FEATURES, check_kinds
 
@@ -96,23 +97,15 @@ class AuditConfig:
 
     def validate(self) -> None:
         """Raise ValueError naming the first field out of its range."""
-        import numpy as np
-
-        if self.m is not None and not (np.isfinite(self.m) and 0 < self.m <= 1):
-            raise ValueError(f"m must be in (0, 1] (the share of mass transported), got {self.m!r}")
-        if not (np.isfinite(self.eta) and 0 <= self.eta <= 1):
-            raise ValueError(f"eta must be in [0, 1] (a threshold on normalised scores), got {self.eta!r}")
+        check_fraction("m", self.m, "(]", optional=True, what="the share of mass transported")
+        check_fraction("eta", self.eta, "[]", what="a threshold on normalised scores")
         for name in ("alpha1", "alpha2"):
-            value = getattr(self, name)
-            if not (np.isfinite(value) and 0 < value <= 1):
-                raise ValueError(f"{name} must be in (0, 1], got {value!r}")
-        if not 0 <= self.holdout < 1:
-            raise ValueError(f"holdout must be in [0, 1), got {self.holdout!r}")
+            check_fraction(name, getattr(self, name), "(]")
+        check_fraction("holdout", self.holdout, "[)")
         if self.m is None and self.holdout == 0:
             raise ValueError("holdout must be > 0 when m is not given (m is estimated on the holdout); give m or a "
                              "holdout in (0, 1)")  # fmt: skip
-        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
-            raise ValueError(f"seed must be an integer >= 0 (a numpy Generator seed), got {self.seed!r}")
+        check_int("seed", self.seed, 0, "a numpy Generator seed")
         lo, hi = self.m_clip
         if not 0 < lo <= hi <= 1:
             raise ValueError(f"m_clip must satisfy 0 < low <= high <= 1, got {self.m_clip!r}")
@@ -153,14 +146,10 @@ class AuditConfig:
 
     def _validate_guarantee(self) -> None:
         """Raise ValueError for a guarantee or delta outside (0, 1), or a rule that gives no P(judge wrong)."""
-        import numpy as np
-
         from .rules import needs_crossfit, rule_name
 
         for name in ("guarantee", "delta"):
-            value = getattr(self, name)
-            if value is not None and not (np.isfinite(value) and 0 < value < 1):
-                raise ValueError(f"{name} must be in (0, 1), got {value!r}")
+            check_fraction(name, getattr(self, name), optional=True)
         if self.cascade and (self.guarantee is None or not self.other_judges):
             raise ValueError("cascade needs a guarantee (--guarantee A) and the judges to cascade to "
                              "(--other-judges, cheapest first)")  # fmt: skip

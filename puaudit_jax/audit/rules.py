@@ -45,6 +45,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING
 
+from puaudit_runtime.checks import check_fraction
+
 from .names import EVIDENCE_KINDS, FEATURES, RENAMED_RULES, check_kinds, current_rule
 
 if TYPE_CHECKING:  # numpy is imported where a rule runs: the CLI's parser reads CalibratedRule's fields
@@ -300,9 +302,7 @@ class CalibratedRule:
         if self.feature not in FEATURES:
             raise ValueError(f"feature must be one of {FEATURES}, got {self.feature!r}")
         for key in ("threshold", "confidence", "interval"):
-            value = getattr(self, key)
-            if not 0 < value < 1:
-                raise ValueError(f"{key} must be in (0, 1), got {value!r}")
+            check_fraction(key, getattr(self, key))
         if self.n_boot < 1 or self.min_labelled < 2:
             raise ValueError("n_boot must be >= 1 and min_labelled >= 2")
 

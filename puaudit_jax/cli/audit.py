@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 
+from puaudit_runtime.checks import check_fraction
+
 from ..audit.config import AuditConfig
 from ..audit.names import RULE_NAMES, SCORER_NAMES, current_rule
 from ..audit.rules import CalibratedRule
@@ -80,8 +82,7 @@ def add_audit_options(p: argparse.ArgumentParser) -> None:
 
 def cmd_audit(args) -> int:
     """``puaudit audit``: options checked, then the audit in a locked output folder."""
-    if args.hide_labels is not None and not 0 < args.hide_labels < 1:
-        raise ValueError(f"--hide-labels must be in (0, 1), got {args.hide_labels}")
+    check_fraction("--hide-labels", args.hide_labels, optional=True)
     mesh = inputs.mesh_of(args)
     config = audit_config(args, scorer=scorer_of(args.scorer, mesh, args.solver_dtype), rule=rule_of(args.rule, args))
     config.check_evidence_is_read()

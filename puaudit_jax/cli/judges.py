@@ -48,6 +48,8 @@ import os
 import sys
 import time
 
+from puaudit_runtime.checks import check_fraction, check_int, check_real
+
 from ..datasets.names import BUNDLED
 from ..judges.names import API_KEY_ENV
 from .inputs import load_data
@@ -57,33 +59,31 @@ FAILED_RUN = 1
 """Exit status of a judge or attack run with too many failed pairs (files written; 2 is a user error)."""
 
 
+def _parsed(text: str, kind, check, *args, **kwargs):
+    """``check("", kind(text), *args, **kwargs)``, its ValueError as argparse's error (naming the option).
+
+    Text that is no ``kind`` is checked as it is, and refused as the string it is.
+    """
+    try:
+        value = kind(text)
+    except ValueError:
+        value = text
+    try:
+        return check("", value, *args, **kwargs)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def _number(kind, low: float, strict: bool = False, note: str = ""):
-    """An argparse type: ``kind`` of the text, ``>= low`` (``> low`` when strict); the error names the option."""
-    need = f"{'>' if strict else '>='} {low:g}{note}"
-
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"must be {'an integer' if kind is int else 'a number'} {need}, got {text!r}"
-            ) from None
-        if not (value > low if strict else value >= low):  # NaN fails too
-            raise argparse.ArgumentTypeError(f"must be {need}, got {text!r}")
-        return value
-
-    return parse
+    """An argparse type: ``kind`` of the text, ``>= low`` (``> low`` when strict; finite); ``note`` explains it."""
+    if kind is int:
+        return lambda text: _parsed(text, int, check_int, int(low), what=note)
+    return lambda text: _parsed(text, float, check_real, low, strict=strict, what=note)
 
 
 def _fraction(text: str) -> float:
     """An argparse type: a fraction in [0, 1]."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be a fraction in [0, 1] (0: no failure allowed), got {text!r}")
-    return value
+    return _parsed(text, float, check_fraction, "[]", what="0: no failure allowed")
 
 
 def check_options(args) -> None:
@@ -223,9 +223,7 @@ def _judge_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--cache-dir", help="response cache folder (default $PUAUDIT_CACHE/judges or ~/.cache/puaudit/judges)"
     )
-    p.add_argument(
-        "--limit", type=_number(int, 1, note=" (omit it for every row)"), help="only the first N comparisons"
-    )
+    p.add_argument("--limit", type=_number(int, 1, note="omit it for every row"), help="only the first N comparisons")
     p.add_argument(
         "--single-order",
         action="store_true",

@@ -38,8 +38,9 @@ import pandas as pd
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
+from puaudit_runtime.checks import check_fraction, check_int
+
 from ..datasets.verdicts import JUDGE_VERDICTS, A, B
-from .checks import check_int
 from .config import BTConfig  # light, for the CLI
 
 ELO_PER_NAT = 400.0 / np.log(10.0)  # Elo points per unit of theta (natural log odds)
@@ -347,8 +348,7 @@ def bootstrap_bt(
     """
     check_int("n_boot", n_boot, 1, "bootstrap resamples")
     check_int("seed", seed, 0, "numpy seed")
-    if not (isinstance(level, (int, float, np.floating)) and 0 < level < 1):
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    check_fraction("level", level)
     full = fit_bt(table, config, models=models)
     names = list(full.scores.index)
     _, codes = encode_comparisons(table, names)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .checks import check_int, check_real
+from puaudit_runtime.checks import check_int, check_real
 
 ANCHORS = ("self", "consensus")
 MODES = ("shrink", "residual")

@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from puaudit_runtime.checks import check_int
+
 from ..datasets import data_path, load_bundled, normalize_verdict
 from ..datasets.verdicts import MISSING
 from .bradley_terry import BTConfig, bootstrap_bt, fit_bt
-from .checks import check_int
 from .elo import EloConfig, online_elo
 
 VERDICT_COLUMNS = ("judge", "model_a", "model_b", "winner")

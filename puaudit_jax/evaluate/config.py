@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from puaudit_runtime.checks import check_fraction
+
 from ..audit.config import DEFAULT_RULE, DEFAULT_SCORER, PAPER_RULE, PAPER_SCORER
 
 DEFAULT_PAIRS = ((DEFAULT_SCORER, DEFAULT_RULE), (PAPER_SCORER, PAPER_RULE))
@@ -43,5 +45,4 @@ class Protocol:
             raise ValueError(f"seeds must be >= 1 (the number of random splits), got {self.seeds!r}")
         if not isinstance(self.seeds, int) and (not self.seed_list or len(set(self.seed_list)) < len(self.seed_list)):
             raise ValueError(f"seeds must be a count or a non-empty list of distinct seeds, got {self.seeds!r}")
-        if not 0 < self.p_ratio < 1:
-            raise ValueError(f"p_ratio must be in (0, 1) (the share of labels kept visible), got {self.p_ratio!r}")
+        check_fraction("p_ratio", self.p_ratio, what="the share of labels kept visible")

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from puaudit_runtime.checks import check_fraction
+
 from ..datasets.exclusions import LABELLED, item_status
 from ..datasets.verdicts import MISSING, question_types
 
@@ -26,8 +28,7 @@ def split_labels(table: pd.DataFrame, *, p_ratio: float, seed: int, split_by: st
     ``split_by``: of each type's groups of rows sharing that column's value; the share is then counted in
     groups, floor, at least one kept and one hidden when the type has two groups.
     """
-    if not 0 < p_ratio < 1:
-        raise ValueError(f"p_ratio must be in (0, 1), got {p_ratio!r}")
+    check_fraction("p_ratio", p_ratio)
     table = table.reset_index(drop=True)
     if split_by is not None:
         if split_by not in table.columns:

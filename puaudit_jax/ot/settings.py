@@ -21,20 +21,16 @@ import warnings
 import numpy as np
 
 from puaudit_jax.ot import relaxation as rx
+from puaudit_runtime.checks import check_choice, check_flag, check_fraction, check_int, check_real
 
 METHODS = ("auto", "sinkhorn", "exact")
 DTYPES = ("float32", "float64")
 EXACT_BACKENDS = ("emd", "highs")
 
 
-def _is_real(value) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
-
-
 def _positive_finite(what: str):
     def check(name, value):
-        if not (_is_real(value) and value > 0 and np.isfinite(value)):
-            raise ValueError(f"{name} must be positive and finite ({what}); got {value!r}")
+        check_real(name, value, 0, strict=True, what=what, need="be positive and finite")
 
     return check
 
@@ -48,34 +44,24 @@ def _optional(rule):
 
 
 def _positive_int(name, value) -> None:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer; got {value!r}")
+    check_int(name, value, 1, need="be a positive integer")
 
 
 def _auto_or_positive_int(name, value) -> None:
-    if value != "auto":
-        try:
-            _positive_int(name, value)
-        except ValueError:
-            raise ValueError(f"{name} must be 'auto' or a positive integer; got {value!r}") from None
+    if not (isinstance(value, str) and value == "auto"):
+        check_int(name, value, 1, need="be 'auto' or a positive integer")
 
 
 def _one_of(choices):
-    def check(name, value):
-        if not isinstance(value, str) or value not in choices:
-            raise ValueError(f"{name} must be one of {choices}; got {value!r}")
-
-    return check
+    return lambda name, value: check_choice(name, value, choices)
 
 
 def _flag(name, value) -> None:
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False; got {value!r}")
+    check_flag(name, value)
 
 
 def _eps_decay(name, value) -> None:
-    if value is not None and not (_is_real(value) and 0 < value < 1):
-        raise ValueError(f"{name} must lie in (0, 1) (or be None: no epsilon scaling); got {value!r}")
+    check_fraction(name, value, optional=True, what="or be None: no epsilon scaling", need="lie in (0, 1)")
 
 
 def _relaxation(name, value) -> None:

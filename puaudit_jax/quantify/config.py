@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from puaudit_runtime.checks import check_fraction
+
 from ..datasets.names import STYLE_FEATURES
 
 TARGETS = ("agreement", "a-share")
@@ -15,9 +17,7 @@ TARGETS = ("agreement", "a-share")
 
 def check_level(level: float) -> float:
     """``level`` as a float in (0, 1), or ValueError."""
-    if not (isinstance(level, (int, float)) and 0 < float(level) < 1):
-        raise ValueError(f"level must be in (0, 1) (the coverage of the intervals), got {level!r}")
-    return float(level)
+    return check_fraction("level", level, what="the coverage of the intervals")
 
 
 @dataclass(frozen=True)

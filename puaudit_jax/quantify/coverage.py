@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 import pandas as pd
 
+from puaudit_runtime.checks import check_fraction
+
 from ..consensus.bradley_terry import ELO_PER_NAT
 from .estimators import (
     HUMAN_ONLY,
@@ -60,8 +62,7 @@ class CoverageConfig:
 
     def validate(self) -> CoverageConfig:
         """Return self; raise ValueError naming the first field out of its range."""
-        if not 0 < self.fraction < 1:
-            raise ValueError(f"fraction must be in (0, 1), got {self.fraction!r}")
+        check_fraction("fraction", self.fraction)
         if self.splits < 1:
             raise ValueError(f"splits must be >= 1, got {self.splits!r}")
         check_level(self.level)
