@@ -165,12 +165,17 @@ def _reexported(app, env, node, contnode):
     domain = env.get_domain("py")
     target, module = node.get("reftarget", ""), node.get("py:module") or ""
     if not target.startswith(_OURS):
-        # A table's one-line summary is read in its package's context: a name of one of the
-        # package's modules (``:class:`CalibratedRule``` in ``puaudit_jax.audit.rules``) links to
-        # its entry when exactly one name under the package ends that way.
-        found = [name for name in domain.objects if name.startswith(module + ".") and name.endswith("." + target)]
-        if module.startswith(_OURS) and len(found) == 1:
-            return domain.resolve_xref(env, node["refdoc"], app.builder, node["reftype"], found[0], node, contnode)
+        # A table's one-line summary is read in its package's context, and a module's docstring may
+        # name a class its package exports: a short name (``:class:`CalibratedRule``` in
+        # ``puaudit_jax.audit.rules``) links to the one entry under the module, or else under its
+        # packages (``puaudit_jax.audit``, ``puaudit_jax``), that ends that way.
+        while module.startswith(_OURS):
+            found = [name for name in domain.objects if name.startswith(module + ".") and name.endswith("." + target)]
+            if len(found) == 1:
+                return domain.resolve_xref(env, node["refdoc"], app.builder, node["reftype"], found[0], node, contnode)
+            if found or "." not in module:
+                return None
+            module = module.rsplit(".", 1)[0]
         return None
     parts = target.split(".")
     for i in range(len(parts) - 2, 0, -1):
