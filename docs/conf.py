@@ -9,11 +9,15 @@ tutorial on unchanged code is not run again, in this clone or a fresh one.
 
 import hashlib
 import importlib
+import inspect
 import os
 import re
 import shutil
 import sys
 from pathlib import Path
+
+from sphinx.errors import PycodeError
+from sphinx.pycode import ModuleAnalyzer
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
@@ -125,6 +129,75 @@ def _docstring(app, what, name, obj, options, lines):
         lines[i] = _UNRESOLVABLE.sub(lambda m: "``" + m.group(1) + "``", line)
 
 
+def _constant_doc(app, what, name, obj, options, lines):
+    """A constant's ``#:`` comment, where it is defined, in place of its type's docstring.
+
+    autodoc documents a constant re-exported by a package (``puaudit_jax.audit.DEFAULT_RULE``) or
+    one without a ``#:`` comment with the docstring of its type (``str(object='') -> str``); the API
+    pages' tables would show that line. Look the comment up in the modules under the name's parent
+    instead, and leave the entry without a description where there is none.
+    """
+    doc = getattr(type(obj), "__doc__", None)
+    if what != "data" or not lines or not doc or lines[0].strip() != inspect.cleandoc(doc).splitlines()[0].strip():
+        return
+    parent, short = name.rsplit(".", 1)
+    lines[:] = []
+    for modname in sorted(m for m in list(sys.modules) if m == parent or m.startswith(parent + ".")):
+        if getattr(sys.modules[modname], short, None) is not obj:
+            continue
+        try:
+            comment = ModuleAnalyzer.for_module(modname).find_attr_docs().get(("", short))
+        except PycodeError:
+            continue
+        if comment:
+            lines[:] = list(comment)
+            return
+
+
+def _reexported(app, env, node, contnode):
+    """Resolve a reference to a module's name that the API pages document under its package.
+
+    A name a package re-exports has one entry, under the package (``puaudit_jax.audit.Guarantee``);
+    a docstring's ``:class:`~puaudit_jax.audit.guarantee.Guarantee``` links to it.
+    """
+    if node.get("refdomain") != "py":
+        return None
+    domain = env.get_domain("py")
+    target, module = node.get("reftarget", ""), node.get("py:module") or ""
+    if not target.startswith(_OURS):
+        # A table's one-line summary is read in its package's context, and a module's docstring may
+        # name a class its package exports: a short name (``:class:`CalibratedRule``` in
+        # ``puaudit_jax.audit.rules``) links to the one entry under the module, or else under its
+        # packages (``puaudit_jax.audit``, ``puaudit_jax``), that ends that way.
+        while module.startswith(_OURS):
+            found = [name for name in domain.objects if name.startswith(module + ".") and name.endswith("." + target)]
+            if len(found) == 1:
+                return domain.resolve_xref(env, node["refdoc"], app.builder, node["reftype"], found[0], node, contnode)
+            if found or "." not in module:
+                return None
+            module = module.rsplit(".", 1)[0]
+        return None
+    parts = target.split(".")
+    for i in range(len(parts) - 2, 0, -1):
+        alias = ".".join(parts[:i] + parts[-1:])
+        if alias in domain.objects and _same_object(target, alias):
+            return domain.resolve_xref(env, node["refdoc"], app.builder, node["reftype"], alias, node, contnode)
+    return None
+
+
+def _same_object(name, alias):
+    def lookup(dotted):
+        module, attr = dotted.rsplit(".", 1)
+        try:
+            return getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError):
+            return lookup.missing
+
+    lookup.missing = object()
+    found = lookup(name)
+    return found is not lookup.missing and found is lookup(alias)
+
+
 def _skip(app, what, name, obj, skip, options):
     module = getattr(obj, "__module__", None) or ""
     if what == "module" and callable(obj) and module and not module.startswith(_OURS):
@@ -133,7 +206,9 @@ def _skip(app, what, name, obj, skip, options):
 
 
 def setup(app):
-    """Register the figure copy and the docstring hooks."""
+    """Register the figure copy, the docstring hooks and the references to re-exported names."""
     app.connect("builder-inited", _copy_result_figures)
+    app.connect("autodoc-process-docstring", _constant_doc, priority=100)
     app.connect("autodoc-process-docstring", _docstring, priority=900)
     app.connect("autodoc-skip-member", _skip)
+    app.connect("missing-reference", _reexported)
