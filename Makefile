@@ -103,6 +103,7 @@ $(DOCS_STAMP): setup.cfg pyproject.toml requirements-models.txt
 
 docs: $(DOCS_STAMP)
 	$(VENV)/bin/sphinx-build -W --keep-going -b html docs build/docs/html
+	$(PY) docs/check_api_coverage.py build/docs/html
 
 clean:
 	rm -rf $(VENV) build *.egg-info

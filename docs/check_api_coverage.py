@@ -9,7 +9,8 @@ Collects the ``__all__`` of every module and package of ``puaudit_jax`` (its com
 (``id="puaudit_jax.ot.solve_partial"``) in the built ``api/*.html``. A name a module re-exports from
 another module counts as documented where it is defined (``probes.extract.EncodeConfig`` under
 ``probes.encode_config.EncodeConfig``), and one its package re-exports where the package's entry is
-(``puaudit_jax.quantify.ranks.rank_sets`` under ``puaudit_jax.quantify.rank_sets``). Prints the names without an entry and exits 1 if any.
+(``puaudit_jax.quantify.ranks.rank_sets`` under ``puaudit_jax.quantify.rank_sets``). Prints the names
+without an entry and exits 1 if any.
 """
 
 import importlib
@@ -40,6 +41,7 @@ def public_names():
 
 
 def main(html: str) -> int:
+    """Exit status 0 when every public name has an entry in the API pages under ``html``, else 1."""
     warnings.simplefilter("ignore")
     anchors = set()
     for page in Path(html, "api").glob("*.html"):
