@@ -132,11 +132,21 @@ def cmd_quantify(args) -> int:
             plt.close(forest_plot(result.to_frame(), run.path / "forest.png", title=f"{args.data}"))
             files.append("forest.png")
         run.finish(files)
-    print(result.to_frame()[list(COLUMNS)].to_string(index=False, float_format="{:.4f}".format))
+    print(_table_text(result.to_frame()[list(COLUMNS)], run_folder=args.out))
     for warning in result.warnings:
         print(f"warning: {warning}")
     print(wrote(args.out, files))
     return 0
+
+
+PRINTED_ROWS = 40  # a leaderboard of many models is read from leaderboard.csv, not the terminal
+
+
+def _table_text(frame, run_folder: str) -> str:
+    """The estimates as text: every row up to :data:`PRINTED_ROWS`, else the first ones and where the rest are."""
+    shown = frame.head(PRINTED_ROWS).to_string(index=False, float_format="{:.4f}".format)
+    more = len(frame) - PRINTED_ROWS
+    return shown if more <= 0 else f"{shown}\n... {more} more rows in {run_folder}/leaderboard.csv"
 
 
 def add_quantify_parser(sub) -> None:

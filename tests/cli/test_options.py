@@ -277,3 +277,15 @@ def test_the_solver_dtype_option_agrees_with_the_solver_settings():
     from puaudit_jax.ot.solve import SolveOptions
 
     assert SOLVER_DTYPES[0] == SolveOptions.dtype and set(SOLVER_DTYPES) == set(DTYPES)
+
+
+def test_quantify_prints_at_most_a_screen_of_rows_and_says_where_the_rest_are():
+    """Before: the README's quantify example printed 719 lines."""
+    import pandas as pd
+
+    from puaudit_jax.cli.quantify import PRINTED_ROWS, _table_text
+
+    frame = pd.DataFrame({"target": [f"t{i}" for i in range(PRINTED_ROWS + 5)], "estimate": 0.5})
+    text = _table_text(frame, "out")
+    assert len(text.splitlines()) == PRINTED_ROWS + 2 and text.endswith("... 5 more rows in out/leaderboard.csv")
+    assert "more rows" not in _table_text(frame.head(3), "out")
