@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..datasets.verdicts import MISSING
 from .active import inclusion_probability, predicted_half_width, sampling_probabilities, uncertainty
 from .config import TARGETS, PlanConfig  # noqa: F401  (TARGETS re-exported; both light, for the CLI)
 from .targets import agreement_inputs, inputs, usable_rows
@@ -90,7 +91,10 @@ def plan_labels(table: pd.DataFrame, p_wrong, config: PlanConfig = PlanConfig())
     sigma2, var_y, labelled, pool = _residual_variance(table, p, config.target, config.level)
     used, n_pool = labelled | pool, int(pool.sum())
     if n_pool == 0:
-        raise ValueError("no unlabelled item to plan: every usable row already has a human label")
+        unjudged = int(((table["human"].to_numpy(dtype=object) == MISSING) & ~used).sum())
+        why = (f"the {unjudged} rows without a human label have no judge verdict either (judge = missing: did the "
+               "judge run fail?)" if unjudged else "every usable row already has a human label")  # fmt: skip
+        raise ValueError(f"no unlabelled item to plan: {why}")
     if config.budget > n_pool:
         raise ValueError(f"--budget {config.budget} is larger than the pool of {n_pool} unlabelled items")
     u = uncertainty(p[used])

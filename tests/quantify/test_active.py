@@ -62,6 +62,11 @@ def test_the_planner_is_uniform_without_signal_and_a_budget_larger_than_the_pool
     assert not report.informative and (report.power["planned"] == report.power["random"]).all()
     with pytest.raises(ValueError, match="larger than the pool of 360"):
         plan_labels(shown, None, PlanConfig(budget=361))
+    with pytest.raises(ValueError, match="every usable row already has a human label"):
+        plan_labels(table, None, PlanConfig(budget=10))
+    failed = shown.assign(judge=np.where(shown["human"] == "missing", "missing", shown["judge"]))  # a failed run
+    with pytest.raises(ValueError, match="the 360 rows without a human label have no judge verdict either"):
+        plan_labels(failed, None, PlanConfig(budget=10))
 
 
 def test_active_estimates_cover_where_the_unweighted_labels_are_biased():
