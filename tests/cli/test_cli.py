@@ -339,3 +339,24 @@ def test_the_escalation_note_counts_every_row_to_label_and_names_a_command_that_
     assert note.startswith("2 rows to label (0 escalated and 2 the audit left out (no certified verdict)): out/")
     assert "--plan out --with-audit`" in note
     assert "--plan out --audit out`" in _escalation_note(3, 3, ties.iloc[[0, 2]], "out")
+
+
+def test_embeddings_an_audit_saves_serve_quantify_with_audit_on_data_with_human_ties(tmp_path):
+    """Before: `quantify --with-audit --embeddings` refused the file `audit --save-embeddings` wrote ("N usable
+    comparisons have no embeddings"): the audit left out the tie-labelled rows, which quantify audits unlabelled."""
+    rng = np.random.default_rng(5)
+    rows = []
+    for i in range(90):
+        human = ["A", "B", "tie"][i % 3] if i < 60 else "missing"
+        rows.append(dict(id=f"r{i}", question=f"question {i % 12}", response_a=f"answer a {i} " * (1 + i % 4),
+                         response_b=f"reply b {i} " * (1 + i % 5), judge=str(rng.choice(["A", "B"])), human=human,
+                         question_type="t"))  # fmt: skip
+    data = tmp_path / "cmp.jsonl"
+    save_comparisons(pd.DataFrame(rows), data)
+    cache = ["--cache-dir", str(tmp_path / "cache"), "--quiet"]
+    saved = tmp_path / "emb.npz"
+    assert main(["audit", str(data), "--out", str(tmp_path / "a"), "--save-embeddings", str(saved), "--no-figures",
+                 "--scorer", "centroid", *cache]) == 0  # fmt: skip
+    assert set(load_embeddings(saved).ids) == {r["id"] for r in rows}  # the tie-labelled rows too
+    assert main(["quantify", str(data), "--with-audit", "--embeddings", str(saved), "--out", str(tmp_path / "q"),
+                 "--no-figures"]) == 0  # fmt: skip
