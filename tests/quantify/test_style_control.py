@@ -93,7 +93,7 @@ def test_a_rare_feature_is_named_and_missing_texts_give_not_estimable_rows():
 def test_a_disconnected_comparison_graph_gives_no_scores_and_names_its_groups():
     """Two groups never compared with each other: every estimator's scores and style rows are not
     estimable, for the true reason (before: PPI++ said 1020 [-1.4e9, 1.4e9], the others "did not converge")."""
-    table = _table(1200, 7, labelled_share=0.5)
+    table = _table(500, 7, labelled_share=0.5)
     cross = table.model_a.isin(["m0", "m1"]) != table.model_b.isin(["m0", "m1"])
     frame = quantify(table[~cross].reset_index(drop=True), style=("tokens",)).to_frame()
     scores = frame[frame.target.str.startswith(("elo", "style"))]
