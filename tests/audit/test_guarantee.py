@@ -381,9 +381,4 @@ def test_a_cascade_embeds_the_rows_only_a_later_judge_can_use(cone):
     table = cone.table.assign(judge=first, second=second)
     assert len(embed_comparisons(table, encoder).ids) == len(table) - 30  # the first judge's usable rows only
     emb = embed_comparisons(table, encoder, judges=("second",))
-    assert len(emb.ids) == len(table)
-    config = AuditConfig(scorer="centroid", guarantee=0.8, other_judges=("second",), cascade=True)
-    items = run_audit(table, emb, config).items
-    assert len(items) == len(table)
-    tied = items[items.id.isin(table.id.to_numpy()[pool[:30]])]  # still the first judge's exclusions, said so
-    assert (tied.role == "excluded").all() and tied.reason.str.contains("tie").all()
+    assert len(emb.ids) == len(table)  # what the cascade's audit of the second judge needs (its test: above)
