@@ -9,7 +9,7 @@ For an anchor z_i = tau_i z_bar + eps_i z_i^perp of the denoised set D_P' and th
 
 so the cosine (and the cost 1 - cosine) moves by a first-order term lambda eps_i <z_i^perp, b>,
 bounded by lambda eps_p once denoising makes every eps_i <= eps_p, plus O(lambda^2): "the
-transport cost is invariant to the bias up to O(lambda eps_p) + O(lambda^2)". The seed writes
+transport cost is invariant to the bias up to O(lambda eps_p) + O(lambda^2)". The paper writes
 eps_i = sqrt(1 - tau_i) in A.2 but eps_z = sqrt(1 - tau_z^2) in A.1.
 
 What is measured (all quantities dimensionless; lambda is the bias size relative to ||z|| = 1):

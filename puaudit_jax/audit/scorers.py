@@ -225,7 +225,7 @@ class BalancedOTScorer:
 class UnbalancedOTScorer:
     """KL-unbalanced entropic OT (ott-jax): tau_a = 1, tau_b = rho / (rho + epsilon). s_j = mass_j / b_j.
 
-    The seed defines no unbalanced baseline; rho = 0.5, epsilon = 0.05 were picked on the cone
+    The paper defines no unbalanced baseline; rho = 0.5, epsilon = 0.05 were picked on the cone
     model (rho = 0.1 flips ~70% of the pool, rho >= 1 nothing): treat it as a sensitive baseline.
     ``solver``: as for :class:`BalancedOTScorer`, with that epsilon (tol and max_iter
     :class:`~puaudit_jax.ot.PartialSinkhorn`'s); ``epsilon``, ``max_iterations``, ``threshold``:

@@ -117,13 +117,7 @@ def make_judge(args):
     check_options(args)
     from ..judges import OpenAIChatJudge, OpenAILogprobJudge
 
-    client = {
-        "api_key_env": args.api_key_env,
-        "timeout": args.timeout,
-        "concurrency": args.concurrency,
-        "max_retries": args.max_retries,
-        "cache_dir": args.cache_dir,
-    }
+    client = _client_options(args)
     if args.verdict == "logprob":
         return OpenAILogprobJudge(
             args.base_url, args.model, chat_template=args.chat_template, top_logprobs=args.top_logprobs, **client
@@ -147,16 +141,13 @@ def make_generator(args, judge):
         raise SystemExit("error: --generator openai needs --gen-base-url/--gen-model (or --base-url/--model)")
     from ..judges import OpenAIChatGenerator
 
-    return OpenAIChatGenerator(
-        base,
-        model,
-        max_tokens=args.max_new_tokens,
-        api_key_env=args.api_key_env,
-        timeout=args.timeout,
-        concurrency=args.concurrency,
-        max_retries=args.max_retries,
-        cache_dir=args.cache_dir,
-    )
+    return OpenAIChatGenerator(base, model, max_tokens=args.max_new_tokens, **_client_options(args))
+
+
+def _client_options(args) -> dict:
+    """The HTTP client's settings of the command line (:func:`_client_arguments`), for a judge or a generator."""
+    return {"api_key_env": args.api_key_env, "timeout": args.timeout, "concurrency": args.concurrency,
+            "max_retries": args.max_retries, "cache_dir": args.cache_dir}  # fmt: skip
 
 
 def _client_arguments(p: argparse.ArgumentParser) -> None:

@@ -185,7 +185,7 @@ def write_alignment(run: Alignment, out: str | Path, *, source: str, figures: bo
 
 
 def table4() -> tuple[pd.DataFrame, pd.Series]:
-    """The seed appendix's Table 4 from its Table 6 matrices, and the column means.
+    """The UDA appendix's Table 4 from its Table 6 matrices, and the column means.
 
     Table 4: Pearson and MSE to the consensus, baseline vs UDA, per judge.
     """
