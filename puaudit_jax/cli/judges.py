@@ -52,6 +52,7 @@ from puaudit_runtime.checks import check_fraction, check_int, check_real
 
 from ..datasets.names import BUNDLED
 from ..judges.names import API_KEY_ENV
+from . import interrupts
 from .inputs import load_data
 from .run_folder import RunFolder, wrote
 
@@ -369,6 +370,7 @@ def cmd_serve(args) -> int:
         print(f"the server exited with code {code}:\n{server.log_tail()}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        interrupts.received()  # the server is stopped without a second interrupt
         return 0
     finally:
         server.stop()

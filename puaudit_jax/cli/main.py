@@ -15,7 +15,8 @@ DATA is a comparison file (jsonl / csv / parquet; see :mod:`puaudit_jax.datasets
 bundled set: ``mtbench``, ``llmfao-gpt4``, ``llmfao-gpt3``. User errors -- a bad option value
 (argparse's included), file, row or folder -- print one line ``error: ...`` on stderr and exit with
 status 2; ``--debug`` anywhere on the line shows the traceback instead. Ctrl-C prints ``interrupted``
-and exits with status 130 (the traceback too with ``--debug``). Compiled programs are kept under
+and exits with status 130 (the traceback too with ``--debug``); one Ctrl-C is enough, also where a
+library swallows the first KeyboardInterrupt (:mod:`puaudit_jax.cli.interrupts`). Compiled programs are kept under
 ``$PUAUDIT_CACHE/jax`` (:func:`puaudit_runtime.cache.enable_compilation_cache`) unless JAX's own
 compilation cache is set.
 
@@ -35,6 +36,7 @@ import zipfile
 from puaudit_runtime.cache import enable_compilation_cache
 
 from .._version import __version__
+from . import interrupts
 from .audit import add_audit_parser
 from .consensus import add_consensus_parser
 from .evaluate import add_demo_parser, add_evaluate_parser
@@ -114,9 +116,12 @@ def main(argv: list[str] | None = None) -> int:
     program = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
+    if program:
+        interrupts.install()  # a Ctrl-C that JAX swallows is raised again
     try:
         return _run(argv, debug)
     except KeyboardInterrupt:  # output folder locks and temporary files were released while unwinding
+        interrupts.received()
         _interrupted(debug, program)
         raise SystemExit(INTERRUPTED) from None
 

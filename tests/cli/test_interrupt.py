@@ -1,7 +1,9 @@
 """Ctrl-C ends a command with one line ``interrupted`` on stderr and exit status 130.
 
 No traceback, and no crash in the interpreter's teardown afterwards (JAX's threads made 2 of 7
-interrupted audits end in a segmentation fault, status 139): the process ends at once.
+interrupted audits end in a segmentation fault, status 139): the process ends at once. One Ctrl-C
+is enough also where the first KeyboardInterrupt is swallowed (it landed in JAX's gc callback in
+1 of 3 interrupted audits: the audit then ran to its end with status 0).
 """
 
 from __future__ import annotations
@@ -72,6 +74,62 @@ def test_ctrl_c_during_an_audit_is_one_line_and_status_130(tmp_path, attempt):
     assert code == 130, f"exit status {code}:\n{err[-3000:]}"
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-3000:]
     assert err.splitlines()[-1] == "interrupted" and err.count("interrupted") == 1
+    assert not (tmp_path / "out" / LOCK).exists()
+
+
+SWALLOWING_AUDIT = """
+import sys, time
+import puaudit_jax.cli.inputs as cli
+from puaudit_jax.cli.main import main
+
+class Finalised:
+    def __del__(self):  # a KeyboardInterrupt raised here is "ignored", as in JAX's gc callback
+        time.sleep(60)
+
+def load_data(*_, **__):
+    print("loading", file=sys.stderr, flush=True)
+    if sys.argv[2] == "finaliser":
+        Finalised()
+    else:
+        try:  # as JAX's bare `except:` does with a KeyboardInterrupt raised inside it
+            time.sleep(60)
+        except BaseException:
+            pass
+    print("swallowed", file=sys.stderr, flush=True)
+    time.sleep(60)  # the command works on: only a second delivery ends it
+
+cli.load_data = load_data
+sys.argv[1:] = ["audit", "mtbench", "--out", sys.argv[1]]
+main()
+"""
+
+
+@pytest.mark.parametrize("where", ["except", "finaliser"])
+def test_a_swallowed_ctrl_c_is_delivered_again(tmp_path, where):
+    """One Ctrl-C ends the program even where a library swallows the first KeyboardInterrupt.
+
+    In a bare ``except:`` or a finaliser (JAX's gc callback): the interrupt comes again, and the
+    swallowed one is not reported.
+    """
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    argv = [sys.executable, "-c", SWALLOWING_AUDIT, str(tmp_path / "out"), where]
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=_ctrl_c_as_at_a_terminal)  # fmt: skip
+    err: list[bytes] = []
+    reader = threading.Thread(target=_drain, args=(proc.stderr, err), daemon=True)
+    reader.start()
+    try:
+        _wait_until(lambda: b"loading" in b"".join(err) or proc.poll() is not None, START_S)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=END_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=END_S)
+        reader.join(timeout=END_S)
+    text = b"".join(err).decode(errors="replace")
+    assert proc.returncode == 130, f"exit status {proc.returncode}:\n{text[-3000:]}"
+    assert text.splitlines() == ["loading", "swallowed", "interrupted"], text[-3000:]
     assert not (tmp_path / "out" / LOCK).exists()
 
 
