@@ -107,22 +107,36 @@ def tokenize_inputs(tokenizer, inputs, add_generation_prompt: bool = False, spec
 
     Strings -> ids (with the tokenizer's special tokens when `special`); chat message lists ->
     the chat template rendered, then ids without extra special tokens (as transformers does).
+    The texts are tokenised in two batches (strings, rendered chats), in parallel by the backend.
     """
-    out = []
-    for x in inputs:
-        if tokenizer is None and not (
-            isinstance(x, (list, tuple, np.ndarray)) and all(isinstance(t, (int, np.integer)) for t in x)
-        ):
+    out: list = [None] * len(inputs)
+    texts: dict[bool, list[tuple[int, str]]] = {True: [], False: []}  # add special tokens -> (position, text)
+    for k, x in enumerate(inputs):
+        if tokenizer is None and not _is_ids(x):
             raise ValueError("this model has no tokenizer files; pass token ids instead")
         if isinstance(x, str):
-            out.append(tokenizer.encode(x, add_special_tokens=special))
+            texts[special].append((k, x))
         elif isinstance(x, (list, tuple)) and all(isinstance(m, dict) for m in x):
-            text = tokenizer.apply_chat_template(list(x), add_generation_prompt=add_generation_prompt)
-            out.append(tokenizer.encode(text, add_special_tokens=False))
-        elif isinstance(x, (list, tuple, np.ndarray)) and all(isinstance(t, (int, np.integer)) for t in x):
-            out.append([int(t) for t in x])
+            rendered = tokenizer.apply_chat_template(list(x), add_generation_prompt=add_generation_prompt)
+            texts[False].append((k, rendered))
+        elif _is_ids(x):
+            out[k] = [int(t) for t in x]
         else:
-            raise TypeError(
-                f"input {len(out)}: expected a string, a list of chat messages or token ids, got {type(x).__name__}"
-            )
+            kind = type(x).__name__
+            raise TypeError(f"input {k}: expected a string, a list of chat messages or token ids, got {kind}")
+    for add, batch in texts.items():
+        if batch:
+            for (k, _), row in zip(batch, _encode_texts(tokenizer, [t for _, t in batch], add)):
+                out[k] = row
     return out
+
+
+def _encode_texts(tokenizer, texts: list[str], add_special_tokens: bool) -> list[list[int]]:
+    """Ids of ``texts``: one ``encode_batch`` call where the tokenizer has it (a stand-in may not)."""
+    if hasattr(tokenizer, "encode_batch"):
+        return tokenizer.encode_batch(texts, add_special_tokens=add_special_tokens)
+    return [tokenizer.encode(t, add_special_tokens=add_special_tokens) for t in texts]
+
+
+def _is_ids(x) -> bool:
+    return isinstance(x, (list, tuple, np.ndarray)) and all(isinstance(t, (int, np.integer)) for t in x)

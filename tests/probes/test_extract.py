@@ -253,6 +253,32 @@ def test_disk_cache_reuses_embeddings(minilm, tmp_path):
     assert len(list(tmp_path.rglob("part-*.npz"))) == 3
 
 
+def test_tokenised_in_batches_each_input_in_its_place(smollm2):
+    tok = smollm2.tokenizer
+    chat = [{"role": "user", "content": "hi"}]
+    inputs = ["hello there", chat, [5, 6, 7], "world", np.array([1, 2])]
+    assert tokenize_inputs(tok, inputs) == [
+        tok.encode("hello there"), tok.encode(tok.apply_chat_template(chat), add_special_tokens=False), [5, 6, 7],
+        tok.encode("world"), [1, 2]]  # fmt: skip
+    assert tokenize_inputs(tok, ["hello there"], special=False) == [tok.encode("hello there", add_special_tokens=False)]
+    with pytest.raises(TypeError, match="input 1: expected a string"):
+        tokenize_inputs(tok, ["ok", 3.5])
+
+
+def test_inputs_served_from_the_cache_read_no_weight(tmp_path):
+    """A run whose every input is in the disk cache never matches the weights to the model."""
+    from probes.models import load_pretrained
+
+    texts = ["first text", "a second, longer text"]
+    cached, _ = extract.encode(load_pretrained("minilm"), texts, cache_dir=tmp_path)
+    fresh = load_pretrained("minilm")
+    again, report = extract.encode(fresh, texts[::-1], cache_dir=tmp_path)
+    assert not fresh.params_loaded and report.n_cached == 2
+    np.testing.assert_array_equal(again, cached[::-1])
+    extract.encode(fresh, ["not cached"], cache_dir=tmp_path)
+    assert fresh.params_loaded
+
+
 def test_encode_pairs_formats(minilm):
     qs, os_ = ["What is 2+2?", [{"role": "user", "content": "Hi"}]], ["4", "Hello!"]
     got, _ = extract.encode_pairs(minilm, qs, os_)

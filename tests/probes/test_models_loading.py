@@ -72,19 +72,20 @@ def test_missing_folder_and_unknown_model_type(tmp_path):
 
 
 def test_shape_mismatch_and_missing_tensor_name_the_tensor(tmp_path):
+    """Found where the weights are matched to the model: at the first use of ``params``."""
     tm = _tiny_llama()
     tm.save_pretrained(tmp_path)
     cfg = json.loads((tmp_path / "config.json").read_text())
     (tmp_path / "config.json").write_text(json.dumps({**cfg, "intermediate_size": 80}))
     with pytest.raises(ValueError, match=r"model\.safetensors.*'layers\.mlp\.(down|gate|up)_proj\.weight'.*shape"):
-        load_pretrained(tmp_path)
+        _ = load_pretrained(tmp_path).params
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     from safetensors.numpy import save_file
 
     sd = {k: v.numpy() for k, v in tm.state_dict().items() if k != "model.norm.weight"}
     save_file(sd, str(tmp_path / "model.safetensors"))
     with pytest.raises(ValueError, match=r"'norm\.weight'.*missing"):
-        load_pretrained(tmp_path)
+        _ = load_pretrained(tmp_path).params
 
 
 def _write_gguf(path, tm, tokens, types, chat_template):
