@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy.stats import fisher_exact
 
 from ..datasets.comparisons import other_judge_verdicts
 from ..datasets.style import style_differences
 from ..datasets.verdicts import MISSING, TIE, A, B
+from ..quantify.sample_check import fisher_exact_p
 from .names import EVIDENCE_KINDS, check_kinds  # defined with the other light names the CLI reads
 
 __all__ = ["EVIDENCE_KINDS", "JUDGE_SIDE", "STYLE_COUNTS", "JudgeEvidence", "check_kinds", "judge_evidence"]
@@ -142,7 +142,7 @@ def _missing_unequally(present: np.ndarray, decided: np.ndarray, labelled: np.nd
              [int((present & pool).sum()), int((~present & pool).sum())]]  # fmt: skip
     if table[0][1] + table[1][1] == 0:  # present everywhere
         return None
-    p_value = fisher_exact(table).pvalue
+    p_value = fisher_exact_p(table)
     if p_value >= LEAK_LEVEL:
         return None
     share_lab, share_pool = table[0][0] / lab.sum(), table[1][0] / pool.sum()

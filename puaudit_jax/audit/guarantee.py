@@ -59,7 +59,7 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import pandas as pd
-from scipy.stats import beta, binom
+from scipy.special import bdtr, betaincinv  # binom.cdf and beta.ppf without scipy.stats' 0.6 s import
 
 from ..datasets.exclusions import EXCLUDED, LABELLED
 from ..datasets.verdicts import flip_verdict
@@ -142,7 +142,7 @@ def select(q_cal: np.ndarray, correct: np.ndarray, q_pool: np.ndarray, agreement
     order = np.argsort(-q_cal, kind="stable")
     n = np.searchsorted(-q_cal[order], -grid, side="right")  # calibration rows with q >= t
     e = np.concatenate([[0], np.cumsum(~correct[order])])[n]
-    p = np.where(n > 0, binom.cdf(e, n, 1.0 - agreement), 1.0)
+    p = np.where(n > 0, bdtr(e, n, 1.0 - agreement), 1.0)
     first = _starts(coverage, len(q_cal), min_rows(agreement, delta), starts)
     level = delta / max(1, len(first))  # Bonferroni over the sequences
     tested, kept = np.zeros(len(grid), bool), -1
@@ -151,7 +151,7 @@ def select(q_cal: np.ndarray, correct: np.ndarray, q_pool: np.ndarray, agreement
         stop = i + (int(passed[0]) if len(passed) else len(grid) - i)  # the first threshold not certified
         tested[i : stop + 1] = True
         kept = max(kept, stop - 1) if stop > i else kept  # the loosest threshold this sequence certified
-    lower = np.where(n - e > 0, beta.ppf(level, np.maximum(n - e, 1), e + 1), 0.0)  # Clopper-Pearson at the level
+    lower = np.where(n - e > 0, betaincinv(np.maximum(n - e, 1), e + 1, level), 0.0)  # Clopper-Pearson at the level
     threshold = float(grid[kept]) if kept >= 0 else None
     rows = zip(grid.tolist(), coverage.tolist(), n.tolist(), e.tolist(), lower.tolist(), p.tolist(), tested.tolist())
     return Selection(threshold, tuple(rows), tuple(first))
@@ -243,7 +243,7 @@ def labels_needed(selection: Selection, n_cal: int, n_labelled: int, agreement: 
     if rate <= agreement:
         return None
     sizes, level = np.arange(1, 10**6 + 1), delta / max(1, len(selection.starts))  # the sequences' level
-    rejects = np.flatnonzero(binom.cdf(np.floor(sizes * (1 - rate)), sizes, 1 - agreement) <= level)
+    rejects = np.flatnonzero(bdtr(np.floor(sizes * (1 - rate)), sizes, 1 - agreement) <= level)
     if len(rejects) == 0:
         return None
     return max(0, 2 * math.ceil(int(sizes[rejects[0]]) * n_cal / n) - n_labelled)

@@ -44,13 +44,19 @@ def _density(ax, values, color, label):
     bins = np.linspace(0, 1, 26)
     ax.hist(values, bins=bins, density=True, alpha=0.35, color=color, label=f"{label} (n={len(values)})")
     if len(values) > 2 and np.std(values) > 1e-6:
-        from scipy.stats import gaussian_kde
+        grid = np.linspace(0, 1, 200)
+        ax.plot(grid, kde(values, grid), color=color, lw=1.5)
 
-        try:
-            grid = np.linspace(0, 1, 200)
-            ax.plot(grid, gaussian_kde(values)(grid), color=color, lw=1.5)
-        except np.linalg.LinAlgError:
-            pass
+
+def kde(values: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Gaussian kernel density of (n,) ``values`` at (g,) ``grid``, Scott's bandwidth.
+
+    ``scipy.stats.gaussian_kde(values)(grid)`` in one dimension, without scipy.stats' 0.6 s import
+    (a warm audit's start-up); the tests compare the two.
+    """
+    h = np.std(values, ddof=1) * len(values) ** -0.2
+    z = (grid[:, None] - values[None, :]) / h
+    return np.exp(-0.5 * z**2).mean(1) / (h * np.sqrt(2 * np.pi))
 
 
 def _truth_of(pool: pd.DataFrame, truth: pd.Series | None):

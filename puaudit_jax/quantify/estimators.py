@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.stats import norm
+from scipy.special import ndtri  # norm.ppf without scipy.stats' 0.6 s import
 
 from .config import check_level  # light, for the configs the CLI reads
 
@@ -73,7 +73,7 @@ class Estimate:
 
 def z_value(level: float) -> float:
     """The two-sided normal quantile of a ``level`` interval (1.645 at 0.9)."""
-    return float(norm.ppf(1 - (1 - level) / 2))
+    return float(ndtri(1 - (1 - level) / 2))
 
 
 def _interval(estimate: float, se: float, level: float) -> tuple[float, float]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import norm
+from scipy.special import ndtri  # norm.ppf without scipy.stats' 0.6 s import
 
 from .estimators import check_level
 
@@ -46,7 +46,7 @@ class RankSets:
 def pairwise_critical_value(k: int, level: float) -> float:
     """The multiplier z: the K (K - 1) / 2 intervals d +- z se(d) hold together at ``level`` (Bonferroni)."""
     pairs = max(1, k * (k - 1) // 2)
-    return float(norm.ppf(1 - (1 - check_level(level)) / (2 * pairs)))
+    return float(ndtri(1 - (1 - check_level(level)) / (2 * pairs)))
 
 
 def rank_sets_splits(theta: np.ndarray, cov: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:

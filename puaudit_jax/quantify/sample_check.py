@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import chi2_contingency
+from scipy.special import chdtrc, gammaln
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,23 @@ def sample_check(groups, labelled, unlabelled, by: str) -> SampleCheck:
     shares = {g: (int(c.sum()), float(c[0] / c.sum())) for g, c in zip(names, counts)}
     if len(names) < 2 or counts[:, 1].sum() == 0 or counts[:, 0].sum() == 0:
         return SampleCheck(by, shares, None)
-    return SampleCheck(by, shares, float(chi2_contingency(counts)[1]))
+    return SampleCheck(by, shares, independence_p_value(counts))
+
+
+def independence_p_value(counts: np.ndarray) -> float:
+    """Pearson's chi-square test of independence of a (g, 2) table with no empty row or column.
+
+    ``scipy.stats.chi2_contingency(counts)[1]``, Yates' continuity correction at one degree of
+    freedom included, without scipy.stats' 0.6 s import (a warm audit's start-up); the tests compare
+    the two.
+    """
+    observed = np.asarray(counts, np.float64)
+    expected = np.outer(observed.sum(1), observed.sum(0)) / observed.sum()
+    dof = (observed.shape[0] - 1) * (observed.shape[1] - 1)
+    if dof == 1:  # Yates: each cell moved half a count towards its expectation (no further)
+        diff = expected - observed
+        observed = observed + np.sign(diff) * np.minimum(0.5, np.abs(diff))
+    return float(chdtrc(dof, ((observed - expected) ** 2 / expected).sum()))
 
 
 def audit_sample_checks(types, status, table, cluster_by: str | None) -> tuple[SampleCheck, ...]:
@@ -80,3 +96,21 @@ def audit_sample_checks(types, status, table, cluster_by: str | None) -> tuple[S
     if cluster_by is not None:
         checks.append(sample_check(table[cluster_by].to_numpy(), labelled, unlabelled, cluster_by))
     return tuple(checks)
+
+
+def fisher_exact_p(table) -> float:
+    """Two-sided p-value of Fisher's exact test of a 2 x 2 table of counts.
+
+    ``scipy.stats.fisher_exact(table).pvalue``: the hypergeometric probability of every table with
+    the same margins that is no more likely than this one (relative tolerance 1e-7, as scipy's),
+    without scipy.stats' 0.6 s import; the tests compare the two.
+    """
+    (a, b), (c, d) = np.asarray(table, np.int64)
+    rows, col, n = a + b, a + c, a + b + c + d
+    if min(rows, c + d, col, b + d) == 0:
+        return 1.0
+    x = np.arange(max(0, col - (c + d)), min(rows, col) + 1)  # the top-left cell of every such table
+    margins = gammaln(rows + 1) + gammaln(n - rows + 1) + gammaln(col + 1) + gammaln(n - col + 1) - gammaln(n + 1)
+    log_p = margins - gammaln(x + 1) - gammaln(rows - x + 1) - gammaln(col - x + 1) - gammaln(n - rows - col + x + 1)
+    observed = log_p[x == a][0]
+    return float(min(1.0, np.exp(log_p[log_p <= observed + np.log1p(1e-7)]).sum()))

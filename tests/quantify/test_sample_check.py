@@ -1,0 +1,41 @@
+"""The tests of labelled against pool rows equal scipy.stats' (chi-square with Yates, Fisher exact)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import chi2_contingency
+
+from puaudit_jax.quantify.sample_check import fisher_exact_p, independence_p_value, sample_check
+
+tables = st.integers(2, 6).flatmap(
+    lambda g: st.lists(st.tuples(st.integers(1, 400), st.integers(0, 400)), min_size=g, max_size=g)
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(tables)
+def test_independence_p_value_equals_scipy(rows):
+    counts = np.array(rows)
+    if counts[:, 1].sum() == 0:  # the check returns no p-value then (an empty column)
+        counts[0, 1] = 1
+    assert independence_p_value(counts) == pytest.approx(chi2_contingency(counts)[1], rel=1e-9, abs=1e-300)
+
+
+def test_a_labelled_share_that_depends_on_the_group_is_flagged():
+    groups = np.array(["a"] * 100 + ["b"] * 100)
+    labelled = np.r_[np.ones(60, bool), np.zeros(40, bool), np.ones(10, bool), np.zeros(90, bool)]
+    check = sample_check(groups, labelled, ~labelled, "question_type")
+    assert check.p_value == pytest.approx(chi2_contingency([[60, 40], [10, 90]])[1])
+    assert "not a random sample" in check.warning
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 300), min_size=4, max_size=4))
+def test_fisher_exact_p_equals_scipy(cells):
+    from scipy.stats import fisher_exact
+
+    table = np.array(cells).reshape(2, 2)
+    assert fisher_exact_p(table) == pytest.approx(fisher_exact(table).pvalue, rel=1e-9, abs=1e-300)
