@@ -36,8 +36,8 @@ from experiments.common import RESULTS
 from experiments.reproductions.guarantee import split_mask
 from experiments.reproductions.puaudit_protocol import embeddings_for
 from puaudit_jax.audit import AuditConfig, run_audit
-from puaudit_jax.audit.guarantee import cascade, final_verdicts
-from puaudit_jax.datasets import item_status, load_bundled
+from puaudit_jax.audit.guarantee import cascade, cascade_status, final_verdicts
+from puaudit_jax.datasets import load_bundled
 from puaudit_jax.datasets.exclusions import LABELLED
 from puaudit_jax.datasets.verdicts import MISSING
 from puaudit_runtime.files import markdown_table, write_csv, write_json, write_text
@@ -128,7 +128,7 @@ def main(argv=None) -> int:
     table = cascade_table()
     # every row either judge gave a verdict on (a row one judge called a tie is the other's to decide)
     emb, _ = embeddings_for("llmfao-cascade", table.assign(judge="A"), args.embeddings_dir, "default")
-    labelled = item_status(table)["status"].to_numpy() == LABELLED
+    labelled = cascade_status(table, (STRONG,)) == LABELLED  # where GPT-3.5 tied, GPT-4's verdict counts
     truth = np.where(labelled, table["human"].to_numpy(dtype=object), MISSING)
     frames = []
     for share in args.p_ratios:

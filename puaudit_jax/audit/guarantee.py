@@ -61,7 +61,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import bdtr, betaincinv  # binom.cdf and beta.ppf without scipy.stats' 0.6 s import
 
-from ..datasets.exclusions import EXCLUDED, LABELLED
+from ..datasets.exclusions import EXCLUDED, LABELLED, UNLABELLED, item_status
 from ..datasets.verdicts import flip_verdict
 from ..quantify.targets import usable_rows
 from .calibration import crossfit_folds
@@ -426,6 +426,19 @@ def escalation_plan(items: pd.DataFrame, thresholds) -> pd.DataFrame:
                          "sampling_prob": pi[used], "selected": (unlabelled & ~certified)[used]})  # fmt: skip
 
 
+def cascade_status(table: pd.DataFrame, judges: tuple[str, ...] = ()) -> np.ndarray:
+    """(n,) ``item_status`` of every row for a cascade whose later judges' verdicts are the columns ``judges``.
+
+    A row is usable (labelled or unlabelled) when any judge of the cascade has a verdict for it: where the
+    first judge said tie, the next ones decide. Without ``judges``, the first judge's status.
+    """
+    status = item_status(table)["status"].to_numpy(dtype=object)
+    for name in judges:
+        later = item_status(table.assign(judge=table[name]))["status"].to_numpy(dtype=object)
+        status = np.where(status == EXCLUDED, later, status)
+    return status
+
+
 def hidden_rows(status: np.ndarray, types: np.ndarray, table, config) -> np.ndarray:
     """Row indices of the labelled rows whose labels calibrate (hidden from the audit), sorted.
 
@@ -462,7 +475,8 @@ def certify_items(items: pd.DataFrame, hidden: np.ndarray, truth: np.ndarray, ch
             a failed one says the guarantee does not apply.
         config: the audit's settings.
         others: the cascade's later judges, in order: (name, the item table of the same audit run on that
-            judge's verdicts, same rows in the same order); () without a cascade.
+            judge's verdicts, same rows in the same order); () without a cascade. A row the first judge has
+            no verdict for (a tie) and a later one has becomes a pool or calibration row of the cascade.
 
     Returns:
         (items with the hidden labels back, role "calibration" on the calibration rows, a ``decision``
@@ -474,8 +488,14 @@ def certify_items(items: pd.DataFrame, hidden: np.ndarray, truth: np.ndarray, ch
         ValueError: every row has the same P(judge wrong) (nothing to rank by).
     """
     role, status = items["role"].to_numpy(dtype=object).copy(), items["status"].to_numpy(dtype=object).copy()
+    reason = items["reason"].to_numpy(dtype=object).copy()
     human, judge = items["human"].to_numpy(dtype=object).copy(), items["judge"].to_numpy(dtype=object)
     p = items["p_wrong"].to_numpy(float)
+    later = np.zeros(len(items), bool)  # rows only a later judge has a verdict for: theirs to decide
+    for _, judged in others:
+        later |= judged["role"].to_numpy(dtype=object) == "U"
+    later &= status == EXCLUDED
+    role[later], status[later], reason[later] = "U", UNLABELLED, ""
     human[hidden] = np.asarray(truth, dtype=object)[hidden]
     status[hidden[status[hidden] != EXCLUDED]] = LABELLED
     cal = hidden[role[hidden] == "U"]
@@ -496,8 +516,9 @@ def certify_items(items: pd.DataFrame, hidden: np.ndarray, truth: np.ndarray, ch
         decision[rows] = np.where(adjusted[rows] != judge_k[rows], "flip", "trust")
         by[rows] = "judge" if k == 0 else others[k - 1][0]
     later = {f"p_wrong[{name}]": stages[k][0] for k, (name, _) in enumerate(others, start=1)}
-    items = items.assign(human=human, status=status, role=role, adjusted=adjusted, flipped=decision == "flip",
-                         decision=decision, **({"decided_by": by} if others else {}), **later)  # fmt: skip
+    items = items.assign(human=human, status=status, reason=reason, role=role, adjusted=adjusted,
+                         flipped=decision == "flip", decision=decision, **({"decided_by": by} if others else {}),
+                         **later)  # fmt: skip
     types = items["question_type"].to_numpy(dtype=object)
     correct = final_verdicts(p[cal], judge[cal]) == human[cal]
     built = _guarantee(selections[0], decision[pool], types[pool], correct, judge[cal] == human[cal], status, checks,

@@ -20,7 +20,6 @@ import numpy as np
 import pandas as pd
 
 from ..datasets.comparisons import EVIDENCE_COLUMNS
-from ..datasets.exclusions import item_status
 from ..datasets.verdicts import MISSING, question_types
 from ..quantify.sample_check import audit_sample_checks
 from ..quantify.targets import audit_agreement
@@ -190,7 +189,8 @@ def _with_guarantee(comparisons: pd.DataFrame, features, config: AuditConfig) ->
     """
     table = comparisons.reset_index(drop=True)
     truth = table["human"].to_numpy(dtype=object)
-    status, types = item_status(table)["status"].to_numpy(), question_types(table["question_type"])
+    judges = config.other_judges if config.cascade else ()  # a row any of the cascade's judges has a verdict for
+    status, types = guarantee.cascade_status(table, judges), question_types(table["question_type"])
     hidden = guarantee.hidden_rows(status, types, table, config)
     checks = audit_sample_checks(types, status, table, config.cluster_by)  # the labels as given, none hidden
     shown = table.assign(human=np.where(np.isin(np.arange(len(table)), hidden), MISSING, truth))

@@ -382,3 +382,31 @@ def test_a_cascade_embeds_the_rows_only_a_later_judge_can_use(cone):
     assert len(embed_comparisons(table, encoder).ids) == len(table) - 30  # the first judge's usable rows only
     emb = embed_comparisons(table, encoder, judges=("second",))
     assert len(emb.ids) == len(table)  # what the cascade's audit of the second judge needs (its test: above)
+
+
+def test_rows_the_first_judge_tied_go_to_the_next_judge_of_the_cascade(cone):
+    """Before: a pool row where the first judge said tie stayed excluded (no decision), although the second
+    judge had a verdict for it; labelled ones never calibrated the second judge."""
+    rng = np.random.default_rng(10)
+    human = cone.table.human.to_numpy(dtype=object)
+    pool, labelled = np.flatnonzero(human == "missing"), np.flatnonzero(human != "missing")
+    first = cone.table.judge.to_numpy(dtype=object).copy()
+    tied = np.r_[pool[:40], labelled[:40]]
+    first[tied] = "tie"
+    second = np.where(rng.random(len(cone.truth)) < 0.95, cone.truth, np.where(cone.truth == "A", "B", "A"))
+    table = cone.table.assign(judge=first, second=second)
+    config = AuditConfig(scorer="centroid", guarantee=0.8, other_judges=("second",), cascade=True)
+    res = run_audit(table, cone.embeddings, config)
+    items = res.items.set_index("id")
+    ids = table.id.to_numpy()
+    tied_pool = items.loc[ids[pool[:40]]]
+    assert (
+        (tied_pool.decision != "").all() and (tied_pool.role == "U").all() and (tied_pool.status == "unlabelled").all()
+    )
+    assert set(tied_pool.decided_by) <= {"second", "human"} and (tied_pool.decided_by == "second").any()
+    decided = tied_pool[tied_pool.decided_by == "second"]
+    assert (decided.adjusted.isin(["A", "B"])).all()
+    tied_labelled = items.loc[ids[labelled[:40]]]
+    assert (tied_labelled.role == "calibration").any()  # the second judge's calibration rows include them
+    assert res.report.counts.U == (items.role == "U").sum() == len(pool)  # every pool row has a decision
+    assert (items.loc[items.role == "U", "decision"] != "").all()
