@@ -54,14 +54,17 @@ def audit_items_of(args, table, config: AuditConfig, mesh=None):
 
     ``mesh`` (None: one device) spreads the embedding of --with-audit.
     """
-    from ..audit.predictions import audit_for_quantify
+    from ..audit.predictions import tie_hidden_audit
     from ..audit.write import read_items
     from ..datasets.verdicts import MISSING
 
     if args.audit is not None:
         return read_items(args.audit)
     if args.with_audit:
-        return audit_for_quantify(table, inputs.features(args, table.assign(human=MISSING), mesh), config)
+        result = tie_hidden_audit(table, inputs.features(args, table.assign(human=MISSING), mesh), config)
+        for warning in result.report.evidence_warnings():  # evidence the audit left out, as `audit` says
+            print(f"warning: {warning}")
+        return result.items
     return None
 
 
