@@ -20,6 +20,7 @@ import pandas as pd
 from puaudit_runtime.files import save_figure, write_csv, write_json
 
 from ..datasets import load_uda_scores, score_matrix
+from ..datasets.comparisons import check_utf8
 from .alignment import AlignConfig, AlignResult, align
 from .config import BTConfig, EloConfig, ScoresConfig  # light, for the CLI
 from .matrices import ScoreMatrices, llmfao_verdicts, mtbench_verdicts, score_matrices
@@ -30,14 +31,26 @@ BUNDLED_MATRICES = ("uda-transfer", "uda-arenahard")
 
 
 def _read_table(path: str) -> pd.DataFrame:
+    """The table of a csv / jsonl / json / parquet file; an unreadable or empty one is a ValueError naming it."""
     suffix = Path(path).suffix.lower()
-    if suffix == ".csv":
-        return pd.read_csv(path, keep_default_na=False)
-    if suffix in (".jsonl", ".json"):
-        return pd.read_json(path, lines=suffix == ".jsonl")
-    if suffix == ".parquet":
-        return pd.read_parquet(path)
-    raise ValueError(f"cannot read {path!r} (use .csv, .jsonl or .parquet)")
+    if suffix not in (".csv", ".jsonl", ".json", ".parquet"):
+        raise ValueError(f"cannot read {path!r} (use .csv, .jsonl or .parquet)")
+    if suffix != ".parquet":
+        check_utf8(Path(path))
+    try:
+        if suffix == ".csv":
+            table = pd.read_csv(path, keep_default_na=False)
+        elif suffix == ".parquet":
+            table = pd.read_parquet(path)
+        else:
+            table = pd.read_json(path, lines=suffix == ".jsonl")
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{path}: the file is empty (no header line: judge, model_a, model_b, winner)") from None
+    except (pd.errors.ParserError, ValueError) as err:
+        raise ValueError(f"{path}: not a readable {suffix[1:]} table ({str(err).strip()})") from None
+    if table.empty:
+        raise ValueError(f"{path}: no verdicts in the file (one row per judge, model_a, model_b, winner)")
+    return table
 
 
 def load_verdicts(name: str) -> pd.DataFrame:
