@@ -90,6 +90,16 @@ def test_a_rare_feature_is_named_and_missing_texts_give_not_estimable_rows():
     assert not quantify(table, style=()).to_frame()["target"].str.startswith("elo (style").any()
 
 
+def test_no_style_feature_says_how_many_labelled_rows_there_are():
+    """Issue 40: one labelled row read "no style feature differs on 20 labelled rows"."""
+    table = _table(60, 3, labelled_share=0.1)
+    frame = quantify(table, style=("headers",)).to_frame()
+    rows = frame[frame["target"].str.startswith("elo (style-controlled): ")]
+    n = int((table["human"] != "missing").sum())
+    assert rows["note"].str.contains(f"no style feature differs on at least {STYLE_MIN_ROWS} of the {n} labelled "
+                                     "rows \\(headers\\)").all()  # fmt: skip
+
+
 def test_a_disconnected_comparison_graph_gives_no_scores_and_names_its_groups():
     """Two groups never compared with each other: every estimator's scores and style rows are not
     estimable, for the true reason (before: PPI++ said 1020 [-1.4e9, 1.4e9], the others "did not converge")."""
