@@ -63,18 +63,19 @@ def test_bad_files_are_one_line_errors_naming_the_file(files, capsys, name, extr
     assert expected in _fail(argv, capsys)
 
 
+@pytest.mark.parametrize("command", ["scores", "align"])
 @pytest.mark.parametrize(
     "name, expected",
     [
         ("empty.csv", "empty.csv: the file is empty (no header line"),  # was: "No columns to parse from file"
-        ("header.csv", "header.csv: no verdicts in the file"),  # was: "scores must be a non-empty judges x ..."
+        ("header.csv", "header.csv: no rows in the file"),  # was: "scores must be a non-empty judges x ..."
         ("latin1.csv", "latin1.csv: line 2: not UTF-8 text"),  # was: "'utf-8' codec can't decode byte 0xe9 ..."
-        ("ragged.csv", "ragged.csv: not a readable csv table"),
+        ("ragged.csv", "ragged.csv: not a readable table"),
     ],
 )
-def test_bad_verdict_files_of_consensus_are_named(files, capsys, name, expected):
-    """Issue 40 (new cases): consensus scores read its file with a bare pandas call."""
-    assert expected in _fail(["consensus", "scores", str(files / name), "--out", str(files / "out")], capsys)
+def test_bad_files_of_consensus_are_named(files, capsys, command, name, expected):
+    """Issue 40 (new cases): consensus scores and align read their file with a bare pandas call."""
+    assert expected in _fail(["consensus", command, str(files / name), "--out", str(files / "out")], capsys)
 
 
 @pytest.mark.parametrize(
