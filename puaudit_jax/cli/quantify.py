@@ -46,7 +46,11 @@ def read_plan(path: str):
     path = path / "plan.csv" if path.is_dir() else path
     if not path.is_file():
         raise ValueError(f"{path}: no label plan there (write one with `puaudit plan-labels`)")
-    return pd.read_csv(path, dtype={"id": str})
+    try:
+        return pd.read_csv(path, dtype={"id": str})
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as err:
+        why = "the file is empty" if isinstance(err, pd.errors.EmptyDataError) else str(err).strip()
+        raise ValueError(f"{path}: not a label plan ({why}; write one with `puaudit plan-labels`)") from None
 
 
 def audit_items_of(args, table, config: AuditConfig, mesh=None):

@@ -155,8 +155,9 @@ def planned_probabilities(table: pd.DataFrame, plan: pd.DataFrame) -> np.ndarray
         plan's rows labelled before it; :func:`.active.inclusion_probability`), NaN on unlabelled rows.
 
     Raises:
-        ValueError: the plan lacks a column or repeats an id; a usable row is not in the plan; labels came
-            back for items never planned; a planned item has no label or no valid sampling probability.
+        ValueError: the plan lacks a column, repeats an id or has a role / selected value it never writes; a
+            usable row is not in the plan; labels came back for items never planned; a planned item has no
+            label or no valid sampling probability.
     """
     missing = [c for c in PLAN_COLUMNS if c not in plan.columns]
     if missing:
@@ -164,6 +165,10 @@ def planned_probabilities(table: pd.DataFrame, plan: pd.DataFrame) -> np.ndarray
     plan = plan.assign(id=plan["id"].astype(str))
     twice = plan["id"].duplicated(keep=False).to_numpy()
     _check(plan["id"].to_numpy(), twice, "the label plan lists {n} rows under an id that is not unique")
+    odd = ~plan["role"].astype(str).isin(["pool", "labelled"]).to_numpy()
+    _check(plan["id"].to_numpy(), odd, "the label plan has {n} rows whose role is neither pool nor labelled")
+    odd = ~plan["selected"].astype(str).str.lower().isin(["true", "false", "1", "0"]).to_numpy()
+    _check(plan["id"].to_numpy(), odd, "the label plan has {n} rows whose selected is neither True nor False")
     plan = plan.set_index("id")
     labelled, unlabelled = usable_rows(table)
     ids = table["id"].astype(str).to_numpy()

@@ -39,6 +39,7 @@ def files(tmp_path):
     )
     (tmp_path / "latin1.csv").write_bytes(b"judge,model_a,model_b,winner\nj,caf\xe9,m2,A\n")
     (tmp_path / "header.csv").write_text("judge,model_a,model_b,winner\n")
+    (tmp_path / "plan.csv").write_text("")
     return tmp_path
 
 
@@ -61,6 +62,13 @@ def test_bad_files_are_one_line_errors_naming_the_file(files, capsys, name, extr
         (files / "ok.jsonl").write_text(json.dumps(ROW) + "\n")
     argv = ["audit", data, "--out", str(files / "out"), "--quiet", *[e.format(root=files) for e in extra]]
     assert expected in _fail(argv, capsys)
+
+
+def test_an_empty_label_plan_is_named(files, capsys):
+    """Issue 40 (new case): `quantify --plan` of an empty plan.csv said "No columns to parse from file"."""
+    (files / "ok.jsonl").write_text(json.dumps(ROW) + "\n")
+    argv = ["quantify", str(files / "ok.jsonl"), "--plan", str(files / "plan.csv"), "--out", str(files / "out")]
+    assert "plan.csv: not a label plan (the file is empty; write one with `puaudit plan-labels`)" in _fail(argv, capsys)
 
 
 @pytest.mark.parametrize("command", ["scores", "align"])
