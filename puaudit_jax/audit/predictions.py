@@ -5,6 +5,7 @@ with the tie labels hidden (it learns only from A/B labels and would otherwise e
 their prediction then depending on their own label), and in a coverage study with every label
 outside the split hidden.
 
+    tie_hidden_audit(table, features)                    one such audit (its items and report)
     audit_for_quantify(table, features)                  the items of one such audit
     audit_split_predictions(table, features, masks)      (S, R) predictions, one audit per split
 """
@@ -18,19 +19,24 @@ from tqdm.auto import tqdm
 from ..datasets.verdicts import MISSING, TIE
 from ..quantify.targets import audit_predictions
 from .config import AuditConfig
-from .pipeline import run_audit
+from .pipeline import AuditResult, run_audit
+
+
+def tie_hidden_audit(table: pd.DataFrame, features, config=None) -> AuditResult:
+    """The audit of ``table`` whose predictions PPI++ may use: run with the tie labels hidden.
+
+    Those rows are then scored like the pool (the audit learns only from A/B labels and would otherwise
+    exclude them, their prediction then depending on their own label). ``features``: embeddings of every
+    row (PairEmbeddings or an encoder); ``config``: AuditConfig (default: the default calibrated audit).
+    The result's report says what the audit left out (``AuditReport.evidence_warnings``).
+    """
+    hidden = table.assign(human=np.where(table["human"].to_numpy(dtype=object) == TIE, MISSING, table["human"]))
+    return run_audit(hidden, features, config or AuditConfig())
 
 
 def audit_for_quantify(table: pd.DataFrame, features, config=None) -> pd.DataFrame:
-    """The items of an audit of ``table`` whose predictions PPI++ may use (tie labels hidden).
-
-    The audit runs with the tie labels hidden, so those rows are scored like the pool (the audit learns
-    only from A/B labels and would otherwise exclude them, their prediction then depending on their own
-    label). ``features``: embeddings of every row (PairEmbeddings or an encoder); ``config``: AuditConfig
-    (default: the default calibrated audit).
-    """
-    hidden = table.assign(human=np.where(table["human"].to_numpy(dtype=object) == TIE, MISSING, table["human"]))
-    return run_audit(hidden, features, config or AuditConfig()).items
+    """The items of :func:`tie_hidden_audit` (its predictions are valid for PPI++)."""
+    return tie_hidden_audit(table, features, config).items
 
 
 def audit_split_predictions(

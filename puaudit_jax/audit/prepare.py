@@ -127,16 +127,20 @@ def _zero_difference(ea: np.ndarray, eb: np.ndarray, usable: np.ndarray) -> np.n
     return zero & np.isin(np.arange(len(ea)), usable)
 
 
-def _check_roles(status: np.ndarray) -> None:
-    n, excluded = len(status), int((status == EXCLUDED).sum())
+def _check_roles(status: np.ndarray, reason: np.ndarray) -> None:
+    """ValueError when no row is usable as P (labelled) or as U, with the exclusions counted by reason."""
+    n, out = len(status), status == EXCLUDED
     n_lab, n_unl = int((status == LABELLED).sum()), int((status == UNLABELLED).sum())
+    reasons = pd.Series(reason[out]).value_counts()
+    excluded = f"{int(out.sum())} excluded" + (f" ({', '.join(f'{k}: {v}' for k, v in reasons.items())})"
+                                               if out.any() else "")  # fmt: skip
     if n_lab == 0:
         raise ValueError(
-            f"no usable human-labelled comparison (P would be empty): {n} rows, {excluded} excluded, {n_unl} unlabelled"
+            f"no usable human-labelled comparison (P would be empty): {n} rows, {excluded}, {n_unl} unlabelled"
         )
     if n_unl == 0:
         raise ValueError(
-            f"no usable unlabelled comparison to audit (U is empty): {n} rows, {n_lab} labelled, {excluded} excluded"
+            f"no usable unlabelled comparison to audit (U is empty): {n} rows, {n_lab} labelled, {excluded}"
         )
 
 
@@ -174,7 +178,7 @@ def prepare(comparisons: pd.DataFrame, features: PairEmbeddings | Encoder, confi
         ea[usable], eb[usable] = emb.take(list(ids[usable]))
     zero = _zero_difference(ea, eb, usable)
     status[zero], reason[zero] = EXCLUDED, ZERO_DIFF
-    _check_roles(status)
+    _check_roles(status, reason)
     return AuditData(
         table=table,
         ids=ids,

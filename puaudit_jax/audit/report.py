@@ -228,6 +228,11 @@ class AuditReport:
             **{k: None if data.get(k) is None else kind.from_dict(data[k]) for k, kind in optional.items()},
         )
 
+    def evidence_warnings(self) -> list[str]:
+        """Why evidence kinds were left out for missingness that differs with the label (one line each)."""
+        skipped = (self.decision.judge_evidence or {}).get("skipped", {}) if self.decision is not None else {}
+        return [f"evidence {kind!r} left out, {why}" for kind, why in skipped.items() if why.startswith(UNEQUAL)]
+
     def summary(self) -> str:
         """A few lines for people: counts, m, flips, solver, and the calibrated decision."""
         c, m = self.counts, self.m
@@ -253,9 +258,7 @@ class AuditReport:
                          f"{e.estimate:.3f} [{e.lower:.3f}, {e.upper:.3f}] ({100 * e.level:.0f}% interval, "
                          f"{e.n_labelled} labelled, {e.n_unlabelled} pool items)"))  # fmt: skip
         lines += [f"warning: {c.warning}" for c in self.sample_checks if c.warning]
-        skipped = (self.decision.judge_evidence or {}).get("skipped", {}) if self.decision is not None else {}
-        lines += [f"warning: evidence {kind!r} left out, {why}" for kind, why in skipped.items()
-                  if why.startswith(UNEQUAL)]  # fmt: skip
+        lines += [f"warning: {w}" for w in self.evidence_warnings()]
         if self.guarantee is not None:
             lines += self.guarantee.lines()
         return "\n".join(lines)

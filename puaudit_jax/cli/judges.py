@@ -307,11 +307,13 @@ def _print_errors(report) -> None:
     """The first failed pairs of a judge run, and how many there are (stderr)."""
     for r in report.errors[:5]:
         print(f"  pair {r['id']}: {r['status']}", file=sys.stderr)
-    if report.errors:
+    if report.errors:  # one entry per failed order: a pair may fail in both
         more = f" ({len(report.errors) - 5} more in judge.json)" if len(report.errors) > 5 else ""
+        pairs = len({r["id"] for r in report.errors})
         print(
-            f"{len(report.errors)} pairs failed{more} (judge = missing); answered requests are cached: "
-            "rerun the same command to resume",
+            f"{len(report.errors)} judgements failed{more}, on {pairs} pairs (each order counts; those verdicts are "
+            "missing); "
+            "answered requests are cached: rerun the same command to resume",
             file=sys.stderr,
         )
 

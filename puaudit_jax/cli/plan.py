@@ -52,7 +52,7 @@ def _write(report, table, folder: Path, data: str, config: PlanConfig) -> list[s
                 "labelled_before": int((report.frame["role"] == "labelled").sum()), "selected": len(chosen),
                 "rows_without_a_judge_verdict": len(table) - len(report.frame),
                 "informative": report.informative, "labels_needed_for_width": report.needed,
-                "half_width_now": report.current,
+                "half_width_now": report.current, "note": report.note,
                 "power": report.power.to_dict(orient="records")}, folder / "plan.json")  # fmt: skip
     return ["plan.csv", "to_label.csv", "power.csv", "plan.json"]
 
@@ -98,6 +98,8 @@ def _print(report, config: PlanConfig) -> None:
     print(f"predicted {config.target} interval half-width at budget {config.budget}: {at['planned']:.4f} "
           f"(random sampling: {at['random']:.4f}; level {config.level})")  # fmt: skip
     print(f"with the labels at hand: {report.current:.4f}")
+    if report.note:
+        print(f"note: {report.note}")
     if report.needed is not None:
         pool_size = len(pool)
         enough = (f"about {report.needed} more labels" if 0 < report.needed <= pool_size else

@@ -46,7 +46,11 @@ def read_plan(path: str):
     path = path / "plan.csv" if path.is_dir() else path
     if not path.is_file():
         raise ValueError(f"{path}: no label plan there (write one with `puaudit plan-labels`)")
-    return pd.read_csv(path, dtype={"id": str})
+    try:
+        return pd.read_csv(path, dtype={"id": str})
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as err:
+        why = "the file is empty" if isinstance(err, pd.errors.EmptyDataError) else str(err).strip()
+        raise ValueError(f"{path}: not a label plan ({why}; write one with `puaudit plan-labels`)") from None
 
 
 def audit_items_of(args, table, config: AuditConfig, mesh=None):
@@ -54,14 +58,17 @@ def audit_items_of(args, table, config: AuditConfig, mesh=None):
 
     ``mesh`` (None: one device) spreads the embedding of --with-audit.
     """
-    from ..audit.predictions import audit_for_quantify
+    from ..audit.predictions import tie_hidden_audit
     from ..audit.write import read_items
     from ..datasets.verdicts import MISSING
 
     if args.audit is not None:
         return read_items(args.audit)
     if args.with_audit:
-        return audit_for_quantify(table, inputs.features(args, table.assign(human=MISSING), mesh), config)
+        result = tie_hidden_audit(table, inputs.features(args, table.assign(human=MISSING), mesh), config)
+        for warning in result.report.evidence_warnings():  # evidence the audit left out, as `audit` says
+            print(f"warning: {warning}")
+        return result.items
     return None
 
 

@@ -20,6 +20,7 @@ import pandas as pd
 from puaudit_runtime.files import save_figure, write_csv, write_json
 
 from ..datasets import load_uda_scores, score_matrix
+from ..datasets.comparisons import check_utf8
 from .alignment import AlignConfig, AlignResult, align
 from .config import BTConfig, EloConfig, ScoresConfig  # light, for the CLI
 from .matrices import ScoreMatrices, llmfao_verdicts, mtbench_verdicts, score_matrices
@@ -29,15 +30,33 @@ BUNDLED_VERDICTS = ("llmfao", "mtbench")
 BUNDLED_MATRICES = ("uda-transfer", "uda-arenahard")
 
 
-def _read_table(path: str) -> pd.DataFrame:
+VERDICT_ROWS = "verdicts (one row per judge, model_a, model_b, winner)"
+MATRIX_ROWS = "scores (a judges x models matrix, the judges in the first column)"
+
+
+def _read_table(path: str, rows: str = VERDICT_ROWS, read=None) -> pd.DataFrame:
+    """The table of a file holding ``rows``; an unreadable or empty one is a ValueError naming it.
+
+    ``read(path)``: the reader (default: by the suffix, csv / jsonl / json / parquet).
+    """
     suffix = Path(path).suffix.lower()
-    if suffix == ".csv":
-        return pd.read_csv(path, keep_default_na=False)
-    if suffix in (".jsonl", ".json"):
-        return pd.read_json(path, lines=suffix == ".jsonl")
-    if suffix == ".parquet":
-        return pd.read_parquet(path)
-    raise ValueError(f"cannot read {path!r} (use .csv, .jsonl or .parquet)")
+    if read is None:
+        readers = {".csv": lambda p: pd.read_csv(p, keep_default_na=False), ".parquet": pd.read_parquet,
+                   ".jsonl": lambda p: pd.read_json(p, lines=True), ".json": pd.read_json}  # fmt: skip
+        if suffix not in readers:
+            raise ValueError(f"cannot read {path!r} (use .csv, .jsonl or .parquet)")
+        read = readers[suffix]
+    if suffix != ".parquet":
+        check_utf8(Path(path))
+    try:
+        table = read(path)
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{path}: the file is empty (no header line; it should hold {rows})") from None
+    except (pd.errors.ParserError, ValueError) as err:
+        raise ValueError(f"{path}: not a readable table ({str(err).strip()})") from None
+    if table.empty:
+        raise ValueError(f"{path}: no rows in the file (it should hold {rows})")
+    return table
 
 
 def load_verdicts(name: str) -> pd.DataFrame:
@@ -70,7 +89,7 @@ def load_matrix(name: str) -> pd.DataFrame:
         return base
     if not Path(name).is_file():
         raise ValueError(f"{name!r} is neither a file nor {' / '.join(BUNDLED_MATRICES)}")
-    table = pd.read_csv(name, index_col=0)
+    table = _read_table(name, MATRIX_ROWS, read=lambda p: pd.read_csv(p, index_col=0))
     table.index = table.index.astype(str)
     return table
 

@@ -588,7 +588,7 @@ def load_comparisons(path: str | os.PathLike, *, format: str | None = None) -> p
     if path.is_dir():
         raise ValueError(f"{path} is a folder, not a comparison file")
     if kind in ("jsonl", "csv"):
-        _check_utf8(path)
+        check_utf8(path)
     if kind == "jsonl":
         frame, labels = _read_jsonl(path)
     elif kind == "csv":
@@ -606,7 +606,7 @@ def load_comparisons(path: str | os.PathLike, *, format: str | None = None) -> p
     return validate_comparisons(frame, source=str(path), row_labels=labels)
 
 
-def _check_utf8(path: Path) -> None:
+def check_utf8(path: Path) -> None:
     """ValueError naming the line and byte of the first bytes that are not UTF-8 text."""
     data = path.read_bytes()
     try:
@@ -657,17 +657,24 @@ def _read_jsonl(path: Path) -> tuple[pd.DataFrame, list[str]]:
 def _read_csv(path: Path) -> tuple[pd.DataFrame, Callable[[int], str]]:
     with open(path, encoding="utf-8", newline="") as handle:
         raw_header = next(csv.reader(handle), [])
+    if not raw_header:
+        raise ValueError(f"{path}: the file is empty (no header line: id, question, response_a, ...)")
     repeated = sorted({c for c in raw_header if raw_header.count(c) > 1})
     if repeated:
         raise ValueError(f"{path}: line 1: column(s) {repeated} appear more than once in the header")
     header = pd.read_csv(path, nrows=0).columns.tolist()
     as_text = [c for c in header if c in ("id", "judge", "human", "question_type") + TEXT_COLUMNS + LIST_COLUMNS]
-    frame = pd.read_csv(
-        path,
-        dtype={c: str for c in as_text},
-        keep_default_na=False,
-        na_values={c: _CSV_NA_VALUES for c in header if c not in as_text},
-    )
+    try:
+        frame = pd.read_csv(
+            path,
+            dtype={c: str for c in as_text},
+            keep_default_na=False,
+            na_values={c: _CSV_NA_VALUES for c in header if c not in as_text},
+        )
+    except pd.errors.ParserError as err:  # e.g. "Expected 9 fields in line 82, saw 10"
+        raise ValueError(
+            f"{path}: not a well-formed CSV table: {str(err).strip().removeprefix('Error tokenizing data. C error: ')}"
+        ) from None
     for column in as_text:  # an empty cell is missing; any other text is kept verbatim
         frame[column] = pd.Series([None if v == "" else v for v in frame[column].tolist()], dtype=object)
     lines: list[int] = []

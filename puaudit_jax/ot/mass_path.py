@@ -31,7 +31,7 @@ from puaudit_jax.ot.geometry import Geometry
 from puaudit_jax.ot.problem import PartialProblem, checked_mass, unit_rows, validate
 from puaudit_jax.ot.settings import check_settings, replace_deprecated
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn
-from puaudit_jax.ot.solve import DEFAULT_SOLVER, SolveOptions
+from puaudit_jax.ot.solve import DEFAULT_SOLVER, SolveOptions, _check_sqeuclidean_range, nonfinite_error
 
 #: ``solve_mass_path``'s solver: ``solve_partial``'s (:class:`PartialSinkhorn`'s defaults, certified),
 #: over-relaxed. The path's time goes to the masses just above the class prior, where plain Sinkhorn
@@ -109,7 +109,8 @@ def solve_mass_path(x, y, ms, solver: PartialSinkhorn = PATH_SOLVER, *, a=None, 
 
     Raises:
         ValueError: naming a bad m, point cloud or setting (``settings.check_settings``: dtype "float32" /
-            "float64", warm_start a boolean; cost not a matrix; the solver's when it is built).
+            "float64", warm_start a boolean; cost not a matrix; the solver's when it is built); squared
+            distances that overflow ``dtype``; a solve that produced NaN or inf (an epsilon out of range).
     """
     if not isinstance(solver, PartialSinkhorn):
         raise TypeError(f"solve_mass_path: solver must be a PartialSinkhorn, got {type(solver).__name__}")
@@ -126,10 +127,15 @@ def solve_mass_path(x, y, ms, solver: PartialSinkhorn = PATH_SOLVER, *, a=None, 
     x_, y_, _, a_, b_, _ = validate(x, y, ms[0], a=a, b=b, cost=cost)  # the data once, then every mass
     ms = np.array([checked_mass(m, a_, b_) for m in ms])
     x_, y_ = unit_rows(x_, y_, cost, dtype=np.float64 if dtype == "float64" else None)
+    if isinstance(cost, str) and cost == "sqeuclidean":
+        _check_sqeuclidean_range(x_, y_, dtype)
     with jax.enable_x64(dtype == "float64"):
         jd = jnp.dtype(dtype)
         out = _path(*(np.asarray(v, jd) for v in (x_, y_, a_, b_, ms)), solver, cost=cost, warm=warm_start)
         out = jax.tree.map(np.asarray, out)
+    bad = ~(np.isfinite(out.cost) & np.isfinite(out.col_mass).all(axis=1))
+    if bad.any():  # no exact fallback on the path: an error, never a NaN row
+        raise nonfinite_error(solver.epsilon, dtype, f"or solve_partial (exact fallback); masses {ms[bad].tolist()}")
     cert = out.certificate
     return MassPath(ms, out.cost, out.col_mass, out.row_mass, out.iterations, out.converged,
                     *((cert.upper, cert.lower, cert.gap) if cert is not None else ()))  # fmt: skip

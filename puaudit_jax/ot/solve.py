@@ -299,9 +299,7 @@ def solve_partial(
         return _exact(x, y, matrix, cost, a, b, m, options.exact_backend, options.return_plan, None)
     result, out = _sinkhorn(x, y, matrix, a, b, m, solver, options, cost, layout)
     if method == "sinkhorn" and not _finite(result):
-        raise ValueError(f"Sinkhorn produced non-finite values at epsilon={solver.epsilon:g} in {dtype} (the "
-                         f"potentials, of order epsilon, overflow): use a smaller epsilon, dtype='float64', or "
-                         "method='auto' (the exact solver then takes over)")  # fmt: skip
+        raise nonfinite_error(solver.epsilon, dtype, "or method='auto' (the exact solver then takes over)")
     if method != "auto":
         return result
     return _auto_fallback(result, out, x, y, matrix, cost, a, b, m, solver.tol, options.exact_backend,
@@ -405,6 +403,18 @@ def _auto_fallback(result, out, x, y, matrix, cost, a, b, m, tol, exact_backend,
             f"{n}x{k} float64 problem exceeds {EXACT_MEMORY_LIMIT >> 30} GiB",
         )
     return _exact(x, y, matrix, cost, a, b, m, exact_backend, return_plan, reason)
+
+
+def nonfinite_error(epsilon: float, dtype: str, remedy: str) -> ValueError:
+    """The error of a Sinkhorn solve that produced NaN or inf at ``epsilon`` in ``dtype``, ``remedy`` appended.
+
+    Below 1 (cost units) epsilon is too small (C / epsilon overflows: 1e-40 in float32), above it too large
+    (the potentials, of order epsilon, overflow: 1e300); float64 holds both further out.
+    """
+    small = epsilon < 1.0
+    why = "too small: C / epsilon overflows" if small else "too large: the potentials, of order epsilon, overflow"
+    return ValueError(f"Sinkhorn produced non-finite values at epsilon={epsilon:g} in {dtype} ({why}): use a "
+                      f"{'larger' if small else 'smaller'} epsilon, dtype='float64', {remedy}")  # fmt: skip
 
 
 def _finite(result: PartialOTResult) -> bool:

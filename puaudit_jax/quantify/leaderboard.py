@@ -184,10 +184,23 @@ def _bt_fits(model_a, model_b, y, predictions: dict, labelled, unlabelled, clust
     human = (lambda: _fit_or_note(X, y, y, lab, none, 0.0, clusters)) if pi is None else (
         lambda: _fit_or_note(X, y, judge, lab, unl, 0.0, clusters, pi))  # fmt: skip
     out.fits[HUMAN_ONLY] = (None, problem) if problem else human()
+    flat = _flat_labels(y[lab])
     for est, yhat in predictions.items():
-        out.fits[est] = (_fit_or_note(X, y, np.asarray(yhat, float)[keep], lab, unl, None, clusters, pi) if out.n_unl
-                         else (None, "no unlabelled item"))  # fmt: skip
+        out.fits[est] = ((None, flat or "no unlabelled item") if flat or not out.n_unl else
+                         _fit_or_note(X, y, np.asarray(yhat, float)[keep], lab, unl, None, clusters, pi))  # fmt: skip
     return out
+
+
+def _flat_labels(y) -> str:
+    """Why PPI++ gives no interval when the labelled outcomes ``y`` (n,) never vary, else ''.
+
+    Its rectifier (human minus prediction) then has no variance to learn from: lam goes to ~0 and the
+    interval to the human-only one, of width ~0 (all ties: 1000.0 [999.99, 1000.01] before, no note).
+    """
+    y = np.asarray(y, float)
+    if len(y) < 2 or np.ptp(y) > 0:
+        return ""
+    return f"zero variance: all {len(y)} labelled outcomes are {y[0]:g}, so PPI++ has nothing to correct the judge with"
 
 
 def _score_rows(fits: _Fits, predictions: dict, level: float) -> list[tuple[str, Estimate]]:

@@ -20,6 +20,7 @@ import pandas as pd
 from ..datasets.verdicts import MISSING
 from .active import inclusion_probability, predicted_half_width, sampling_probabilities, uncertainty
 from .config import TARGETS, PlanConfig  # noqa: F401  (TARGETS re-exported; both light, for the CLI)
+from .estimators import z_value
 from .targets import agreement_inputs, inputs, usable_rows
 
 PLAN_COLUMNS = ("id", "role", "p_wrong", "sampling_prob", "selected")
@@ -40,6 +41,8 @@ class LabelPlanReport:
         target: the power analysis' target.
         informative: whether the probabilities differ from uniform (the audit gave P(judge wrong)).
         current: the predicted half-width with the labels at hand (inf without any).
+        note: how the power analysis departed from the plain variance estimate (labelled outcomes that
+            never vary), or ''.
     """
 
     frame: pd.DataFrame
@@ -48,6 +51,7 @@ class LabelPlanReport:
     target: str
     informative: bool
     current: float = np.inf
+    note: str = ""
 
     @property
     def selected(self) -> pd.DataFrame:
@@ -59,16 +63,23 @@ def _residual_variance(table: pd.DataFrame, p_wrong: np.ndarray, target: str, le
     """(sigma2 (R,) expected squared residual per row, var_y, labelled, pool) for the power analysis.
 
     With a P(judge wrong) p: sigma2 = p (1 - p); without: the labelled items' mean squared residual
-    of the judge's prediction. var_y: the labelled outcomes' variance.
+    of the judge's prediction. var_y: the labelled outcomes' variance (when they never vary, that of
+    the Agresti-Coull estimate, as the Wilson interval quantify then gives; note says so, else '').
     """
     inp = inputs(table, level)
     if target == "agreement":
         inp = agreement_inputs(inp)
     y, yhat = inp.y[inp.labelled], next(iter(inp.predictions.values()))[inp.labelled]
-    var_y = float(np.var(y)) if len(y) > 1 else 0.25
+    var_y, note = (float(np.var(y)), "") if len(y) > 1 else (0.25, "")
+    if len(y) > 1 and var_y == 0:  # all outcomes equal: 0 would predict a zero-width interval
+        z2 = z_value(level) ** 2
+        p = (y.sum() + z2 / 2) / (len(y) + z2)  # Agresti-Coull: the Wilson interval's centre
+        var_y = float(p * (1 - p))
+        note = (f"the {len(y)} labelled outcomes never vary (all {y[0]:g}): the power analysis uses the "
+                f"variance {var_y:.3g} of the Agresti-Coull estimate {p:.3f} instead of 0")  # fmt: skip
     fallback = float(np.mean((y - yhat) ** 2)) if target != "agreement" and len(y) else var_y
     sigma2 = np.where(np.isfinite(p_wrong), p_wrong * (1 - p_wrong), fallback)
-    return sigma2, var_y, inp.labelled, inp.unlabelled
+    return sigma2, var_y, inp.labelled, inp.unlabelled, note
 
 
 def plan_labels(table: pd.DataFrame, p_wrong, config: PlanConfig = PlanConfig()) -> LabelPlanReport:
@@ -88,7 +99,7 @@ def plan_labels(table: pd.DataFrame, p_wrong, config: PlanConfig = PlanConfig())
     """
     config.validate()
     p = np.full(len(table), np.nan) if p_wrong is None else np.asarray(p_wrong, np.float64)
-    sigma2, var_y, labelled, pool = _residual_variance(table, p, config.target, config.level)
+    sigma2, var_y, labelled, pool, note = _residual_variance(table, p, config.target, config.level)
     used, n_pool = labelled | pool, int(pool.sum())
     if n_pool == 0:
         unjudged = int(((table["human"].to_numpy(dtype=object) == MISSING) & ~used).sum())
@@ -118,7 +129,7 @@ def plan_labels(table: pd.DataFrame, p_wrong, config: PlanConfig = PlanConfig())
     now = predicted_half_width(np.full(len(u), share), sigma2[used], var_y, config.level) if share > 0 else np.inf
     needed = None if config.width is None else (
         0 if now <= config.width else _labels_needed(lambda b: half(b, config.mix), n_pool, config.width))  # fmt: skip
-    return LabelPlanReport(frame, power, needed, config.target, bool(np.ptp(u[in_pool]) > 0), float(now))
+    return LabelPlanReport(frame, power, needed, config.target, bool(np.ptp(u[in_pool]) > 0), float(now), note)
 
 
 def _labels_needed(half_width, n_pool: int, width: float) -> int:
@@ -144,8 +155,9 @@ def planned_probabilities(table: pd.DataFrame, plan: pd.DataFrame) -> np.ndarray
         plan's rows labelled before it; :func:`.active.inclusion_probability`), NaN on unlabelled rows.
 
     Raises:
-        ValueError: the plan lacks a column or repeats an id; a usable row is not in the plan; labels came
-            back for items never planned; a planned item has no label or no valid sampling probability.
+        ValueError: the plan lacks a column, repeats an id or has a role / selected value it never writes; a
+            usable row is not in the plan; labels came back for items never planned; a planned item has no
+            label or no valid sampling probability.
     """
     missing = [c for c in PLAN_COLUMNS if c not in plan.columns]
     if missing:
@@ -153,6 +165,10 @@ def planned_probabilities(table: pd.DataFrame, plan: pd.DataFrame) -> np.ndarray
     plan = plan.assign(id=plan["id"].astype(str))
     twice = plan["id"].duplicated(keep=False).to_numpy()
     _check(plan["id"].to_numpy(), twice, "the label plan lists {n} rows under an id that is not unique")
+    odd = ~plan["role"].astype(str).isin(["pool", "labelled"]).to_numpy()
+    _check(plan["id"].to_numpy(), odd, "the label plan has {n} rows whose role is neither pool nor labelled")
+    odd = ~plan["selected"].astype(str).str.lower().isin(["true", "false", "1", "0"]).to_numpy()
+    _check(plan["id"].to_numpy(), odd, "the label plan has {n} rows whose selected is neither True nor False")
     plan = plan.set_index("id")
     labelled, unlabelled = usable_rows(table)
     ids = table["id"].astype(str).to_numpy()

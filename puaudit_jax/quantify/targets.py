@@ -407,7 +407,8 @@ def style_leaderboard(table: pd.DataFrame, inp: Inputs, features: tuple[str, ...
     caveat = f"style features differing on < {STYLE_MIN_ROWS} labelled rows left out: {', '.join(rare)}" if rare else ""
     kept = diffs.drop(columns=rare)
     if kept.shape[1] == 0:
-        why = f"no style feature differs on {STYLE_MIN_ROWS} labelled rows ({', '.join(features)})"
+        why = (f"no style feature differs on at least {STYLE_MIN_ROWS} of the {int(inp.labelled.sum())} labelled "
+               f"rows ({', '.join(features)})")  # fmt: skip
         return _no_style(ma, mb, inp, why)
     scores, coefficients = bt_style_leaderboard(ma, mb, inp.y, inp.predictions, inp.labelled, inp.unlabelled,
                                                 inp.level, kept, inp.clusters, inp.probability)  # fmt: skip

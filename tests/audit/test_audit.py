@@ -236,7 +236,16 @@ def test_empty_p_and_empty_u_are_errors():
 
 def test_all_ties_is_a_clear_error():
     table = make_table([(f"x{i}", "tie", "A" if i % 2 else "missing", "t") for i in range(6)])
-    with pytest.raises(ValueError, match="no usable human-labelled comparison.*6 excluded"):
+    with pytest.raises(ValueError, match=r"no usable human-labelled comparison.*6 excluded \(judge tie: 6\)"):
+        audit(table, random_embeddings(table), m=0.5)
+
+
+def test_an_empty_p_or_u_counts_the_exclusions_by_reason():
+    """Issue 40: an audit of a failed judge run said "80 rows, 80 excluded, 0 unlabelled", not why."""
+    judges, humans = ["missing"] * 4 + ["tie", "A"], ["missing", "B", "missing", "B", "B", "missing"]
+    table = make_table([(f"x{i}", j, h, "t") for i, (j, h) in enumerate(zip(judges, humans))])
+    why = r"P would be empty\): 6 rows, 5 excluded \(no judge verdict: 4, judge tie: 1\), 1 unlabelled"
+    with pytest.raises(ValueError, match=why):
         audit(table, random_embeddings(table), m=0.5)
 
 

@@ -360,3 +360,24 @@ def test_embeddings_an_audit_saves_serve_quantify_with_audit_on_data_with_human_
     assert set(load_embeddings(saved).ids) == {r["id"] for r in rows}  # the tie-labelled rows too
     assert main(["quantify", str(data), "--with-audit", "--embeddings", str(saved), "--out", str(tmp_path / "q"),
                  "--no-figures"]) == 0  # fmt: skip
+
+
+@pytest.mark.parametrize("command", [["quantify"], ["plan-labels", "--budget", "5"]])
+def test_with_audit_says_which_evidence_its_audit_left_out(tmp_path, capsys, command):
+    """Issue 40: judge_swapped on the labelled rows only was left out by the audit `quantify --with-audit` /
+    `plan-labels --with-audit` ran, but without a word (`puaudit audit` says it)."""
+    rng = np.random.default_rng(3)
+    n = 80
+    table = pd.DataFrame(dict(id=[f"r{i}" for i in range(n)], question=[f"q{i}" for i in range(n)],
+                              response_a=[f"a {i}" for i in range(n)], response_b=[f"b {i}" for i in range(n)],
+                              judge=rng.choice(["A", "B"], n), human=[str(rng.choice(["A", "B"])) if i < 40
+                                                                       else "missing" for i in range(n)]))  # fmt: skip
+    table["judge_swapped"] = np.where(table["human"] != "missing", table["judge"], "missing")
+    save_comparisons(table, tmp_path / "cmp.csv")
+    save_embeddings(PairEmbeddings(table["id"].to_numpy(str), rng.normal(size=(n, 8)), rng.normal(size=(n, 8))),
+                    tmp_path / "emb.npz")  # fmt: skip
+    argv = [command[0], str(tmp_path / "cmp.csv"), *command[1:], "--with-audit", "--embeddings",
+            str(tmp_path / "emb.npz"), "--quiet", "--no-figures", "--out", str(tmp_path / "out")]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "warning: evidence 'swapped' left out, missing unequally: present on 100% of the labelled rows" in out

@@ -33,6 +33,13 @@ def files(tmp_path):
     (tmp_path / "nosuffix").write_text(json.dumps(ROW))
     (tmp_path / "dup.csv").write_text("id,judge,judge,question,response_a,response_b\n1,A,B,q,a,b\n")
     (tmp_path / "bad.npz").write_bytes(b"PK\x03\x04 truncated zip")
+    (tmp_path / "empty.csv").write_text("")
+    (tmp_path / "ragged.csv").write_text(
+        "id,question,response_a,response_b,judge,human\n1,q,a,b,A,B\n2,q,a,b,A,B,extra\n"
+    )
+    (tmp_path / "latin1.csv").write_bytes(b"judge,model_a,model_b,winner\nj,caf\xe9,m2,A\n")
+    (tmp_path / "header.csv").write_text("judge,model_a,model_b,winner\n")
+    (tmp_path / "plan.csv").write_text("")
     return tmp_path
 
 
@@ -45,6 +52,8 @@ def files(tmp_path):
         ("nosuffix", [], "nosuffix: cannot tell the format"),
         ("dup.csv", [], "dup.csv: line 1: column(s) ['judge'] appear more than once"),
         ("data", ["--embeddings", "{root}/bad.npz"], "bad.npz: not a readable embeddings .npz"),
+        ("empty.csv", [], "empty.csv: the file is empty (no header line"),  # was: "No columns to parse from file"
+        ("ragged.csv", [], "ragged.csv: not a well-formed CSV table: Expected 6 fields in line 3, saw 7"),
     ],
 )
 def test_bad_files_are_one_line_errors_naming_the_file(files, capsys, name, extra, expected):
@@ -53,6 +62,28 @@ def test_bad_files_are_one_line_errors_naming_the_file(files, capsys, name, extr
         (files / "ok.jsonl").write_text(json.dumps(ROW) + "\n")
     argv = ["audit", data, "--out", str(files / "out"), "--quiet", *[e.format(root=files) for e in extra]]
     assert expected in _fail(argv, capsys)
+
+
+def test_an_empty_label_plan_is_named(files, capsys):
+    """Issue 40 (new case): `quantify --plan` of an empty plan.csv said "No columns to parse from file"."""
+    (files / "ok.jsonl").write_text(json.dumps(ROW) + "\n")
+    argv = ["quantify", str(files / "ok.jsonl"), "--plan", str(files / "plan.csv"), "--out", str(files / "out")]
+    assert "plan.csv: not a label plan (the file is empty; write one with `puaudit plan-labels`)" in _fail(argv, capsys)
+
+
+@pytest.mark.parametrize("command", ["scores", "align"])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("empty.csv", "empty.csv: the file is empty (no header line"),  # was: "No columns to parse from file"
+        ("header.csv", "header.csv: no rows in the file"),  # was: "scores must be a non-empty judges x ..."
+        ("latin1.csv", "latin1.csv: line 2: not UTF-8 text"),  # was: "'utf-8' codec can't decode byte 0xe9 ..."
+        ("ragged.csv", "ragged.csv: not a readable table"),
+    ],
+)
+def test_bad_files_of_consensus_are_named(files, capsys, command, name, expected):
+    """Issue 40 (new cases): consensus scores and align read their file with a bare pandas call."""
+    assert expected in _fail(["consensus", command, str(files / name), "--out", str(files / "out")], capsys)
 
 
 @pytest.mark.parametrize(

@@ -94,6 +94,16 @@ def test_failed_swapped_order_requests_are_counted_reported_and_fail_the_run(tmp
     assert [e["order"] for e in report["errors"]] == ["swapped"] * 4
 
 
+def test_the_failure_count_counts_orders_and_pairs_apart(tmp_path, capsys):
+    """Issue 40 (new case): 3 pairs failing in both orders printed "6 pairs failed (1 more in judge.json)
+    (judge = missing)" beside "error: 3 of 3 pairs failed"."""
+    args = [a for a in _judge_args(tmp_path, _dead_url(), n=3) if a != "--single-order"]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "6 judgements failed (1 more in judge.json), on 3 pairs (each order counts" in err
+    assert err.strip().splitlines()[-1].startswith("error: 3 of 3 pairs failed")
+
+
 def test_a_run_where_no_pair_gets_a_verdict_exits_1_and_says_why(tmp_path, capsys):
     """Issue 40: replies without a verdict on every pair exited 0 with nothing on stderr."""
     with chat_server(lambda user: "Both answers have merit; I cannot decide.") as url:

@@ -136,3 +136,22 @@ def test_unsorted_repeated_and_full_masses_equal_lone_solves():
                 x, y, m, solver=PartialSinkhorn(epsilon=0.05, certify=False), options=SolveOptions(method="sinkhorn")
             )
             np.testing.assert_allclose(path.col_mass[i], lone.col_mass, atol=2e-4, err_msg=f"{ms}, m = {m}")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        (dict(solver=PartialSinkhorn(epsilon=1e-40)), r"epsilon=1e-40 in float32 \(too small: .*larger epsilon"),
+        (dict(solver=PartialSinkhorn(epsilon=1e300)), r"epsilon=1e\+300 in float32 \(too large: .*smaller epsilon"),
+        (dict(cost="sqeuclidean", big=1e200), r"x, y: coordinates of magnitude 1.0e\+200 .* overflow"),
+        (dict(cost="sqeuclidean", big=1e20), r"x, y: coordinates of magnitude 1.0e\+20 .* float32"),
+    ],
+)
+def test_a_path_that_would_be_nan_is_an_error(kwargs, match):
+    """Issue 40: an epsilon out of range gave costs [nan nan] (converged False), and a coordinate of 1e200
+    (1e20 in float32) under sqeuclidean gave [nan], with converged True, where solve_partial names it."""
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(5, 3)), rng.normal(size=(6, 3))
+    y[0, 0] = kwargs.pop("big", y[0, 0])
+    with pytest.raises(ValueError, match=match):
+        solve_mass_path(x, y, [0.5, 0.7], **kwargs)

@@ -116,6 +116,12 @@ def test_a_plan_read_back_names_labels_never_planned_and_planned_items_without_l
     doubled = pd.concat([report.frame, report.frame.iloc[[5]]], ignore_index=True)
     with pytest.raises(ValueError, match=r"lists 2 rows under an id that is not unique, e.g. id 'r5'"):
         planned_probabilities(back, doubled)
+    # issue 40 (new cases): values the planner never writes were read as "not selected" / ignored
+    with pytest.raises(ValueError, match=r"300 rows whose selected is neither True nor False, e.g. id 'r0'"):
+        planned_probabilities(back, report.frame.assign(selected="maybe"))
+    odd = report.frame.assign(role=np.where(np.arange(300) == 7, "weird", report.frame["role"]))
+    with pytest.raises(ValueError, match=r"has 1 rows whose role is neither pool nor labelled, e.g. id 'r7'"):
+        planned_probabilities(back, odd)
 
 
 def test_uncertainty_is_largest_at_one_half_and_fills_missing_values():
@@ -205,3 +211,17 @@ def test_the_weighted_bradley_terry_fit_covers_under_a_plan_that_over_samples_er
             out.append(est.lower <= truth <= est.upper)
     assert np.mean(covered) >= 0.9 - 3 * np.sqrt(0.09 / 120)
     assert np.mean(naive) < np.mean(covered) - 0.15
+
+
+@pytest.mark.parametrize(("target", "judge_of", "value"), [("agreement", "human", "1"), ("a-share", "tie", "0.5")])
+def test_labelled_outcomes_that_never_vary_give_no_zero_width_power_analysis(target, judge_of, value):
+    """Issue 40: a judge agreeing with all 40 labels had a predicted half-width of 0.0000 at every budget
+    ("the labels at hand suffice" for any width), where quantify gives a Wilson interval."""
+    table, _ = _judged(80, np.random.default_rng(4))
+    labelled = np.arange(80) < 40
+    human = table["human"] if judge_of == "human" else "tie"
+    table = table.assign(human=np.where(labelled, human, "missing"), judge=table["human"])
+    report = plan_labels(table, None, PlanConfig(budget=5, target=target, width=0.01))
+    assert report.current > 0.02 and (report.power[["planned", "random"]] > 0.02).all().all()
+    assert report.needed > 0
+    assert report.note.startswith(f"the 40 labelled outcomes never vary (all {value}): the power analysis uses")

@@ -90,6 +90,16 @@ def test_a_rare_feature_is_named_and_missing_texts_give_not_estimable_rows():
     assert not quantify(table, style=()).to_frame()["target"].str.startswith("elo (style").any()
 
 
+def test_no_style_feature_says_how_many_labelled_rows_there_are():
+    """Issue 40: one labelled row read "no style feature differs on 20 labelled rows"."""
+    table = _table(60, 3, labelled_share=0.1)
+    frame = quantify(table, style=("headers",)).to_frame()
+    rows = frame[frame["target"].str.startswith("elo (style-controlled): ")]
+    n = int((table["human"] != "missing").sum())
+    assert rows["note"].str.contains(f"no style feature differs on at least {STYLE_MIN_ROWS} of the {n} labelled "
+                                     "rows \\(headers\\)").all()  # fmt: skip
+
+
 def test_a_disconnected_comparison_graph_gives_no_scores_and_names_its_groups():
     """Two groups never compared with each other: every estimator's scores and style rows are not
     estimable, for the true reason (before: PPI++ said 1020 [-1.4e9, 1.4e9], the others "did not converge")."""
@@ -114,3 +124,14 @@ def test_a_style_coefficient_with_no_variance_is_not_estimable_not_zero_width(ca
     assert len(style) == 3 and (flat | style.estimate.isna()).sum() >= 2
     assert style[flat.fillna(False)].empty
     assert style[style.estimate.isna()].note.str.contains("zero variance").all()
+
+
+def test_labels_that_are_all_ties_give_no_ppi_interval_on_the_leaderboards():
+    """Issue 40: with every label a tie, PPI++'s lam went to ~0 and its Elo intervals to ~0 width
+    (1000.003 [999.995, 1000.012]) with no note; its style coefficient 0.69 [-0.52, 1.89]."""
+    table = _table(600, 8, labelled_share=0.5)
+    table = table.assign(human=table.human.where(table.human == "missing", "tie"))
+    frame = quantify(table, style=("tokens",)).to_frame()
+    ppi = frame[frame.target.str.startswith(("elo", "style")) & (frame.estimator == PPI)]
+    assert len(ppi) == 9 and ppi.estimate.isna().all() and ppi.lower.isna().all()
+    assert ppi.note.str.contains("zero variance: all [0-9]+ labelled outcomes are 0.5").all()
