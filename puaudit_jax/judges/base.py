@@ -212,8 +212,8 @@ def parse_verdict(text: str | None, *, tail_lines: int = 3) -> Verdict:
 VERDICT_LETTERS = ("A", "B", "C")  # the letters after "[[" in the paper's prompt; C is a tie
 
 
-#: Why a pair's log-probabilities give no verdict: the A - B margin is NaN (a NaN, or -inf for both letters).
-NO_MARGIN = "the log-probabilities of A and B give no margin (NaN, or -inf for both)"
+#: Why a pair's log-probabilities give no verdict: the A - B margin is NaN (a NaN, or the same infinity for both).
+NO_MARGIN = "the log-probabilities of A and B give no margin (a NaN, or the same infinity for both)"
 
 
 def logprob_winner(logp: Sequence[float], *, tie_margin: float = 0.0, c_is_tie: bool = False) -> str:

@@ -31,7 +31,7 @@ from puaudit_jax.ot.geometry import Geometry
 from puaudit_jax.ot.problem import PartialProblem, checked_mass, unit_rows, validate
 from puaudit_jax.ot.settings import check_settings, replace_deprecated
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn
-from puaudit_jax.ot.solve import DEFAULT_SOLVER, SolveOptions, _check_sqeuclidean_range, nonfinite_error
+from puaudit_jax.ot.solve import DEFAULT_SOLVER, SolveOptions, check_sqeuclidean_range, nonfinite_error
 
 #: ``solve_mass_path``'s solver: ``solve_partial``'s (:class:`PartialSinkhorn`'s defaults, certified),
 #: over-relaxed. The path's time goes to the masses just above the class prior, where plain Sinkhorn
@@ -128,7 +128,7 @@ def solve_mass_path(x, y, ms, solver: PartialSinkhorn = PATH_SOLVER, *, a=None, 
     ms = np.array([checked_mass(m, a_, b_) for m in ms])
     x_, y_ = unit_rows(x_, y_, cost, dtype=np.float64 if dtype == "float64" else None)
     if isinstance(cost, str) and cost == "sqeuclidean":
-        _check_sqeuclidean_range(x_, y_, dtype)
+        check_sqeuclidean_range(x_, y_, dtype)
     with jax.enable_x64(dtype == "float64"):
         jd = jnp.dtype(dtype)
         out = _path(*(np.asarray(v, jd) for v in (x_, y_, a_, b_, ms)), solver, cost=cost, warm=warm_start)

@@ -216,7 +216,7 @@ def _dense_cost_np(x, y, matrix, cost) -> np.ndarray:
         return np.asarray(geom.matrix)
 
 
-def _check_sqeuclidean_range(x: np.ndarray, y: np.ndarray, dtype) -> None:
+def check_sqeuclidean_range(x: np.ndarray, y: np.ndarray, dtype) -> None:
     """Raise ValueError when the squared distances would all vanish, or overflow, in ``dtype``.
 
     Vanish: every cost would read 0 and the plan be arbitrary, though the points differ (e.g.
@@ -294,7 +294,7 @@ def solve_partial(
         x, y = unit_rows(x, y, cost, dtype=np.float64 if dtype == "float64" or method == "exact" else None)
     layout = layout_for(mesh)
     if isinstance(cost, str) and cost == "sqeuclidean":
-        _check_sqeuclidean_range(x, y, "float64" if method == "exact" else dtype)
+        check_sqeuclidean_range(x, y, "float64" if method == "exact" else dtype)
     if method == "exact":
         return _exact(x, y, matrix, cost, a, b, m, options.exact_backend, options.return_plan, None)
     result, out = _sinkhorn(x, y, matrix, a, b, m, solver, options, cost, layout)

@@ -21,7 +21,7 @@ from puaudit_jax.judges import (
     parse_verdict,
     template,
 )
-from puaudit_jax.judges.base import TEMPLATE_NAMES
+from puaudit_jax.judges.base import NO_MARGIN, TEMPLATE_NAMES
 
 # --------------------------------------------------------------------------------------------------
 # parser
@@ -385,7 +385,7 @@ def test_openai_logprob_judge_records_no_verdict_where_the_logprobs_give_no_marg
     nan, neginf, empty = judge.judge_many([(f"q\nSCRIPT {s}", "x", "y") for s in ("lp_nan", "lp_neginf", "lp_empty")])
     for verdict in (nan, neginf):
         assert (verdict.status, verdict.winner) == ("unparsed", None)
-        assert verdict.details["reason"] == "the log-probabilities of A and B give no margin (NaN, or -inf for both)"
+        assert verdict.details["reason"] == NO_MARGIN
     assert (empty.status, empty.details["reason"]) == ("unparsed", "the server returned no top log-probabilities")
 
 
