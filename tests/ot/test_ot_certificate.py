@@ -73,6 +73,7 @@ def test_the_certificate_holds_for_an_unconverged_solve_and_the_plan_entropy():
         assert float(plan_entropy.lower) <= opt <= float(plan_entropy.upper)
 
 
+@pytest.mark.slow  # compiles the blocked and the vmapped certificate programs (34 s); the dense ones' tests stay
 def test_blocked_and_vmapped_certificates_equal_the_dense_one():
     x, y, a, b, m = _problem(37, 53, 0.6, 0, seed=2)
     _, dense, _ = _solve(x, y, a, b, m, 0.01)

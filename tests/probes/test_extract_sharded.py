@@ -2,6 +2,7 @@
 devices (XLA fixes the device count at start-up; see tests/multidevice.py)."""
 
 import numpy as np
+import pytest
 
 from tests.multidevice import run_cluster, run_devices
 
@@ -41,6 +42,7 @@ emit(dict(enc=enc, dec=dec, shared=shared, devices=len(jax.devices()),
 """
 
 
+@pytest.mark.slow  # 4 devices, an encoder and a decoder compiled per layout (20-37 s); the two-process test below stays
 def test_sharded_equals_single_device():
     res = run_devices(_SHARDED % (TEXTS,), 4, timeout=240)
     assert res["devices"] == 4 and res["collectives"] == 0

@@ -87,6 +87,9 @@ def sharded(tmp_path_factory):
         return meta, dict(z)
 
 
+# slow: one 8-device interpreter fits every case (32 s); test_probe_cli_devices_flag_reaches_extraction_and_pls
+# keeps sharded PLS in the default set
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_sharded_fit_equals_single_device_and_sklearn(sharded, case):
     meta, res = sharded
@@ -109,6 +112,7 @@ def test_sharded_fit_equals_single_device_and_sklearn(sharded, case):
     np.testing.assert_allclose(res[f"{case}/3/x_scores_"], ref.x_scores_, atol=TOL, rtol=TOL)
 
 
+@pytest.mark.slow  # the same 8-device fits as above
 def test_sharded_fit_communicates_per_component_vectors_only(sharded):
     """Inside the loop over components only all-reduces of O(d + q + capacity) numbers, the same
     for 181 and 363 rows; rows never move except the final scores (n x capacity) gathered once."""
