@@ -84,14 +84,15 @@ from puaudit_jax.cli.main import main
 
 class Finalised:
     def __del__(self):  # a KeyboardInterrupt raised here is "ignored", as in JAX's gc callback
+        print("loading", file=sys.stderr, flush=True)  # here: the Ctrl-C the test sends on it lands in __del__
         time.sleep(60)
 
 def load_data(*_, **__):
-    print("loading", file=sys.stderr, flush=True)
     if sys.argv[2] == "finaliser":
         Finalised()
     else:
         try:  # as JAX's bare `except:` does with a KeyboardInterrupt raised inside it
+            print("loading", file=sys.stderr, flush=True)
             time.sleep(60)
         except BaseException:
             pass
