@@ -45,19 +45,19 @@ def _ctrl_c_as_at_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _interrupted_audit(out: Path) -> tuple[int, str]:
-    """(exit status, stderr) of `puaudit audit mtbench` sent SIGINT once it is encoding (no cache: minutes of work)."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
-    argv = ["audit", "mtbench", "--out", str(out), "--no-cache", "--batch-size", "4", "--no-figures"]
-    proc = subprocess.Popen([sys.executable, "-m", "puaudit_jax.cli", *argv], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+def _ctrl_c_once(argv: list[str], env: dict, marker: bytes) -> tuple[int, str]:
+    """(exit status, stderr) of the process ``argv`` sent SIGINT once ``marker`` is on its stderr.
+
+    The process ends within END_S after the signal, or is killed (also when an assertion fails).
+    """
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             preexec_fn=_ctrl_c_as_at_a_terminal)  # fmt: skip
     err: list[bytes] = []
     reader = threading.Thread(target=_drain, args=(proc.stderr, err), daemon=True)
     reader.start()
     try:
-        _wait_until(lambda: b"encoding:" in b"".join(err) or proc.poll() is not None, START_S)
-        assert proc.poll() is None, f"the audit ended before it was interrupted:\n{b''.join(err).decode()[-3000:]}"
+        _wait_until(lambda: marker in b"".join(err) or proc.poll() is not None, START_S)
+        assert proc.poll() is None, f"it ended before it was interrupted:\n{b''.join(err).decode()[-3000:]}"
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=END_S)
     finally:
@@ -66,6 +66,13 @@ def _interrupted_audit(out: Path) -> tuple[int, str]:
             proc.wait(timeout=END_S)
         reader.join(timeout=END_S)
     return proc.returncode, b"".join(err).decode(errors="replace")
+
+
+def _interrupted_audit(out: Path) -> tuple[int, str]:
+    """(exit status, stderr) of `puaudit audit mtbench` sent SIGINT once it is encoding (no cache: minutes of work)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+    argv = ["audit", "mtbench", "--out", str(out), "--no-cache", "--batch-size", "4", "--no-figures"]
+    return _ctrl_c_once([sys.executable, "-m", "puaudit_jax.cli", *argv], env, b"encoding:")
 
 
 @pytest.mark.parametrize("attempt", range(3))  # the teardown crash came in 2 of 7 tries
@@ -112,24 +119,9 @@ def test_a_swallowed_ctrl_c_is_delivered_again(tmp_path, where):
     In a bare ``except:`` or a finaliser (JAX's gc callback): the interrupt comes again, and the
     swallowed one is not reported.
     """
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     argv = [sys.executable, "-c", SWALLOWING_AUDIT, str(tmp_path / "out"), where]
-    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            preexec_fn=_ctrl_c_as_at_a_terminal)  # fmt: skip
-    err: list[bytes] = []
-    reader = threading.Thread(target=_drain, args=(proc.stderr, err), daemon=True)
-    reader.start()
-    try:
-        _wait_until(lambda: b"loading" in b"".join(err) or proc.poll() is not None, START_S)
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=END_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=END_S)
-        reader.join(timeout=END_S)
-    text = b"".join(err).decode(errors="replace")
-    assert proc.returncode == 130, f"exit status {proc.returncode}:\n{text[-3000:]}"
+    code, text = _ctrl_c_once(argv, {**os.environ, "PYTHONUNBUFFERED": "1"}, b"loading")
+    assert code == 130, f"exit status {code}:\n{text[-3000:]}"
     assert text.splitlines() == ["loading", "swallowed", "interrupted"], text[-3000:]
     assert not (tmp_path / "out" / LOCK).exists()
 
