@@ -8,9 +8,9 @@ cluster of 3 with one process missing. The rendezvous itself is also run in thre
 
 from __future__ import annotations
 
+import functools
 import socket
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -59,30 +59,45 @@ def test_process_0_without_its_peers_ends_with_one_line_not_an_abort(tmp_path):
 
 def test_a_cluster_with_a_missing_process_ends_every_process_with_one_line(tmp_path):
     coordinator = f"127.0.0.1:{launch.free_port()}"
-    with ThreadPoolExecutor(2) as pool:
-        runs = [pool.submit(_audit_process, coordinator, 3, rank, tmp_path / f"out{rank}") for rank in (0, 1)]
-        host, worker = (r.result() for r in runs)
+    host, worker = _concurrently(
+        [functools.partial(_audit_process, coordinator, 3, rank, tmp_path / f"out{rank}") for rank in (0, 1)]
+    )
     assert "process id(s) [2] did not" in _one_line_error(host, coordinator)
     assert "are all 3 processes started" in _one_line_error(worker, coordinator)
 
 
+def _concurrently(calls: list) -> list:
+    """Run each call in its own thread; what each returned, or the exception it raised.
+
+    Threads are started one at a time, each once the previous one runs: under line coverage on
+    Python 3.11, two threads that start together can make one fail before its target runs ("Cannot
+    install a trace function while another trace function is being installed", CPython issue 98257),
+    and a cluster missing that process then times out (a CI failure of this file).
+    """
+    results: list = [RuntimeError("the thread never ran")] * len(calls)
+
+    def run(i, started):
+        started.set()
+        try:
+            results[i] = calls[i]()
+        except BaseException as err:  # noqa: BLE001 - reported to the test
+            results[i] = err
+
+    threads = []
+    for i in range(len(calls)):
+        started = threading.Event()
+        threads.append(threading.Thread(target=run, args=(i, started), daemon=True))
+        threads[-1].start()
+        assert started.wait(30), f"thread {i} did not start"
+    for t in threads:
+        t.join(170)
+    assert not any(t.is_alive() for t in threads)
+    return results
+
+
 def _meet(configs: list[ClusterConfig]) -> list[BaseException | None]:
     """Run the rendezvous of each config in a thread; what each raised (None: it passed)."""
-    errors: list[BaseException | None] = [None] * len(configs)
-
-    def run(i):
-        try:
-            _rendezvous(configs[i])
-        except BaseException as err:  # noqa: BLE001 - reported to the test
-            errors[i] = err
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(configs))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
-    assert not any(t.is_alive() for t in threads)
-    return errors
+    return _concurrently([functools.partial(_rendezvous, c) for c in configs])
 
 
 def test_the_rendezvous_lets_a_complete_cluster_go_and_frees_the_port():
