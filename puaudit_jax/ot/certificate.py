@@ -166,7 +166,7 @@ def dual_bound(prob: PartialProblem, f, g, fd, gd, eps, steps: int = SEARCH_STEP
     ratio = (jnp.sqrt(5.0) - 1) / 2
     lo, hi = -width, width
     x1, x2 = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
-    v1, v2, best = at(x1), at(x2), at(jnp.zeros_like(width))
+    v1, v2, best = jax.lax.map(at, jnp.stack([x1, x2, jnp.zeros_like(width)]))  # one traced copy of ``at``
 
     def step(_, state):
         lo, hi, x1, x2, v1, v2, best = state
