@@ -1,9 +1,10 @@
 """``puaudit demo``: MT-Bench GPT-4 verdicts vs the expert votes, the default audit beside the paper's.
 
-Two protocol runs on the same splits: the grid of the demo's scorers x (the default calibrated
-rule, the paper rule, the flip budget) with the hindsight ceiling, and the paper's own configuration
-(entropic partial-OT scores, flip where s / max s < eta). :func:`demo_text` prints them beside the
-paper's published Table 5.
+Three protocol runs on the same splits: the grid of the demo's scorers x (the default calibrated
+rule, the paper rule, the flip budget) with the hindsight ceiling, the paper's own configuration
+(entropic partial-OT scores, flip where s / max s < eta), and the default audit with a guarantee
+(trust, flip or escalate each pool verdict so that the kept ones agree with humans at least A of the
+time). :func:`demo_text` prints them beside the paper's published Table 5.
 """
 
 from __future__ import annotations
@@ -11,30 +12,73 @@ from __future__ import annotations
 import pandas as pd
 
 from ..audit import DEFAULT_RULE, PAPER_RULE, PAPER_SCORER
-from .config import DEMO_SCORERS  # noqa: F401  (re-exported: it moved to the light config module)
+from .config import DEMO_GUARANTEE, DEMO_SCORERS  # noqa: F401  (re-exported: they live in the light config module)
 from .protocol import EvalResult, evaluate
 from .tables import demo_table, overall_table
 
 
-def run_demo(table: pd.DataFrame, emb, *, scorers, default_rule, paper_scorer, **options) -> EvalResult:
-    """Both protocol runs, concatenated.
+def run_demo(
+    table: pd.DataFrame, emb, *, scorers, default_rule, paper_scorer, guarantee: float = DEMO_GUARANTEE, **options
+) -> EvalResult:
+    """The three protocol runs; the first two concatenated, the guaranteed one in ``meta["guarantee"]``.
 
     ``scorers``: the grid's scorers (names or objects; the first is the default audit's);
     ``default_rule``: the default rule (name or configured object);
     ``paper_scorer``: the paper configuration's scorer (``"pot"`` or a configured instance);
-    ``options``: :class:`Protocol` / :class:`AuditConfig` fields.
+    ``guarantee``: the agreement A of the third run (its delta: ``options`` / ``config``, default 0.1);
+    ``options``: :class:`Protocol` / :class:`AuditConfig` fields (a guarantee there is ignored: the
+    first two runs compare the audits without one).
     """
+    options = {**options, "guarantee": None}
     grid = evaluate(
         table, emb, scorers=list(scorers), rules=[default_rule, PAPER_RULE, "budget"], ceiling=True, **options
     )
     paper_cfg = evaluate(table, emb, pairs=[(paper_scorer, PAPER_RULE)], **options)
+    certified = evaluate(table, emb, pairs=[(scorers[0], default_rule)], **{**options, "guarantee": guarantee,
+                                                                           "ceiling": False})  # fmt: skip
     return EvalResult(
         pd.concat([grid.per_seed, paper_cfg.per_seed], ignore_index=True),
         pd.concat([grid.summary, paper_cfg.summary], ignore_index=True),
-        {**grid.meta, "scorers": grid.meta["scorers"] + [PAPER_SCORER], "paper_configuration": paper_cfg.meta},
+        {
+            **grid.meta,
+            "scorers": grid.meta["scorers"] + [PAPER_SCORER],
+            "paper_configuration": paper_cfg.meta,
+            "guarantee": guarantee_summary(certified),
+        },  # fmt: skip
         grid.first_audit,
         grid.first_truth,
     )
+
+
+def guarantee_summary(res: EvalResult) -> dict:
+    """What a guaranteed protocol run measured on the hidden labels, over its splits (JSON-ready).
+
+    Keys: ``A``, ``delta``, ``splits``; ``coverage_mean`` / ``_std`` (share of the pool certified: trusted or
+    flipped), ``flip_rate_mean`` (share flipped), ``certified_agreement_mean`` (agreement of the certified
+    rows' final verdicts with the hidden ones, over the splits that certified any), ``violations`` (splits
+    where it fell below A) and ``per_seed`` (seed, coverage, flip_rate, certified_agreement, violated).
+    """
+    rows = res.per_seed[res.per_seed.question_type == "all"]
+    config = res.first_audit.config
+
+    def number(x) -> float | None:
+        return None if pd.isna(x) else float(x)
+
+    cols = ["seed", "coverage", "flip_rate", "certified_agreement", "violated"]
+    return {
+        "A": config.guarantee,
+        "delta": config.delta,
+        "splits": len(rows),
+        "coverage_mean": number(rows.coverage.mean()),
+        "coverage_std": number(rows.coverage.std()),
+        "flip_rate_mean": number(rows.flip_rate.mean()),
+        "certified_agreement_mean": number(rows.certified_agreement.mean()),
+        "violations": int(rows.violated.sum()),
+        "per_seed": [
+            {c: number(v) if c != "seed" else int(v) for c, v in zip(cols, r)}
+            for r in rows[cols].itertuples(index=False)
+        ],
+    }
 
 
 def demo_text(res: EvalResult, *, first_scorer: str, eta: float, p_ratio: float, source: str) -> str:
@@ -64,5 +108,28 @@ def demo_text(res: EvalResult, *, first_scorer: str, eta: float, p_ratio: float,
             f"{seed_row.cons_adj_mean:.3f}); the default audit abstained in "
             f"{default_row.abstained * 100:.0f}% of the splits and changes it by {default_row.gain_mean * 100:+.1f} "
             f"points (hindsight ceiling {summ.loc[(first_scorer, 'hindsight')].gain_mean * 100:+.1f}).",
+            *_guarantee_lines(res.meta["guarantee"]),
         ]
     )
+
+
+def _guarantee_lines(g: dict) -> list[str]:
+    """The demo's last paragraph: what ``--guarantee A`` certified (``g``: :func:`guarantee_summary`)."""
+    A, n, agreement = g["A"], g["splits"], g["certified_agreement_mean"]
+    kept = [r["coverage"] for r in g["per_seed"] if r["coverage"]]
+    lines = [
+        f"\n-- trust, flip or escalate: `puaudit audit mtbench --guarantee {A}` (delta {g['delta']}; half of the "
+        "labelled rows calibrate)",
+        f"With probability >= {1 - g['delta']:.2f} over the labelled sample, the verdicts the audit keeps agree with "
+        f"the experts at least {A * 100:.0f}% of the time; the rest go to a human.",
+        f"Over the {n} splits it kept {g['coverage_mean'] * 100:.1f}% of the pool on average "
+        f"({g['flip_rate_mean'] * 100:.1f}% flipped).",
+    ]
+    if not kept:
+        return lines + [f"In no split could the calibration rows show {A}: every verdict went to a human."]
+    lo, hi = f"{min(kept) * 100:.0f}", f"{max(kept) * 100:.0f}"
+    lines.append(f"It kept {lo if lo == hi else f'{lo}-{hi}'}% in {len(kept)} of them" + (
+        f"; in the other {n - len(kept)} the calibration rows could not show {A}: every verdict to a human."
+        if len(kept) < n else "."))  # fmt: skip
+    return lines + [f"The kept verdicts agreed with the hidden expert verdicts {agreement:.3f} on average, below {A} "
+                    f"in {g['violations']} of {n} splits."]  # fmt: skip
