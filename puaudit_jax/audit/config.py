@@ -150,6 +150,9 @@ class AuditConfig:
 
         for name in ("guarantee", "delta"):
             check_fraction(name, getattr(self, name), optional=True)
+        if self.guarantee is None and self.delta != AuditConfig.delta:
+            raise ValueError(f"delta {self.delta:g} is the guarantee's failure probability: it needs a guarantee "
+                             "(--guarantee A)")  # fmt: skip
         if self.cascade and (self.guarantee is None or not self.other_judges):
             raise ValueError("cascade needs a guarantee (--guarantee A) and the judges to cascade to "
                              "(--other-judges, cheapest first)")  # fmt: skip

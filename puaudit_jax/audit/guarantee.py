@@ -61,7 +61,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import bdtr, betaincinv  # binom.cdf and beta.ppf without scipy.stats' 0.6 s import
 
-from ..datasets.exclusions import EXCLUDED, LABELLED, UNLABELLED, item_status
+from ..datasets.exclusions import EXCLUDED, LABELLED, item_status
 from ..datasets.verdicts import flip_verdict
 from ..quantify.targets import usable_rows
 from .calibration import crossfit_folds
@@ -335,10 +335,12 @@ class Guarantee:
 
     def lines(self) -> list[str]:
         """The report's text: what was certified, or why nothing was and what would help."""
-        head = (f"guarantee: agreement >= {self.agreement:g} with probability >= {1 - self.delta:g} "
+        head = (f"guarantee: agreement >= {self.agreement:g} with probability >= {probability(self.delta)} "
                 f"({self.n_calibration} labelled rows calibrate, {self.n_fit} fit the audit)")  # fmt: skip
         c = self.counts
-        if c["trust"] + c["flip"] == 0:
+        if sum(c.values()) == 0:
+            out = [head + ": no pool rows to decide"]
+        elif c["trust"] + c["flip"] == 0:
             out = [head + f": nothing certified; every pool row is escalated (judge agrees on "
                    f"{self.judge_agreement:.1%} of the calibration rows)"]  # fmt: skip
         else:
@@ -354,10 +356,22 @@ class Guarantee:
         return out + [f"guarantee: {note}" for note in self.notes]
 
 
+def probability(delta: float) -> str:
+    """1 - ``delta`` as text that is never rounded up to a false "1" (``1 - 1e-12``)."""
+    text = f"{1 - delta:g}"
+    return f"1 - {delta:g}" if text == "1" else text
+
+
 def notes_for(certified: bool, labels: int | None, judge_agreement: float, agreement: float,
-              warnings: list[str]) -> tuple[str, ...]:  # fmt: skip
-    """The report's advice: broken assumptions first, then (nothing ``certified``) what would certify some."""
+              warnings: list[str], pool: int = 1) -> tuple[str, ...]:  # fmt: skip
+    """The report's advice: broken assumptions first, then (nothing ``certified``) what would certify some.
+
+    ``pool``: the number of pool rows; with none there is nothing to decide, which is all it says then.
+    """
     notes = [f"does not apply: {w}" for w in warnings]
+    if pool == 0:
+        return (*notes, "there are no unlabelled rows to decide: every usable row is labelled (the guarantee "
+                        "decides the verdicts no human gave)")  # fmt: skip
     if not certified:
         if labels is not None:
             notes.append(f"about {labels} more labelled rows (a random sample) would certify some rows, in about half "
@@ -476,7 +490,8 @@ def certify_items(items: pd.DataFrame, hidden: np.ndarray, truth: np.ndarray, ch
         config: the audit's settings.
         others: the cascade's later judges, in order: (name, the item table of the same audit run on that
             judge's verdicts, same rows in the same order); () without a cascade. A row the first judge has
-            no verdict for (a tie) and a later one has becomes a pool or calibration row of the cascade.
+            no verdict for (a tie) and a later one has takes its role and status in the first such judge's
+            audit: a pool or calibration row of the cascade, or a labelled row that audit used.
 
     Returns:
         (items with the hidden labels back, role "calibration" on the calibration rows, a ``decision``
@@ -491,11 +506,10 @@ def certify_items(items: pd.DataFrame, hidden: np.ndarray, truth: np.ndarray, ch
     reason = items["reason"].to_numpy(dtype=object).copy()
     human, judge = items["human"].to_numpy(dtype=object).copy(), items["judge"].to_numpy(dtype=object)
     p = items["p_wrong"].to_numpy(float)
-    later = np.zeros(len(items), bool)  # rows only a later judge has a verdict for: theirs to decide
-    for _, judged in others:
-        later |= judged["role"].to_numpy(dtype=object) == "U"
-    later &= status == EXCLUDED
-    role[later], status[later], reason[later] = "U", UNLABELLED, ""
+    for _, judged in others:  # rows only a later judge has a verdict for: the first such judge's to use
+        their_role, their_status = (judged[c].to_numpy(dtype=object) for c in ("role", "status"))
+        take = (status == EXCLUDED) & (their_status != EXCLUDED)
+        role[take], status[take], reason[take] = their_role[take], their_status[take], ""
     human[hidden] = np.asarray(truth, dtype=object)[hidden]
     status[hidden[status[hidden] != EXCLUDED]] = LABELLED
     cal = hidden[role[hidden] == "U"]
@@ -556,6 +570,6 @@ def _guarantee(selection, decision, pool_types, correct, judge_correct, status, 
         judge_agreement=judge_agreement,
         labels_needed=labels,
         applies=not warnings,
-        notes=notes_for(certified, labels, judge_agreement, a, warnings),
+        notes=notes_for(certified, labels, judge_agreement, a, warnings, pool=len(decision)),
         curve=selection.curve,
     )

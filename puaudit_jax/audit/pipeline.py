@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from ..datasets.comparisons import EVIDENCE_COLUMNS
+from ..datasets.comparisons import EVIDENCE_COLUMNS, other_judge_verdicts
 from ..datasets.verdicts import MISSING, question_types
 from ..quantify.sample_check import audit_sample_checks
 from ..quantify.targets import audit_agreement
@@ -187,7 +187,7 @@ def _with_guarantee(comparisons: pd.DataFrame, features, config: AuditConfig) ->
 
     See :mod:`puaudit_jax.audit.guarantee`.
     """
-    table = comparisons.reset_index(drop=True)
+    table = _normal_other_judges(comparisons.reset_index(drop=True), config.other_judges)
     truth = table["human"].to_numpy(dtype=object)
     judges = config.other_judges if config.cascade else ()  # a row any of the cascade's judges has a verdict for
     status, types = guarantee.cascade_status(table, judges), question_types(table["question_type"])
@@ -198,14 +198,30 @@ def _with_guarantee(comparisons: pd.DataFrame, features, config: AuditConfig) ->
     others = []
     for k in range(len(config.other_judges) if config.cascade else 0):  # the cascade's judges, each on its verdicts
         judged, judged_config = _on_judge(shown, k, config)
-        others.append((config.other_judges[k], _audit(judged, features, judged_config).items))
+        try:
+            others.append((config.other_judges[k], _audit(judged, features, judged_config).items))
+        except ValueError as err:  # say which judge's audit failed: its verdicts are the judge column there
+            raise ValueError(f"cascade: the audit of other judge {config.other_judges[k]!r}: {err}") from err
     items, certified = guarantee.certify_items(result.items, hidden, truth, checks, config, others)
     flipped, role = items["flipped"].to_numpy(bool), items["role"].to_numpy()
     counts = Counts.of(items["status"].to_numpy(), items["reason"].to_numpy(), role, flipped)
-    report = replace(result.report, counts=counts, flip_rate=float(flipped[role == "U"].mean()), guarantee=certified,
-                     sample_checks=checks, config=config)  # fmt: skip
+    flip_rate = float(flipped[role == "U"].mean()) if (role == "U").any() else float("nan")  # NaN: no pool
+    report = replace(result.report, counts=counts, flip_rate=flip_rate, guarantee=certified, sample_checks=checks,
+                     config=config)  # fmt: skip
     return replace(result, items=items, report=report, config=config,
                    u_z=result.u_z[role[result.items["role"].to_numpy() == "U"] == "U"])  # fmt: skip
+
+
+def _normal_other_judges(table: pd.DataFrame, names: tuple[str, ...]) -> pd.DataFrame:
+    """``table`` with the other judges' columns ``names`` in normal form ("A" | "B" | "tie" | "missing").
+
+    A cascade makes their verdicts a judge column and a final verdict, so a spelling ("a", "C") or a null
+    must not pass as it is. Raises the ``ComparisonValidationError`` of a value that is no verdict (its row).
+    """
+    if not names:
+        return table
+    verdicts = other_judge_verdicts(table, names, source="other judges")
+    return table.assign(**{name: verdicts[:, k] for k, name in enumerate(names)})
 
 
 #: The cascade's audits of the other judges see the first judge's verdicts in this column (as one more judge).

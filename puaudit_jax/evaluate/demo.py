@@ -9,9 +9,12 @@ time). :func:`demo_text` prints them beside the paper's published Table 5.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 
-from ..audit import DEFAULT_RULE, PAPER_RULE, PAPER_SCORER
+from ..audit import DEFAULT_RULE, PAPER_RULE, PAPER_SCORER, AuditConfig
+from ..audit.guarantee import probability
 from .config import DEMO_GUARANTEE, DEMO_SCORERS  # noqa: F401  (re-exported: they live in the light config module)
 from .protocol import EvalResult, evaluate
 from .tables import demo_table, overall_table
@@ -29,12 +32,16 @@ def run_demo(
     ``options``: :class:`Protocol` / :class:`AuditConfig` fields (a guarantee there is ignored: the
     first two runs compare the audits without one).
     """
-    options = {**options, "guarantee": None}
+    config = options.pop("config", None) or AuditConfig()
+    delta = options.pop("delta", config.delta)
+    options.pop("guarantee", None)
+    certified_config = replace(config, guarantee=guarantee, delta=delta)
+    options["config"] = replace(config, guarantee=None, delta=AuditConfig.delta)
     grid = evaluate(
         table, emb, scorers=list(scorers), rules=[default_rule, PAPER_RULE, "budget"], ceiling=True, **options
     )
     paper_cfg = evaluate(table, emb, pairs=[(paper_scorer, PAPER_RULE)], **options)
-    certified = evaluate(table, emb, pairs=[(scorers[0], default_rule)], **{**options, "guarantee": guarantee,
+    certified = evaluate(table, emb, pairs=[(scorers[0], default_rule)], **{**options, "config": certified_config,
                                                                            "ceiling": False})  # fmt: skip
     return EvalResult(
         pd.concat([grid.per_seed, paper_cfg.per_seed], ignore_index=True),
@@ -120,8 +127,8 @@ def _guarantee_lines(g: dict) -> list[str]:
     lines = [
         f"\n-- trust, flip or escalate: `puaudit audit mtbench --guarantee {A}` (delta {g['delta']}; half of the "
         "labelled rows calibrate)",
-        f"With probability >= {1 - g['delta']:.2f} over the labelled sample, the verdicts the audit keeps agree with "
-        f"the experts at least {A * 100:.0f}% of the time; the rest go to a human.",
+        f"With probability >= {probability(g['delta'])} over the labelled sample, the verdicts the audit keeps agree "
+        f"with the experts at least {A * 100:.0f}% of the time; the rest go to a human.",
         f"Over the {n} splits it kept {g['coverage_mean'] * 100:.1f}% of the pool on average "
         f"({g['flip_rate_mean'] * 100:.1f}% flipped).",
     ]

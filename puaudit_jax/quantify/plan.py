@@ -156,8 +156,8 @@ def planned_probabilities(table: pd.DataFrame, plan: pd.DataFrame) -> np.ndarray
 
     Raises:
         ValueError: the plan lacks a column, repeats an id or has a role / selected value it never writes; a
-            usable row is not in the plan; labels came back for items never planned; a planned item has no
-            label or no valid sampling probability.
+            usable row is not in the plan, or a plan id not in the table; labels came back for items never
+            planned; a planned item has no label or no valid sampling probability.
     """
     missing = [c for c in PLAN_COLUMNS if c not in plan.columns]
     if missing:
@@ -176,6 +176,9 @@ def planned_probabilities(table: pd.DataFrame, plan: pd.DataFrame) -> np.ndarray
     if absent.any():
         raise ValueError(f"{int(absent.sum())} rows are not in the label plan, e.g. id {ids[absent][0]!r}: "
                          "quantify the table the plan was drawn from")  # fmt: skip
+    extra = ~plan.index.isin(ids)  # its sampling probabilities describe that table, with these rows
+    _check(plan.index.to_numpy(), extra, "the label plan lists {n} ids that are not in the table: quantify the table "
+           "the plan was drawn from, with every row")  # fmt: skip
     rows = plan.reindex(ids)
     role, chosen = rows["role"].astype(str).to_numpy(), rows["selected"].astype(str).str.lower().isin(["true", "1"])
     chosen = chosen.to_numpy()

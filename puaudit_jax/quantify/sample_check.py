@@ -2,7 +2,8 @@
 
 The assumption every pool-mean estimate here (human only, PPI++) rests on, checked where the data
 allow: the labelled share should not depend on the question type, nor on the cluster (prompt) a row
-belongs to.
+belongs to, nor (in an audit) on the judge's verdict, which every row has: labels drawn by their
+value (say, only the rows a human called B) show there.
 
 A chi-square test of independence of (group x labelled / unlabelled) counts; a p-value below
 ``alpha`` puts a warning in the leaderboard, the CLI's output and the audit report. A failed check
@@ -23,7 +24,7 @@ class SampleCheck:
     """The labelled share by group and the chi-square p-value of "the share is the same in every group".
 
     Attributes:
-        by: "question_type" or a cluster column.
+        by: "question_type", "judge" (the judge's verdict) or a cluster column.
         shares: group -> (items, labelled share).
         p_value: the chi-square test's p-value (None: one group, or no unlabelled or no labelled row).
         alpha: the p-value below which :attr:`warning` is set.
@@ -83,16 +84,19 @@ def independence_p_value(counts: np.ndarray) -> float:
 
 
 def audit_sample_checks(types, status, table, cluster_by: str | None) -> tuple[SampleCheck, ...]:
-    """The checks of an audit's rows, by question type and by the cluster column.
+    """The checks of an audit's rows, by question type, by the judge's verdict and by the cluster column.
 
     ``types`` / ``status`` (n,) (status "labelled" / "unlabelled"; excluded rows take no part), by
-    question type when there are several, and by ``cluster_by``'s column of ``table`` when the audit
-    clusters.
+    question type and by ``table``'s ``judge`` column when either has several values among them, and
+    by ``cluster_by``'s column of ``table`` when the audit clusters.
     """
     labelled, unlabelled = np.asarray(status) == "labelled", np.asarray(status) == "unlabelled"
     checks = []
     if len(set(np.asarray(types)[labelled | unlabelled])) > 1:
         checks.append(sample_check(types, labelled, unlabelled, "question_type"))
+    judge = table["judge"].to_numpy(dtype=object)
+    if len(set(judge[labelled | unlabelled])) > 1:
+        checks.append(sample_check(judge, labelled, unlabelled, "judge"))
     if cluster_by is not None:
         checks.append(sample_check(table[cluster_by].to_numpy(), labelled, unlabelled, cluster_by))
     return tuple(checks)

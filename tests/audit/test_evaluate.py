@@ -225,8 +225,9 @@ def test_evaluate_options_are_protocol_or_audit_fields():
 def test_the_demo_adds_a_guaranteed_run_and_says_what_it_kept_on_the_same_splits():
     """``run_demo``'s third run: the default audit with a guarantee, summarised from the hidden labels.
 
-    A guarantee given for the comparison runs does not reach them (their rows stay uncertified); the
-    summary equals a guaranteed protocol run of its own, and the printed paragraph gives its numbers.
+    A guarantee given for the comparison runs does not reach them (their rows stay uncertified), its delta
+    reaches the guaranteed run; the summary equals a guaranteed protocol run of its own, and the printed
+    paragraph gives its numbers.
     """
     from puaudit_jax.audit import AuditConfig
     from puaudit_jax.evaluate.demo import demo_text, run_demo
@@ -234,17 +235,21 @@ def test_the_demo_adds_a_guaranteed_run_and_says_what_it_kept_on_the_same_splits
     hard = cone_comparisons(n_labelled=400, n_unlabelled=300, d=32, alpha=0.7, neg_range=(0.3, 0.65), seed=4)
     opts = dict(seeds=3, p_ratio=0.4, progress=False)
     res = run_demo(hard.table, hard.embeddings, scorers=["centroid"], default_rule="evidence", paper_scorer="pot",
-                   guarantee=0.8, config=AuditConfig(guarantee=0.95), **opts)  # fmt: skip
+                   guarantee=0.8, config=AuditConfig(guarantee=0.95, delta=0.2), **opts)  # fmt: skip
     assert "coverage" not in res.summary and "violated" not in res.per_seed  # the comparisons ran without one
     g = res.meta["guarantee"]
-    alone = evaluate(hard.table, hard.embeddings, pairs=[("centroid", "evidence")], guarantee=0.8, ceiling=False,
-                     **opts)  # fmt: skip
+    alone = evaluate(hard.table, hard.embeddings, pairs=[("centroid", "evidence")], guarantee=0.8, delta=0.2,
+                     ceiling=False, **opts)  # fmt: skip
     rows = alone.per_seed[alone.per_seed.question_type == "all"]
-    assert (g["A"], g["delta"], g["splits"]) == (0.8, 0.1, 3)
+    assert (g["A"], g["delta"], g["splits"]) == (0.8, 0.2, 3)  # the delta given, the demo's A
     assert [r["coverage"] for r in g["per_seed"]] == pytest.approx(rows.coverage.tolist())
     assert g["coverage_mean"] == pytest.approx(rows.coverage.mean()) and 0 < g["coverage_mean"] <= 1
     assert g["violations"] == int((rows.certified_agreement < 0.8).sum())
     text = demo_text(res, first_scorer="centroid", eta=0.5, p_ratio=0.4, source="synthetic")
     paragraph = text[text.index("-- trust, flip or escalate") :]
-    assert "--guarantee 0.8" in paragraph and f"kept {g['coverage_mean'] * 100:.1f}% of the pool" in paragraph
+    assert (
+        "--guarantee 0.8" in paragraph
+        and "probability >= 0.8 over" in paragraph
+        and f"kept {g['coverage_mean'] * 100:.1f}% of the pool" in paragraph
+    )
     assert f"agreed with the hidden expert verdicts {g['certified_agreement_mean']:.3f}" in paragraph

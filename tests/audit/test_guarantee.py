@@ -23,6 +23,7 @@ from puaudit_jax.audit.guarantee import (
     labels_needed,
     min_rows,
     plug_in,
+    probability,
     select,
 )
 from puaudit_jax.audit.synthetic import cone_comparisons
@@ -408,5 +409,76 @@ def test_rows_the_first_judge_tied_go_to_the_next_judge_of_the_cascade(cone):
     assert (decided.adjusted.isin(["A", "B"])).all()
     tied_labelled = items.loc[ids[labelled[:40]]]
     assert (tied_labelled.role == "calibration").any()  # the second judge's calibration rows include them
+    # the others were the second judge's labelled rows: so they are said to be (before: "excluded, judge tie")
+    assert (tied_labelled.status == "labelled").all() and (tied_labelled.reason == "").all()
+    assert set(tied_labelled.role) <= {"calibration", "P", "P-filtered", "holdout"}
     assert res.report.counts.U == (items.role == "U").sum() == len(pool)  # every pool row has a decision
     assert (items.loc[items.role == "U", "decision"] != "").all()
+
+
+def test_a_cascade_reads_its_judges_verdicts_in_normal_form_and_names_a_bad_one(cone):
+    """Before: an other judge's "a", "C" (a tie's spelling) or null was copied into the cascade's judge column
+    as it was, and certified: ``adjusted`` could be "C" or "a"; a null counted as a verdict."""
+    rng = np.random.default_rng(11)
+    truth = cone.truth.astype(object)
+    second = np.where(rng.random(len(truth)) < 0.9, truth, np.where(truth == "A", "B", "A")).astype(object)
+    pool = np.flatnonzero(cone.table.human.to_numpy(dtype=object) == "missing")
+    spelled = second.copy()
+    spelled[pool[:20]] = np.char.lower(second[pool[:20]].astype(str)).astype(object)  # "a" / "b"
+    spelled[pool[20:25]], spelled[pool[25:30]] = "C", None
+    normal = second.copy()
+    normal[pool[20:25]], normal[pool[25:30]] = "tie", "missing"
+    config = AuditConfig(scorer="centroid", guarantee=0.8, other_judges=("second",), cascade=True)
+    spelled_res = run_audit(cone.table.assign(second=spelled), cone.embeddings, config)
+    normal_res = run_audit(cone.table.assign(second=normal), cone.embeddings, config)
+    assert set(spelled_res.items.adjusted) <= {"A", "B", "tie", "missing"}
+    cols = ["id", "role", "status", "decision", "decided_by", "adjusted", "p_wrong[second]"]
+    pd.testing.assert_frame_equal(spelled_res.items[cols], normal_res.items[cols])
+    bad = spelled.copy()
+    bad[pool[3]] = "X"
+    with pytest.raises(ValueError, match=rf"row {pool[3] + 1}.*second.*unknown verdict 'X'"):
+        run_audit(cone.table.assign(second=bad), cone.embeddings, config)
+
+
+def test_a_failed_audit_of_a_later_judge_names_that_judge(cone):
+    config = AuditConfig(scorer="centroid", guarantee=0.8, other_judges=("second",), cascade=True)
+    with pytest.raises(ValueError, match="cascade: the audit of other judge 'second': no usable human-labelled"):
+        run_audit(cone.table.assign(second="tie"), cone.embeddings, config)
+
+
+def test_delta_without_a_guarantee_is_refused():
+    """Before: ``--delta`` without ``--guarantee`` was silently ignored (``--cascade`` without one is refused)."""
+    with pytest.raises(ValueError, match="delta 0.2 is the guarantee's failure probability: it needs a guarantee"):
+        AuditConfig(delta=0.2).validate()
+    AuditConfig(delta=0.2, guarantee=0.8).validate()
+
+
+def test_the_probability_printed_is_never_rounded_up_to_one(certified):
+    """Before: delta 1e-12 printed "with probability >= 1", a false statement."""
+    assert probability(0.1) == "0.9" and probability(1e-12) == "1 - 1e-12"
+    assert "with probability >= 1 - 1e-12 (" in replace(certified.report.guarantee, delta=1e-12).lines()[0]
+
+
+def test_with_every_row_labelled_the_report_says_there_is_nothing_to_decide(cone):
+    """Before: an empty pool read "nothing certified; every pool row is escalated", then two notes that
+    contradicted each other (more labels will not help; the judge agrees but too few rows calibrate)."""
+    table = cone.table.assign(human=cone.truth)
+    g = run_audit(table, cone.embeddings, AuditConfig(scorer="centroid", guarantee=0.8)).report.guarantee
+    assert sum(g.counts.values()) == 0 and g.lines()[0].endswith(": no pool rows to decide")
+    assert g.notes == ("there are no unlabelled rows to decide: every usable row is labelled (the guarantee decides "
+                       "the verdicts no human gave)",)  # fmt: skip
+
+
+def test_labels_drawn_by_their_value_are_flagged_by_the_judge_verdict_check(cone):
+    """Before: labelling only rows a human called B passed the question-type check, the report said the
+    guarantee applied, and the certified rows agreed with humans below A."""
+    truth = cone.truth.astype(object)
+    rng = np.random.default_rng(12)
+    chosen = (truth == "B") & (rng.random(len(truth)) < 0.6)
+    table = cone.table.assign(human=np.where(chosen, truth, "missing"))
+    g = run_audit(table, cone.embeddings, AuditConfig(scorer="centroid", guarantee=0.8)).report.guarantee
+    assert not g.applies and any("differs across judge values" in note for note in g.notes)
+    fair = cone.table.assign(human=np.where(rng.random(len(truth)) < 0.4, truth, "missing"))
+    report = run_audit(fair, cone.embeddings, AuditConfig(scorer="centroid", guarantee=0.8)).report
+    judge_check = [c for c in report.sample_checks if c.by == "judge"]
+    assert len(judge_check) == 1 and not judge_check[0].warning  # a random sample passes it

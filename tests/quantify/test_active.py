@@ -113,6 +113,9 @@ def test_a_plan_read_back_names_labels_never_planned_and_planned_items_without_l
         planned_probabilities(back, broken)
     with pytest.raises(ValueError, match="not in the label plan"):
         planned_probabilities(back, report.frame.iloc[1:])
+    stranger = pd.concat([report.frame, report.frame.iloc[[5]].assign(id="bogus:1")], ignore_index=True)
+    with pytest.raises(ValueError, match=r"lists 1 ids that are not in the table.*e.g. id 'bogus:1'"):
+        planned_probabilities(back, stranger)  # before: ignored in silence
     doubled = pd.concat([report.frame, report.frame.iloc[[5]]], ignore_index=True)
     with pytest.raises(ValueError, match=r"lists 2 rows under an id that is not unique, e.g. id 'r5'"):
         planned_probabilities(back, doubled)
