@@ -137,7 +137,7 @@ def cmd_demo(args) -> int:
     """``puaudit demo``: MT-Bench GPT-4 vs the experts, the default audit beside the paper's, then with a guarantee."""
     t0 = time.perf_counter()
     mesh = inputs.mesh_of(args)
-    config = audit_config(args)
+    config = audit_config(args, guarantee=DEMO_GUARANTEE if args.guarantee is None else args.guarantee)
     Protocol(seeds=args.seeds, p_ratio=args.p_ratio).validate()
     names = _names(args.scorers, SCORER_NAMES, "scorers")
     inputs.checked_first(args)
@@ -152,9 +152,8 @@ def _demo_command(args, config: AuditConfig, names: list[str], run, t0: float, m
     emb = inputs.features(args, table, mesh, source="mtbench")
     t_embed = time.perf_counter() - t0
     scorer = functools.partial(scorer_of, mesh=mesh, dtype=args.solver_dtype)
-    guarantee = DEMO_GUARANTEE if config.guarantee is None else config.guarantee
     res = run_demo(table, emb, scorers=[scorer(s) for s in names], default_rule=rule_of(DEFAULT_RULE, args),
-                   paper_scorer=scorer("pot"), guarantee=guarantee, config=config, seeds=args.seeds,
+                   paper_scorer=scorer("pot"), guarantee=config.guarantee, config=config, seeds=args.seeds,
                    p_ratio=args.p_ratio, progress=not args.quiet)  # fmt: skip
     if run is None:
         return 0

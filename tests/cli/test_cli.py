@@ -251,6 +251,22 @@ def test_bundled_set_without_unlabelled_items_explains_itself(tmp_path):
         main(["audit", "llmfao-gpt4", "--embeddings", str(tmp_path / "e.npz"), "--out", str(tmp_path / "o"), "--quiet"])
 
 
+def test_demo_runs_its_guarantee_with_the_delta_given(tmp_path, capsys):
+    """``puaudit demo --delta D`` (no --guarantee): the demo's guaranteed run takes D (before: refused, since
+    a delta needs a guarantee and the demo's A was set after the settings were checked)."""
+    table = load_bundled("mtbench")
+    ids = table.loc[(item_status(table)["status"] != "excluded").to_numpy(), "id"].to_numpy()
+    rng = np.random.default_rng(0)
+    save_embeddings(PairEmbeddings(ids, rng.normal(size=(len(ids), 4)), rng.normal(size=(len(ids), 4))),
+                    tmp_path / "e.npz")  # fmt: skip
+    out = tmp_path / "demo"
+    main(["demo", "--embeddings", str(tmp_path / "e.npz"), "--scorers", "knn", "--seeds", "2", "--delta", "0.05",
+          "--no-figures", "--quiet", "--out", str(out)])  # fmt: skip
+    g = json.loads((out / "results.json").read_text())["meta"]["guarantee"]
+    assert (g["A"], g["delta"], g["splits"]) == (0.8, 0.05, 2)
+    assert "--guarantee 0.8` (delta 0.05" in capsys.readouterr().out
+
+
 def test_demo_table_prints_published_numbers():
     summary = pd.DataFrame(
         {
