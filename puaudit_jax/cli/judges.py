@@ -359,13 +359,14 @@ def cmd_serve(args) -> int:
         raise SystemExit(f"error: {err}") from None
     server = LocalServer(config)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # `kill` ends it as Ctrl-C does
-    try:
-        server.start()
-    except (RuntimeError, TimeoutError, FileNotFoundError) as err:
-        raise SystemExit(f"error: {err}") from None
-    print(f"serving {config.model} as {config.alias!r} on {server.base_url} (log {server.log_path}); Ctrl-C stops")
-    sys.stdout.flush()
-    try:
+    try:  # from the start: a Ctrl-C just after the line below (or while starting) stops the server too
+        try:
+            server.start()
+        except (RuntimeError, TimeoutError, FileNotFoundError) as err:
+            raise SystemExit(f"error: {err}") from None
+        print(f"serving {config.model} as {config.alias!r} on {server.base_url} (log {server.log_path}); "
+              "Ctrl-C stops")  # fmt: skip
+        sys.stdout.flush()
         while server.process is not None and server.process.poll() is None:
             time.sleep(0.5)
         code = server.process.returncode if server.process is not None else 0
