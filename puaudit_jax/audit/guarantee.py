@@ -47,7 +47,8 @@ How (all in this module, pure numpy):
    calibration rows no earlier judge certified, at level D / (number of judges) (Jung et al. §4).
 
 Assumptions, checked where the data allow: the labelled rows are a random sample of the pool (the
-audit's chi-square checks by question type and cluster); rows are independent (with ``cluster_by``
+audit's chi-square checks of the labelled share by question type, by the judge's verdict within types, and
+by cluster); rows are independent (with ``cluster_by``
 the binomial test treats rows of one cluster as independent, which they are not: the report says the
 guarantee does not apply).
 """
@@ -550,7 +551,7 @@ def _guarantee(selection, decision, pool_types, correct, judge_correct, status, 
     n_cal, n_labelled = len(correct), int((status == LABELLED).sum())
     row, a, d = selection.row, config.guarantee, config.delta
     certified = bool((decision != "escalate").any())
-    labels = None if certified else labels_needed(selection, max(1, n_cal), n_labelled, a, d)
+    labels = None if certified or not len(decision) else labels_needed(selection, max(1, n_cal), n_labelled, a, d)
     judge_agreement = float(np.mean(judge_correct)) if n_cal else float("nan")
     warnings = [c.warning for c in checks if c.warning]
     if config.cluster_by is not None:

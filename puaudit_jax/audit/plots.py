@@ -33,6 +33,8 @@ import pandas as pd  # noqa: E402
 
 from puaudit_runtime.files import save_figure  # noqa: E402
 
+from .guarantee import probability  # noqa: E402
+
 #: Colours shared by the audit and evaluation figures: judge right / wrong, item kept / flipped.
 C_OK, C_BAD, C_KEEP, C_FLIP = "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e"
 
@@ -259,7 +261,7 @@ def guarantee_figure(guarantee, path: str | Path | None = None, *, title: str = 
     observed = np.where(curve[:, 2] > 0, 1 - curve[:, 3] / np.maximum(curve[:, 2], 1), np.nan)
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
     ax.plot(curve[:, 1], observed, color=C_OK, lw=1, alpha=0.6, label="calibration rows' agreement")
-    ax.plot(curve[:, 1], curve[:, 4], color=C_KEEP, lw=2, label=f"guaranteed at {1 - g.delta:g} (lower bound)")
+    ax.plot(curve[:, 1], curve[:, 4], color=C_KEEP, lw=2, label=f"guaranteed at {probability(g.delta)} (lower bound)")
     ax.axhline(g.agreement, color=C_BAD, ls="--", lw=1, label=f"target A = {g.agreement:g}")
     ax.axhline(g.judge_agreement, color="grey", ls=":", lw=1, label=f"judge alone ({g.judge_agreement:.3f})")
     if g.threshold is not None:

@@ -29,20 +29,23 @@ def run_demo(
     ``default_rule``: the default rule (name or configured object);
     ``paper_scorer``: the paper configuration's scorer (``"pot"`` or a configured instance);
     ``guarantee``: the agreement A of the third run (its delta: ``options`` / ``config``, default 0.1);
-    ``options``: :class:`Protocol` / :class:`AuditConfig` fields (a guarantee there is ignored: the
-    first two runs compare the audits without one).
+    ``options``: :class:`Protocol` / :class:`AuditConfig` fields. The first two runs compare the audits
+    without a guarantee (``config``'s guarantee, delta and cascade do not reach them). When the third
+    cannot run (too few labels per split for A and delta), ``meta["guarantee"]`` says why.
     """
     config = options.pop("config", None) or AuditConfig()
-    delta = options.pop("delta", config.delta)
-    options.pop("guarantee", None)
-    certified_config = replace(config, guarantee=guarantee, delta=delta)
-    options["config"] = replace(config, guarantee=None, delta=AuditConfig.delta)
+    certified_config = replace(config, guarantee=guarantee, delta=options.pop("delta", config.delta))
+    options["config"] = replace(config, guarantee=None, delta=AuditConfig.delta, cascade=False)
     grid = evaluate(
         table, emb, scorers=list(scorers), rules=[default_rule, PAPER_RULE, "budget"], ceiling=True, **options
     )
     paper_cfg = evaluate(table, emb, pairs=[(paper_scorer, PAPER_RULE)], **options)
-    certified = evaluate(table, emb, pairs=[(scorers[0], default_rule)], **{**options, "config": certified_config,
-                                                                           "ceiling": False})  # fmt: skip
+    try:
+        certified = evaluate(table, emb, pairs=[(scorers[0], default_rule)], **{**options, "ceiling": False,
+                                                                               "config": certified_config})  # fmt: skip
+        kept = guarantee_summary(certified)
+    except ValueError as err:  # e.g. "guarantee 0.97 at delta 0.1 needs at least N calibration rows"
+        kept = {"A": guarantee, "delta": certified_config.delta, "error": str(err)}
     return EvalResult(
         pd.concat([grid.per_seed, paper_cfg.per_seed], ignore_index=True),
         pd.concat([grid.summary, paper_cfg.summary], ignore_index=True),
@@ -50,7 +53,7 @@ def run_demo(
             **grid.meta,
             "scorers": grid.meta["scorers"] + [PAPER_SCORER],
             "paper_configuration": paper_cfg.meta,
-            "guarantee": guarantee_summary(certified),
+            "guarantee": kept,
         },  # fmt: skip
         grid.first_audit,
         grid.first_truth,
@@ -89,9 +92,10 @@ def guarantee_summary(res: EvalResult) -> dict:
 
 
 def demo_text(res: EvalResult, *, first_scorer: str, eta: float, p_ratio: float, source: str) -> str:
-    """The demo's printout: per-category results, the overall table and a verdict.
+    """The demo's printout: per-category results, the overall table, a verdict and the guaranteed run.
 
-    Both configurations per category beside the paper's Table 5, the overall table and a one-line verdict.
+    Both configurations per category beside the paper's Table 5, the overall table, a one-line verdict and
+    what the guaranteed run kept on the same splits (``meta["guarantee"]``).
     """
     summ = res.summary[res.summary.question_type == "all"].set_index(["scorer", "rule"])
     seed_row, default_row = summ.loc[(PAPER_SCORER, PAPER_RULE)], summ.loc[(first_scorer, DEFAULT_RULE)]
@@ -121,13 +125,17 @@ def demo_text(res: EvalResult, *, first_scorer: str, eta: float, p_ratio: float,
 
 
 def _guarantee_lines(g: dict) -> list[str]:
-    """The demo's last paragraph: what ``--guarantee A`` certified (``g``: :func:`guarantee_summary`)."""
-    A, n, agreement = g["A"], g["splits"], g["certified_agreement_mean"]
+    """The demo's last paragraph: what the guaranteed run kept (``g``: ``meta["guarantee"]``)."""
+    A, delta = g["A"], g["delta"]
+    command = f"--guarantee {A}" + ("" if delta == AuditConfig.delta else f" --delta {delta}")
+    lines = [f"\n-- trust, flip or escalate: the default audit with `{command}` on the same splits (half of the "
+             "labelled rows calibrate)"]  # fmt: skip
+    if "error" in g:
+        return lines + [f"Not available: {g['error']}"]
+    n, agreement = g["splits"], g["certified_agreement_mean"]
     kept = [r["coverage"] for r in g["per_seed"] if r["coverage"]]
-    lines = [
-        f"\n-- trust, flip or escalate: `puaudit audit mtbench --guarantee {A}` (delta {g['delta']}; half of the "
-        "labelled rows calibrate)",
-        f"With probability >= {probability(g['delta'])} over the labelled sample, the verdicts the audit keeps agree "
+    lines += [
+        f"With probability >= {probability(delta)} over the labelled sample, the verdicts the audit keeps agree "
         f"with the experts at least {A * 100:.0f}% of the time; the rest go to a human.",
         f"Over the {n} splits it kept {g['coverage_mean'] * 100:.1f}% of the pool on average "
         f"({g['flip_rate_mean'] * 100:.1f}% flipped).",

@@ -25,54 +25,78 @@ class SampleCheck:
 
     Attributes:
         by: "question_type", "judge" (the judge's verdict) or a cluster column.
-        shares: group -> (items, labelled share).
+        shares: group -> (items, labelled share), over all rows.
         p_value: the chi-square test's p-value (None: one group, or no unlabelled or no labelled row).
         alpha: the p-value below which :attr:`warning` is set.
+        within: None, or the column whose values the test is made within (``by``'s groups compared inside
+            each stratum, so labelled shares that differ between strata do not count).
     """
 
     by: str
     shares: dict
     p_value: float | None
     alpha: float = 0.01
+    within: str | None = None
 
     @property
     def warning(self) -> str:
         """A sentence when p < alpha, else ""."""
         if self.p_value is None or self.p_value >= self.alpha:
             return ""
-        return (f"the labelled share differs across {self.by} values (chi-square p = {self.p_value:.2g}): the "
+        where = "" if self.within is None else f" within {self.within} values"
+        return (f"the labelled share differs across {self.by} values{where} (chi-square p = {self.p_value:.2g}): the "
                 "labelled items are not a random sample of the pool, which PPI++ and the human-only "
                 "estimates of pool means assume (the stratified estimator needs it only within types)")  # fmt: skip
 
     def to_dict(self) -> dict:
         """JSON-able form, with the warning."""
         return {"by": self.by, "shares": {k: list(v) for k, v in self.shares.items()}, "p_value": self.p_value,
-                "alpha": self.alpha, "warning": self.warning}  # fmt: skip
+                "alpha": self.alpha, "within": self.within, "warning": self.warning}  # fmt: skip
 
     @classmethod
     def from_dict(cls, data: dict) -> SampleCheck:
         """Inverse of :meth:`to_dict`."""
         shares = {k: (int(v[0]), float(v[1])) for k, v in data["shares"].items()}
-        return cls(data["by"], shares, data["p_value"], data.get("alpha", 0.01))
+        return cls(data["by"], shares, data["p_value"], data.get("alpha", 0.01), data.get("within"))
 
 
-def sample_check(groups, labelled, unlabelled, by: str) -> SampleCheck:
-    """:class:`SampleCheck` of rows with (R,) ``groups`` labels and (R,) labelled / unlabelled masks."""
+def sample_check(groups, labelled, unlabelled, by: str, strata=None, within: str | None = None) -> SampleCheck:
+    """:class:`SampleCheck` of rows with (R,) ``groups`` labels and (R,) labelled / unlabelled masks.
+
+    With (R,) ``strata`` (named ``within``) the test is made inside each stratum: the chi-square statistics
+    and degrees of freedom are summed over the strata where a test is defined (independent under the null).
+    """
     groups = np.asarray(groups).astype(str)
-    names = sorted(set(groups[labelled | unlabelled]))
-    counts = np.array([[int((labelled & (groups == g)).sum()), int((unlabelled & (groups == g)).sum())] for g in names])
+    names, counts = _counts(groups, labelled, unlabelled)
     shares = {g: (int(c.sum()), float(c[0] / c.sum())) for g, c in zip(names, counts)}
-    if len(names) < 2 or counts[:, 1].sum() == 0 or counts[:, 0].sum() == 0:
-        return SampleCheck(by, shares, None)
-    return SampleCheck(by, shares, independence_p_value(counts))
+    if strata is None:
+        return SampleCheck(by, shares, None if _undefined(counts) else independence_p_value(counts))
+    strata = np.asarray(strata).astype(str)
+    stat, dof = 0.0, 0
+    for stratum in sorted(set(strata[labelled | unlabelled])):
+        _, inside = _counts(groups, labelled & (strata == stratum), unlabelled & (strata == stratum))
+        if not _undefined(inside):
+            part, part_dof = chi_square(inside)
+            stat, dof = stat + part, dof + part_dof
+    return SampleCheck(by, shares, float(chdtrc(dof, stat)) if dof else None, within=within)
 
 
-def independence_p_value(counts: np.ndarray) -> float:
-    """Pearson's chi-square test of independence of a (g, 2) table with no empty row or column.
+def _counts(groups: np.ndarray, labelled, unlabelled) -> tuple[list[str], np.ndarray]:
+    """The groups present among the rows, and their (g, 2) labelled / unlabelled counts."""
+    names = sorted(set(groups[labelled | unlabelled]))
+    counts = [[int((labelled & (groups == g)).sum()), int((unlabelled & (groups == g)).sum())] for g in names]
+    return names, np.array(counts, dtype=np.int64).reshape(-1, 2)
 
-    ``scipy.stats.chi2_contingency(counts)[1]``, Yates' continuity correction at one degree of
-    freedom included, without scipy.stats' 0.6 s import (a warm audit's start-up); the tests compare
-    the two.
+
+def _undefined(counts: np.ndarray) -> bool:
+    """No test of a (g, 2) table: one group, or no labelled or no unlabelled row."""
+    return len(counts) < 2 or counts[:, 1].sum() == 0 or counts[:, 0].sum() == 0
+
+
+def chi_square(counts: np.ndarray) -> tuple[float, int]:
+    """Pearson's statistic and degrees of freedom of a (g, 2) table with no empty row or column.
+
+    Yates' continuity correction at one degree of freedom, as ``scipy.stats.chi2_contingency``.
     """
     observed = np.asarray(counts, np.float64)
     expected = np.outer(observed.sum(1), observed.sum(0)) / observed.sum()
@@ -80,23 +104,33 @@ def independence_p_value(counts: np.ndarray) -> float:
     if dof == 1:  # Yates: each cell moved half a count towards its expectation (no further)
         diff = expected - observed
         observed = observed + np.sign(diff) * np.minimum(0.5, np.abs(diff))
-    return float(chdtrc(dof, ((observed - expected) ** 2 / expected).sum()))
+    return float(((observed - expected) ** 2 / expected).sum()), dof
+
+
+def independence_p_value(counts: np.ndarray) -> float:
+    """Pearson's chi-square test of independence of a (g, 2) table with no empty row or column.
+
+    ``scipy.stats.chi2_contingency(counts)[1]`` (:func:`chi_square`), without scipy.stats' 0.6 s import
+    (a warm audit's start-up); the tests compare the two.
+    """
+    stat, dof = chi_square(counts)
+    return float(chdtrc(dof, stat))
 
 
 def audit_sample_checks(types, status, table, cluster_by: str | None) -> tuple[SampleCheck, ...]:
     """The checks of an audit's rows, by question type, by the judge's verdict and by the cluster column.
 
     ``types`` / ``status`` (n,) (status "labelled" / "unlabelled"; excluded rows take no part), by
-    question type and by ``table``'s ``judge`` column when either has several values among them, and
-    by ``cluster_by``'s column of ``table`` when the audit clusters.
+    question type and by ``table``'s ``judge`` column (within question types) when either has several
+    values among them, and by ``cluster_by``'s column of ``table`` when the audit clusters.
     """
     labelled, unlabelled = np.asarray(status) == "labelled", np.asarray(status) == "unlabelled"
     checks = []
     if len(set(np.asarray(types)[labelled | unlabelled])) > 1:
         checks.append(sample_check(types, labelled, unlabelled, "question_type"))
     judge = table["judge"].to_numpy(dtype=object)
-    if len(set(judge[labelled | unlabelled])) > 1:
-        checks.append(sample_check(judge, labelled, unlabelled, "judge"))
+    if len(set(judge[labelled | unlabelled])) > 1:  # within types: their shares may differ by design
+        checks.append(sample_check(judge, labelled, unlabelled, "judge", strata=types, within="question_type"))
     if cluster_by is not None:
         checks.append(sample_check(table[cluster_by].to_numpy(), labelled, unlabelled, cluster_by))
     return tuple(checks)

@@ -235,21 +235,33 @@ def test_the_demo_adds_a_guaranteed_run_and_says_what_it_kept_on_the_same_splits
     hard = cone_comparisons(n_labelled=400, n_unlabelled=300, d=32, alpha=0.7, neg_range=(0.3, 0.65), seed=4)
     opts = dict(seeds=3, p_ratio=0.4, progress=False)
     res = run_demo(hard.table, hard.embeddings, scorers=["centroid"], default_rule="evidence", paper_scorer="pot",
-                   guarantee=0.8, config=AuditConfig(guarantee=0.95, delta=0.2), **opts)  # fmt: skip
+                   guarantee=0.8, config=AuditConfig(guarantee=0.95, delta=0.3), **opts)  # fmt: skip
     assert "coverage" not in res.summary and "violated" not in res.per_seed  # the comparisons ran without one
     g = res.meta["guarantee"]
-    alone = evaluate(hard.table, hard.embeddings, pairs=[("centroid", "evidence")], guarantee=0.8, delta=0.2,
+    alone = evaluate(hard.table, hard.embeddings, pairs=[("centroid", "evidence")], guarantee=0.8, delta=0.3,
                      ceiling=False, **opts)  # fmt: skip
     rows = alone.per_seed[alone.per_seed.question_type == "all"]
-    assert (g["A"], g["delta"], g["splits"]) == (0.8, 0.2, 3)  # the delta given, the demo's A
+    assert (g["A"], g["delta"], g["splits"]) == (0.8, 0.3, 3)  # the delta given, the demo's A
     assert [r["coverage"] for r in g["per_seed"]] == pytest.approx(rows.coverage.tolist())
     assert g["coverage_mean"] == pytest.approx(rows.coverage.mean()) and 0 < g["coverage_mean"] <= 1
     assert g["violations"] == int((rows.certified_agreement < 0.8).sum())
     text = demo_text(res, first_scorer="centroid", eta=0.5, p_ratio=0.4, source="synthetic")
     paragraph = text[text.index("-- trust, flip or escalate") :]
-    assert (
-        "--guarantee 0.8" in paragraph
-        and "probability >= 0.8 over" in paragraph
-        and f"kept {g['coverage_mean'] * 100:.1f}% of the pool" in paragraph
-    )
+    assert "`--guarantee 0.8 --delta 0.3` on the same splits" in paragraph and "probability >= 0.7 over" in paragraph
+    assert f"kept {g['coverage_mean'] * 100:.1f}% of the pool" in paragraph
     assert f"agreed with the hidden expert verdicts {g['certified_agreement_mean']:.3f}" in paragraph
+
+
+def test_the_demo_says_when_its_guarantee_cannot_run_and_keeps_the_comparisons():
+    """Too few labels per split for A and delta: the guaranteed run's error is the demo's last paragraph
+    (before, the demo would have stopped after both comparison runs, writing nothing)."""
+    from puaudit_jax.evaluate.demo import demo_text, run_demo
+
+    hard = cone_comparisons(n_labelled=120, n_unlabelled=200, d=16, alpha=0.7, seed=5)
+    res = run_demo(hard.table, hard.embeddings, scorers=["centroid"], default_rule="evidence", paper_scorer="pot",
+                   guarantee=0.99, seeds=2, p_ratio=0.2, progress=False)  # fmt: skip
+    g = res.meta["guarantee"]
+    assert (g["A"], g["delta"]) == (0.99, 0.1) and "needs at least" in g["error"]
+    assert len(res.summary) and "Not available: guarantee 0.99" in demo_text(
+        res, first_scorer="centroid", eta=0.5, p_ratio=0.2, source="synthetic"
+    )

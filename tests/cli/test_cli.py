@@ -264,7 +264,7 @@ def test_demo_runs_its_guarantee_with_the_delta_given(tmp_path, capsys):
           "--no-figures", "--quiet", "--out", str(out)])  # fmt: skip
     g = json.loads((out / "results.json").read_text())["meta"]["guarantee"]
     assert (g["A"], g["delta"], g["splits"]) == (0.8, 0.05, 2)
-    assert "--guarantee 0.8` (delta 0.05" in capsys.readouterr().out
+    assert "`--guarantee 0.8 --delta 0.05` on the same splits" in capsys.readouterr().out
 
 
 def test_demo_table_prints_published_numbers():

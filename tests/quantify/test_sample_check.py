@@ -32,6 +32,30 @@ def test_a_labelled_share_that_depends_on_the_group_is_flagged():
     assert "not a random sample" in check.warning
 
 
+def test_within_strata_the_check_sums_the_strata_and_ignores_shares_that_differ_between_them():
+    """Labels random within each type but at 80 % in one type and 10 % in the other, whose verdict mixes
+    differ: the pooled check by verdict flags it, the check within types does not; a within-type
+    dependence is still found, and the p-value is the chi-square of the summed statistics."""
+    from scipy.stats import chi2
+
+    rng = np.random.default_rng(3)
+    types = np.repeat(["code", "chat"], 500)
+    verdict = np.where(
+        types == "code", np.where(rng.random(1000) < 0.8, "A", "B"), np.where(rng.random(1000) < 0.2, "A", "B")
+    )
+    labelled = rng.random(1000) < np.where(types == "code", 0.8, 0.1)
+    pooled = sample_check(verdict, labelled, ~labelled, "judge")
+    within = sample_check(verdict, labelled, ~labelled, "judge", strata=types, within="question_type")
+    assert pooled.warning and not within.warning and within.within == "question_type"
+    tables = [[[int(((verdict == v) & (types == t) & lab).sum()) for lab in (labelled, ~labelled)] for v in "AB"]
+              for t in ("chat", "code")]  # fmt: skip
+    stat = sum(chi2_contingency(t)[0] for t in tables)
+    assert within.p_value == pytest.approx(chi2.sf(stat, 2), rel=1e-9)
+    chosen = labelled & ((verdict == "B") | (rng.random(1000) < 0.3))  # labels drawn less on A, in both types
+    found = sample_check(verdict, chosen, ~chosen, "judge", strata=types, within="question_type")
+    assert "differs across judge values within question_type values" in found.warning
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(0, 300), min_size=4, max_size=4))
 def test_fisher_exact_p_equals_scipy(cells):

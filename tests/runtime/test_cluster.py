@@ -62,6 +62,9 @@ def test_a_cluster_with_a_missing_process_ends_every_process_with_one_line(tmp_p
     host, worker = _concurrently(
         [functools.partial(_audit_process, coordinator, 3, rank, tmp_path / f"out{rank}") for rank in (0, 1)]
     )
+    for run in (host, worker):  # a launch that failed: its own traceback, not an AttributeError below
+        if isinstance(run, BaseException):
+            raise run
     assert "process id(s) [2] did not" in _one_line_error(host, coordinator)
     assert "are all 3 processes started" in _one_line_error(worker, coordinator)
 
