@@ -10,5 +10,6 @@ tests and the experiments; imports neither ``puaudit_jax`` nor ``probes``.
     files     atomic result files (json, csv, parquet, text, figures)
     hlo       bytes a compiled sharded program exchanges between devices, from its HLO
     cache     the persistent compilation cache under ``$PUAUDIT_CACHE`` (``enable_compilation_cache``)
+    jit       ``jax.jit`` with XLA:CPU's fast-compile options where compiling costs more than running
     checks    range checks of settings (``check_int``, ``check_fraction``, ...), a ValueError naming them
 """

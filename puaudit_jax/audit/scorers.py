@@ -40,9 +40,10 @@ from collections.abc import Callable
 from dataclasses import InitVar, dataclass, field
 from typing import Protocol
 
-import jax
 import jax.numpy as jnp
 import numpy as np
+
+from puaudit_runtime.jit import jit
 
 from ..ot.settings import UNSET, replace_deprecated
 from ..ot.sinkhorn import PartialSinkhorn
@@ -161,7 +162,7 @@ class POTScorer:
         return ScoreResult(scores, f"pot:{res.method}", info)
 
 
-@functools.partial(jax.jit, static_argnames=("epsilon", "tau_b", "max_iterations", "threshold"))
+@functools.partial(jit, static_argnames=("epsilon", "tau_b", "max_iterations", "threshold"))
 def _ott_jit(x, y, *, epsilon, tau_b, max_iterations, threshold):
     """ott-jax Sinkhorn, cosine cost: (plan (n, k), cost matrix (n, k), iterations, converged)."""
     from ott.geometry import costs, pointcloud

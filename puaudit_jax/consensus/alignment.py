@@ -49,6 +49,8 @@ import numpy as np
 import optax
 import pandas as pd
 
+from puaudit_runtime.jit import jit
+
 from .config import ANCHORS, MODES, AlignConfig  # noqa: F401  (MODES re-exported; light, for the CLI)
 
 
@@ -176,7 +178,7 @@ def _minimise(loss_fn, init, opt, steps: int):
     Returns (final parameters, (steps,) loss history).
     """
 
-    @jax.jit
+    @jit
     def train(p):
         def step(carry, _):
             p, state = carry

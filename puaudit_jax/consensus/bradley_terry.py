@@ -39,6 +39,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 from puaudit_runtime.checks import check_fraction, check_int
+from puaudit_runtime.jit import jit
 
 from ..datasets.verdicts import JUDGE_VERDICTS, A, B
 from .config import BTConfig  # light, for the CLI
@@ -187,7 +188,7 @@ def _objective(params, wins, ties, ridge, davidson: bool):
     return _neg_log_lik(params, wins, ties, davidson) + 0.5 * ridge * jnp.sum(theta**2) + gauge
 
 
-@partial(jax.jit, static_argnames=("davidson", "max_iter"))
+@partial(jit, static_argnames=("davidson", "max_iter"))
 def _newton(wins, ties, ridge, tol, *, davidson: bool, max_iter: int):
     """Damped Newton; returns (params, iterations, max |grad| / n_comparisons)."""
     n = wins.shape[0]

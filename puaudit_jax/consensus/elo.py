@@ -18,6 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from puaudit_runtime.jit import jit
+
 from .bradley_terry import encode_comparisons
 from .config import EloConfig  # light, for the CLI
 
@@ -32,7 +34,7 @@ class EloResult:
     config: EloConfig
 
 
-@jax.jit
+@jit
 def _run(ratings, a, b, s, k):
     """One pass over the games (a, b, s) in the given order. ratings (n,), a/b (g,) int, s (g,)."""
 

@@ -28,10 +28,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from puaudit_jax.ot.geometry import Geometry
-from puaudit_jax.ot.problem import PartialProblem, checked_mass, unit_rows, validate
+from puaudit_jax.ot.problem import PartialProblem, checked_mass, compiles_fast, unit_rows, validate
 from puaudit_jax.ot.settings import check_settings, replace_deprecated
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn
 from puaudit_jax.ot.solve import DEFAULT_SOLVER, SolveOptions, check_sqeuclidean_range, nonfinite_error
+from puaudit_runtime.jit import jit
 
 #: ``solve_mass_path``'s solver: ``solve_partial``'s (:class:`PartialSinkhorn`'s defaults, certified),
 #: over-relaxed. The path's time goes to the masses just above the class prior, where plain Sinkhorn
@@ -68,7 +69,9 @@ class MassPath:
     gap: np.ndarray | None = None
 
 
-@functools.partial(jax.jit, static_argnames=("cost", "warm"))
+@functools.partial(
+    jit, static_argnames=("cost", "warm"), when=lambda x, y, *_, **__: compiles_fast(x.shape[0], y.shape[0])
+)
 def _path(x, y, a, b, ms, solver: PartialSinkhorn, *, cost, warm: bool):
     geom = Geometry.from_points(x, y, cost, normalised=True)  # rows: unit_rows on the host
 

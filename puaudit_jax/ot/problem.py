@@ -20,6 +20,16 @@ import numpy as np
 
 from puaudit_jax.ot.geometry import Geometry
 
+#: Problems of at most this many cost cells (n x k) compile with XLA:CPU's fast-compile options
+#: (``puaudit_runtime.jit``): their first call's compilation (about 0.5 s saved) outweighs the 3-15 %
+#: the options add to each solve (``results/bench_cold_start.md``); larger ones compile fully optimised.
+FAST_COMPILE_CELLS = 2**22
+
+
+def compiles_fast(n: int, k: int) -> bool:
+    """Whether an (n, k) problem's programs take the fast-compile options (:data:`FAST_COMPILE_CELLS`)."""
+    return n * k <= FAST_COMPILE_CELLS
+
 
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +55,11 @@ class PartialProblem:
     def shape(self) -> tuple[int, int]:
         """(n, m), the geometry's shape."""
         return self.geom.shape
+
+    @property
+    def compiles_fast(self) -> bool:
+        """Whether its programs take the fast-compile options (:func:`compiles_fast`)."""
+        return compiles_fast(*self.shape)
 
     @property
     def dummy_masses(self) -> tuple[jax.Array, jax.Array]:

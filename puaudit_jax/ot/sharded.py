@@ -34,9 +34,10 @@ from jax.sharding import PartitionSpec as P
 
 from puaudit_jax.ot.certificate import Certificate
 from puaudit_jax.ot.geometry import Geometry
-from puaudit_jax.ot.problem import PartialProblem, pad_points, unit_rows
+from puaudit_jax.ot.problem import PartialProblem, compiles_fast, pad_points, unit_rows
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn, SinkhornOutput
 from puaudit_jax.ot.split import Split
+from puaudit_runtime.jit import jit
 from puaudit_runtime.mesh import COLS, ROWS, pad_to_multiple
 
 
@@ -187,7 +188,11 @@ def _program(settings, certify: bool, layout: Layout, cost, block_size, with_pla
     if warm:  # potentials are split like the weights they belong to
         in_specs += (sp["a"], sp["b"], sp["m"], sp["m"])
     out_specs = (layout.output_specs(certify), sp["plan"] if with_plan else None)
-    return jax.jit(jax.shard_map(run, mesh=layout.mesh, in_specs=in_specs, out_specs=out_specs))
+
+    def fast(solver, first, second, *_):  # (x, y, ...) or (matrix, a, ...): global sizes
+        return compiles_fast(*((first.shape[0], second.shape[0]) if points else first.shape))
+
+    return jit(jax.shard_map(run, mesh=layout.mesh, in_specs=in_specs, out_specs=out_specs), when=fast)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -443,7 +448,11 @@ def reg_cost(
     return split_run(x, y, a, b, m)
 
 
-@functools.partial(jax.jit, static_argnames=("solver", "mesh", "cost", "block_size"))
+@functools.partial(
+    jit,
+    static_argnames=("solver", "mesh", "cost", "block_size"),
+    when=lambda solver, xs, ys, *_, **__: compiles_fast(xs.shape[0] * xs.shape[1], ys.shape[1]),
+)
 def solve_batch(
     solver: PartialSinkhorn, xs, ys, m, mesh: Mesh, *, cost="cosine", block_size: int | None = None
 ) -> SinkhornOutput:

@@ -63,6 +63,7 @@ from puaudit_jax.ot.certificate import Certificate, certify
 from puaudit_jax.ot.problem import PartialProblem
 from puaudit_jax.ot.settings import check_fields
 from puaudit_jax.ot.split import Split
+from puaudit_runtime.jit import jit
 
 _PRECISIONS = ("highest", "high", "default")
 #: The fields checked by ``settings.RULES`` (the rest by ``PartialSinkhorn.__post_init__`` itself).
@@ -395,10 +396,12 @@ class PartialSinkhorn:
         real, total = jax.lax.cond(bad, stable, lambda _: (real, total), None)
         return real, total, bad.astype(jnp.int32)
 
-    def _log_iteration(self, geom, tg: _Marginals, pots, eps, stable_only=False, omega=None):
+    def _log_iteration(self, geom, tg: _Marginals, pots, eps, stable_only=False, omega=None, measured=True):
         """One row update, column update and mass step in the log domain.
 
-        Over-relaxed by ``omega`` when given; the mass step is exact either way.
+        Over-relaxed by ``omega`` when given; the mass step is exact either way. ``measured`` False
+        skips the error (inf) and the recentring (a gauge shift, which no kernel sees): the scaling
+        mode's stable step, whose next epoch measures its own and whose absorption recentres.
 
         Returns the new potentials, the row-marginal error before the update and the number
         of half-steps that took the stable path.
@@ -407,7 +410,10 @@ class PartialSinkhorn:
         split = geom.split
         _, log_r, st1 = self._reduce(geom, f, g, eps, 1, (f + gd) / eps, jnp.isfinite(tg.log_a), stable_only)
         log_r_d = _lse(split, (fd + g) / eps, "cols")
-        err = split.sum(jnp.sum(jnp.abs(jnp.exp(log_r) - tg.a)), "rows") + jnp.abs(jnp.exp(log_r_d) - tg.mass_row_d)
+        if measured:
+            err = split.sum(jnp.sum(jnp.abs(jnp.exp(log_r) - tg.a)), "rows") + jnp.abs(jnp.exp(log_r_d) - tg.mass_row_d)
+        else:
+            err = jnp.asarray(jnp.inf, f.dtype)
         f = _step(f, tg.log_a, log_r, eps, omega)
         fd = _step(fd, tg.log_rd, log_r_d, eps, omega)
         log_c_real, log_c, st2 = self._reduce(geom, f, g, eps, 0, (fd + g) / eps, jnp.isfinite(tg.log_b), stable_only)
@@ -420,7 +426,8 @@ class PartialSinkhorn:
         share = jnp.where(jnp.isfinite(tg.log_b), log_c_real + tg.log_b - log_c, -jnp.inf)
         log_real_mass = _lse(split, share, "cols")
         t = jnp.where(jnp.isfinite(log_real_mass), 0.5 * eps * (jnp.log(tg.m) - log_real_mass), 0.0)
-        return _recentre((f + t, g_new + t, fd - t, gd - t), split), err, st1 + st2
+        new = (f + t, g_new + t, fd - t, gd - t)
+        return (_recentre(new, split) if measured else new), err, st1 + st2
 
     def _run_log(self, geom, tg, pots, eps0):
         def body(s: _LogState) -> _LogState:
@@ -528,7 +535,7 @@ class PartialSinkhorn:
     def _stable_step(self, geom, tg, s: _ScalingState, eps0) -> _ScalingState:
         """One stable log-domain iteration from ``s.pots``: a cold start, or the rescue of a non-finite update."""
         eps = self._epsilon_at(s.it, eps0)
-        pots, err, _ = self._log_iteration(geom, tg, s.pots, eps, stable_only=True)
+        pots, err, _ = self._log_iteration(geom, tg, s.pots, eps, stable_only=True, measured=False)
         one = jnp.array(1, jnp.int32)
         return s._replace(pots=pots, it=s.it + one, err=err, eps=eps, stable_steps=s.stable_steps + one)
 
@@ -592,13 +599,13 @@ class PartialSinkhorn:
         return scal, it, err, ok, relax
 
 
-@jax.jit
+@functools.partial(jit, when=lambda solver, prob, init: prob.compiles_fast)
 def _solve(solver: PartialSinkhorn, prob: PartialProblem, init: tuple | None) -> SinkhornOutput:
     """``solver._solve`` compiled: the solver is an argument, its static settings key the program."""
     return solver._solve(prob, init)
 
 
-@jax.jit
+@functools.partial(jit, when=lambda prob, out: prob.compiles_fast)
 def with_certificate(prob: PartialProblem, out: SinkhornOutput) -> SinkhornOutput:
     """``out`` with the :class:`~puaudit_jax.ot.certificate.Certificate` of its potentials for ``prob``.
 

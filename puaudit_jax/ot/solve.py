@@ -19,9 +19,10 @@ from puaudit_jax.ot import exact as exact_lib
 from puaudit_jax.ot import sharded
 from puaudit_jax.ot.certificate import Certificate
 from puaudit_jax.ot.geometry import Geometry
-from puaudit_jax.ot.problem import PartialProblem, unit_rows, validate
+from puaudit_jax.ot.problem import PartialProblem, compiles_fast, unit_rows, validate
 from puaudit_jax.ot.settings import check_fields, replace_deprecated
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn, SinkhornOutput, with_certificate
+from puaudit_runtime.jit import jit
 from puaudit_runtime.mesh import make_mesh
 
 #: Default cap on a materialised cost matrix: "auto" (:func:`memory_budget_of`); above the cap the
@@ -127,7 +128,11 @@ def _violation(row, col, a, b, m) -> float:
     return float(np.maximum(row - a, 0).sum() + np.maximum(col - b, 0).sum() + abs(row.sum() - m))
 
 
-@functools.partial(jax.jit, static_argnames=("cost", "block_size", "with_plan"))
+@functools.partial(
+    jit,
+    static_argnames=("cost", "block_size", "with_plan"),
+    when=lambda x, y, *_, **__: compiles_fast(x.shape[0], y.shape[0]),
+)
 def run_points(x, y, a, b, m, init, solver, *, cost, block_size, with_plan):
     """The jitted single-device solve of a problem given by its points.
 
@@ -155,7 +160,7 @@ def run_points(x, y, a, b, m, init, solver, *, cost, block_size, with_plan):
     return out, plan
 
 
-@functools.partial(jax.jit, static_argnames=("with_plan",))
+@functools.partial(jit, static_argnames=("with_plan",), when=lambda C, *_, **__: compiles_fast(*C.shape))
 def _run_matrix(C, a, b, m, init, solver, *, with_plan):
     geom = Geometry.from_matrix(C)
     out = solver(PartialProblem(geom, a, b, m), init=init)
@@ -373,7 +378,11 @@ def _solve_one_device(x, y, matrix, a, b, m, solver, cost, block_size, with_plan
         return jax.tree.map(np.asarray, out), None if plan is None else np.asarray(plan)
 
 
-@functools.partial(jax.jit, static_argnames=("cost", "block_size"))
+def _certified_fast(x, y, matrix, *_, **__) -> bool:
+    return compiles_fast(*(matrix.shape if matrix is not None else (x.shape[0], y.shape[0])))
+
+
+@functools.partial(jit, static_argnames=("cost", "block_size"), when=_certified_fast)
 def _certified(x, y, matrix, a, b, m, out: SinkhornOutput, *, cost, block_size) -> SinkhornOutput:
     """``out`` with its certificate, for the problem of points x, y (or of ``matrix`` when not None)."""
     if matrix is not None:
@@ -506,7 +515,11 @@ def solve_partial_batch(
     return _batch(xs, ys, m, solver, cost=cost, block_size=block_size)
 
 
-@functools.partial(jax.jit, static_argnames=("cost", "block_size"))
+@functools.partial(
+    jit,
+    static_argnames=("cost", "block_size"),
+    when=lambda xs, ys, *_, **__: compiles_fast(xs.shape[0] * xs.shape[1], ys.shape[1]),
+)
 def _batch(xs, ys, m, solver: PartialSinkhorn, *, cost, block_size) -> SinkhornOutput:
     """``solve_partial_batch`` on one device: vmap of the solver, uniform weights."""
 

@@ -37,6 +37,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from puaudit_runtime.jit import jit
+
 NEWTON_STEPS = 40
 DIVERGED = 30.0  # |theta| in nats: odds of e^30 mean the objective has no finite minimum
 MAX_STEP = 4.0  # largest coordinate change of one Newton step: a near-separable start cannot overshoot
@@ -163,9 +165,9 @@ def _ppi_logistic(X, y, yhat, lab, unl, lam, clusters, n_clusters):
     return theta, cov, lam2, jnp.where(tune, ok2, ok1) & ok3
 
 
-_ppi_logistic_jit = jax.jit(_ppi_logistic, static_argnames="n_clusters")
-_newton_jit = jax.jit(_newton)
-_ppi_logistic_vmap = jax.jit(
+_ppi_logistic_jit = jit(_ppi_logistic, static_argnames="n_clusters")
+_newton_jit = jit(_newton)
+_ppi_logistic_vmap = jit(
     jax.vmap(_ppi_logistic, in_axes=(None, None, 0, 0, 0, None, None, None)), static_argnames="n_clusters"
 )
 
