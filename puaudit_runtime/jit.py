@@ -3,9 +3,11 @@
 XLA:CPU spends a first call's compile time per fused kernel (5-8 ms each on the 2-core development
 machine, whatever the kernel does), so a program of small vector steps, such as a Sinkhorn solver
 with its scalar bookkeeping, costs far more to compile than to run. Two of XLA's own options cut
-that cost without changing what the program computes (``experiments/benchmarks/cold_start.py``,
-``results/bench_cold_start.md``: the solver's 1000 x 1000 program from 155 kernels and about 1 s to
-77 kernels and 0.45 s, its steady solve time unchanged):
+that cost without changing what the program computes beyond float rounding
+(``experiments/benchmarks/compile_options.py``, ``results/bench_compile_options.md``: the solver's
+1000 x 1000 program from 138 kernels and 0.74 s to 70 kernels and 0.44 s). The price is run time:
+the elemental emitter's kernels run 10-20 % slower on two cores, so a caller whose program runs
+long or often says ``when`` (the solver: up to 2^22 cost cells):
 
 - ``xla_cpu_use_fusion_emitters=False``: each kernel goes through XLA's LLVM elemental emitter
   instead of the MLIR fusion emitters, whose per-kernel pass pipelines are most of the cost;
@@ -15,7 +17,8 @@ that cost without changing what the program computes (``experiments/benchmarks/c
   it a sum over n terms in float32 is sequential: rounding error of order sqrt(n) * 6e-8 relative
   for random rounding (2e-5 at n = 100,000) instead of log n. The project's full sums are marginal
   errors, masses and means compared with tolerances of 1e-4 or more; the transport cost and the
-  plan's row and column sums are matrix reductions, which the pass leaves alone.
+  plan's row and column sums are matrix reductions, which XLA:CPU gives to its YNN library kernels
+  with or without the pass (the solver's compiled HLO has the same ones either way).
 
 The options apply where they can: at a top-level call (XLA refuses compile options on a jit nested
 in another traced function; there the outer program decides) on the CPU backend (other backends have
