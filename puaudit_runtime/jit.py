@@ -78,8 +78,8 @@ def jit(fun=None, /, *, when=None, **jit_kwargs):
         fun: the function; None returns a decorator taking it.
         when: None (the options for every top-level CPU call), or a predicate called with a call's
             arguments, True where that call's program should compile fast: where compiling it
-            costs more than running it, e.g. a problem below a size (the options cost 3-15 % of
-            the run time, ``results/bench_cold_start.md``).
+            costs more than running it, e.g. a problem below a size (the options add 9-20 % to
+            the solver's run time on two cores, ``results/bench_compile_options.md``).
         **jit_kwargs: ``jax.jit``'s keyword arguments (``static_argnames``, ``donate_argnums``, ...),
             except ``compiler_options``.
 

@@ -367,7 +367,7 @@ def xla_memory(n: int, k: int, block_size: int | None, matrix_ott: bool = False)
     solver = PartialSinkhorn()  # the defaults: epsilon 0.01, tol 1e-4
     out = {}
     for name, bs in (("ours", None), ("ours-blocked", block_size)):
-        c = run_points.lower(x, y, a, b, m, solver=solver, cost="cosine", block_size=bs, with_plan=False).compile()
+        c = run_points.lower(x, y, a, b, m, None, solver, cost="cosine", block_size=bs, with_plan=False).compile()
         ma = c.memory_analysis()
         out[name] = dict(argument=ma.argument_size_in_bytes, output=ma.output_size_in_bytes, temp=ma.temp_size_in_bytes)
     X = jax.ShapeDtypeStruct((n + 1, D + 2), jnp.float32)

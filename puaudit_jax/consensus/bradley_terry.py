@@ -188,8 +188,7 @@ def _objective(params, wins, ties, ridge, davidson: bool):
     return _neg_log_lik(params, wins, ties, davidson) + 0.5 * ridge * jnp.sum(theta**2) + gauge
 
 
-@partial(jit, static_argnames=("davidson", "max_iter"))
-def _newton(wins, ties, ridge, tol, *, davidson: bool, max_iter: int):
+def _newton_fit(wins, ties, ridge, tol, *, davidson: bool, max_iter: int):
     """Damped Newton; returns (params, iterations, max |grad| / n_comparisons)."""
     n = wins.shape[0]
     size = n + int(davidson)
@@ -219,6 +218,16 @@ def _newton(wins, ties, ridge, tol, *, davidson: bool, max_iter: int):
     state = (init, 0, jnp.asarray(0.0, wins.dtype), jnp.asarray(jnp.inf, wins.dtype))
     params, it, _, gnorm = jax.lax.while_loop(cond, body, state)
     return params, it, jnp.max(jnp.abs(grad(params))) / total
+
+
+_newton = jit(_newton_fit, static_argnames=("davidson", "max_iter"))
+
+
+@partial(jit, static_argnames=("davidson", "max_iter"))
+def _newton_batch(wins, ties, ridge, tol, *, davidson: bool, max_iter: int):
+    """``_newton`` of each resample (wins, ties (B, n, n)) at the same ridge and tol, as one program."""
+    one = partial(_newton_fit, davidson=davidson, max_iter=max_iter)
+    return jax.vmap(one, in_axes=(0, 0, None, None))(wins, ties, ridge, tol)
 
 
 def _solve(wins: np.ndarray, ties: np.ndarray, config: BTConfig):
@@ -358,14 +367,13 @@ def bootstrap_bt(
     if not keep.any():
         raise ComparisonGraphError(f"none of the {n_boot} resamples is identifiable; use ridge > 0")
     with jax.enable_x64(True):
-        solve = jax.vmap(
-            partial(_newton, davidson=config.ties == "davidson", max_iter=config.max_iter), in_axes=(0, 0, None, None)
-        )
-        params, _, _ = solve(
+        params, _, _ = _newton_batch(
             jnp.asarray(stacks_w[keep]),
             jnp.asarray(stacks_t[keep]),
             jnp.asarray(config.ridge, jnp.float64),
             jnp.asarray(config.tol, jnp.float64),
+            davidson=config.ties == "davidson",
+            max_iter=config.max_iter,
         )
         theta = np.asarray(params, np.float64)[:, :n]
     samples = np.asarray(to_elo(theta, names, config.anchor, config.anchor_value))

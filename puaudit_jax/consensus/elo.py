@@ -34,7 +34,6 @@ class EloResult:
     config: EloConfig
 
 
-@jit
 def _run(ratings, a, b, s, k):
     """One pass over the games (a, b, s) in the given order. ratings (n,), a/b (g,) int, s (g,)."""
 
@@ -48,6 +47,10 @@ def _run(ratings, a, b, s, k):
     return out
 
 
+#: ``_run`` over a leading axis of game orders (a, b, s (n_orders, g)), compiled as one program
+_runs = jit(jax.vmap(_run, in_axes=(None, 0, 0, 0, None)))
+
+
 def online_elo(table: pd.DataFrame, config: EloConfig = EloConfig(), *, models: list[str] | None = None) -> EloResult:
     """Online Elo of a comparison table (``model_a``, ``model_b``, ``winner`` in A | B | tie)."""
     names, codes = encode_comparisons(table, models)
@@ -56,7 +59,7 @@ def online_elo(table: pd.DataFrame, config: EloConfig = EloConfig(), *, models: 
     rng = np.random.default_rng(config.seed)
     orders = np.stack([rng.permutation(g) if config.shuffle else np.arange(g) for _ in range(config.n_orders)])
     with jax.enable_x64(True):
-        runs = jax.vmap(_run, in_axes=(None, 0, 0, 0, None))(
+        runs = _runs(
             jnp.full(n, config.init, jnp.float64),
             jnp.asarray(codes[orders, 0]),
             jnp.asarray(codes[orders, 1]),

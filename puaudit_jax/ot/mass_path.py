@@ -70,7 +70,9 @@ class MassPath:
 
 
 @functools.partial(
-    jit, static_argnames=("cost", "warm"), when=lambda x, y, *_, **__: compiles_fast(x.shape[0], y.shape[0])
+    jit,
+    static_argnames=("cost", "warm"),
+    when=lambda x, y, a, b, ms, *_, **__: compiles_fast(ms.shape[0] * x.shape[0], y.shape[0]),  # a solve per mass
 )
 def _path(x, y, a, b, ms, solver: PartialSinkhorn, *, cost, warm: bool):
     geom = Geometry.from_points(x, y, cost, normalised=True)  # rows: unit_rows on the host

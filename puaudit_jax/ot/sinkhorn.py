@@ -401,7 +401,8 @@ class PartialSinkhorn:
 
         Over-relaxed by ``omega`` when given; the mass step is exact either way. ``measured`` False
         skips the error (inf) and the recentring (a gauge shift, which no kernel sees): the scaling
-        mode's stable step, whose next epoch measures its own and whose absorption recentres.
+        mode's stable step, after which the epoch's scaling iterations measure the error (at least one
+        runs) and its absorption recentres.
 
         Returns the new potentials, the row-marginal error before the update and the number
         of half-steps that took the stable path.
