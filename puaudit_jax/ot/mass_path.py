@@ -72,7 +72,7 @@ class MassPath:
 @functools.partial(
     jit,
     static_argnames=("cost", "warm"),
-    when=lambda x, y, a, b, ms, *_, **__: compiles_fast(ms.shape[0] * x.shape[0], y.shape[0]),  # a solve per mass
+    when=lambda x, y, a, b, ms, *_, **__: compiles_fast(x.shape[0], y.shape[0], solves=ms.shape[0]),
 )
 def _path(x, y, a, b, ms, solver: PartialSinkhorn, *, cost, warm: bool):
     geom = Geometry.from_points(x, y, cost, normalised=True)  # rows: unit_rows on the host

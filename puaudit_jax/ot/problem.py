@@ -27,9 +27,12 @@ from puaudit_jax.ot.geometry import Geometry
 FAST_COMPILE_CELLS = 2**22
 
 
-def compiles_fast(n: int, k: int) -> bool:
-    """Whether an (n, k) problem's programs take the fast-compile options (:data:`FAST_COMPILE_CELLS`)."""
-    return n * k <= FAST_COMPILE_CELLS
+def compiles_fast(n: int, k: int, solves: int = 1) -> bool:
+    """Whether a program of ``solves`` (n, k) problems takes the fast-compile options (:data:`FAST_COMPILE_CELLS`).
+
+    A batch or a mass path runs a solve per problem or mass: its cells count once per solve.
+    """
+    return solves * n * k <= FAST_COMPILE_CELLS
 
 
 @jax.tree_util.register_dataclass

@@ -451,7 +451,7 @@ def reg_cost(
 @functools.partial(
     jit,
     static_argnames=("solver", "mesh", "cost", "block_size"),
-    when=lambda solver, xs, ys, *_, **__: compiles_fast(xs.shape[0] * xs.shape[1], ys.shape[1]),
+    when=lambda solver, xs, ys, *_, **__: compiles_fast(xs.shape[1], ys.shape[1], solves=xs.shape[0]),
 )
 def solve_batch(
     solver: PartialSinkhorn, xs, ys, m, mesh: Mesh, *, cost="cosine", block_size: int | None = None

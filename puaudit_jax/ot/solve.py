@@ -518,7 +518,7 @@ def solve_partial_batch(
 @functools.partial(
     jit,
     static_argnames=("cost", "block_size"),
-    when=lambda xs, ys, *_, **__: compiles_fast(xs.shape[0] * xs.shape[1], ys.shape[1]),
+    when=lambda xs, ys, *_, **__: compiles_fast(xs.shape[1], ys.shape[1], solves=xs.shape[0]),
 )
 def _batch(xs, ys, m, solver: PartialSinkhorn, *, cost, block_size) -> SinkhornOutput:
     """``solve_partial_batch`` on one device: vmap of the solver, uniform weights."""
