@@ -5,8 +5,8 @@ machine, whatever the kernel does), so a program of small vector steps, such as 
 with its scalar bookkeeping, costs far more to compile than to run. Two of XLA's own options cut
 that cost without changing what the program computes beyond float rounding
 (``experiments/benchmarks/compile_options.py``, ``results/bench_compile_options.md``: the solver's
-1000 x 1000 program from 138 kernels and 0.74 s to 70 kernels and 0.44 s). The price is run time:
-the elemental emitter's kernels run 10-20 % slower on two cores, so a caller whose program runs
+1000 x 1000 program from 138 kernels and 0.72 s to 70 kernels and 0.45 s). The price is run time:
+the elemental emitter's kernels run 7-18 % slower on two cores, so a caller whose program runs
 long or often says ``when`` (the solver: up to 2^22 cost cells):
 
 - ``xla_cpu_use_fusion_emitters=False``: each kernel goes through XLA's LLVM elemental emitter
@@ -78,7 +78,7 @@ def jit(fun=None, /, *, when=None, **jit_kwargs):
         fun: the function; None returns a decorator taking it.
         when: None (the options for every top-level CPU call), or a predicate called with a call's
             arguments, True where that call's program should compile fast: where compiling it
-            costs more than running it, e.g. a problem below a size (the options add 9-20 % to
+            costs more than running it, e.g. a problem below a size (the options add 7-18 % to
             the solver's run time on two cores, ``results/bench_compile_options.md``).
         **jit_kwargs: ``jax.jit``'s keyword arguments (``static_argnames``, ``donate_argnums``, ...),
             except ``compiler_options``.

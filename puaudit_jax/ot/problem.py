@@ -21,7 +21,7 @@ import numpy as np
 from puaudit_jax.ot.geometry import Geometry
 
 #: Problems of at most this many cost cells (n x k) compile with XLA:CPU's fast-compile options
-#: (``puaudit_runtime.jit``): their first call's compilation (about 0.3 s saved) outweighs the 9-20 %
+#: (``puaudit_runtime.jit``): their first call's compilation (about 0.3 s saved) outweighs the 7-18 %
 #: the options add to each solve on two cores (``results/bench_compile_options.md``); larger ones
 #: compile with jax.jit's defaults.
 FAST_COMPILE_CELLS = 2**22
