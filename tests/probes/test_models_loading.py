@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 from probes.models import load_pretrained  # noqa: E402
-from probes.models.gguf_convert import reverse_permute  # noqa: E402
+from probes.models.gguf_convert import convert_gguf, reverse_permute  # noqa: E402
 from probes.models.llama import Llama  # noqa: E402
 
 SMALL = dict(
@@ -187,3 +188,16 @@ def test_gguf_conversion_parity_and_cache(tmp_path, monkeypatch):
     again = load_pretrained(path)  # served from the cache, not converted again
     assert again.source == folder and (Path(folder) / "model.safetensors").stat().st_mtime_ns == mtime
     assert len(list((tmp_path / "cache" / "gguf").iterdir())) == 1
+
+    # the key is the content: the same file elsewhere (another clone's virtualenv) reuses the folder ...
+    copy = tmp_path / "elsewhere" / "tiny.gguf"
+    copy.parent.mkdir()
+    shutil.copyfile(path, copy)
+    os.utime(copy, ns=(1, 1))
+    assert convert_gguf(copy, progress=False) == Path(folder)
+    # ... and a changed byte is a new conversion, never a stale hit
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF
+    copy.write_bytes(bytes(data))
+    assert convert_gguf(copy, progress=False) != Path(folder)
+    assert len(list((tmp_path / "cache" / "gguf").iterdir())) == 2
