@@ -24,6 +24,8 @@ from .names import EVIDENCE_KINDS, FEATURES, check_kinds
 # the judge errs by position. The paper's configuration is scorer="pot", rule="paper".
 DEFAULT_SCORER, DEFAULT_RULE = "knn", "evidence"
 PAPER_SCORER, PAPER_RULE = "pot", "paper"
+#: What a human tie means for the guarantee (``AuditConfig.human_ties``): the first is the default.
+HUMAN_TIES = ("exclude", "disagree")
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,10 @@ class AuditConfig:
             order given (cheapest first), each audited on its own verdicts with the judges before it (never
             those after it) as evidence; a row no judge is certified for goes to a human; one guarantee for
             the whole output
+        human_ties: with guarantee, what a human tie means for agreement. "exclude" (as Jung et al.): the
+            guarantee covers the pool rows a human would pick a side on, and labelled ties do not calibrate;
+            "disagree": every pool row, a human tie counting as disagreement (the final verdict picks a
+            side), so labelled ties calibrate too: a stricter claim, less certified where humans often tie
     """
 
     m: float | None = None
@@ -83,6 +89,7 @@ class AuditConfig:
     guarantee: float | None = None
     delta: float = 0.1
     cascade: bool = False
+    human_ties: str = field(default="exclude", metadata={"choices": HUMAN_TIES})
 
     def __post_init__(self):
         for key in ("scorer_options", "rule_options"):
@@ -152,6 +159,11 @@ class AuditConfig:
             check_fraction(name, getattr(self, name), optional=True)
         if self.guarantee is None and self.delta != AuditConfig.delta:
             raise ValueError(f"delta {self.delta:g} is the guarantee's failure probability: it needs a guarantee "
+                             "(--guarantee A)")  # fmt: skip
+        if self.human_ties not in HUMAN_TIES:
+            raise ValueError(f"human_ties must be one of {', '.join(HUMAN_TIES)}, got {self.human_ties!r}")
+        if self.guarantee is None and self.human_ties != AuditConfig.human_ties:
+            raise ValueError("human_ties says what a human tie means for the guarantee: it needs a guarantee "
                              "(--guarantee A)")  # fmt: skip
         if self.cascade and (self.guarantee is None or not self.other_judges):
             raise ValueError("cascade needs a guarantee (--guarantee A) and the judges to cascade to "

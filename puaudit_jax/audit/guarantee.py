@@ -46,6 +46,13 @@ How (all in this module, pure numpy):
    verdicts, try the rows no earlier judge was certified for; judge k's threshold is tested on the
    calibration rows no earlier judge certified, at level D / (number of judges) (Jung et al. §4).
 
+**Human ties** (``AuditConfig.human_ties``). A pool row's final verdict picks a side, and a human may
+have called it a tie. With "exclude" (the default, as Jung et al., who leave ties out) the labelled ties
+do not calibrate, so the guarantee covers the pool rows a human would pick a side on; the report says how
+many labelled rows are ties. With "disagree" they calibrate as rows whose every final verdict disagrees
+(their labels hidden from the audit as the others'), so the guarantee covers every pool row, a human tie
+counting as disagreement (``quantify``'s agreement).
+
 Assumptions, checked where the data allow: the labelled rows are a random sample of the pool (the
 audit's chi-square checks of the labelled share by question type, by the judge's verdict within types, and
 by cluster); rows are independent (with ``cluster_by``
@@ -62,8 +69,8 @@ import numpy as np
 import pandas as pd
 from scipy.special import bdtr, betaincinv  # binom.cdf and beta.ppf without scipy.stats' 0.6 s import
 
-from ..datasets.exclusions import EXCLUDED, LABELLED, item_status
-from ..datasets.verdicts import flip_verdict
+from ..datasets.exclusions import EXCLUDED, LABELLED, UNLABELLED, item_status
+from ..datasets.verdicts import MISSING, TIE, flip_verdict
 from ..quantify.targets import usable_rows
 from .calibration import crossfit_folds
 
@@ -71,6 +78,8 @@ DECISIONS = ("trust", "flip", "escalate")
 GRID = 200  # thresholds: pool quantiles at coverages 1/GRID, 2/GRID, ..., 1
 START = 2  # the strictest sequence starts where the calibration rows expected above it reach START x n_min
 STARTS = (0.25, 0.5, 0.75, 1.0)  # more sequences start at these pool coverages (see the module docstring)
+#: The exclusion reasons of a row whose only fault is that a human tied (``item_status``).
+TIE_REASONS = ("human tie", "human split vote")
 
 
 def min_rows(agreement: float, delta: float) -> int:
@@ -271,7 +280,8 @@ class Guarantee:
     Attributes:
         agreement: A, the guaranteed agreement of the trusted and flipped verdicts with humans.
         delta: D, the probability that the guarantee fails.
-        n_calibration: labelled rows that calibrated (their labels hidden from the audit).
+        n_calibration: labelled rows that calibrated (their labels hidden from the audit; human ties among
+            them with human_ties "disagree").
         n_fit: labelled rows the audit fitted on.
         threshold: the kept threshold on the confidence max(p, 1 - p), or None (nothing certified).
         coverage: share of the pool certified (trust or flip).
@@ -289,6 +299,9 @@ class Guarantee:
         curve: the fixed-sequence test's grid (see :class:`Selection`), for the risk-coverage figure.
         stages: with a cascade, one (judge, threshold or None, pool rows it decides, calibration rows that
             reached it) per judge in order; () with one judge.
+        human_ties: what a human tie meant ("exclude": the rows a human tied neither calibrate nor are
+            covered; "disagree": they calibrate as disagreement, every pool row is covered).
+        human_tie_rows: rows a human tied that the guarantee would otherwise use (labelled, judge verdict, texts).
     """
 
     agreement: float
@@ -307,6 +320,8 @@ class Guarantee:
     notes: tuple[str, ...]
     curve: tuple = ()
     stages: tuple = ()
+    human_ties: str = "exclude"
+    human_tie_rows: int = 0
 
     def to_dict(self) -> dict:
         """JSON-able form."""
@@ -387,6 +402,17 @@ def notes_for(certified: bool, labels: int | None, judge_agreement: float, agree
     return tuple(notes)
 
 
+def tie_notes(human_ties: str, ties: int, tie_calibration: int, sided: int) -> tuple[str, ...]:
+    """What the guarantee means for human ties: ``ties`` rows a human tied, ``sided`` rows a human picked a side on."""
+    if human_ties == "disagree":
+        return (f"a human tie counts as disagreement: {tie_calibration} of the calibration rows are human ties",)
+    if not ties:
+        return ()
+    return (f"it covers the pool rows a human would pick a side on: {ties} of the {ties + sided} labelled rows "
+            f"({ties / (ties + sided):.0%}) are human ties, which it leaves out; --human-ties disagree counts a tie as "
+            "disagreement and covers every pool row",)  # fmt: skip
+
+
 def coverage_by_type(types: np.ndarray, decision: np.ndarray) -> dict:
     """Question type -> (pool rows, share certified), of the pool rows' (n_U,) types and decisions."""
     types, certified = np.asarray(types, dtype=object).astype(str), np.asarray(decision) != "escalate"
@@ -454,11 +480,25 @@ def cascade_status(table: pd.DataFrame, judges: tuple[str, ...] = ()) -> np.ndar
     return status
 
 
+def calibrating_status(table: pd.DataFrame, judges: tuple[str, ...], human_ties: str) -> np.ndarray:
+    """(n,) :func:`cascade_status`, where a row a human tied counts as labelled with ``human_ties`` "disagree".
+
+    Such a row is one the cascade decides (it would be in the pool without its label) that a human labelled
+    without picking a side: with "disagree" it calibrates as a row every final verdict disagrees with.
+    """
+    status = cascade_status(table, judges)
+    if human_ties != "disagree":
+        return status
+    blind = cascade_status(table.assign(human=MISSING), judges)
+    tied = (blind == UNLABELLED) & (table["human"].to_numpy(dtype=object) == TIE)
+    return np.where(tied, LABELLED, status)
+
+
 def hidden_rows(status: np.ndarray, types: np.ndarray, table, config) -> np.ndarray:
     """Row indices of the labelled rows whose labels calibrate (hidden from the audit), sorted.
 
     Args:
-        status: (n,) ``item_status`` of every row of the comparison table.
+        status: (n,) :func:`calibrating_status` of every row of the comparison table.
         types: (n,) question types.
         table: the comparison table (its ``config.cluster_by`` column, when set).
         config: the audit's settings (``seed``, ``cluster_by``, ``guarantee``, ``delta``).
@@ -513,6 +553,14 @@ def certify_items(items: pd.DataFrame, hidden: np.ndarray, truth: np.ndarray, ch
         role[take], status[take], reason[take] = their_role[take], their_status[take], ""
     human[hidden] = np.asarray(truth, dtype=object)[hidden]
     status[hidden[status[hidden] != EXCLUDED]] = LABELLED
+    tied = hidden[human[hidden] == TIE]  # human_ties="disagree": they calibrate, and stay excluded from the rest
+    status[tied] = EXCLUDED
+    split = (
+        items["human_split"].fillna(False).to_numpy(bool)
+        if "human_split" in items.columns
+        else np.zeros(len(items), bool)
+    )
+    reason[tied] = np.where(split[tied], TIE_REASONS[1], TIE_REASONS[0])
     cal = hidden[role[hidden] == "U"]
     role[cal] = "calibration"
     pool = np.flatnonzero(role == "U")
@@ -536,7 +584,12 @@ def certify_items(items: pd.DataFrame, hidden: np.ndarray, truth: np.ndarray, ch
                          **later)  # fmt: skip
     types = items["question_type"].to_numpy(dtype=object)
     correct = final_verdicts(p[cal], judge[cal]) == human[cal]
-    built = _guarantee(selections[0], decision[pool], types[pool], correct, judge[cal] == human[cal], status, checks,
+    rows = dict(
+        n_fit=int(((status == LABELLED) & (role != "calibration")).sum()),
+        tie_rows=int(np.isin(reason, TIE_REASONS).sum()),
+        tie_calibration=int((human[cal] == TIE).sum()),
+    )
+    built = _guarantee(selections[0], decision[pool], types[pool], correct, judge[cal] == human[cal], rows, checks,
                        config)  # fmt: skip
     if others:
         names = ["judge"] + [name for name, _ in others]
@@ -546,9 +599,14 @@ def certify_items(items: pd.DataFrame, hidden: np.ndarray, truth: np.ndarray, ch
     return items, built
 
 
-def _guarantee(selection, decision, pool_types, correct, judge_correct, status, checks, config) -> Guarantee:
-    """The report's :class:`Guarantee` of a :class:`Selection`, the pool's decisions and the random-sample checks."""
-    n_cal, n_labelled = len(correct), int((status == LABELLED).sum())
+def _guarantee(selection, decision, pool_types, correct, judge_correct, rows: dict, checks, config) -> Guarantee:
+    """The report's :class:`Guarantee` of a :class:`Selection`, the pool's decisions and the random-sample checks.
+
+    ``rows``: n_fit (labelled rows the audit fitted on), tie_rows (rows a human tied, otherwise usable) and
+    tie_calibration (those among the calibration rows).
+    """
+    n_cal, ties = len(correct), rows["tie_rows"]
+    n_labelled = rows["n_fit"] + n_cal + (ties - rows["tie_calibration"] if config.human_ties == "disagree" else 0)
     row, a, d = selection.row, config.guarantee, config.delta
     certified = bool((decision != "escalate").any())
     labels = None if certified or not len(decision) else labels_needed(selection, max(1, n_cal), n_labelled, a, d)
@@ -561,7 +619,7 @@ def _guarantee(selection, decision, pool_types, correct, judge_correct, status, 
         agreement=a,
         delta=d,
         n_calibration=n_cal,
-        n_fit=n_labelled - n_cal,
+        n_fit=rows["n_fit"],
         threshold=selection.threshold,
         coverage=float(np.mean(decision != "escalate")) if len(decision) else 0.0,
         coverage_by_type=coverage_by_type(pool_types, decision),
@@ -571,6 +629,9 @@ def _guarantee(selection, decision, pool_types, correct, judge_correct, status, 
         judge_agreement=judge_agreement,
         labels_needed=labels,
         applies=not warnings,
-        notes=notes_for(certified, labels, judge_agreement, a, warnings, pool=len(decision)),
+        notes=notes_for(certified, labels, judge_agreement, a, warnings, pool=len(decision))
+        + tie_notes(config.human_ties, ties, rows["tie_calibration"], rows["n_fit"] + n_cal - rows["tie_calibration"]),
+        human_ties=config.human_ties,
+        human_tie_rows=ties,
         curve=selection.curve,
     )

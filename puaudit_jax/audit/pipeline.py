@@ -191,7 +191,7 @@ def _with_guarantee(comparisons: pd.DataFrame, features, config: AuditConfig) ->
     truth = table["human"].to_numpy(dtype=object)
     judges = config.other_judges if config.cascade else ()  # a row any of the cascade's judges has a verdict for
     status, types = guarantee.cascade_status(table, judges), question_types(table["question_type"])
-    hidden = guarantee.hidden_rows(status, types, table, config)
+    hidden = guarantee.hidden_rows(guarantee.calibrating_status(table, judges, config.human_ties), types, table, config)
     checks = audit_sample_checks(types, status, table, config.cluster_by)  # the labels as given, none hidden
     shown = table.assign(human=np.where(np.isin(np.arange(len(table)), hidden), MISSING, truth))
     result = _audit(shown, features, replace(config, other_judges=()) if config.cascade else config)

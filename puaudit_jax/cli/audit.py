@@ -29,7 +29,7 @@ from .options import add_options, options_from_args
 from .run_folder import wrote
 
 AUDIT_FIELDS = ("m", "eta", "alpha1", "alpha2", "holdout", "group_by", "min_group_size", "folds", "cluster_by", "seed",
-                "evidence", "other_judges", "guarantee", "delta", "cascade")  # fmt: skip
+                "evidence", "other_judges", "guarantee", "delta", "cascade", "human_ties")  # fmt: skip
 # ot.settings.DTYPES and SolveOptions.dtype (its first), written here so that --help imports no solver
 # (tests/cli/test_options.py checks that they agree)
 SOLVER_DTYPES = ("float32", "float64")

@@ -482,3 +482,50 @@ def test_labels_drawn_by_their_value_are_flagged_by_the_judge_verdict_check(cone
     report = run_audit(fair, cone.embeddings, AuditConfig(scorer="centroid", guarantee=0.8)).report
     judge_check = [c for c in report.sample_checks if c.by == "judge"]
     assert len(judge_check) == 1 and not judge_check[0].warning  # a random sample passes it
+
+
+@pytest.fixture(scope="module")
+def tied(cone):
+    """The cone with a human tie on a random 15 % of the rows, labelled and pool alike: (table, truth)."""
+    rng = np.random.default_rng(15)
+    truth = np.where(rng.random(len(cone.truth)) < 0.15, "tie", cone.truth.astype(object)).astype(object)
+    human = cone.table.human.to_numpy(dtype=object)
+    return cone.table.assign(human=np.where(human != "missing", truth, "missing")), truth
+
+
+def test_human_ties_calibrate_as_disagreement_and_the_guarantee_then_covers_every_pool_row(cone, tied):
+    """Before: labelled ties never calibrated, so the certified rows' agreement counting a human tie as
+    disagreement fell below A (0.72 at A = 0.75 on MT-Bench) while the report claimed A for the pool."""
+    table, truth = tied
+    run = run_audit(table, cone.embeddings, AuditConfig(scorer="centroid", guarantee=0.8, human_ties="disagree"))
+    items, g, counts = run.items, run.report.guarantee, run.report.counts
+    cal = items[items.role == "calibration"]
+    ties = cal[cal.human == "tie"]
+    assert len(ties) > 10 and (ties.status == "excluded").all() and (ties.reason == "human tie").all()
+    assert g.n_calibration == len(cal) and g.human_ties == "disagree"
+    assert g.n_fit == ((items.status == "labelled") & (items.role != "calibration")).sum()
+    assert counts.input == counts.labelled + counts.unlabelled + counts.excluded == len(table)
+    assert f"a human tie counts as disagreement: {len(ties)} of the calibration rows are human ties" in g.notes
+    pool = (items.role == "U").to_numpy()
+    kept = pool & (items.decision != "escalate").to_numpy()
+    assert kept.any() and np.mean(items.adjusted.to_numpy()[kept] == truth[kept]) >= 0.8  # ties count as wrong
+    assert AuditReport.from_dict(run.report.to_dict()).guarantee == g
+
+
+def test_by_default_human_ties_do_not_calibrate_and_the_report_says_what_it_leaves_out(cone, tied):
+    table, _ = tied
+    run = run_audit(table, cone.embeddings, AuditConfig(scorer="centroid", guarantee=0.8))
+    items, g = run.items, run.report.guarantee
+    assert not (items[items.role == "calibration"].human == "tie").any()
+    ties = int((items.reason == "human tie").sum())
+    assert g.human_ties == "exclude" and g.human_tie_rows == ties > 10
+    assert any(
+        note.startswith(f"it covers the pool rows a human would pick a side on: {ties} of the") for note in g.notes
+    )
+
+
+def test_human_ties_is_checked():
+    with pytest.raises(ValueError, match="human_ties must be one of exclude, disagree"):
+        AuditConfig(guarantee=0.8, human_ties="agree").validate()
+    with pytest.raises(ValueError, match="human_ties says what a human tie means for the guarantee: it needs a"):
+        AuditConfig(human_ties="disagree").validate()
