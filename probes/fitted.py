@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from puaudit_runtime.checks import is_missing_text, row_label
 from puaudit_runtime.files import atomic_path
 
 from . import borp
@@ -42,14 +43,32 @@ __all__ = [
 
 
 def _dialogues(table: pd.DataFrame, path: str) -> list[list[dict]]:
+    """One list of {"role", "content"} per row; a malformed messages cell or a missing text names its row."""
     if "messages" in table:
-        return [json.loads(m) if isinstance(m, str) else list(m) for m in table["messages"]]
+        return [_messages(m, path, k) for k, m in enumerate(table["messages"])]
     if {"prompt", "response"} <= set(table.columns):
+        for column in ("prompt", "response"):
+            blank = [k for k, v in enumerate(table[column]) if is_missing_text(v)]
+            if blank:
+                raise ValueError(f"{path}: {row_label(path, blank[0])}, column {column!r}: no text (a blank or "
+                                 f"missing cell; {len(blank)} such rows)")  # fmt: skip
         return [
             [{"role": "user", "content": str(q)}, {"role": "assistant", "content": str(r)}]
             for q, r in zip(table["prompt"], table["response"])
         ]
     raise ValueError(f"{path}: needs a 'messages' column or 'prompt' and 'response' columns")
+
+
+def _messages(cell, path: str, row: int) -> list:
+    """The messages of one cell: a list, or its JSON text."""
+    if isinstance(cell, (list, tuple, np.ndarray)):
+        return list(cell)
+    if not isinstance(cell, str):
+        raise ValueError(f"{path}: {row_label(path, row)}, column 'messages': no messages ({cell!r})")
+    try:
+        return json.loads(cell)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: {row_label(path, row)}, column 'messages': not JSON ({err})") from None
 
 
 def read_dialogues(path: str) -> tuple[pd.DataFrame, list[list[dict]]]:
@@ -70,7 +89,7 @@ def read_dialogues(path: str) -> tuple[pd.DataFrame, list[list[dict]]]:
     msgs = _dialogues(table, path)
     for i, m in enumerate(msgs):
         if not m or not all(isinstance(t, dict) and {"role", "content"} <= set(t) for t in m):
-            raise ValueError(f"{path}: row {i}: messages must be a non-empty list of {{role, content}}")
+            raise ValueError(f"{path}: {row_label(path, i)}: messages must be a non-empty list of {{role, content}}")
     return table, msgs
 
 
@@ -162,9 +181,12 @@ def fit_probe(
     """
     if target not in table:
         raise ValueError(f"no column {target!r}")
-    y = table[target].to_numpy(float)
-    if np.isnan(y).any():
-        raise ValueError(f"{int(np.isnan(y).sum())} rows without a {target!r} score")
+    raw = table[target]
+    y = pd.to_numeric(raw, errors="coerce").to_numpy(float)
+    bad = np.flatnonzero(~np.isfinite(y))
+    if len(bad):
+        raise ValueError(f"{len(bad)} rows without a finite {target!r} score, the first data row {bad[0] + 1} "
+                         f"({raw.iloc[bad[0]]!r})")  # fmt: skip
     check_components(config.n_components, len(y))
     V = dialogue_features(spec, dialogues, mesh)
     check_components(config.n_components, len(y), V.shape[1] + (2 if config.geometric else 0))

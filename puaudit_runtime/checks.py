@@ -17,6 +17,10 @@ Every check raises ``ValueError("<name> must <need>[ (<what>)], got <value!r>")`
 
 Bools are no numbers here (``True`` is not the integer 1), NaN and infinities are no real numbers,
 and a string is never coerced: ``"0.5"`` is refused like any other non-number.
+
+Table files name a bad row where a user finds it in an editor: :func:`row_label` ("line 4" of a csv
+with its header, "line 3" of a jsonl, "row 2" otherwise); :func:`is_missing_text` says which cells
+hold no text (None, NaN, blank).
 """
 
 from __future__ import annotations
@@ -150,3 +154,14 @@ def check_flag(name: str, value, *, need: str | None = None) -> bool:
     if not is_flag(value):
         raise _fail(name, need or "be True or False", value)
     return bool(value)
+
+
+def row_label(path, row: int) -> str:
+    """Where the 0-based data ``row`` of a table file is: its line (.csv after the header, .jsonl) or its row."""
+    suffix = str(path).lower().rsplit(".", 1)[-1]
+    return {"csv": f"line {row + 2}", "jsonl": f"line {row + 1}"}.get(suffix, f"row {row + 1}")
+
+
+def is_missing_text(value) -> bool:
+    """True for a cell that holds no text: None, NaN or a blank string (a number or other value is text enough)."""
+    return value is None or value != value or (isinstance(value, str) and not value.strip())

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from puaudit_runtime.checks import is_missing_text, row_label
 from puaudit_runtime.files import save_figure, write_csv, write_json
 
 from ..datasets import load_uda_scores, score_matrix
@@ -71,7 +72,14 @@ def load_verdicts(name: str) -> pd.DataFrame:
         return mtbench_verdicts()
     if not Path(name).is_file():
         raise ValueError(f"{name!r} is neither a file nor a bundled set ({', '.join(BUNDLED_VERDICTS)})")
-    return _read_table(name)
+    table = _read_table(name)
+    for column in ("judge", "model_a", "model_b"):
+        values = table[column] if column in table.columns else pd.Series([], dtype=object)
+        blank = [k for k, v in enumerate(values) if is_missing_text(v)]
+        if blank:
+            raise ValueError(f"{name}: {row_label(name, blank[0])}, column {column!r}: no name (a blank or null cell; "
+                             f"{len(blank)} such rows)")  # fmt: skip
+    return table
 
 
 def load_matrix(name: str) -> pd.DataFrame:

@@ -87,6 +87,29 @@ def test_bad_files_of_consensus_are_named(files, capsys, command, name, expected
 
 
 @pytest.mark.parametrize(
+    "name, text, expected",
+    [
+        (
+            "blank.csv",
+            "judge,model_a,model_b,winner\nj,m1,m2,A\nj,m3,,A\n",
+            "blank.csv: line 3, column 'model_b': no name",
+        ),
+        (
+            "null.jsonl",
+            '{"judge": "j", "model_a": "m1", "model_b": "m2", "winner": "A"}\n'
+            '{"judge": "j", "model_a": null, "model_b": "m2", "winner": "A"}\n',
+            "null.jsonl: line 2, column 'model_a'",
+        ),
+        ("nojudge.csv", "judge,model_a,model_b,winner\n,m1,m2,A\n", "nojudge.csv: line 2, column 'judge': no name"),
+    ],
+)
+def test_a_verdict_without_a_judge_or_model_name_is_named(tmp_path, capsys, name, text, expected):
+    """Before: a blank model_b became a model named "" with an Elo score, a blank judge a judge ""."""
+    (tmp_path / name).write_text(text)
+    assert expected in _fail(["consensus", "scores", str(tmp_path / name), "--out", str(tmp_path / "out")], capsys)
+
+
+@pytest.mark.parametrize(
     "argv, expected",
     [
         (["audit", "mtbench", "--batch-size", "-3"], "batch_size must be an integer >= 1"),
@@ -462,3 +485,26 @@ def test_every_command_fails_a_bad_input_with_one_error_line(command, tmp_path, 
 def test_parser_and_command_exits_read_error_too(argv, tmp_path, capsys):
     err = _one_error_line(argv, tmp_path, capsys)
     assert any(word in err for word in ("--eta", "--no-such-option", "--devices")), err
+
+
+@pytest.mark.parametrize(
+    "name, text, expected",
+    [
+        ("blank.csv", "prompt,response,score\nq,fine,1\nq,,2\n", "blank.csv: line 3, column 'response': no text"),
+        (
+            "json.csv",
+            'messages,score\n"[{""role"": ""user"", ""content"": ""q""}]",1\nnot json,2\n',
+            "json.csv: line 3, column 'messages': not JSON",
+        ),
+        (
+            "score.csv",
+            "prompt,response,score\nq,fine,1\nq,ok,good\n",
+            "rows without a finite 'score' score, the first data row 2 ('good')",
+        ),
+    ],
+)
+def test_probe_data_name_the_row_of_a_missing_text_or_score(tmp_path, capsys, name, text, expected):
+    """Before: a blank response was encoded as the text "nan"; a bad JSON cell or score named no row."""
+    (tmp_path / name).write_text(text)
+    argv = ["probe", "fit", "--data", str(tmp_path / name), "--target", "score", "--components", "1"]
+    assert expected in _fail([*argv, "--out", str(tmp_path / "p.pkl")], capsys)
