@@ -20,9 +20,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from ..consensus.config import AlignConfig, BTConfig, EloConfig, ScoresConfig
+from ..consensus.config import AlignConfig, BTConfig, EloConfig, ScoresConfig, refuse_other_method
 from .options import add_options, options_from_args
-from .run_folder import wrote
+from .run_folder import RunFolder, wrote
 
 BT_FIELDS = ("ties", "ridge", "anchor")
 ELO_FIELDS, ELO_RENAME = ("k", "n_orders"), {"n_orders": "orders"}
@@ -63,13 +63,15 @@ def _scores(args) -> int:
     from ..consensus.runs import judge_scores, load_verdicts, write_judge_scores
 
     t0 = time.perf_counter()
-    verdicts = load_verdicts(args.verdicts)
     config = ScoresConfig(**options_from_args(args, ScoresConfig))
     bt = BTConfig(**options_from_args(args, BTConfig, include=BT_FIELDS))
     elo = EloConfig(**options_from_args(args, EloConfig, include=ELO_FIELDS, rename=ELO_RENAME),
                     anchor=bt.anchor, seed=config.seed)  # fmt: skip
-    run = judge_scores(verdicts, config, bt=bt, elo=elo)
-    files = write_judge_scores(run, args.out, source=args.verdicts)
+    refuse_other_method(config, bt, elo)
+    with RunFolder(args.out, getattr(args, "argv", [])) as folder:
+        run = judge_scores(load_verdicts(args.verdicts), config, bt=bt, elo=elo)
+        files = write_judge_scores(run, folder.path, source=args.verdicts)
+        folder.finish(files)
     print(run.matrices.scores.T.round(1).to_string())
     print(f"\nagreement with {config.reference or 'the consensus'}:\n{run.agreement.round(4).to_string(index=False)}")
     print("\n" + wrote(args.out, files) + f" ({time.perf_counter() - t0:.0f}s)")
@@ -81,11 +83,14 @@ def _align(args) -> int:
 
     from ..consensus.runs import align_matrix, load_matrix, split_human, write_alignment
 
-    matrix = load_matrix(args.matrix)
-    human_row = args.human or ("human" if args.matrix == "uda-transfer" else None)
-    matrix, human = split_human(matrix, human_row)
-    run = align_matrix(matrix, AlignConfig(**options_from_args(args, AlignConfig, include=ALIGN_FIELDS)), human)
-    files = write_alignment(run, args.out, source=args.matrix, figures=not args.no_figures)
+    config = AlignConfig(**options_from_args(args, AlignConfig, include=ALIGN_FIELDS))
+    with RunFolder(args.out, getattr(args, "argv", [])) as folder:
+        matrix = load_matrix(args.matrix)
+        human_row = args.human or ("human" if args.matrix == "uda-transfer" else None)
+        matrix, human = split_human(matrix, human_row)
+        run = align_matrix(matrix, config, human)
+        files = write_alignment(run, folder.path, source=args.matrix, figures=not args.no_figures)
+        folder.finish(files)
     print(pd.DataFrame({"before": run.before, "after": run.after}).round(4).to_string())
     print("\n" + wrote(args.out, files))
     return 0

@@ -85,6 +85,8 @@ class RunFolder:
 
     def __enter__(self) -> RunFolder:
         """Take the lock, settle what killed runs left, and open the staging folder ``path``."""
+        if self.folder.exists() and not self.folder.is_dir():
+            raise ValueError(f"--out {self.folder}: {self.folder} is a file, not a folder")
         self.folder.mkdir(parents=True, exist_ok=True)
         lock = self.folder / LOCK
         for _ in range(2):  # a second try after removing a stale lock

@@ -7,7 +7,7 @@ alignment) and :class:`ScoresConfig` (``puaudit consensus scores``); :mod:`.brad
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from puaudit_runtime.checks import check_int, check_real
 
@@ -139,3 +139,26 @@ class ScoresConfig:
     n_boot: int = 0
     seed: int = 0
     reference: str | None = None
+
+    def __post_init__(self):
+        check_int("n_boot", self.n_boot, 0, "bootstrap resamples; 0 = no intervals")
+        check_int("seed", self.seed, 0, "numpy seed")
+
+
+#: The settings only one method reads (the fields of ScoresConfig, BTConfig and EloConfig).
+ONLY_BT, ONLY_ELO = ("n_boot", "ties", "ridge", "max_iter", "tol"), ("k", "n_orders", "shuffle", "init")
+
+
+def refuse_other_method(config: ScoresConfig, bt: BTConfig, elo: EloConfig) -> None:
+    """Raise ValueError naming the settings changed from their defaults that ``config.method`` would ignore.
+
+    Bradley-Terry's (its tie model, ridge, bootstrap, Newton settings) with method "elo", Elo's (K, orders,
+    shuffle, start rating) with method "bt".
+    """
+    values = {**asdict(config), **asdict(bt), **{f: getattr(elo, f) for f in ONLY_ELO}}
+    defaults = {**asdict(ScoresConfig()), **asdict(BTConfig()), **{f: getattr(EloConfig(), f) for f in ONLY_ELO}}
+    other, what = (ONLY_BT, "Bradley-Terry") if config.method == "elo" else (ONLY_ELO, "Elo")
+    changed = [f for f in other if values[f] != defaults[f]]
+    if changed:
+        raise ValueError(f"method {config.method!r} ignores {what}'s settings {', '.join(changed)}: leave them at "
+                         f"their defaults, or use method {'bt' if config.method == 'elo' else 'elo'!r}")  # fmt: skip

@@ -23,7 +23,7 @@ from puaudit_runtime.files import save_figure, write_csv, write_json
 from ..datasets import load_uda_scores, score_matrix
 from ..datasets.comparisons import check_utf8
 from .alignment import AlignConfig, AlignResult, align
-from .config import BTConfig, EloConfig, ScoresConfig  # light, for the CLI
+from .config import BTConfig, EloConfig, ScoresConfig, refuse_other_method  # light, for the CLI
 from .matrices import ScoreMatrices, llmfao_verdicts, mtbench_verdicts, score_matrices
 from .metrics import consensus, judge_metrics, summary
 
@@ -129,10 +129,12 @@ def judge_scores(
     """Bradley-Terry (or online Elo) per judge, and each judge against ``config.reference`` (default the consensus).
 
     Raises:
-        ValueError: a non-identifiable comparison graph, an unknown reference judge, or bad settings,
+        ValueError: a non-identifiable comparison graph, an unknown reference judge, a setting the method
+            ignores changed from its default (:func:`.config.refuse_other_method`), or bad settings,
             named: ``n_boot`` / ``seed`` (integers >= 0, :func:`score_matrices`), the fields of ``bt`` /
             ``elo`` (checked when the configs are made). The CLI prints the same message.
     """
+    refuse_other_method(config, bt, elo)
     method, n_boot, seed, reference = config.method, config.n_boot, config.seed, config.reference
     res = score_matrices(verdicts, method=method, bt=bt, elo=elo, n_boot=n_boot, seed=seed)
     if reference is not None and reference not in res.scores.index:

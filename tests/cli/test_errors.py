@@ -508,3 +508,38 @@ def test_probe_data_name_the_row_of_a_missing_text_or_score(tmp_path, capsys, na
     (tmp_path / name).write_text(text)
     argv = ["probe", "fit", "--data", str(tmp_path / name), "--target", "score", "--components", "1"]
     assert expected in _fail([*argv, "--out", str(tmp_path / "p.pkl")], capsys)
+
+
+VERDICT_CSV = "judge,model_a,model_b,winner\nj1,m1,m2,A\nj1,m2,m3,B\nj1,m1,m3,tie\nj2,m1,m2,B\nj2,m2,m3,A\nj2,m1,m3,A\n"
+
+
+@pytest.mark.parametrize(
+    "options, expected",
+    [
+        (
+            ["--method", "elo", "--ties", "davidson", "--n-boot", "30"],
+            "method 'elo' ignores Bradley-Terry's settings "
+            "n_boot, ties: leave them at their defaults, or use method 'bt'",
+        ),
+        (["--k", "8"], "method 'bt' ignores Elo's settings k"),
+    ],
+)
+def test_consensus_scores_refuses_the_other_methods_settings(tmp_path, capsys, options, expected):
+    """Before: --method elo ran with --ties, --ridge and --n-boot silently dropped (run.json said n_boot 30)."""
+    (tmp_path / "v.csv").write_text(VERDICT_CSV)
+    assert expected in _fail(["consensus", "scores", str(tmp_path / "v.csv"), *options, "--out", str(tmp_path / "o")],
+                             capsys)  # fmt: skip
+    assert not (tmp_path / "o").exists()  # refused before anything was written
+
+
+def test_consensus_scores_keeps_one_runs_files_in_its_folder(tmp_path, capsys):
+    """Before: an Elo run into a folder of a bootstrapped BT run left the BT run's intervals.csv beside it."""
+    (tmp_path / "v.csv").write_text(VERDICT_CSV)
+    base = ["consensus", "scores", str(tmp_path / "v.csv"), "--out", str(tmp_path / "o")]
+    assert main([*base, "--ridge", "0.1", "--n-boot", "20"]) == 0
+    assert (tmp_path / "o" / "intervals.csv").exists()
+    assert main([*base, "--method", "elo"]) == 0
+    assert not (tmp_path / "o" / "intervals.csv").exists() and (tmp_path / "o" / "manifest.json").exists()
+    (tmp_path / "afile").write_text("")
+    argv = ["consensus", "scores", str(tmp_path / "v.csv"), "--out", str(tmp_path / "afile")]
+    assert f"--out {tmp_path / 'afile'}: {tmp_path / 'afile'} is a file, not a folder" in _fail(argv, capsys)
