@@ -18,6 +18,7 @@ import dataclasses
 import numbers
 import warnings
 
+import jax
 import numpy as np
 
 from puaudit_jax.ot import relaxation as rx
@@ -64,6 +65,11 @@ def _eps_decay(name, value) -> None:
     check_fraction(name, value, optional=True, what="or be None: no epsilon scaling", need="lie in (0, 1)")
 
 
+def _absorb_threshold(name, value) -> None:
+    check_real(name, value, 1, strict=True, what="scalings are absorbed when they leave [1/T, T]",
+               need="be a finite number > 1")  # fmt: skip
+
+
 def _relaxation(name, value) -> None:
     rx.check_setting(value)
 
@@ -80,6 +86,9 @@ RULES = {
     "block_size": _optional(_positive_int),
     "memory_budget": _auto_or_positive_int,
     "eps_decay": _eps_decay,
+    "eps_init": _optional(_positive_finite("cost units, or None: max |C|")),
+    "eps_steps": _positive_int,
+    "absorb_threshold": _absorb_threshold,
     "relaxation": _relaxation,
     "certify": _flag,
     "warm_start": _flag,
@@ -92,7 +101,8 @@ def check_settings(**settings) -> None:
 
     Accepted: ``method`` in :data:`METHODS`; ``dtype`` "float32" or "float64"; ``exact_backend`` "emd"
     or "highs"; ``epsilon`` and ``tol`` positive finite numbers; ``gap_tol`` None or a positive finite
-    number; ``max_iter`` a positive integer, ``memory_budget`` "auto" or one (bytes), ``block_size``
+    number; ``eps_init`` None or a positive finite number; ``absorb_threshold`` a finite number > 1;
+    ``max_iter`` and ``eps_steps`` positive integers, ``memory_budget`` "auto" or one (bytes), ``block_size``
     None or one; ``eps_decay`` None or in (0, 1); ``relaxation`` "auto" or in [1, 2); ``certify``,
     ``warm_start``, ``return_plan`` booleans.
 
@@ -105,17 +115,27 @@ def check_settings(**settings) -> None:
 
 
 def concrete(value) -> bool:
-    """Whether ``value`` is a setting as a user gives it (a number, string, bool or None).
+    """Whether ``value`` is a setting as a user gives it, which its rule then checks.
 
-    A pytree config is also rebuilt by JAX with tracers or placeholders as its leaves (under ``jit``,
-    ``vmap``); those are not checked.
+    A number, string, bool or None, a 0-d array, or what no setting accepts (a list, a type, an array
+    of more dimensions), which its rule refuses. A pytree config is also rebuilt by JAX with tracers or
+    placeholders (``object()``) as its leaves (under ``jit``, ``vmap``); those are not checked.
     """
-    return value is None or isinstance(value, (str, bool, numbers.Number, np.generic))
+    if isinstance(value, jax.core.Tracer):
+        return False
+    return value is None or isinstance(value, (str, bool, numbers.Number, np.generic, np.ndarray, jax.Array, list,
+                                               tuple, type))  # fmt: skip
+
+
+def _setting(value):
+    """A 0-d array as the number it holds (``np.array(0.05)`` is checked as 0.05); anything else as is."""
+    return value.item() if isinstance(value, (np.ndarray, jax.Array)) and value.ndim == 0 else value
 
 
 def check_fields(config, names) -> None:
     """:func:`check_settings` on the fields ``names`` of ``config`` that hold concrete values."""
-    check_settings(**{name: getattr(config, name) for name in names if concrete(getattr(config, name))})
+    values = {name: getattr(config, name) for name in names}
+    check_settings(**{name: _setting(value) for name, value in values.items() if concrete(value)})
 
 
 class _Unset:

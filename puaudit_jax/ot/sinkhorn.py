@@ -67,7 +67,8 @@ from puaudit_runtime.jit import jit
 
 _PRECISIONS = ("highest", "high", "default")
 #: The fields checked by ``settings.RULES`` (the rest by ``PartialSinkhorn.__post_init__`` itself).
-_CHECKED = ("epsilon", "tol", "max_iter", "eps_decay", "certify", "relaxation")
+_CHECKED = ("epsilon", "tol", "max_iter", "eps_init", "eps_decay", "eps_steps", "absorb_threshold", "certify",
+            "relaxation")  # fmt: skip
 
 
 class _LogState(NamedTuple):

@@ -117,6 +117,16 @@ def test_unknown_keywords_and_wrong_configs_are_type_errors(clouds):
         (lambda: SolveOptions(return_plan=1), r"^return_plan must be True or False"),
         (lambda: PartialSinkhorn(eps_decay=1.0), r"^eps_decay must lie in \(0, 1\)"),
         (lambda: dataclasses.replace(PartialSinkhorn(), tol=-1.0), r"^tol must be positive and finite"),
+        # before: accepted, then the solve never returned (its epoch loop ran no iteration, forever)
+        (lambda: PartialSinkhorn(absorb_threshold=0.5), r"^absorb_threshold must be a finite number > 1"),
+        (lambda: PartialSinkhorn(eps_init=float("nan"), eps_decay=0.5), r"^eps_init must be positive and finite"),
+        # before: accepted, and the solve returned an all-zero plan, mass 0
+        (lambda: PartialSinkhorn(eps_steps=0, eps_decay=0.5), r"^eps_steps must be a positive integer"),
+        # before: a 0-d array, a list or a type passed every check (converged=True at epsilon -1)
+        (lambda: PartialSinkhorn(epsilon=np.array(-1.0)), r"^epsilon must be positive and finite .*got -1.0"),
+        (lambda: PartialSinkhorn(tol=jnp.asarray(np.inf)), r"^tol must be positive and finite"),
+        (lambda: SolveOptions(method=["exact"]), r"^method must be one of"),
+        (lambda: SolveOptions(dtype=np.float64), r"^dtype must be one of \('float32', 'float64'\)"),
     ],
 )
 def test_the_configs_check_their_fields_when_built(build, match):
@@ -138,3 +148,4 @@ def test_jax_rebuilds_the_solver_with_tracers_unchecked():
     eps = jnp.asarray([0.05, 0.1])
     costs = jax.vmap(lambda e: cost(dataclasses.replace(solver, epsilon=e), x))(eps)
     assert costs.shape == (2,) and np.isfinite(costs).all()
+    assert PartialSinkhorn(epsilon=np.array(0.05)).epsilon == 0.05  # a 0-d array is checked as its number
