@@ -118,15 +118,13 @@ class AuditConfig:
             raise ValueError(f"m_clip must satisfy 0 < low <= high <= 1, got {self.m_clip!r}")
         if self.group_by not in ("question_type", None):
             raise ValueError(f"group_by must be 'question_type' or None, got {self.group_by!r}")
-        if self.min_group_size < 1:
-            raise ValueError(f"min_group_size must be >= 1, got {self.min_group_size!r}")
+        check_int("min_group_size", self.min_group_size, 1)
         self.make_scorer()
         self.decision_rule()
         unknown = set(self.crossfit_features) - set(FEATURES)
         if unknown:
             raise ValueError(f"crossfit_features must be among {FEATURES}, got {sorted(unknown)}")
-        if self.folds < 2:
-            raise ValueError(f"folds must be >= 2 (cross-fitting), got {self.folds!r}")
+        check_int("folds", self.folds, 2, "cross-fitting")
         check_kinds(self.evidence)
         if len(set(self.other_judges)) != len(self.other_judges) or not all(self.other_judges):
             raise ValueError(f"other_judges must be distinct column names, got {list(self.other_judges)}")

@@ -163,6 +163,16 @@ def clustered_se(terms: list[np.ndarray], clusters: list[np.ndarray]) -> float:
     return float(np.sqrt((sums**2).sum()))
 
 
+def _outcomes(name: str, values) -> np.ndarray:
+    """``values`` as a float64 (n,) array, or ValueError naming ``name`` and its first non-finite entry."""
+    values = np.asarray(values, np.float64)
+    bad = np.flatnonzero(~np.isfinite(values))
+    if len(bad):
+        raise ValueError(f"{name} must be finite: {len(bad)} entries are not, the first at index {bad[0]} "
+                         f"({float(values.flat[bad[0]])})")  # fmt: skip
+    return values
+
+
 def human_only(y, level: float, n_unlabelled: int = 0, clusters=None) -> Estimate:
     """Classical mean of the labelled outcomes ``y`` with a CLT interval.
 
@@ -176,9 +186,9 @@ def human_only(y, level: float, n_unlabelled: int = 0, clusters=None) -> Estimat
         The :class:`Estimate` (not estimable with n < 2).
 
     Raises:
-        ValueError: ``level`` outside (0, 1).
+        ValueError: ``level`` outside (0, 1), or a non-finite ``y``.
     """
-    y, level = np.asarray(y, np.float64), check_level(level)
+    y, level = _outcomes("y", y), check_level(level)
     if len(y) < 2:
         return not_estimable(HUMAN_ONLY, level, len(y), n_unlabelled, f"{len(y)} labelled items (need 2)")
     se = y.std() / np.sqrt(len(y)) if clusters is None else clustered_se([(y - y.mean()) / len(y)], [clusters])
@@ -199,9 +209,9 @@ def judge_only(yhat_labelled, yhat_unlabelled, level: float, clusters=None) -> E
         The :class:`Estimate` (not estimable with fewer than 2 items).
 
     Raises:
-        ValueError: ``level`` outside (0, 1).
+        ValueError: ``level`` outside (0, 1), or a non-finite outcome.
     """
-    both = np.concatenate([np.asarray(yhat_labelled, np.float64), np.asarray(yhat_unlabelled, np.float64)])
+    both = np.concatenate([_outcomes("yhat_labelled", yhat_labelled), _outcomes("yhat_unlabelled", yhat_unlabelled)])
     level, n, n_unl = check_level(level), len(yhat_labelled), len(yhat_unlabelled)
     if len(both) < 2:
         return not_estimable(JUDGE_ONLY, level, n, n_unl, f"{len(both)} items (need 2)")
@@ -250,10 +260,10 @@ def ppi_mean(y, yhat, yhat_unlabelled, level: float, lam: float | None = None, c
         The :class:`Estimate` (not estimable with n < 2 or N = 0).
 
     Raises:
-        ValueError: ``y`` and ``yhat`` differ in length, or ``level`` is outside (0, 1).
+        ValueError: ``y`` and ``yhat`` differ in length, ``level`` is outside (0, 1), or an input is not finite.
     """
-    y, yhat = np.asarray(y, np.float64), np.asarray(yhat, np.float64)
-    yhat_unlabelled, level = np.asarray(yhat_unlabelled, np.float64), check_level(level)
+    y, yhat = _outcomes("y", y), _outcomes("yhat", yhat)
+    yhat_unlabelled, level = _outcomes("yhat_unlabelled", yhat_unlabelled), check_level(level)
     n, big_n = len(y), len(yhat_unlabelled)
     if len(yhat) != n:
         raise ValueError(f"y has {n} labelled outcomes but yhat {len(yhat)} predictions")

@@ -529,3 +529,16 @@ def test_human_ties_is_checked():
         AuditConfig(guarantee=0.8, human_ties="agree").validate()
     with pytest.raises(ValueError, match="human_ties says what a human tie means for the guarantee: it needs a"):
         AuditConfig(human_ties="disagree").validate()
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(folds=2.5), "folds must be an integer >= 2"),
+        (dict(min_group_size=True), "min_group_size must be an integer"),
+    ],
+)
+def test_counts_of_the_audit_are_integers(options, message):
+    """Before: folds=2.5 passed and ran 2 folds, min_group_size=True passed as 1."""
+    with pytest.raises(ValueError, match=message):
+        AuditConfig(**options).validate()

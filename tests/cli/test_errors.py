@@ -116,7 +116,7 @@ def test_a_verdict_without_a_judge_or_model_name_is_named(tmp_path, capsys, name
         (["audit", "mtbench", "--batch-size", "0"], "batch_size must be an integer >= 1"),
         (["audit", "mtbench", "--max-length", "0"], "max_length must be an integer >= 1"),
         (["audit", "mtbench", "--eta", "2"], "eta must be in [0, 1]"),
-        (["audit", "mtbench", "--folds", "1"], "folds must be >= 2"),
+        (["audit", "mtbench", "--folds", "1"], "folds must be an integer >= 2"),
         (["audit", "mtbench", "--guarantee", "1.2"], "guarantee must be in (0, 1)"),
         (["audit", "mtbench", "--guarantee", "0.9", "--delta", "0"], "delta must be in (0, 1)"),
         (["audit", "mtbench", "--guarantee", "0.9", "--rule", "paper"], "guarantee needs a calibrated rule"),

@@ -70,6 +70,17 @@ def test_bad_levels_and_missing_model_columns_are_errors():
     assert targets == {"agreement m", "share of A wins"}
 
 
+def test_non_finite_outcomes_are_errors_that_name_the_argument():
+    """Before: a NaN outcome gave an "estimable" estimate whose numbers were all NaN, with no note."""
+    ok = np.array([0.0, 1.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match=r"^y must be finite: 1 entries are not, the first at index 2 \(nan\)"):
+        human_only(np.array([0, 1, np.nan, 1.0]), 0.9)
+    with pytest.raises(ValueError, match=r"^yhat_unlabelled must be finite: .* index 1 \(nan\)"):
+        ppi_mean(ok, ok, np.array([1.0, np.nan]), 0.9)
+    with pytest.raises(ValueError, match=r"^y must be finite: .* index 0 \(inf\)"):
+        ppi_mean(np.array([np.inf, 1, 1, 1.0]), ok, np.array([1.0, 0.0]), 0.9)
+
+
 def test_the_cli_writes_the_leaderboard_of_a_bundled_set(tmp_path):
     out = tmp_path / "q"
     assert main(["quantify", "llmfao-gpt4", "--include-unlabelled", "--level", "0.8", "--out", str(out)]) == 0
