@@ -466,8 +466,9 @@ class PartialSinkhorn:
         def body(s: _LogState) -> _LogState:
             eps = self._epsilon_at(s.it, eps0)
             f, lam, err_r, log_mass = side(s.f, s.g, s.fd, tg.log_a, 1, eps)
-            g, lam, _, _ = side(s.g, f, lam, tg.log_b, 0, eps)
-            err = err_r + jnp.abs(jnp.exp(log_mass) - tg.m)
+            g, lam, err_c, _ = side(s.g, f, lam, tg.log_b, 0, eps)
+            # both sides' KKT errors: with the row side's alone the loop stopped while column caps were violated
+            err = err_r + err_c + jnp.abs(jnp.exp(log_mass) - tg.m)
             return _LogState(f, g, lam, s.gd, s.it + 1, err, eps, s.stable_steps)
 
         zero = jnp.array(0, jnp.int32)

@@ -49,14 +49,24 @@ def test_entropic_cost_converges_to_exact(x64):
     assert gaps[-1] / exact < 2e-3 and gaps[0] / exact > 0.05
 
 
+@pytest.mark.parametrize("binding", ["rows", "columns"])
 @pytest.mark.parametrize("m", [0.05, 0.4, 0.7])
 @pytest.mark.parametrize("reg", [0.2, 0.05])
-def test_plan_entropy_matches_pot_entropic_partial(x64, m, reg):
-    """entropy="plan" solves POT's regularised problem; the plans agree."""
+def test_plan_entropy_matches_pot_entropic_partial(x64, m, reg, binding):
+    """entropy="plan" solves POT's regularised problem; the plans agree.
+
+    ``binding`` "columns": uniform weights of full mass, where the column caps bind. Before, the loop's
+    error was the row side's alone, and it stopped after 3 iterations with the caps violated by 2e-3.
+    """
     rng = np.random.default_rng(1)
-    x, y = rng.normal(size=(25, 5)), rng.normal(size=(35, 5))
-    a, b = rng.random(25) + 0.2, rng.random(35) + 0.2
-    a, b = a / a.sum(), b / b.sum() * 0.9
+    if binding == "rows":
+        x, y = rng.normal(size=(25, 5)), rng.normal(size=(35, 5))
+        a, b = rng.random(25) + 0.2, rng.random(35) + 0.2
+        a, b = a / a.sum(), b / b.sum() * 0.9
+    else:
+        rng = np.random.default_rng(3)
+        x, y = rng.normal(size=(6, 4)), rng.normal(size=(9, 4))
+        a, b = np.full(6, 1 / 6), np.full(9, 1 / 9)
     C = cosine_matrix(x, y)
     pot_plan = ot.partial.entropic_partial_wasserstein(a, b, C, reg=reg, m=m, numItermax=100_000, stopThr=1e-15)
     out = _solve(x, y, m, a, b, epsilon=reg, tol=1e-13, max_iter=100_000, entropy="plan")
