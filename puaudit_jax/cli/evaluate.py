@@ -19,13 +19,15 @@ import functools
 import time
 from dataclasses import replace
 
-from ..audit.config import DEFAULT_RULE, DEFAULT_SCORER, AuditConfig
+from ..audit.config import DEFAULT_RULE, DEFAULT_SCORER, PAPER_RULE, AuditConfig
 from ..audit.names import RULE_NAMES, SCORER_NAMES, current_rule
 from ..evaluate.config import DEFAULT_PAIRS, DEMO_GUARANTEE, DEMO_SCORERS, Protocol
 from . import inputs
 from .audit import AUDIT_FIELDS, add_audit_options, audit_config, rule_of, scorer_of
 from .options import add_options, options_from_args
 from .run_folder import wrote
+
+DEFAULT_RULES = f"{DEFAULT_RULE},{PAPER_RULE}"  # --rules without a value: the default audit's rule, the paper's
 
 
 def _names(value: str, registry, what: str) -> list[str]:
@@ -82,7 +84,7 @@ def _compared(args, mesh) -> dict:
     if args.scorers or args.rules:
         return {
             "scorers": [scorer(s) for s in _names(args.scorers or DEFAULT_SCORER, SCORER_NAMES, "scorers")],
-            "rules": [rule_of(r, args) for r in _names(args.rules or f"{DEFAULT_RULE},paper", RULE_NAMES, "rules")],
+            "rules": [rule_of(r, args) for r in _names(args.rules or DEFAULT_RULES, RULE_NAMES, "rules")],
         }
     return {"pairs": [(scorer(s), rule_of(r, args)) for s, r in _pairs(args.pairs)]}
 
@@ -148,7 +150,8 @@ def cmd_demo(args) -> int:
 def _demo_command(args, config: AuditConfig, names: list[str], run, t0: float, mesh) -> int:
     from ..evaluate.demo import demo_text, run_demo
 
-    table = inputs.load_data("mtbench", None)
+    table = inputs.load_data("mtbench", None, other_judges=config.other_judges)
+    inputs.check_columns(table, "mtbench", {"--cluster-by": config.cluster_by})  # before the encoder loads
     emb = inputs.features(args, table, mesh, source="mtbench")
     t_embed = time.perf_counter() - t0
     scorer = functools.partial(scorer_of, mesh=mesh, dtype=args.solver_dtype)
@@ -183,7 +186,7 @@ def add_evaluate_parser(sub) -> None:
     p.add_argument(
         "--rules",
         help=f"... and these rules (comma list of {sorted(RULE_NAMES)} or 'all'; default "
-        f"{DEFAULT_RULE},seed; each scorer's audit runs with the first)",
+        f"{DEFAULT_RULES}; each scorer's audit runs with the first)",
     )
     p.add_argument("--sweep", help="p_ratio=V1,V2,... or m=V1,V2,... (the paper's Tables 6 and 7)")
     p.add_argument("--out", required=True, help="output folder (results.csv / .json, per_seed.csv, figures)")

@@ -115,11 +115,19 @@ def checked_first(args) -> None:
     """Everything that can be checked before loading data or a model.
 
     The embedding settings unless --embeddings gives the embeddings (:meth:`EmbedConfig.validate`,
-    e.g. a --cache-dir that is a file), --save-embeddings (a file this process can write; refused
+    e.g. a --cache-dir that is a file; with --embeddings, any of them changed is refused: it would be
+    ignored), --save-embeddings (a file this process can write; refused
     with --embeddings, which computes nothing to save) and --out.
     """
     if not args.embeddings:
         embed_config(args)
+    else:  # the embeddings are given: an encoding setting changed from its default would be ignored
+        given = options_from_args(args, EmbedConfig, include=EMBED_FIELDS)
+        ignored = [name for name, value in given.items() if value != getattr(EmbedConfig, name)]
+        if ignored:
+            options = ", ".join("--" + name.replace("_", "-") for name in ignored)
+            verb = "applies" if len(ignored) == 1 else "apply"
+            raise ValueError(f"{options} only {verb} to computed embeddings, not with --embeddings")
     if args.save_embeddings:
         if args.embeddings:
             raise ValueError("--save-embeddings only applies to computed embeddings, not with --embeddings")

@@ -228,7 +228,11 @@ def _judge_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="bundled sets: also judge the judge-only comparisons",
     )
-    p.add_argument("--out", required=True, help="output folder (the judged table, judge.json, the response cache)")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="output folder (the judged table, judge.json, manifest.json; responses are cached in --cache-dir)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 

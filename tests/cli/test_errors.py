@@ -543,3 +543,24 @@ def test_consensus_scores_keeps_one_runs_files_in_its_folder(tmp_path, capsys):
     (tmp_path / "afile").write_text("")
     argv = ["consensus", "scores", str(tmp_path / "v.csv"), "--out", str(tmp_path / "afile")]
     assert f"--out {tmp_path / 'afile'}: {tmp_path / 'afile'} is a file, not a folder" in _fail(argv, capsys)
+
+
+def test_encoding_options_with_given_embeddings_are_refused(tmp_path, capsys):
+    """Before: --batch-size 0 --max-length -5 ran to completion with --embeddings (and were refused without)."""
+    (tmp_path / "ok.jsonl").write_text(json.dumps(ROW) + "\n")
+    argv = ["audit", str(tmp_path / "ok.jsonl"), "--embeddings", str(tmp_path / "e.npz"), "--out", str(tmp_path / "o")]
+    err = _fail([*argv, "--batch-size", "0", "--max-length", "-5"], capsys)
+    assert "--batch-size, --max-length only apply to computed embeddings, not with --embeddings" in err
+    assert "--no-cache only applies" in _fail([*argv, "--no-cache"], capsys)
+
+
+@pytest.mark.parametrize("option", ["--other-judges", "--cluster-by"])
+def test_demo_checks_its_columns_before_embedding(tmp_path, capsys, monkeypatch, option):
+    """Before: ``demo --other-judges nosuch`` embedded 761 comparisons (43 s) before its error."""
+    from puaudit_jax.cli import inputs
+
+    def embedded(*args, **kwargs):
+        raise AssertionError("the demo embedded its data before checking the option's column")
+
+    monkeypatch.setattr(inputs, "features", embedded)
+    assert "nosuch" in _fail(["demo", option, "nosuch", "--out", str(tmp_path / "d"), "--quiet"], capsys)
