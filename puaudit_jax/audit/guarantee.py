@@ -519,7 +519,8 @@ def hidden_rows(status: np.ndarray, types: np.ndarray, table, config) -> np.ndar
     return np.sort(labelled[calibration_rows(np.asarray(types, dtype=object)[labelled], clusters, rng)])
 
 
-def certify_items(items: pd.DataFrame, hidden: np.ndarray, truth: np.ndarray, checks, config, others=()):
+def certify_items(items: pd.DataFrame, hidden: np.ndarray, truth: np.ndarray, checks, config, others=(),
+                  truth_reason: np.ndarray | None = None):  # fmt: skip
     """Trust, flip or escalate every pool row of an audit run with the ``hidden`` rows' labels hidden.
 
     Args:
@@ -533,6 +534,8 @@ def certify_items(items: pd.DataFrame, hidden: np.ndarray, truth: np.ndarray, ch
             judge's verdicts, same rows in the same order); () without a cascade. A row the first judge has
             no verdict for (a tie) and a later one has takes its role and status in the first such judge's
             audit: a pool or calibration row of the cascade, or a labelled row that audit used.
+        truth_reason: (n,) each row's ``item_status`` reason with the labels as given: a calibrating human
+            tie takes it back ("human tie" or "human split vote"); None: "human tie".
 
     Returns:
         (items with the hidden labels back, role "calibration" on the calibration rows, a ``decision``
@@ -555,12 +558,8 @@ def certify_items(items: pd.DataFrame, hidden: np.ndarray, truth: np.ndarray, ch
     status[hidden[status[hidden] != EXCLUDED]] = LABELLED
     tied = hidden[human[hidden] == TIE]  # human_ties="disagree": they calibrate, and stay excluded from the rest
     status[tied] = EXCLUDED
-    split = (
-        items["human_split"].fillna(False).to_numpy(bool)
-        if "human_split" in items.columns
-        else np.zeros(len(items), bool)
-    )
-    reason[tied] = np.where(split[tied], TIE_REASONS[1], TIE_REASONS[0])
+    given = np.full(len(items), TIE_REASONS[0], dtype=object) if truth_reason is None else np.asarray(truth_reason)
+    reason[tied] = np.where(np.isin(given[tied], TIE_REASONS), given[tied], TIE_REASONS[0])
     cal = hidden[role[hidden] == "U"]
     role[cal] = "calibration"
     pool = np.flatnonzero(role == "U")

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..datasets.comparisons import EVIDENCE_COLUMNS, other_judge_verdicts
+from ..datasets.exclusions import item_status
 from ..datasets.verdicts import MISSING, question_types
 from ..quantify.sample_check import audit_sample_checks
 from ..quantify.targets import audit_agreement
@@ -202,7 +203,8 @@ def _with_guarantee(comparisons: pd.DataFrame, features, config: AuditConfig) ->
             others.append((config.other_judges[k], _audit(judged, features, judged_config).items))
         except ValueError as err:  # say which judge's audit failed: its verdicts are the judge column there
             raise ValueError(f"cascade: the audit of other judge {config.other_judges[k]!r}: {err}") from err
-    items, certified = guarantee.certify_items(result.items, hidden, truth, checks, config, others)
+    reasons = item_status(table)["reason"].to_numpy(dtype=object)
+    items, certified = guarantee.certify_items(result.items, hidden, truth, checks, config, others, reasons)
     flipped, role = items["flipped"].to_numpy(bool), items["role"].to_numpy()
     counts = Counts.of(items["status"].to_numpy(), items["reason"].to_numpy(), role, flipped)
     flip_rate = float(flipped[role == "U"].mean()) if (role == "U").any() else float("nan")  # NaN: no pool
