@@ -45,6 +45,8 @@ def read_items(path: str | Path):
         if not found:
             raise ValueError(f"{path}: no items.parquet or items.csv in that folder (an audit's --out)")
         path = found[0]
+    elif not path.is_file():
+        raise ValueError(f"{path}: no such audit folder or items file (an audit's --out, or its items.csv)")
     if path.suffix == ".parquet":
         items = pd.read_parquet(path)
     else:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from puaudit_runtime.checks import is_missing_text, row_label
@@ -99,7 +100,15 @@ def load_matrix(name: str) -> pd.DataFrame:
         raise ValueError(f"{name!r} is neither a file nor {' / '.join(BUNDLED_MATRICES)}")
     table = _read_table(name, MATRIX_ROWS, read=lambda p: pd.read_csv(p, index_col=0))
     table.index = table.index.astype(str)
-    return table
+    numbers = table.apply(pd.to_numeric, errors="coerce")
+    bad = ~np.isfinite(numbers.to_numpy(float))
+    if bad.any():
+        row, col = (int(k[0]) for k in np.nonzero(bad))
+        value = table.iat[row, col]
+        value = "a blank cell" if is_missing_text(value) else repr(value)
+        raise ValueError(f"{name}: {row_label(name, row)}, judge {table.index[row]!r}, model {table.columns[col]!r}: "
+                         f"not a finite score ({value}; {int(bad.sum())} such cells)")  # fmt: skip
+    return numbers
 
 
 @dataclass(frozen=True)

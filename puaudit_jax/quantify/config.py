@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from puaudit_runtime.checks import check_fraction
+from puaudit_runtime.checks import check_fraction, check_int
 
 from ..datasets.names import STYLE_FEATURES
 
@@ -84,3 +84,4 @@ class PlanConfig:
             raise ValueError(f"--mix {self.mix}: must be in [0, 1]")
         if not 0 < self.level < 1:
             raise ValueError(f"--level {self.level}: must be in (0, 1)")
+        check_int("seed", self.seed, 0, "a numpy Generator seed")

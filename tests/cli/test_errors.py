@@ -564,3 +564,17 @@ def test_demo_checks_its_columns_before_embedding(tmp_path, capsys, monkeypatch,
 
     monkeypatch.setattr(inputs, "features", embedded)
     assert "nosuch" in _fail(["demo", option, "nosuch", "--out", str(tmp_path / "d"), "--quiet"], capsys)
+
+
+def test_a_bad_score_cell_a_negative_plan_seed_and_a_missing_audit_are_named(tmp_path, capsys):
+    """Before: numpy's or pandas' words ("could not convert string to float: 'abc'", "expected non-negative
+    integer", "[Errno 2] No such file or directory: 'nosuch'")."""
+    (tmp_path / "m.csv").write_text("judge,m1,m2\nj1,1.0,abc\nj2,2.0,3.0\n")
+    err = _fail(["consensus", "align", str(tmp_path / "m.csv"), "--out", str(tmp_path / "o")], capsys)
+    assert "m.csv: line 2, judge 'j1', model 'm2': not a finite score ('abc'; 1 such cells)" in err
+    (tmp_path / "ok.jsonl").write_text(json.dumps(ROW) + "\n")
+    data = str(tmp_path / "ok.jsonl")
+    err = _fail(["plan-labels", data, "--seed", "-1", "--out", str(tmp_path / "p")], capsys)
+    assert "seed must be an integer >= 0" in err
+    err = _fail(["quantify", data, "--audit", str(tmp_path / "nosuch"), "--out", str(tmp_path / "q")], capsys)
+    assert "nosuch: no such audit folder or items file" in err
