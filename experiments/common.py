@@ -7,6 +7,7 @@ table cells, the machine they ran on.
                                         interpreter for one configuration (it ``emit``s its result)
     run_worker(module, spec, ...)       that child through ``puaudit_runtime.launch.run_python``:
                                         its result, or ``dict(spec, <key>=why it failed)``
+    serve_worker(args, worker)          the child's side: run ``worker`` on ``--worker SPEC`` and emit it
     timed(fn, ...) / best_seconds(fn, n) / median_seconds(fn, n)    wall-clock timing
     fmt(v, spec)                        a number as a table cell ("-" for None, nan, inf)
     dump_json(obj, path, indent)        ``json.dump`` written atomically (NaN stays NaN)
@@ -30,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from puaudit_runtime.files import atomic_path
-from puaudit_runtime.launch import run_python
+from puaudit_runtime.launch import emit, run_python
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
@@ -77,6 +78,18 @@ def run_worker(
     tail = done.tail(12)
     sys.stderr.write(tail + "\n")
     return dict(spec, **{key: f"rc {done.returncode}: {tail.splitlines()[-1] if tail else ''}"})
+
+
+def serve_worker(args, worker: Callable[[dict], dict]) -> bool:
+    """In a child started by :func:`run_worker` (``args.worker`` holds its JSON spec): emit ``worker(spec)``.
+
+    Returns:
+        Whether this process was such a child (its ``main`` then returns).
+    """
+    if not args.worker:
+        return False
+    emit(worker(json.loads(args.worker)))
+    return True
 
 
 # ----------------------------------------------------------------------------- timing

@@ -39,16 +39,14 @@ section says; the load of the host is not controlled.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import platform
 import re
 import time
 from pathlib import Path
 
-from experiments.common import RESULTS, best_seconds, dump_json, fmt, machine, run_worker, timed
+from experiments.common import RESULTS, best_seconds, dump_json, fmt, machine, run_worker, serve_worker, timed
 from puaudit_runtime.files import write_text
-from puaudit_runtime.launch import emit
 
 MODULE = "experiments.benchmarks.accelerator"
 OT_MODULE = "experiments.benchmarks.ot"
@@ -377,8 +375,7 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=None, help="per process (s; default 240, quick 300)")
     ap.add_argument("--out-dir", default=str(RESULTS / "accelerator"), help="where <device>.json / .md go")
     args = ap.parse_args(argv)
-    if args.worker:
-        emit(worker(json.loads(args.worker)))
+    if serve_worker(args, worker):
         return
     chosen = [s.strip() for s in args.sections.split(",") if s.strip()]
     unknown = sorted(set(chosen) - set(SECTIONS))

@@ -28,9 +28,8 @@ import dataclasses
 import re
 import statistics
 
-from experiments.common import RESULTS, dump_json, machine, run_worker, timed
+from experiments.common import RESULTS, dump_json, machine, run_worker, serve_worker, timed
 from puaudit_runtime.files import write_text
-from puaudit_runtime.launch import emit
 
 MODULE = "experiments.benchmarks.cold_start"
 VARIANTS = ("stable", "max-shift")
@@ -149,10 +148,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="fresh processes per variant")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.worker:
-        import json
-
-        emit(worker(json.loads(args.worker)))
+    if serve_worker(args, worker):
         return
     results = {v: [] for v in VARIANTS}
     for i in range(args.repeats):

@@ -19,9 +19,8 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from experiments.common import RESULTS, dump_json, machine, run_worker, timed
+from experiments.common import RESULTS, dump_json, machine, run_worker, serve_worker, timed
 from puaudit_runtime.files import write_text
-from puaudit_runtime.launch import emit
 
 MODULE = "experiments.benchmarks.compile_options"
 VARIANTS = ("default", "fast-compile")
@@ -122,10 +121,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=9, help="interleaved steady calls per variant")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.worker:
-        import json
-
-        emit(worker(json.loads(args.worker)))
+    if serve_worker(args, worker):
         return
     runs = []
     for n in args.sizes:

@@ -43,7 +43,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
-import json
 import math
 import os
 import statistics
@@ -52,10 +51,9 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.common import RESULTS, ROOT, dump_json, fmt, median_seconds, run_worker, timed
+from experiments.common import RESULTS, ROOT, dump_json, fmt, median_seconds, run_worker, serve_worker, timed
 from puaudit_runtime.files import write_text
 from puaudit_runtime.flags import add_device_arguments
-from puaudit_runtime.launch import emit
 
 D = 768
 M = 0.7
@@ -475,8 +473,7 @@ def main(argv=None):
     ap.add_argument("--first-call", action="store_true", help="only the first-call table (fresh processes)")
     add_device_arguments(ap, cluster=False, what="ours@mesh")
     args = ap.parse_args(argv)
-    if args.worker:
-        emit(worker(json.loads(args.worker)))
+    if serve_worker(args, worker):
         return
     if args.first_call:
         first_call_table(args)

@@ -51,7 +51,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
-import json
 import math
 import os
 import sys
@@ -67,10 +66,11 @@ from experiments.common import (
     machine,
     machine_header,
     run_worker,
+    serve_worker,
     worker_args,
 )
 from puaudit_runtime.hlo import comm_summary
-from puaudit_runtime.launch import emit, run_cluster
+from puaudit_runtime.launch import run_cluster
 
 MODULE = "experiments.benchmarks.scale"  # the workers run this module again (--worker)
 M = 0.7  # transported mass (as experiments.benchmarks.ot)
@@ -804,8 +804,7 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=None, help="per subprocess / cluster (s)")
     ap.add_argument("--out", default=None, help="write every number to this JSON file")
     args = ap.parse_args(argv)
-    if args.worker:
-        emit(worker(json.loads(args.worker)))
+    if serve_worker(args, worker):
         return
     chosen = [s for s in ("memory", "time", "cluster", "comm") if getattr(args, s)] or [
         "memory",
