@@ -8,8 +8,10 @@ LLMFAO's 2,139 pairs were judged by GPT-3.5 and by GPT-4 (the bundled ``llmfao-g
 certified for need no GPT-4 call; GPT-4 takes the rows it is certified for among the rest; a human
 gets what is left. Each split hides the human verdicts of all labelled rows but a random share (per
 question type); the audits run with a guarantee at every A (the thresholds are recomputed from the
-audit's P(judge wrong) of each judge, calibrated as ``--guarantee`` calibrates them: half of the
-split's labels). Compared side by side:
+candidates of each judge rebuilt from the audits' items and certified by the library's
+:func:`~puaudit_jax.audit.guarantee.certify`, as ``--guarantee`` does: each judge's label-free score,
+tested on every label, and its audit's P(judge wrong), tested on the half hidden from the audit).
+Compared side by side:
 
 - ``GPT-3.5 alone`` and ``GPT-4 alone``: each judge with a guarantee by itself (its own audit, no
   other judge as evidence);
@@ -33,13 +35,14 @@ import pandas as pd
 from tqdm import tqdm
 
 from experiments.common import RESULTS
-from experiments.reproductions.guarantee import split_mask
+from experiments.reproductions.guarantee import masking
 from experiments.reproductions.puaudit_protocol import embeddings_for
 from puaudit_jax.audit import AuditConfig, run_audit
-from puaudit_jax.audit.guarantee import cascade, cascade_status, final_verdicts
+from puaudit_jax.audit import guarantee as g
+from puaudit_jax.audit.evidence import label_free_score
 from puaudit_jax.datasets import load_bundled
 from puaudit_jax.datasets.exclusions import LABELLED
-from puaudit_jax.datasets.verdicts import MISSING
+from puaudit_jax.datasets.verdicts import MISSING, question_types
 from puaudit_runtime.files import markdown_table, write_csv, write_json, write_text
 
 CHEAP, STRONG = "GPT-3.5", "gpt4"  # the table's judge column holds GPT-3.5; the column "gpt4" GPT-4
@@ -53,21 +56,31 @@ def cascade_table() -> pd.DataFrame:
     return cheap.assign(gpt4=strong["judge"].to_numpy()).reset_index(drop=True)
 
 
-def _outcome(stages, items, truth, agreement, delta) -> dict:
-    """Coverage, realised agreement and who decided, of the cascade of ``stages`` at A on one split."""
+def _stage(name: str, table: pd.DataFrame, items: pd.DataFrame, p_column: str, others: tuple, roles) -> g.Stage:
+    """A judge's :class:`~puaudit_jax.audit.guarantee.Stage` (label-free and fitted candidates) from its items."""
+    judge = table["judge"].to_numpy(dtype=object)
+    p = items[p_column].to_numpy(float)
+    score = label_free_score(table, others, ("others",))
+    return g.Stage(name, judge, g.judge_candidates(g.CERTIFY["auto"], score, p, judge, roles), p)
+
+
+def _roles(items: pd.DataFrame, labelled: np.ndarray) -> g.RowRoles:
+    """The guarantee's row roles of an audit's items (``labelled``: the rows the split kept a label on)."""
     role = items["role"].to_numpy()
-    cal, pool = np.flatnonzero(role == "calibration"), np.flatnonzero((role == "U") & (truth != MISSING))
-    human = items["human"].to_numpy(dtype=object)
-    chosen, _ = cascade(stages, cal, pool, human, agreement, delta)
-    final = np.empty(len(items), dtype=object)
-    for k, (p, judge) in enumerate(stages):
-        rows = pool[chosen[pool] == k]
-        final[rows] = final_verdicts(p[rows], judge[rows])
-    kept = pool[chosen[pool] >= 0]
-    agree = float(np.mean(final[kept] == truth[kept])) if len(kept) else np.nan
-    out = dict(coverage=len(kept) / len(pool), agreement=agree, violated=bool(len(kept) and agree < agreement))
-    out.update({f"by_{k}": float(np.mean(chosen[pool] == k)) for k in range(len(stages))})
-    return out
+    hidden = np.flatnonzero(role == "calibration")
+    empty = np.zeros(0, int)
+    return g.RowRoles(hidden, np.flatnonzero(labelled), np.flatnonzero(role == "U"), empty, empty)
+
+
+def _outcome(stages, roles, truth, agreement, delta) -> dict:
+    """Coverage, realised agreement and who decided, of the cascade of ``stages`` at A on one split."""
+    out = g.certify(stages, roles, truth, g.Settings(agreement, delta))
+    pool = roles.pool[truth[roles.pool] != MISSING]
+    kept = pool[out.stage[pool] >= 0]
+    agree = float(np.mean(out.final[kept] == truth[kept])) if len(kept) else np.nan
+    result = dict(coverage=len(kept) / len(pool), agreement=agree, violated=bool(len(kept) and agree < agreement))
+    result.update({f"by_{k}": float(np.mean(out.stage[pool] == k)) for k in range(len(stages))})
+    return result
 
 
 def run_split(table, emb, truth, keep, agreements, delta, seed) -> list[dict]:
@@ -81,15 +94,16 @@ def run_split(table, emb, truth, keep, agreements, delta, seed) -> list[dict]:
     except ValueError as err:  # too few labels for the guarantee at this share
         return [dict(method=m, A=a, available=False, note=str(err)[:80]) for a in agreements
                 for m in (f"{CHEAP} alone", "GPT-4 alone", "cascade")]  # fmt: skip
-    items = chain.items
-    cheap = (items["p_wrong"].to_numpy(float), items["judge"].to_numpy(dtype=object))
-    strong = (items[f"p_wrong[{STRONG}]"].to_numpy(float), table[STRONG].to_numpy(dtype=object))
-    strong_alone = (alone.items["p_wrong"].to_numpy(float), alone.items["judge"].to_numpy(dtype=object))
+    roles, alone_roles = _roles(chain.items, keep), _roles(alone.items, keep)
+    strong_table = shown.assign(judge=shown[STRONG], cheap=shown["judge"])
+    cheap = _stage("judge", shown, chain.items, "p_wrong", (), roles)
+    strong = _stage(STRONG, strong_table, chain.items, f"p_wrong[{STRONG}]", ("cheap",), roles)
+    strong_alone = _stage("judge", strong_table, alone.items, "p_wrong", (), alone_roles)
     rows = []
     for a in agreements:
-        for method, stages, its in ((f"{CHEAP} alone", [cheap], items), ("GPT-4 alone", [strong_alone], alone.items),
-                                    ("cascade", [cheap, strong], items)):  # fmt: skip
-            rows.append(dict(method=method, A=a, available=True, **_outcome(stages, its, truth, a, delta)))
+        for method, stages, rr in ((f"{CHEAP} alone", [cheap], roles), ("GPT-4 alone", [strong_alone], alone_roles),
+                                   ("cascade", [cheap, strong], roles)):  # fmt: skip
+            rows.append(dict(method=method, A=a, available=True, **_outcome(stages, rr, truth, a, delta)))
     return rows
 
 
@@ -128,13 +142,13 @@ def main(argv=None) -> int:
     table = cascade_table()
     # every row either judge gave a verdict on (a row one judge called a tie is the other's to decide)
     emb, _ = embeddings_for("llmfao-cascade", table.assign(judge="A"), args.embeddings_dir, "default")
-    labelled = cascade_status(table, (STRONG,)) == LABELLED  # where GPT-3.5 tied, GPT-4's verdict counts
+    labelled = g.cascade_status(table, (STRONG,)) == LABELLED  # where GPT-3.5 tied, GPT-4's verdict counts
     truth = np.where(labelled, table["human"].to_numpy(dtype=object), MISSING)
     frames = []
     for share in args.p_ratios:
         t0, rng = time.perf_counter(), np.random.default_rng([args.seed, int(share * 1000)])
         for split in tqdm(range(args.splits), desc=f"LLMFAO {share:.0%}", leave=False):
-            keep = split_mask(table, labelled, share, rng)
+            keep = masking(question_types(table["question_type"]).astype(str), labelled, share, rng) & labelled
             rows = run_split(table, emb, truth, keep, args.agreements, args.delta, split)
             frames.append(pd.DataFrame(rows).assign(p_ratio=share, split=split))
         print(f"{share:.0%}: {time.perf_counter() - t0:.0f}s", flush=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 from puaudit_runtime.cache import cache_dir
 from puaudit_runtime.checks import check_fraction, check_int
 
-from .names import EVIDENCE_KINDS, FEATURES, check_kinds
+from .names import CERTIFY, EVIDENCE_KINDS, FEATURES, check_kinds
 
 # Picked by the data. kNN scores (experiments/reproductions/puaudit_rules.py, README "Decision rules"):
 # over MT-Bench and LLMFAO, random and prompt-grouped splits, kNN with the two-sided calibrated rule
@@ -66,6 +66,15 @@ class AuditConfig:
             guarantee covers the pool rows a human would pick a side on, and labelled ties do not calibrate;
             "disagree": every pool row, a human tie counting as disagreement (the final verdict picks a
             side), so labelled ties calibrate too: a stricter claim, less certified where humans often tie
+        certify: with guarantee, the scores the pool is certified by. "label-free": the judge's agreement with
+            its swapped order and the other judges, and its preference certainty, fitted on no label, so every
+            labelled row tests it; "fitted": the audit's P(judge wrong), tested on the half of the labels hidden
+            from the audit; "auto": both, the label-free one at 2/3 of delta and the fitted one at 1/3, the one
+            certifying more kept; "fitted-ppi" / "auto-ppi": the fitted score tested with prediction-powered
+            p-values (asymptotic)
+        spot_checks: with guarantee, the share of certified pool rows the label plan (plan.csv, to_label.csv)
+            sends to humans at random besides the escalated ones, so that ``quantify --plan`` can weight every
+            label by a known probability (0: a plan quantify refuses)
     """
 
     m: float | None = None
@@ -90,6 +99,8 @@ class AuditConfig:
     delta: float = 0.1
     cascade: bool = False
     human_ties: str = field(default="exclude", metadata={"choices": HUMAN_TIES})
+    certify: str = field(default=next(iter(CERTIFY)), metadata={"choices": tuple(CERTIFY)})
+    spot_checks: float = 0.1
 
     def __post_init__(self):
         for key in ("scorer_options", "rule_options"):
@@ -160,6 +171,14 @@ class AuditConfig:
                              "(--guarantee A)")  # fmt: skip
         if self.human_ties not in HUMAN_TIES:
             raise ValueError(f"human_ties must be one of {', '.join(HUMAN_TIES)}, got {self.human_ties!r}")
+        if self.certify not in CERTIFY:
+            raise ValueError(f"certify must be one of {', '.join(CERTIFY)}, got {self.certify!r}")
+        check_fraction("spot_checks", self.spot_checks, "[]", what="a share of the certified rows")
+        if self.guarantee is None and self.spot_checks != AuditConfig.spot_checks:
+            raise ValueError("spot_checks is a share of the rows the guarantee certifies: it needs a guarantee "
+                             "(--guarantee A)")  # fmt: skip
+        if self.guarantee is None and self.certify != AuditConfig.certify:
+            raise ValueError("certify says what the guarantee certifies by: it needs a guarantee (--guarantee A)")
         if self.guarantee is None and self.human_ties != AuditConfig.human_ties:
             raise ValueError("human_ties says what a human tie means for the guarantee: it needs a guarantee "
                              "(--guarantee A)")  # fmt: skip

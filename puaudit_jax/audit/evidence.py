@@ -42,7 +42,18 @@ from ..datasets.verdicts import MISSING, TIE, A, B
 from ..quantify.sample_check import fisher_exact_p
 from .names import EVIDENCE_KINDS, check_kinds  # defined with the other light names the CLI reads
 
-__all__ = ["EVIDENCE_KINDS", "JUDGE_SIDE", "STYLE_COUNTS", "JudgeEvidence", "check_kinds", "judge_evidence"]
+__all__ = [
+    "EVIDENCE_KINDS",
+    "JUDGE_SIDE",
+    "LABEL_FREE",
+    "STYLE_COUNTS",
+    "JudgeEvidence",
+    "check_kinds",
+    "judge_evidence",
+    "label_free_score",
+    "preference_certainty",
+    "signed_agreement",
+]
 
 JUDGE_SIDE = ("style", "swapped", "confidence", "others")
 STYLE_COUNTS = ("tokens", "headers", "list_items", "bold", "code_blocks")  # chars would repeat tokens
@@ -76,7 +87,7 @@ def _sign(judge: np.ndarray) -> np.ndarray:
     return np.where(judge == A, 1.0, np.where(judge == B, -1.0, 0.0))
 
 
-def _agreement(judge: np.ndarray, other: np.ndarray) -> np.ndarray:
+def signed_agreement(judge: np.ndarray, other: np.ndarray) -> np.ndarray:
     """+1 same side, -1 the other side, 0 a tie or missing (or no A/B judge verdict)."""
     decided = np.isin(other, (A, B)) & np.isin(judge, (A, B))
     return np.where(decided, np.where(other == judge, 1.0, -1.0), 0.0)
@@ -90,7 +101,7 @@ def _style(table: pd.DataFrame, sign: np.ndarray) -> tuple[list, list]:
 def _swapped(table: pd.DataFrame, judge: np.ndarray, decided: np.ndarray) -> tuple[list, list, np.ndarray]:
     swapped = table["judge_swapped"].to_numpy(dtype=object)
     present = decided & np.isin(swapped, (A, B, TIE))
-    names, cols = ["swapped:agrees"], [_agreement(judge, swapped)]
+    names, cols = ["swapped:agrees"], [signed_agreement(judge, swapped)]
     if (decided & ~present).any():
         names.append("swapped:missing")
         cols.append((decided & (swapped == MISSING)).astype(float))
@@ -111,12 +122,15 @@ def _confidence(table: pd.DataFrame, decided: np.ndarray) -> tuple[list, list, n
 def _others(table: pd.DataFrame, judge: np.ndarray, decided: np.ndarray, columns: Sequence[str]):
     """One feature, the mean agreement: one weight for k judges (per-judge weights need far more labels)."""
     verdicts = other_judge_verdicts(table, columns, source="--other-judges")
-    agree = np.column_stack([_agreement(judge, verdicts[:, k]) for k in range(len(columns))])
-    voted = np.isin(verdicts, (A, B))
-    n = voted.sum(axis=1)
-    mean = np.divide(agree.sum(axis=1), n, out=np.zeros(len(judge)), where=n > 0)
     present = decided & np.isin(verdicts, (A, B, TIE)).any(axis=1)
-    return ["others:agree"], [mean], present
+    return ["others:agree"], [_mean_agreement(judge, verdicts)], present
+
+
+def _mean_agreement(judge: np.ndarray, verdicts: np.ndarray) -> np.ndarray:
+    """(n,) the mean of :func:`signed_agreement` over the (n, k) ``verdicts`` with an A or B (0 where none has)."""
+    agree = np.column_stack([signed_agreement(judge, verdicts[:, k]) for k in range(verdicts.shape[1])])
+    n = np.isin(verdicts, (A, B)).sum(axis=1)
+    return np.divide(agree.sum(axis=1), n, out=np.zeros(len(judge)), where=n > 0)
 
 
 #: The start of the reason an evidence kind is left out for missingness that differs with the label.
@@ -226,3 +240,47 @@ def judge_evidence(table: pd.DataFrame, kinds: Sequence[str] = JUDGE_SIDE, other
         rows,
         skipped,
     )
+
+
+#: The evidence a label-free score reads: what the judge reveals without any label to weigh it.
+LABEL_FREE = ("swapped", "confidence", "others")
+
+
+def preference_certainty(confidence: np.ndarray) -> np.ndarray:
+    """(n,) 1 - H(c) / log 2 of the judge's probability c of its verdict: 0 at c = 1/2, 1 at c = 0 or 1.
+
+    SCOPE's bidirectional preference entropy (arXiv 2602.13110) is H of the preference averaged over both
+    presentation orders; ``judge_confidence`` holds that average where the judge gives both orders
+    (``puaudit judge``'s local and logprob judges), so this is its certainty. NaN stays NaN.
+    """
+    c = np.clip(np.asarray(confidence, np.float64), 1e-12, 1 - 1e-12)
+    return 1.0 + (c * np.log2(c) + (1 - c) * np.log2(1 - c))
+
+
+def label_free_score(table: pd.DataFrame, other_judges: Sequence[str] = (), kinds: Sequence[str] = LABEL_FREE):
+    """(n,) a confidence in the judge's verdict that no label fitted: the sum of the judge's agreements.
+
+    Each present kind adds one term in [-1, 1], 0 where its value is missing: the swapped-order verdict
+    (+1 the same side, -1 the other side, 0 a tie), the mean agreement of the other judges with an A or B
+    verdict, and :func:`preference_certainty` of ``judge_confidence``. Equal weights: without labels there
+    is nothing to weigh them by, and every label is left to test the thresholds. A table with none of them
+    scores 0 everywhere (one level: the whole pool). Rows whose judge picked no side get -inf.
+
+    Args:
+        table: a validated comparison table, n rows.
+        other_judges: the columns of other judges' verdicts.
+        kinds: the kinds to read, of :data:`LABEL_FREE` (those the table lacks are skipped).
+
+    Returns:
+        (n,) float64 scores, larger = the judge's verdict more likely right.
+    """
+    judge = table["judge"].to_numpy(dtype=object)
+    score = np.zeros(len(table))
+    if "swapped" in kinds and "judge_swapped" in table.columns:
+        score += signed_agreement(judge, table["judge_swapped"].to_numpy(dtype=object))
+    if "others" in kinds and other_judges:
+        score += _mean_agreement(judge, other_judge_verdicts(table, other_judges, source="--other-judges"))
+    if "confidence" in kinds and "judge_confidence" in table.columns:
+        certainty = preference_certainty(pd.to_numeric(table["judge_confidence"], errors="coerce").to_numpy(float))
+        score += np.where(np.isfinite(certainty), certainty, 0.0)
+    return np.where(np.isin(judge, (A, B)), score, -np.inf)

@@ -13,6 +13,21 @@ from collections.abc import Sequence
 EVIDENCE_KINDS = ("embedding", "style", "swapped", "confidence", "others")
 FEATURES = ("score", "two-sided")
 SCORER_NAMES = ("pot", "pot-exact", "ot-balanced", "ot-unbalanced", "centroid", "knn", "pu-logistic")
+#: Where a candidate's level goes in the guarantee's fallback sequence (:mod:`.guarantee.testing`): all of it on
+#: the strictest testable threshold (one fixed sequence, Jung et al.'s), or half there and half on the whole pool.
+ONE_SEQUENCE = (("strictest", 1.0),)
+STRICTEST_AND_WHOLE = (("strictest", 0.5), (1.0, 0.5))
+#: ``AuditConfig.certify``: per setting, the guarantee's candidates as (name, share of delta, where its level
+#: goes) (:mod:`.guarantee.candidates`). The first setting is the default, chosen on the bundled sets
+#: (results/guarantee.md): in ``auto`` the label-free candidate's one sequence runs on to the whole pool while
+#: its tests pass, so the fitted one spends its share on one sequence too.
+CERTIFY = {
+    "auto": (("label-free", 2 / 3, ONE_SEQUENCE), ("fitted", 1 / 3, ONE_SEQUENCE)),
+    "label-free": (("label-free", 1.0, ONE_SEQUENCE),),
+    "fitted": (("fitted", 1.0, STRICTEST_AND_WHOLE),),
+    "fitted-ppi": (("fitted-ppi", 1.0, STRICTEST_AND_WHOLE),),
+    "auto-ppi": (("label-free", 2 / 3, ONE_SEQUENCE), ("fitted-ppi", 1 / 3, ONE_SEQUENCE)),
+}
 RULE_NAMES = ("paper", "budget", "none", "calibrated", "calibrated-platt", "two-sided", "two-sided-platt", "evidence")
 
 # The PUAudit paper's rule was named "seed" (the paper was "seed 000" in this project) until 0.1.0; the name

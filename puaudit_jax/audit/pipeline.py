@@ -1,8 +1,8 @@
 """The PUAudit pipeline (PUAudit §3, Appendix A.4, Algorithm 1) as a chain of named stages.
 
     prepare -> estimate_m -> orient -> references -> score -> [crossfit] -> decide -> report
-    with ``guarantee``: half the labels hidden -> the chain above -> certify_items (trust / flip / escalate)
-    with ``cascade``: the chain again on each other judge's verdicts -> certify_items tries the judges in turn
+    with ``guarantee``: half the labels hidden -> the chain above -> certify (trust / flip / escalate),
+    in :mod:`.guaranteed`; with ``cascade`` the chain runs again on each other judge's verdicts
 
 Each stage is a function of frozen dataclasses in its own module of this package; :func:`run_audit`
 only chains them and times them. The result is an :class:`AuditResult`: ``items`` (one row per
@@ -19,17 +19,14 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from ..datasets.comparisons import EVIDENCE_COLUMNS, other_judge_verdicts
-from ..datasets.exclusions import item_status
-from ..datasets.verdicts import MISSING, question_types
 from ..quantify.sample_check import audit_sample_checks
 from ..quantify.targets import audit_agreement
-from . import guarantee
 from .config import AuditConfig
 from .crossfit import crossfit, with_evidence
 from .decide import apply_rule
 from .embed import Encoder, PairEmbeddings
 from .evidence import JUDGE_SIDE, judge_evidence
+from .guaranteed import audit_with_guarantee
 from .mass import MassEstimate, estimate_m
 from .orient import Oriented, orient
 from .prepare import AuditData, prepare
@@ -179,72 +176,8 @@ def run_audit(comparisons: pd.DataFrame, features: PairEmbeddings | Encoder, con
     """
     config.validate()
     if config.guarantee is not None:
-        return _with_guarantee(comparisons, features, config)
+        return audit_with_guarantee(comparisons, features, config, audit=_audit)
     return _audit(comparisons, features, config)
-
-
-def _with_guarantee(comparisons: pd.DataFrame, features, config: AuditConfig) -> AuditResult:
-    """``run_audit`` with ``config.guarantee``: half the labels hidden to calibrate, then trust / flip / escalate.
-
-    See :mod:`puaudit_jax.audit.guarantee`.
-    """
-    table = _normal_other_judges(comparisons.reset_index(drop=True), config.other_judges)
-    truth = table["human"].to_numpy(dtype=object)
-    judges = config.other_judges if config.cascade else ()  # a row any of the cascade's judges has a verdict for
-    status, types = guarantee.cascade_status(table, judges), question_types(table["question_type"])
-    hidden = guarantee.hidden_rows(guarantee.calibrating_status(table, judges, config.human_ties), types, table, config)
-    checks = audit_sample_checks(types, status, table, config.cluster_by)  # the labels as given, none hidden
-    shown = table.assign(human=np.where(np.isin(np.arange(len(table)), hidden), MISSING, truth))
-    result = _audit(shown, features, replace(config, other_judges=()) if config.cascade else config)
-    others = []
-    for k in range(len(config.other_judges) if config.cascade else 0):  # the cascade's judges, each on its verdicts
-        judged, judged_config = _on_judge(shown, k, config)
-        try:
-            others.append((config.other_judges[k], _audit(judged, features, judged_config).items))
-        except ValueError as err:  # say which judge's audit failed: its verdicts are the judge column there
-            raise ValueError(f"cascade: the audit of other judge {config.other_judges[k]!r}: {err}") from err
-    reasons = item_status(table)["reason"].to_numpy(dtype=object)
-    items, certified = guarantee.certify_items(result.items, hidden, truth, checks, config, others, reasons)
-    flipped, role = items["flipped"].to_numpy(bool), items["role"].to_numpy()
-    counts = Counts.of(items["status"].to_numpy(), items["reason"].to_numpy(), role, flipped)
-    flip_rate = float(flipped[role == "U"].mean()) if (role == "U").any() else float("nan")  # NaN: no pool
-    report = replace(result.report, counts=counts, flip_rate=flip_rate, guarantee=certified, sample_checks=checks,
-                     config=config)  # fmt: skip
-    return replace(result, items=items, report=report, config=config,
-                   u_z=result.u_z[role[result.items["role"].to_numpy() == "U"] == "U"])  # fmt: skip
-
-
-def _normal_other_judges(table: pd.DataFrame, names: tuple[str, ...]) -> pd.DataFrame:
-    """``table`` with the other judges' columns ``names`` in normal form ("A" | "B" | "tie" | "missing").
-
-    A cascade makes their verdicts a judge column and a final verdict, so a spelling ("a", "C") or a null
-    must not pass as it is. Raises the ``ComparisonValidationError`` of a value that is no verdict (its row).
-    """
-    if not names:
-        return table
-    verdicts = other_judge_verdicts(table, names, source="other judges")
-    return table.assign(**{name: verdicts[:, k] for k, name in enumerate(names)})
-
-
-#: The cascade's audits of the other judges see the first judge's verdicts in this column (as one more judge).
-FIRST_JUDGE = "cascade_first_judge"
-
-
-def _on_judge(table: pd.DataFrame, k: int, config: AuditConfig) -> tuple[pd.DataFrame, AuditConfig]:
-    """(table, config) of the audit of the cascade's judge ``config.other_judges[k]``.
-
-    Its verdicts become the judge's. The judges before it in the cascade (the first one's verdicts in the
-    column ``FIRST_JUDGE``) are its evidence, the judges after it are not: they are the more expensive ones,
-    asked only for the rows that reach them. The first judge's own tells (both orders, confidence) are left out.
-    """
-    if FIRST_JUDGE in table.columns:
-        raise ValueError(f"cascade: the comparisons already have a column {FIRST_JUDGE!r}, which the cascade needs")
-    tells = [c for c in EVIDENCE_COLUMNS if c in table.columns]
-    name = config.other_judges[k]
-    shown = table.drop(columns=tells).assign(judge=table[name], **{FIRST_JUDGE: table["judge"]})
-    evidence = tuple(kind for kind in config.evidence if kind not in ("swapped", "confidence"))
-    return shown, replace(config, other_judges=(FIRST_JUDGE, *config.other_judges[:k]), evidence=evidence,
-                          guarantee=None, cascade=False)  # fmt: skip
 
 
 def _audit(comparisons: pd.DataFrame, features: PairEmbeddings | Encoder, config: AuditConfig) -> AuditResult:

@@ -10,10 +10,10 @@
   P(judge wrong) on the labelled items (binned predicted vs observed error rate, with the hidden
   pool's observed rate when known), (b) the pool's P(judge wrong) sorted, with its bootstrap
   interval and the flip threshold, coloured by hidden truth when known.
-- :func:`guarantee_figure` -- ``--guarantee``'s risk-coverage curve: the agreement guaranteed at level
-  1 - delta (one-sided Clopper-Pearson bound of the calibration rows above each threshold) and the
-  calibration rows' observed agreement against the share of the pool certified, the target A, the
-  judge's raw agreement, and the kept threshold.
+- :func:`guarantee_figure` -- ``--guarantee``'s risk-coverage curves: per candidate, the agreement
+  guaranteed (one-sided Clopper-Pearson bound of its calibration rows above each threshold, at the level
+  the threshold was tested at) against the share of the pool certified; the kept candidate's observed
+  agreement, the target A, the judge's raw agreement, and the certified point.
 - :func:`audit_figures` -- all of them that apply into an output folder.
 
 The paper's panel (c) sorts a "diagnostic score" 0.6 (1 - r) + 0.4 (1 - d) whose terms it does not
@@ -255,21 +255,33 @@ def calibration_figure(
 
 
 def guarantee_figure(guarantee, path: str | Path | None = None, *, title: str = ""):
-    """Risk-coverage of a :class:`~puaudit_jax.audit.guarantee.Guarantee` (see the module docstring)."""
+    """Risk-coverage of a :class:`~puaudit_jax.audit.guarantee.Guarantee`: every candidate's curve, the one kept.
+
+    Per candidate, the agreement guaranteed at its level (the lower bound at the level each threshold was
+    tested at) against the share of the pool above the threshold; the kept candidate's calibration rows'
+    observed agreement too; the target A, the judge's raw agreement and the certified point.
+    """
     g = guarantee
-    curve = np.array([r[:5] for r in g.curve], float).reshape(-1, 5)  # threshold, coverage, n, errors, bound
-    observed = np.where(curve[:, 2] > 0, 1 - curve[:, 3] / np.maximum(curve[:, 2], 1), np.nan)
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
-    ax.plot(curve[:, 1], observed, color=C_OK, lw=1, alpha=0.6, label="calibration rows' agreement")
-    ax.plot(curve[:, 1], curve[:, 4], color=C_KEEP, lw=2, label=f"guaranteed at {probability(g.delta)} (lower bound)")
+    styles = {"label-free": ("#9467bd", "-"), "fitted": (C_KEEP, "-"), "fitted-ppi": (C_KEEP, "--")}
+    for name, rows in (g.curves or {}).items():
+        curve = np.array([r[:5] for r in rows], float).reshape(-1, 5)  # threshold, coverage, n, errors, bound
+        colour, dash = styles.get(name, ("grey", "-"))
+        kept = name == g.candidate
+        ax.plot(curve[:, 1], curve[:, 4], color=colour, ls=dash, lw=2 if kept else 1.2, alpha=1 if kept else 0.7,
+                label=f"{name}: guaranteed (lower bound){' (kept)' if kept else ''}")  # fmt: skip
+        if kept:
+            observed = np.where(curve[:, 2] > 0, 1 - curve[:, 3] / np.maximum(curve[:, 2], 1), np.nan)
+            ax.plot(curve[:, 1], observed, color=colour, lw=1, alpha=0.4, label=f"{name}: calibration agreement")
     ax.axhline(g.agreement, color=C_BAD, ls="--", lw=1, label=f"target A = {g.agreement:g}")
     ax.axhline(g.judge_agreement, color="grey", ls=":", lw=1, label=f"judge alone ({g.judge_agreement:.3f})")
     if g.threshold is not None:
         ax.plot([g.coverage], [g.lower_bound], "o", color=C_FLIP, label=f"certified: {g.coverage:.1%} of the pool")
     ax.set(xlabel="share of the pool certified (trust or flip)", ylabel="agreement with humans", xlim=(0, 1.01),
            ylim=(min(0.5, g.judge_agreement - 0.05), 1.005))  # fmt: skip
-    ax.legend(fontsize=8, loc="lower left")
-    ax.set_title(title or f"trust, flip or escalate: {g.n_calibration} calibration rows", fontsize=10)
+    ax.legend(fontsize=7, loc="lower left")
+    ax.set_title(title or f"trust, flip or escalate at {probability(g.delta)}: {g.n_labelled} labelled rows",
+                 fontsize=10)  # fmt: skip
     fig.tight_layout()
     if path is not None:
         save_figure(fig, path, dpi=120)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..datasets.exclusions import EXCLUDED, LABELLED
-from ..quantify.sample_check import SampleCheck
+from ..quantify.sample_check import SampleCheck, check_from_dict
 from ..quantify.targets import TargetEstimate
 from .config import AuditConfig
 from .crossfit import CrossfitSummary
@@ -223,7 +223,7 @@ class AuditReport:
             groups=tuple(ScoringGroup.from_dict(g) for g in data["groups"]),
             timings_s=data.get("timings_s", {}),
             agreement=tuple(TargetEstimate.from_dict(r) for r in data.get("agreement", ())),
-            sample_checks=tuple(SampleCheck.from_dict(c) for c in data.get("random_sample_checks", ())),
+            sample_checks=tuple(check_from_dict(c) for c in data.get("random_sample_checks", ())),
             format_version=FORMAT_VERSION,
             **{k: None if data.get(k) is None else kind.from_dict(data[k]) for k, kind in optional.items()},
         )

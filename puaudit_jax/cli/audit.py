@@ -29,7 +29,8 @@ from .options import add_options, options_from_args
 from .run_folder import wrote
 
 AUDIT_FIELDS = ("m", "eta", "alpha1", "alpha2", "holdout", "group_by", "min_group_size", "folds", "cluster_by", "seed",
-                "evidence", "other_judges", "guarantee", "delta", "cascade", "human_ties")  # fmt: skip
+                "evidence", "other_judges", "guarantee", "delta", "cascade", "human_ties", "certify",
+                "spot_checks")  # fmt: skip
 # ot.settings.DTYPES and SolveOptions.dtype (its first), written here so that --help imports no solver
 # (tests/cli/test_options.py checks that they agree)
 SOLVER_DTYPES = ("float32", "float64")
@@ -132,40 +133,44 @@ def _audit_command(args, config: AuditConfig, run, mesh) -> int:
         print(result.report.hidden_labels.table())
     print(wrote(args.out, files))
     if to_label is not None:
-        print(_escalation_note(to_label, result.report.guarantee.counts["escalate"], table, args.out))
+        print(_escalation_note(to_label, table, args.out))
     return 0
 
 
-def _escalation_note(to_label: int, escalated: int, table, out: str) -> str:
-    """What to label next, and the quantify command that reads the labels back.
+def _escalation_note(why: dict, table, out: str) -> str:
+    """What to label next (``why``: reason -> rows drawn), and the quantify command that reads the labels back.
 
     ``--with-audit`` where DATA has human ties: a plain audit leaves tie-labelled rows out, so its items
     cannot serve quantify.
     """
     from ..datasets.verdicts import TIE
 
-    left_out = f" and {to_label - escalated} the audit left out (no certified verdict)" if to_label > escalated else ""
+    parts = ", ".join(f"{n} {reason}" for reason, n in why.items() if n)
     audit = "--with-audit" if (table["human"].astype(str) == TIE).any() else f"--audit {out}"
     return (
-        f"{to_label} rows to label ({escalated} escalated{left_out}): {out}/to_label.csv; with their human "
+        f"{sum(why.values())} rows to label ({parts or 'none'}): {out}/to_label.csv; with their human "
         f"verdicts in DATA, `puaudit quantify DATA --plan {out} {audit}` gives intervals valid under the plan"
     )
 
 
-def _write_escalation(result, table, folder) -> int:
-    """Write the label plan (``plan.csv``) and the rows to label (``to_label.csv``); return their number.
+def _write_escalation(result, table, folder) -> dict:
+    """Write the label plan (``plan.csv``) and the rows to label (``to_label.csv``); return why each was drawn.
 
-    The plan selects the escalated rows and those the audit left out, with probability 1.
+    The plan draws the escalated rows and those the audit left out with probability 1, and a random share
+    ``spot_checks`` of the certified rows (:func:`~puaudit_jax.quantify.plan.escalation_plan`); ``to_label.csv``
+    holds the drawn rows with their probability and why they were drawn.
     """
     from puaudit_runtime.files import write_csv
 
-    from ..audit.guarantee import escalation_plan
+    from ..quantify.plan import escalation_plan
 
-    plan = escalation_plan(result.items, result.report.guarantee.thresholds())
-    chosen = table[table["id"].astype(str).isin(plan.loc[plan["selected"], "id"])]
+    plan = escalation_plan(result.items, result.config.spot_checks, result.config.seed)
+    drawn = plan.loc[plan["selected"], ["id", "sampling_prob", "why"]]
+    chosen = table.assign(id=table["id"].astype(str)).drop(columns=["human"]).merge(drawn, on="id", how="inner")
     write_csv(plan, folder / "plan.csv")
-    write_csv(chosen.drop(columns=["human"]), folder / "to_label.csv")
-    return len(chosen)
+    write_csv(chosen, folder / "to_label.csv")
+    reasons = ("escalated", "spot check", "left out of the audit")
+    return {reason: int((drawn["why"] == reason).sum()) for reason in reasons}
 
 
 def add_audit_parser(sub) -> None:

@@ -2,41 +2,37 @@
 
 Active statistical inference (Zrnic & Candes 2024, arXiv:2403.03208, §3): each unlabelled item i is
 sent to humans with a probability pi_i chosen from what is already known (here the audit's
-P(judge wrong)), independently (Poisson sampling, xi_i ~ Bernoulli(pi_i)); the mean of
+P(judge wrong)), independently (Poisson sampling, xi_i ~ Bernoulli(pi_i)). The variance is smallest
+with pi_i proportional to sqrt(E[(y - yhat)^2 | x_i]) (their Theorem 1): for a calibrated P(judge wrong)
+= p that is sqrt(p (1 - p)), so the planner spends labels where the judge might be wrong and few where
+it is surely right or surely wrong. A share ``mix`` of uniform sampling keeps every pi away from 0 (a
+tiny pi makes a huge weight). With constant p the plan is uniform sampling.
 
-    Z_i = lam yhat_i + xi_i (y_i - lam yhat_i) / pi_i
+**The estimate** is design-based, for the R rows of the table, conditional on the labels given before
+the plan (they count as themselves: probability 1; the plan's probabilities were computed from them,
+so they are fixed, and the plan's draws are the only randomness). Labelled rows carry w_i = 1 / pi_i;
+the ratio (Hájek) form with predictions yhat (PPI with weights)
 
-over the items is unbiased for the mean of y whatever the pi (inverse-probability weighting), and
-sd(Z) / sqrt(R) is its standard error. When a random sample (a share r of the items) was labelled
-before the plan, pi is each item's probability of being labelled at all, r + (1 - r) pi_plan
-(:func:`inclusion_probability`), for the earlier labels too. The variance is smallest with pi_i proportional to
-sqrt(E[(y - yhat)^2 | x_i]) (their Theorem 1): for a calibrated P(judge wrong) = p that is
-sqrt(p (1 - p)), so the planner spends labels where the judge might be wrong and few where it is
-surely right or surely wrong. A share ``mix`` of uniform sampling keeps every pi away from 0 (a
-tiny pi makes a huge weight). With constant p the plan is uniform sampling, and the estimator is
-PPI++ on a random sample.
+    mean = lam mean_R(yhat) + sum_lab w (y - lam yhat) / sum_lab w
+
+is the labelled rows' mean when every pi is equal and nothing was labelled before (lam = 0), and
+consistent for the table's mean whatever the pi. Its variance under Poisson sampling (linearised):
+sum_lab (1 - pi) w^2 (e - e_bar)^2 / (sum_lab w)^2 with e = y - lam yhat; rows labelled with certainty
+(pi = 1: labelled before the plan, escalated rows) add none. lam in [0, 1] minimises it. Rows are drawn
+one by one, so a cluster column does not enter the design variance.
 
     sampling_probabilities(uncertainty (N,), budget, mix) -> pi (N,), sum pi = budget, 0 < pi <= 1
     active_mean(y (R,), yhat (R,), pi (R,), labelled (R,), level) -> Estimate
-    inclusion_probability(pi (R,), r) -> r + (1 - r) pi: labelled before the plan or drawn by it
-    predicted_half_width(pi (R,), sigma2 (R,), var_y, level) -> half-width of the mean
+    predicted_half_width(pi (N,), sigma2 (N,), rows, level) -> half-width of the mean
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .estimators import HUMAN_ONLY, PPI, Estimate, check_level, clustered_se, not_estimable, z_value
+from .estimators import HUMAN_ONLY, PPI, Estimate, check_level, not_estimable, z_value
 
-__all__ = [
-    "active_lambda",
-    "active_mean",
-    "inclusion_probability",
-    "predicted_half_width",
-    "sampling_probabilities",
-    "sampling_scale",
-    "uncertainty",
-]
+__all__ = ["active_mean", "predicted_half_width", "sampling_probabilities", "sampling_scale", "uncertainty"]
 
 
 def uncertainty(p_wrong) -> np.ndarray:
@@ -112,56 +108,35 @@ def sampling_probabilities(uncertainty, budget: float, mix: float = 0.2, others=
     return pool if others is None else (pool, np.minimum(c * _weights(others, u.mean(), mix), 1.0))
 
 
-def inclusion_probability(pi, labelled_share: float) -> np.ndarray:
-    """P(an item is labelled) = r + (1 - r) pi: in the random sample before the plan (share r), or drawn.
-
-    The two-phase design: the labelled sample was random (each item with probability r), the plan drew
-    from the rest with pi. Weighting every label by 1 / this probability makes the estimate unbiased
-    and, with a budget of 0, equal to PPI++ on the random sample alone.
-
-    Args:
-        pi: (R,) the plan's sampling probabilities (for an item of the earlier sample: the one it would
-            have had).
-        labelled_share: r, the share of items labelled before the plan, in [0, 1).
-
-    Returns:
-        (R,) probabilities in (0, 1].
-    """
-    return labelled_share + (1 - labelled_share) * np.asarray(pi, np.float64)
-
-
-def _z_parts(y, yhat, pi, labelled) -> tuple[np.ndarray, np.ndarray]:
-    """(a, b) with Z = a + lam b: a = xi y / pi, b = yhat (1 - xi / pi), per row."""
-    w = np.where(labelled, 1.0 / np.where(labelled, pi, 1.0), 0.0)
-    return w * np.where(labelled, y, 0.0), yhat * (1 - w)
-
-
-def active_lambda(y, yhat, pi, labelled) -> float:
-    """The lam in [0, 1] minimising the empirical variance of Z (0 when yhat carries nothing)."""
-    a, b = _z_parts(y, yhat, pi, labelled)
-    var_b = b.var()
-    if not var_b > 0:
+def _lam(y: np.ndarray, yhat: np.ndarray, v: np.ndarray) -> float:
+    """The lam in [0, 1] minimising sum v (e - e_bar)^2, e = y - lam yhat (0 when yhat does not vary)."""
+    if not v.sum() > 0:
         return 0.0
-    return float(np.clip(-np.cov(a, b, bias=True)[0, 1] / var_b, 0.0, 1.0))
+    dy, dh = y - np.average(y, weights=v), yhat - np.average(yhat, weights=v)
+    var_h = float(np.sum(v * dh**2))
+    return float(np.clip(np.sum(v * dy * dh) / var_h, 0.0, 1.0)) if var_h > 0 else 0.0
 
 
 def active_mean(y, yhat, pi, labelled, level: float, lam: float | None = None, clusters=None,
                 estimator: str = PPI) -> Estimate:  # fmt: skip
-    """The inverse-probability-weighted PPI++ mean of the module docstring over R items.
+    """The design-based ratio (Hájek) PPI mean of the module docstring over R items.
 
     Args:
         y: (R,) outcomes (read where ``labelled``).
         yhat: (R,) predictions of the outcome, in [0, 1].
-        pi: (R,) probability each labelled item was labelled with (:func:`inclusion_probability`; read
-            where ``labelled``), in (0, 1].
+        pi: (R,) each item's probability of being labelled: 1 for rows labelled before the plan, the plan's
+            pi for the others (:func:`.plan.planned_probabilities`); read on labelled rows, and on the
+            unlabelled ones to tell whether rows that could have been drawn were left unseen.
         labelled: (R,) bool, the items with an outcome.
         level: the interval's coverage, in (0, 1).
-        lam: a fixed lam (0: the human-only IPW mean), or None for :func:`active_lambda`.
-        clusters: (R,) cluster labels for a cluster-robust interval, or None.
+        lam: a fixed lam (0: the human-only ratio mean), or None for the variance-minimising one.
+        clusters: unused (rows are drawn one by one: clusters do not enter the design variance); kept so
+            that every estimator takes the same arguments.
         estimator: the name the estimate carries.
 
     Returns:
-        The :class:`Estimate` (not estimable with fewer than 2 labelled items; lam None for lam = 0).
+        The :class:`Estimate` (not estimable with fewer than 2 labelled items, or when rows could have been
+        drawn at random (pi < 1) and none of them came back labelled: nothing stands for them).
 
     Raises:
         ValueError: a labelled item's pi outside (0, 1].
@@ -175,30 +150,37 @@ def active_mean(y, yhat, pi, labelled, level: float, lam: float | None = None, c
                          "is outside (0, 1]")  # fmt: skip
     if n < 2:
         return not_estimable(estimator, level, n, rows - n, f"{n} labelled items (need 2)")
-    lam = active_lambda(y, yhat, pi, labelled) if lam is None else float(lam)
-    a, b = _z_parts(y, yhat, pi, labelled)
-    z = a + lam * b
-    se = z.std() / np.sqrt(rows) if clusters is None else clustered_se([(z - z.mean()) / rows], [clusters])
+    random = np.isfinite(pi) & (pi < 1)
+    if (random & ~labelled).any() and not (random & labelled).any():
+        return not_estimable(estimator, level, n, rows - n, "no row the plan drew at random (probability < 1) "
+                             "came back labelled: nothing stands for the rows it did not draw")  # fmt: skip
+    w, ys, hs = 1.0 / pi[labelled], y[labelled], yhat[labelled]
+    lam = _lam(ys, hs, (1 - pi[labelled]) * w**2) if lam is None else float(lam)
+    e = ys - lam * hs
+    rectifier = float(np.sum(w * e) / np.sum(w))
+    estimate = lam * float(yhat.mean()) + rectifier
+    se = float(np.sqrt(np.sum((1 - pi[labelled]) * w**2 * (e - rectifier) ** 2)) / np.sum(w))
     half = z_value(level) * se
-    return Estimate(estimator, float(z.mean()), float(z.mean() - half), float(z.mean() + half), level, n, rows - n,
+    return Estimate(estimator, estimate, estimate - half, estimate + half, level, n, rows - n,
                     lam=None if estimator == HUMAN_ONLY else lam)  # fmt: skip
 
 
-def predicted_half_width(pi, sigma2, var_y: float, level: float) -> float:
-    """The half-width the mean of Z is expected to have under labelling probabilities ``pi``.
+def predicted_half_width(pi, sigma2, rows: int, level: float) -> float:
+    """The half-width :func:`active_mean` is expected to have when the pool is sampled with ``pi``.
 
-    Var(Z_i) = var(y) + E[(1 / pi_i - 1) sigma2_i] with sigma2_i = E[(y_i - yhat_i)^2 | x_i] (p (1 - p)
-    for a calibrated P(judge wrong) p, lam = 1), and Var(mean Z) = Var(Z) / R.
+    Var = sum_pool (1 / pi_i - 1) sigma2_i / rows^2 (the module docstring's variance, in expectation, the
+    ratio's denominator taken at its mean ``rows``), sigma2_i = E[(y_i - yhat_i)^2 | x_i] (p (1 - p) for a
+    calibrated P(judge wrong) p).
 
     Args:
-        pi: (R,) every item's probability of being labelled (:func:`inclusion_probability`), in (0, 1].
-        sigma2: (R,) the expected squared residuals of the predictions.
-        var_y: the outcome's variance.
+        pi: (N,) the pool's sampling probabilities, in (0, 1].
+        sigma2: (N,) the pool's expected squared residuals.
+        rows: R, every row of the table (the pool and the rows labelled before the plan).
         level: the interval's coverage, in (0, 1).
 
     Returns:
         The predicted half-width, in the outcome's units.
     """
     pi, sigma2 = np.asarray(pi, np.float64), np.asarray(sigma2, np.float64)
-    var = (var_y + ((1 / pi - 1) * sigma2).mean()) / len(pi)
+    var = float(((1 / pi - 1) * sigma2).sum()) / rows**2
     return float(z_value(check_level(level)) * np.sqrt(var))

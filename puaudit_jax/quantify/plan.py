@@ -1,13 +1,17 @@
 """``plan_labels``: the next items to send to humans, their probabilities, and what the labels will buy.
 
-A plan covers every usable row of a comparison table: rows labelled before the plan (a random
-sample, role ``labelled``) and the unlabelled pool (role ``pool``), each pool item with its sampling
-probability and whether it was drawn (:mod:`.active`). Written as ``plan.csv``, it is read back by
-:func:`planned_probabilities` when the labels have come back, so that :func:`~puaudit_jax.quantify.
-quantify` weights every planned label by 1 / pi and its intervals stay valid.
+A plan covers every usable row of a comparison table: rows labelled before the plan (role
+``labelled``, sampling probability 1: they count as themselves) and the unlabelled pool (role ``pool``),
+each pool item with its sampling probability and whether it was drawn (:mod:`.active`). Written as
+``plan.csv``, it is read back by :func:`planned_probabilities` when the labels have come back, so that
+:func:`~puaudit_jax.quantify.quantify` weights every planned label by 1 / pi and its intervals stay valid.
+A guaranteed audit's escalated rows are such a plan too (:func:`escalation_plan`): escalated rows with
+probability 1, and a random share of the certified rows (spot checks), so that every row the plan speaks
+for has a known, non-zero probability.
 
     plan_labels(table, p_wrong (R,) or None, config) -> LabelPlanReport
-    planned_probabilities(table, plan frame) -> (R,) pi of every labelled row (1 before the plan)
+    escalation_plan(items, spot_checks, seed) -> plan frame
+    planned_probabilities(table, plan frame) -> (R,) pi of every planned row (1 before the plan)
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..datasets.verdicts import MISSING
-from .active import inclusion_probability, predicted_half_width, sampling_probabilities, uncertainty
+from .active import predicted_half_width, sampling_probabilities, uncertainty
 from .config import TARGETS, PlanConfig  # noqa: F401  (TARGETS re-exported; both light, for the CLI)
 from .estimators import z_value
 from .targets import agreement_inputs, inputs, usable_rows
@@ -31,8 +35,8 @@ class LabelPlanReport:
     """A drawn plan and its power analysis.
 
     Attributes:
-        frame: one row per usable table row (:data:`PLAN_COLUMNS`; on rows labelled before the plan,
-            ``sampling_prob`` is the probability they would have had: the estimator weighs them too).
+        frame: one row per usable table row (:data:`PLAN_COLUMNS`; rows labelled before the plan have
+            ``sampling_prob`` 1: they count as themselves).
         power: predicted half-widths of ``target`` at several budgets: columns ``budget``,
             ``planned`` and ``random`` (uniform sampling), in the outcome's units.
         needed: labels needed for a half-width ``width`` with the plan's weighting (None without a
@@ -110,26 +114,31 @@ def plan_labels(table: pd.DataFrame, p_wrong, config: PlanConfig = PlanConfig())
         raise ValueError(f"--budget {config.budget} is larger than the pool of {n_pool} unlabelled items")
     u = uncertainty(p[used])
     in_pool, share = pool[used], float(labelled.sum() / used.sum())
-
-    def probabilities(budget: float, mix: float) -> np.ndarray:
-        """(used rows,) plan probabilities: drawn ones for the pool, would-have-been ones for the rest."""
-        out = np.empty(len(u))
-        out[in_pool], out[~in_pool] = sampling_probabilities(u[in_pool], budget, mix, others=u[~in_pool])
-        return out
-
-    pi = probabilities(config.budget, config.mix)
+    pi = np.ones(len(u))  # rows labelled before the plan: certain
+    pi[in_pool] = sampling_probabilities(u[in_pool], config.budget, config.mix)
     drawn = np.random.default_rng(config.seed).random(len(pi)) < pi
     frame = pd.DataFrame({"id": table["id"].astype(str).to_numpy()[used], "role": np.where(in_pool, "pool", "labelled"),
                           "p_wrong": p[used], "sampling_prob": pi, "selected": drawn & in_pool})  # fmt: skip
-    half = lambda b, m: predicted_half_width(inclusion_probability(probabilities(b, m), share), sigma2[used], var_y,
-                                             config.level)  # fmt: skip  # noqa: E731
+    residual = sigma2[used][in_pool]
+    half = lambda b, m: predicted_half_width(sampling_probabilities(u[in_pool], b, m), residual, len(u),  # noqa: E731
+                                             config.level)  # fmt: skip
     budgets = sorted({int(b) for b in np.linspace(1, n_pool, 9).round()} | {config.budget})
     power = pd.DataFrame({"budget": budgets, "planned": [half(b, config.mix) for b in budgets],
                           "random": [half(b, 1.0) for b in budgets]})  # fmt: skip
-    now = predicted_half_width(np.full(len(u), share), sigma2[used], var_y, config.level) if share > 0 else np.inf
+    now = _random_half_width(share, sigma2[used], var_y, config.level) if share > 0 else np.inf
     needed = None if config.width is None else (
         0 if now <= config.width else _labels_needed(lambda b: half(b, config.mix), n_pool, config.width))  # fmt: skip
     return LabelPlanReport(frame, power, needed, config.target, bool(np.ptp(u[in_pool]) > 0), float(now), note)
+
+
+def _random_half_width(share: float, sigma2: np.ndarray, var_y: float, level: float) -> float:
+    """The half-width of PPI++ on a random sample of a ``share`` of the rows (quantify without a plan).
+
+    Var = (var_y + (1 / share - 1) mean(sigma2)) / R, R = len(sigma2): the outcome's spread over the rows,
+    and the residuals' over the labelled share.
+    """
+    var = (var_y + (1 / share - 1) * float(np.mean(sigma2))) / len(sigma2)
+    return float(z_value(level) * np.sqrt(var))
 
 
 def _labels_needed(half_width, n_pool: int, width: float) -> int:
@@ -144,15 +153,16 @@ def _labels_needed(half_width, n_pool: int, width: float) -> int:
 
 
 def planned_probabilities(table: pd.DataFrame, plan: pd.DataFrame) -> np.ndarray:
-    """The sampling probability of every labelled row of ``table`` under ``plan`` (1 before the plan).
+    """The probability every planned row of ``table`` had of being labelled (1 for rows labelled before the plan).
 
     Args:
         table: the comparison table after the planned labels came back (R rows).
         plan: a plan frame (:data:`PLAN_COLUMNS`, e.g. ``plan.csv`` read back).
 
     Returns:
-        (R,) float probability of each labelled row to be labelled, r + (1 - r) pi (r: the share of the
-        plan's rows labelled before it; :func:`.active.inclusion_probability`), NaN on unlabelled rows.
+        (R,) float: 1 on the rows labelled before the plan (they count as themselves), the plan's pi on its
+        pool rows (labelled now or not: :func:`.active.active_mean` needs to know what was left unseen),
+        NaN on rows outside the plan (unusable).
 
     Raises:
         ValueError: the plan lacks a column, repeats an id or has a role / selected value it never writes; a
@@ -188,10 +198,48 @@ def planned_probabilities(table: pd.DataFrame, plan: pd.DataFrame) -> np.ndarray
     pi = pd.to_numeric(rows["sampling_prob"], errors="coerce").to_numpy(float)
     bad = labelled & chosen & ~((pi > 0) & (pi <= 1))
     _check(ids, bad, "{n} planned items have no valid sampling probability in (0, 1]")
-    bad = labelled & (role == "labelled") & ~((pi >= 0) & (pi <= 1))  # 0 too: labelled at rate r > 0 anyway
-    _check(ids, bad, "{n} items labelled before the plan have no valid sampling probability in [0, 1]")
-    share = float((plan["role"].astype(str) == "labelled").mean())
-    return np.where(labelled, inclusion_probability(pi, share), np.nan)
+    bad = unlabelled & (role == "pool") & ~((pi >= 0) & (pi <= 1))
+    _check(ids, bad, "{n} pool items have no valid sampling probability in [0, 1]")
+    _check(ids, unlabelled & (role == "pool") & (pi == 0), "the label plan gives {n} pool rows probability 0 of being "
+           "labelled: no weighting can stand for rows a plan never draws (a plan of escalated rows alone); "
+           "re-run `puaudit audit --guarantee` with --spot-checks above 0 (a random share of the certified rows "
+           "is labelled too), or plan with `puaudit plan-labels`")  # fmt: skip
+    _check(ids, unlabelled & (role == "labelled"), "{n} items the plan lists as labelled before it have no label")
+    return np.where(role == "labelled", 1.0, np.where(labelled | unlabelled, pi, np.nan))
+
+
+def escalation_plan(items: pd.DataFrame, spot_checks: float, seed: int = 0) -> pd.DataFrame:
+    """A guaranteed audit's rows to label, as a plan: the escalated ones, and spot checks of the certified ones.
+
+    Every usable row is in the plan. Rows labelled before it are ``labelled`` (probability 1). Pool rows
+    escalated, or left out of the audit (no certified verdict), are drawn with probability 1; certified
+    (trusted or flipped) pool rows with probability ``spot_checks``, each independently. Once humans have
+    labelled the drawn rows, ``puaudit quantify DATA --plan DIR`` weights every label by 1 / its probability
+    (:func:`.active.active_mean`): the certified rows' share of the estimate rests on their spot checks.
+
+    Args:
+        items: a guaranteed audit's item table (``decision`` on the pool rows, ``p_wrong``, the verdicts).
+        spot_checks: the share of certified rows drawn, in [0, 1] (0: a plan ``quantify`` refuses).
+        seed: the seed of the draws.
+
+    Returns:
+        One row per usable item: id, role (labelled | pool), p_wrong, sampling_prob, selected, and why
+        (escalated | spot check | left out of the audit | labelled before).
+    """
+    labelled, unlabelled = usable_rows(items)
+    used = labelled | unlabelled
+    decision = items["decision"].to_numpy(dtype=object) if "decision" in items.columns else np.full(len(items), "")
+    certified = unlabelled & np.isin(decision, ("trust", "flip"))
+    pi = np.where(certified, float(spot_checks), 1.0)
+    drawn = unlabelled & (np.random.default_rng([seed, 1]).random(len(items)) < pi)
+    p = items["p_wrong"].to_numpy(float)
+    if "p_wrong_cross" in items.columns:  # the labelled rows the audit fitted on: their out-of-fold P
+        p = np.where(np.isfinite(p), p, items["p_wrong_cross"].to_numpy(float))
+    why = np.where(labelled, "labelled before", np.where(certified, "spot check",
+                   np.where(decision == "escalate", "escalated", "left out of the audit")))  # fmt: skip
+    return pd.DataFrame({"id": items["id"].astype(str).to_numpy()[used],
+                         "role": np.where(unlabelled, "pool", "labelled")[used], "p_wrong": p[used],
+                         "sampling_prob": pi[used], "selected": drawn[used], "why": why[used]})  # fmt: skip
 
 
 def _check(ids: np.ndarray, bad: np.ndarray, message: str) -> None:

@@ -152,3 +152,123 @@ def fisher_exact_p(table) -> float:
     log_p = margins - gammaln(x + 1) - gammaln(rows - x + 1) - gammaln(col - x + 1) - gammaln(n - rows - col + x + 1)
     observed = log_p[x == a][0]
     return float(min(1.0, np.exp(log_p[log_p <= observed + np.log1p(1e-7)]).sum()))
+
+
+PERMUTATIONS = 999  # the balance check's permutations (its smallest p-value is 1 / 1000)
+
+
+@dataclass(frozen=True)
+class BalanceCheck:
+    """Do the labelled rows look like the pool on the values a score reads? (:func:`balance_check`).
+
+    Attributes:
+        by: what was compared (e.g. "evidence", "audit score").
+        features: feature -> (labelled mean, pool mean).
+        p_value: the permutation p-value (None: no labelled or no pool row, or no feature).
+        alpha: the p-value below which :attr:`warning` is set.
+        within: the strata the labels were permuted within ("question_type"), or None.
+        permutations: permutations drawn.
+    """
+
+    by: str
+    features: dict
+    p_value: float | None
+    alpha: float = 0.01
+    within: str | None = None
+    permutations: int = PERMUTATIONS
+
+    @property
+    def warning(self) -> str:
+        """A sentence when p < alpha, else ""."""
+        if self.p_value is None or self.p_value >= self.alpha:
+            return ""
+        gap = max(self.features, key=lambda k: abs(self.features[k][0] - self.features[k][1]))
+        lab, pool = self.features[gap]
+        where = "" if self.within is None else f" within {self.within} values"
+        return (f"the labelled rows differ from the pool on the {self.by}{where} (permutation p = {self.p_value:.2g}; "
+                f"largest gap: {gap} {lab:.2f} labelled, {pool:.2f} pool): they are not a random sample of the "
+                "pool")  # fmt: skip
+
+    def to_dict(self) -> dict:
+        """JSON-able form, with the warning."""
+        return {"kind": "balance", "by": self.by, "features": {k: list(v) for k, v in self.features.items()},
+                "p_value": self.p_value, "alpha": self.alpha, "within": self.within,
+                "permutations": self.permutations, "warning": self.warning}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: dict) -> BalanceCheck:
+        """Inverse of :meth:`to_dict`."""
+        features = {k: (float(v[0]), float(v[1])) for k, v in data["features"].items()}
+        return cls(data["by"], features, data["p_value"], data.get("alpha", 0.01), data.get("within"),
+                   data.get("permutations", PERMUTATIONS))  # fmt: skip
+
+
+def check_from_dict(data: dict):
+    """A :class:`SampleCheck` or :class:`BalanceCheck` from its JSON form (``kind`` tells them apart)."""
+    return BalanceCheck.from_dict(data) if data.get("kind") == "balance" else SampleCheck.from_dict(data)
+
+
+def _centred(x: np.ndarray, strata: np.ndarray) -> np.ndarray:
+    """(R, p) ``x`` minus its mean within each stratum."""
+    out = np.empty_like(x)
+    for s in np.unique(strata):
+        inside = strata == s
+        out[inside] = x[inside] - x[inside].mean(axis=0)
+    return out
+
+
+def hotelling(z: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+    """(B,) Hotelling's T^2 of the mean difference between chosen and other rows of centred ``z``.
+
+    Args:
+        z: (R, p) features centred within strata (every column sums to 0), of full column rank.
+        chosen: (B, R) 0/1, the labelled rows of each of B labellings (the same count in each).
+    """
+    n_1 = chosen[0].sum()
+    d = (chosen @ z) * (1 / n_1 + 1 / (len(z) - n_1))  # mean(labelled) - mean(pool): the columns sum to 0
+    inv = np.linalg.pinv(np.cov(z, rowvar=False).reshape(z.shape[1], z.shape[1]))
+    return np.einsum("bi,ij,bj->b", d, inv, d)
+
+
+def balance_check(features, names, labelled, pool, strata=None, *, by: str = "evidence", alpha: float = 0.01,
+                  permutations: int = PERMUTATIONS, seed: int = 0) -> BalanceCheck:  # fmt: skip
+    """A classifier two-sample test of labelled rows against the pool, within strata, by permutation.
+
+    The statistic is Hotelling's T^2 of the within-stratum centred features: the separation the best linear
+    classifier of "labelled or not" reaches. Its null distribution comes from ``permutations`` relabellings
+    that keep each stratum's labelled count (labels random within question types, as the guarantee
+    assumes); p = (1 + #{T_perm >= T}) / (1 + permutations). Constant features are left out.
+
+    Args:
+        features: (R, p) the values each row's score reads.
+        names: (p,) their names.
+        labelled: (R,) bool, the labelled rows.
+        pool: (R,) bool, the pool rows (the others take no part).
+        strata: (R,) the strata to permute within (question types), or None.
+        by: what the features are, for the warning.
+        alpha: the p-value below which the check warns.
+        permutations: relabellings drawn.
+        seed: their seed.
+
+    Returns:
+        The :class:`BalanceCheck`.
+    """
+    rows = np.asarray(labelled, bool) | np.asarray(pool, bool)
+    x, lab = np.asarray(features, np.float64)[rows], np.asarray(labelled, bool)[rows]
+    strata = np.zeros(rows.sum(), int) if strata is None else np.asarray(strata).astype(str)[rows]
+    mean = lambda rows, k: float(x[rows, k].mean()) if rows.any() else float("nan")  # noqa: E731
+    means = {str(n): (mean(lab, k), mean(~lab, k)) for k, n in enumerate(names)}
+    z = _centred(x, strata)
+    z = z[:, np.ptp(z, axis=0) > 0]
+    within = "question_type" if len(np.unique(strata)) > 1 else None
+    if not lab.any() or lab.all() or z.shape[1] == 0:
+        return BalanceCheck(by, means, None, alpha, within, permutations)
+    rng = np.random.default_rng([seed, 2512_0001])
+    chosen = np.empty((permutations + 1, len(lab)))
+    chosen[0] = lab
+    for s in np.unique(strata):
+        inside = np.flatnonzero(strata == s)
+        chosen[1:, inside] = rng.permuted(np.broadcast_to(lab[inside], (permutations, len(inside))), axis=1)
+    t = hotelling(z, chosen)
+    p_value = float((1 + (t[1:] >= t[0] - 1e-12).sum()) / (1 + permutations))
+    return BalanceCheck(by, means, p_value, alpha, within, permutations)

@@ -301,14 +301,19 @@ def test_audit_with_a_guarantee_writes_decisions_and_says_what_it_certified(cone
     printed = capsys.readouterr().out
     assert "guarantee: agreement >= 0.8 with probability >= 0.8" in printed
     assert (out / "guarantee.png").stat().st_size > 10_000  # the risk-coverage figure
-    # the escalated rows are a label plan: labelled, they read back into quantify's intervals
+    # the escalated rows and spot checks of the certified ones are a label plan: labelled, they read back into
+    # quantify's intervals
     plan = pd.read_csv(out / "plan.csv", dtype={"id": str})
     to_label = pd.read_csv(out / "to_label.csv", dtype={"id": str})
     escalated = set(items.loc[items.decision == "escalate", "id"].astype(str))
-    assert set(plan.loc[plan.selected, "id"]) == set(to_label["id"]) == escalated and "human" not in to_label
-    assert f"{len(escalated)} rows to label ({len(escalated)} escalated): {out}/to_label.csv" in printed
+    drawn = set(plan.loc[plan.selected, "id"])
+    assert drawn == set(to_label["id"]) and escalated <= drawn and "human" not in to_label
+    spots = to_label[to_label.why == "spot check"]
+    assert len(spots) and (spots.sampling_prob == 0.1).all() and set(to_label.why) <= {"escalated", "spot check"}
+    parts = ", ".join(f"{n} {why}" for why, n in (("escalated", len(escalated)), ("spot check", len(spots))) if n)
+    assert f"{len(drawn)} rows to label ({parts}): {out}/to_label.csv" in printed
     assert f"--plan {out} --audit {out}`" in printed  # no human ties here: the audit's own items serve quantify
-    table = data.table.assign(human=np.where(data.table["id"].astype(str).isin(escalated), data.truth,
+    table = data.table.assign(human=np.where(data.table["id"].astype(str).isin(drawn), data.truth,
                                              data.table["human"]))  # fmt: skip
     save_comparisons(table, root / "labelled.jsonl")
     q = root / "quantified"
@@ -351,10 +356,10 @@ def test_the_escalation_note_counts_every_row_to_label_and_names_a_command_that_
     from puaudit_jax.cli.audit import _escalation_note
 
     ties = pd.DataFrame({"human": ["A", "tie", "missing"]})
-    note = _escalation_note(2, 0, ties, "out")
-    assert note.startswith("2 rows to label (0 escalated and 2 the audit left out (no certified verdict)): out/")
+    note = _escalation_note({"escalated": 0, "spot check": 3, "left out of the audit": 2}, ties, "out")
+    assert note.startswith("5 rows to label (3 spot check, 2 left out of the audit): out/to_label.csv")
     assert "--plan out --with-audit`" in note
-    assert "--plan out --audit out`" in _escalation_note(3, 3, ties.iloc[[0, 2]], "out")
+    assert "--plan out --audit out`" in _escalation_note({"escalated": 3}, ties.iloc[[0, 2]], "out")
 
 
 def test_embeddings_an_audit_saves_serve_quantify_with_audit_on_data_with_human_ties(tmp_path):
