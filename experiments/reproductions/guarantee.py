@@ -13,7 +13,7 @@ same run, through the library's own functions (:mod:`puaudit_jax.audit.guarantee
 
 - ``auto`` / ``label-free`` / ``fitted`` / ``fitted-ppi`` / ``auto-ppi``: ``AuditConfig.certify``'s
   settings (:data:`puaudit_jax.audit.names.CERTIFY`: each candidate's share of D and where its level goes);
-- ``auto, equal shares``: ``auto`` with D split evenly between its two candidates;
+- ``auto, label-free 2/3``: ``auto`` with 2/3 of D on its label-free candidate and 1/3 on its fitted one;
 - ``previous default``: the fitted score with five Bonferroni sequences from the strictest threshold and
   25 / 50 / 75 / 100 % of the pool (what ``--guarantee`` did before);
 - ``one sequence``: the fitted score, all of D on the strictest testable threshold (Jung et al.'s Alg. 1);
@@ -58,7 +58,7 @@ from puaudit_runtime.files import markdown_table, write_csv, write_json, write_t
 
 SETS = ("mtbench", "llmfao-gpt4", "llmfao-gpt3", "mtbench-local")
 HELD_OUT = ("tore_chatarena", "llmbar_human", "pandalm", "autoj")
-ORDER = ("auto", "label-free", "fitted", "fitted-ppi", "auto-ppi", "auto, equal shares", "previous default",
+ORDER = ("auto", "label-free", "fitted", "fitted-ppi", "auto-ppi", "auto, label-free 2/3", "previous default",
          "one sequence", "whole pool", "plug-in", "baseline: logistic", "baseline: label-free")  # fmt: skip
 PREVIOUS_STARTS = ("strictest", 0.25, 0.5, 0.75, 1.0)
 
@@ -136,8 +136,8 @@ def methods(table, others, items, keep, truth, agreement, delta, rng) -> list[di
     one = ONE_SEQUENCE
     settings = {name: g.judge_candidates(spec, score, p, judge, roles) for name, spec in CERTIFY.items()}
     settings.update({
-        "auto, equal shares": g.judge_candidates((("label-free", 0.5, one), ("fitted", 0.5, one)), score, p, judge,
-                                                 roles),
+        "auto, label-free 2/3": g.judge_candidates((("label-free", 2 / 3, one), ("fitted", 1 / 3, one)), score, p,
+                                                   judge, roles),
         "one sequence": g.judge_candidates((("fitted", 1.0, one),), score, p, judge, roles),
         "whole pool": g.judge_candidates((("label-free", 1.0, one),), flat, p, judge, roles),
         "baseline: label-free": g.judge_candidates((("label-free", 1.0, one),), b2, p, judge, roles),

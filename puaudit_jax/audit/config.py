@@ -56,7 +56,7 @@ class AuditConfig:
         other_judges: columns holding other judges' verdicts on the same pairs (A | B | tie | missing)
         guarantee: agreement A in (0, 1) to guarantee: each pool verdict is trusted, flipped or escalated
             to a human so that the trusted and flipped ones agree with humans at least A of the time,
-            with probability >= 1 - delta (half of the labelled rows calibrate; needs a calibrated rule)
+            with probability >= 1 - delta (labelled rows calibrate, see certify; needs a calibrated rule)
         delta: probability in (0, 1) that the guarantee fails
         cascade: with guarantee, rows the judge's verdict is not certified for go to the other judges in the
             order given (cheapest first), each audited on its own verdicts with the judges before it (never
@@ -69,9 +69,8 @@ class AuditConfig:
         certify: with guarantee, the scores the pool is certified by. "label-free": the judge's agreement with
             its swapped order and the other judges, and its preference certainty, fitted on no label, so every
             labelled row tests it; "fitted": the audit's P(judge wrong), tested on the half of the labels hidden
-            from the audit; "auto": both, the label-free one at 2/3 of delta and the fitted one at 1/3, the one
-            certifying more kept; "fitted-ppi" / "auto-ppi": the fitted score tested with prediction-powered
-            p-values (asymptotic)
+            from the audit; "auto": both, each at half of delta, the one certifying more kept; "fitted-ppi" /
+            "auto-ppi": the fitted score tested with prediction-powered p-values (asymptotic)
         spot_checks: with guarantee, the share of certified pool rows the label plan (plan.csv, to_label.csv)
             sends to humans at random besides the escalated ones, so that ``quantify --plan`` can weight every
             label by a known probability (0: a plan quantify refuses)

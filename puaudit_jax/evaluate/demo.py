@@ -128,8 +128,8 @@ def _guarantee_lines(g: dict) -> list[str]:
     """The demo's last paragraph: what the guaranteed run kept (``g``: ``meta["guarantee"]``)."""
     A, delta = g["A"], g["delta"]
     command = f"--guarantee {A}" + ("" if delta == AuditConfig.delta else f" --delta {delta}")
-    lines = [f"\n-- trust, flip or escalate: the default audit with `{command}` on the same splits (half of the "
-             "labelled rows calibrate)"]  # fmt: skip
+    lines = [f"\n-- trust, flip or escalate: the default audit with `{command}` on the same splits (every labelled "
+             "row tests the judge's label-free score, the half hidden from the audit its P(judge wrong))"]  # fmt: skip
     if "error" in g:
         return lines + [f"Not available: {g['error']}"]
     n, agreement = g["splits"], g["certified_agreement_mean"]

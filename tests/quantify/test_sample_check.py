@@ -63,3 +63,29 @@ def test_fisher_exact_p_equals_scipy(cells):
 
     table = np.array(cells).reshape(2, 2)
     assert fisher_exact_p(table) == pytest.approx(fisher_exact(table).pvalue, rel=1e-9, abs=1e-300)
+
+
+def test_the_balance_check_is_uniform_under_random_labels_and_flags_labels_drawn_by_a_feature():
+    """Permutation p-values within strata: about alpha of random labellings flagged; labels drawn where one
+    feature is high flagged every time, and the warning names that feature."""
+    from puaudit_jax.quantify.sample_check import BalanceCheck, balance_check, check_from_dict
+
+    rng = np.random.default_rng(0)
+    n = 600
+    x = np.column_stack([rng.normal(size=n), rng.integers(-1, 2, n), rng.random(n)])
+    strata = rng.integers(0, 3, n).astype(str)
+    p_values = []
+    for seed in range(200):
+        lab = np.random.default_rng(seed).random(n) < 0.3
+        p_values.append(balance_check(x, ["a", "b", "c"], lab, ~lab, strata, permutations=199, seed=seed).p_value)
+    assert 0.35 < np.mean(p_values) < 0.65 and np.mean(np.array(p_values) < 0.05) <= 0.05 + 3 * np.sqrt(0.05 / 200)
+    chosen = (x[:, 1] == 1) & (rng.random(n) < 0.8)  # labels only where "b" agrees
+    check = balance_check(x, ["a", "b", "c"], chosen, ~chosen, strata)
+    assert check.p_value == pytest.approx(1 / 1000) and check.features["b"][0] == 1.0
+    assert "largest gap: b 1.00 labelled" in check.warning and "within question_type values" in check.warning
+    assert check_from_dict(check.to_dict()) == check and isinstance(check_from_dict(check.to_dict()), BalanceCheck)
+    # a share that differs between strata is no imbalance within them
+    by_stratum = np.where(strata == "0", rng.random(n) < 0.6, rng.random(n) < 0.1)
+    shifted = x + (strata == "0")[:, None] * 2.0  # stratum 0 sits elsewhere
+    assert balance_check(shifted, ["a", "b", "c"], by_stratum, ~by_stratum, strata).p_value > 0.01
+    assert balance_check(x, ["a", "b", "c"], np.zeros(n, bool), np.ones(n, bool), strata).p_value is None

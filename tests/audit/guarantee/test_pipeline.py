@@ -385,7 +385,7 @@ def test_each_certify_setting_tests_its_candidates_on_their_own_rows(cone):
                                                              certify=c)).report.guarantee
             for c in ("auto", "label-free", "fitted")}  # fmt: skip
     assert [r[0] for r in runs["auto"].candidates] == ["label-free", "fitted"]
-    assert [r[1] for r in runs["auto"].candidates] == pytest.approx([0.1 * 2 / 3, 0.1 / 3])  # D split 2 : 1
+    assert [r[1] for r in runs["auto"].candidates] == pytest.approx([0.05, 0.05])  # D split evenly
     assert [r[2] for r in runs["auto"].candidates] == [300, 150]  # every label, the hidden half
     assert runs["label-free"].candidates[0][:3] == ("label-free", 0.1, 300)
     assert runs["fitted"].candidates[0][:3] == ("fitted", 0.1, 150)
