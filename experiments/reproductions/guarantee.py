@@ -27,7 +27,8 @@ same run, through the library's own functions (:mod:`puaudit_jax.audit.guarantee
 A masking *violates* when the certified pool rows agree with their hidden labels less than A of the time
 (target: at most D of the maskings, within Monte-Carlo error). Bundled sets choose the default; the
 held-out sets (``--held-out DIR`` of comparison tables; see results/guarantee.md for their provenance)
-never tune anything and are reported apart. Writes ``results/guarantee.{md,csv,json}`` and the
+never tune anything and are reported apart. Writes ``results/guarantee.{md,csv,json,png}`` (the figure:
+coverage against A per set at 20 % labels, the held-out sets at theirs) and the
 per-masking outcomes ``results/guarantee_runs.csv.gz``; ``--from-runs`` summarises such files (runs split
 over several processes, e.g. one ``--sets`` each with its own ``--out``) without running anything.
 """
@@ -214,6 +215,44 @@ def markdown(table: pd.DataFrame) -> str:
     return markdown_table(wide.fillna("n/a"))
 
 
+FIGURE_METHODS = ("auto", "label-free", "fitted", "auto-ppi", "previous default", "baseline: logistic",
+                  "baseline: label-free")  # fmt: skip
+
+
+def figure(table: pd.DataFrame, share: float, held_share: float, path: Path) -> None:
+    """Mean coverage against A, one panel per set (bundled at ``share``, held-out at theirs), one line per method.
+
+    A marker is hollow where the violation frequency exceeds its Monte-Carlo bound.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from puaudit_runtime.files import save_figure
+
+    part = table[np.where(table["held_out"], table["p_ratio"] == held_share, table["p_ratio"] == share)]
+    sets = list(dict.fromkeys(part.sort_values("held_out", kind="stable")["set"]))  # bundled first
+    fig, axes = plt.subplots(2, (len(sets) + 1) // 2, figsize=(3.2 * ((len(sets) + 1) // 2), 6.8), squeeze=False)
+    for ax, name in zip(axes.flat, sets):
+        rows = part[part["set"] == name]
+        for method in FIGURE_METHODS:
+            r = rows[rows["method"] == method].sort_values("A")
+            ok = r["violations"] <= r["bound"]
+            line = ax.plot(r["A"], r["coverage"], marker="o", ms=3, lw=1.6 if method == "auto" else 1, label=method)[0]
+            ax.plot(r["A"][~ok], r["coverage"][~ok], "o", mfc="white", color=line.get_color())
+        held = " (held out)" if rows["held_out"].iloc[0] else ""
+        ax.set_title(f"{name}{held}, {rows['p_ratio'].iloc[0]:.0%} labels", fontsize=9)
+        ax.set(ylim=(-0.02, 1.02), xlabel="A", ylabel="share of the pool certified")
+    for ax in list(axes.flat)[len(sets) :]:
+        ax.axis("off")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    save_figure(fig, path, dpi=110)
+    plt.close(fig)
+
+
 def tasks(args) -> list[dict]:
     """One task per (set, share): the bundled sets at every share, the held-out ones at theirs."""
     common = dict(maskings=args.maskings, agreements=args.agreements, delta=args.delta, seed=args.seed,
@@ -258,6 +297,7 @@ def main(argv=None) -> int:
                      + markdown(part))  # fmt: skip
     text = "\n\n".join(parts) + "\n"
     write_text(text, out / "guarantee.md")
+    figure(table, 0.2, args.held_out_p_ratio, out / "guarantee.png")
     print(text)
     return 0
 
