@@ -11,7 +11,8 @@ Where things happen, one module per stage:
 ``score.py``                  pool scored against P' by the scorer (:class:`Scores`)
 ``crossfit.py``               out-of-fold features of the labelled rows (calibrated rules)
 ``decide.py``                 the rule flips the judge's verdicts (:func:`apply_rule`)
-``guarantee.py``              with ``guarantee``: trust, flip or escalate each verdict (:class:`Guarantee`)
+``guarantee/``                the guarantee's pure stages: candidates, tests, roles, cascade, report
+``guaranteed.py``             with ``guarantee``: trust, flip or escalate each verdict (:class:`Guarantee`)
 ``report.py``                 :class:`AuditReport`, its versioned JSON (report.json) and text
 ``write.py``                  items.csv / items.parquet / report.json written to a folder
 ``pipeline.py``               :func:`run_audit` / :func:`audit`: the chain, :class:`AuditResult`

@@ -8,27 +8,33 @@ with pi_i proportional to sqrt(E[(y - yhat)^2 | x_i]) (their Theorem 1): for a c
 it is surely right or surely wrong. A share ``mix`` of uniform sampling keeps every pi away from 0 (a
 tiny pi makes a huge weight). With constant p the plan is uniform sampling.
 
-**The estimate** is design-based, for the R rows of the table, conditional on the labels given before
-the plan (they count as themselves: probability 1; the plan's probabilities were computed from them,
-so they are fixed, and the plan's draws are the only randomness). Labelled rows carry w_i = 1 / pi_i;
-the ratio (Hájek) form with predictions yhat (PPI with weights)
+**The estimate** is for the R rows of the table. Each labelled row carries w_i = 1 / p_i, p_i its
+probability of being labelled at all: for a plan drawn after a random sample (a share r labelled first,
+``plan-labels``), p = r + (1 - r) pi for every row, those labelled first with the pi they would have had
+(:func:`inclusion_probability`: two-phase sampling); where the plan's probabilities were chosen *on* the
+earlier labels (a guarantee's escalation plan), the earlier rows count as themselves, p = 1, and the plan's
+rows p = pi (the estimate is conditional on the earlier labels). The ratio (Hájek) form with predictions
+yhat (PPI with weights)
 
     mean = lam mean_R(yhat) + sum_lab w (y - lam yhat) / sum_lab w
 
-is the labelled rows' mean when every pi is equal and nothing was labelled before (lam = 0), and
-consistent for the table's mean whatever the pi. Its variance under Poisson sampling (linearised):
-sum_lab (1 - pi) w^2 (e - e_bar)^2 / (sum_lab w)^2 with e = y - lam yhat; rows labelled with certainty
-(pi = 1: labelled before the plan, escalated rows) add none. lam in [0, 1] minimises it. Rows are drawn
-one by one, so a cluster column does not enter the design variance.
+is the labelled rows' mean when every p is equal (lam = 0), and consistent for the table's mean
+whatever the p. Its variance under Poisson sampling (linearised): sum_lab (1 - p) w^2 (e - e_bar)^2 /
+(sum_lab w)^2 with e = y - lam yhat; rows labelled with certainty add none. lam in [0, 1] minimises it.
+The interval uses Student's t with one degree of freedom fewer than the rows drawn at random (p < 1):
+a per-model win rate may rest on a handful of draws. Rows are drawn one by one, so a cluster column does
+not enter the design variance.
 
     sampling_probabilities(uncertainty (N,), budget, mix) -> pi (N,), sum pi = budget, 0 < pi <= 1
-    active_mean(y (R,), yhat (R,), pi (R,), labelled (R,), level) -> Estimate
-    predicted_half_width(pi (N,), sigma2 (N,), rows, level) -> half-width of the mean
+    inclusion_probability(pi (R,), r) -> r + (1 - r) pi: labelled before the plan or drawn by it
+    active_mean(y (R,), yhat (R,), p (R,), labelled (R,), level) -> Estimate
+    predicted_half_width(p (R,), sigma2 (R,), level) -> half-width of the mean
 """
 
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import stdtrit  # Student's t quantile without scipy.stats' 0.6 s import
 
 from .estimators import HUMAN_ONLY, PPI, Estimate, check_level, not_estimable, z_value
 
@@ -108,6 +114,23 @@ def sampling_probabilities(uncertainty, budget: float, mix: float = 0.2, others=
     return pool if others is None else (pool, np.minimum(c * _weights(others, u.mean(), mix), 1.0))
 
 
+def inclusion_probability(pi, labelled_share: float) -> np.ndarray:
+    """P(an item is labelled) = r + (1 - r) pi: in the random sample before the plan (share r), or drawn.
+
+    The two-phase design of ``plan-labels``: the labelled sample was random (each item with probability r),
+    the plan drew from the rest with pi.
+
+    Args:
+        pi: (R,) the plan's sampling probabilities (for an item of the earlier sample: the one it would
+            have had).
+        labelled_share: r, the share of items labelled before the plan, in [0, 1).
+
+    Returns:
+        (R,) probabilities in (0, 1].
+    """
+    return labelled_share + (1 - labelled_share) * np.asarray(pi, np.float64)
+
+
 def _lam(y: np.ndarray, yhat: np.ndarray, v: np.ndarray) -> float:
     """The lam in [0, 1] minimising sum v (e - e_bar)^2, e = y - lam yhat (0 when yhat does not vary)."""
     if not v.sum() > 0:
@@ -124,9 +147,9 @@ def active_mean(y, yhat, pi, labelled, level: float, lam: float | None = None, c
     Args:
         y: (R,) outcomes (read where ``labelled``).
         yhat: (R,) predictions of the outcome, in [0, 1].
-        pi: (R,) each item's probability of being labelled: 1 for rows labelled before the plan, the plan's
-            pi for the others (:func:`.plan.planned_probabilities`); read on labelled rows, and on the
-            unlabelled ones to tell whether rows that could have been drawn were left unseen.
+        pi: (R,) each item's probability of being labelled (:func:`.plan.planned_probabilities`); read on
+            labelled rows, and on the unlabelled ones to tell whether rows that could have been drawn were
+            left unseen.
         labelled: (R,) bool, the items with an outcome.
         level: the interval's coverage, in (0, 1).
         lam: a fixed lam (0: the human-only ratio mean), or None for the variance-minimising one.
@@ -160,27 +183,27 @@ def active_mean(y, yhat, pi, labelled, level: float, lam: float | None = None, c
     rectifier = float(np.sum(w * e) / np.sum(w))
     estimate = lam * float(yhat.mean()) + rectifier
     se = float(np.sqrt(np.sum((1 - pi[labelled]) * w**2 * (e - rectifier) ** 2)) / np.sum(w))
-    half = z_value(level) * se
+    drawn = int((random & labelled).sum())
+    half = float(stdtrit(max(drawn - 1, 1), 0.5 + level / 2)) * se  # Student's t: few draws (module docstring)
     return Estimate(estimator, estimate, estimate - half, estimate + half, level, n, rows - n,
                     lam=None if estimator == HUMAN_ONLY else lam)  # fmt: skip
 
 
-def predicted_half_width(pi, sigma2, rows: int, level: float) -> float:
-    """The half-width :func:`active_mean` is expected to have when the pool is sampled with ``pi``.
+def predicted_half_width(pi, sigma2, level: float) -> float:
+    """The half-width :func:`active_mean` is expected to have when every row is labelled with probability ``pi``.
 
-    Var = sum_pool (1 / pi_i - 1) sigma2_i / rows^2 (the module docstring's variance, in expectation, the
-    ratio's denominator taken at its mean ``rows``), sigma2_i = E[(y_i - yhat_i)^2 | x_i] (p (1 - p) for a
-    calibrated P(judge wrong) p).
+    Var = sum (1 / pi_i - 1) sigma2_i / R^2 (the module docstring's variance, in expectation, the ratio's
+    denominator taken at its mean R), sigma2_i = E[(y_i - yhat_i)^2 | x_i] (p (1 - p) for a calibrated
+    P(judge wrong) p).
 
     Args:
-        pi: (N,) the pool's sampling probabilities, in (0, 1].
-        sigma2: (N,) the pool's expected squared residuals.
-        rows: R, every row of the table (the pool and the rows labelled before the plan).
+        pi: (R,) every row's probability of being labelled (:func:`inclusion_probability`), in (0, 1].
+        sigma2: (R,) the rows' expected squared residuals.
         level: the interval's coverage, in (0, 1).
 
     Returns:
         The predicted half-width, in the outcome's units.
     """
     pi, sigma2 = np.asarray(pi, np.float64), np.asarray(sigma2, np.float64)
-    var = float(((1 / pi - 1) * sigma2).sum()) / rows**2
+    var = float(((1 / pi - 1) * sigma2).sum()) / len(pi) ** 2
     return float(z_value(check_level(level)) * np.sqrt(var))

@@ -231,7 +231,7 @@ def bt_leaderboard(model_a, model_b, y, predictions: dict, labelled, unlabelled,
         level: coverage of the intervals and the rank-sets, in (0, 1).
         clusters: (R,) cluster labels for cluster-robust intervals, or None.
         probability: (R,) under a label plan, each labelled row's probability of being labelled
-            (:func:`.active.inclusion_probability`), or None for a random sample.
+            (1 for rows labelled before the plan: :func:`.plan.planned_probabilities`), or None for a random sample.
 
     Returns:
         (model, Estimate) pairs: Elo scores with their rank-sets, or not-estimable rows saying why.

@@ -1,13 +1,20 @@
 """``plan_labels``: the next items to send to humans, their probabilities, and what the labels will buy.
 
 A plan covers every usable row of a comparison table: rows labelled before the plan (role
-``labelled``, sampling probability 1: they count as themselves) and the unlabelled pool (role ``pool``),
-each pool item with its sampling probability and whether it was drawn (:mod:`.active`). Written as
-``plan.csv``, it is read back by :func:`planned_probabilities` when the labels have come back, so that
-:func:`~puaudit_jax.quantify.quantify` weights every planned label by 1 / pi and its intervals stay valid.
-A guaranteed audit's escalated rows are such a plan too (:func:`escalation_plan`): escalated rows with
-probability 1, and a random share of the certified rows (spot checks), so that every row the plan speaks
-for has a known, non-zero probability.
+``labelled``) and the unlabelled pool (role ``pool``), each pool item with its sampling probability and
+whether it was drawn (:mod:`.active`). Written as ``plan.csv``, it is read back by
+:func:`planned_probabilities` when the labels have come back, so that :func:`~puaudit_jax.quantify.
+quantify` weights every label by 1 / its probability of being labelled and its intervals stay valid.
+Its ``design`` says how the earlier labels count:
+
+- ``two-phase`` (``plan-labels``): the earlier labels were a random sample (a share r) and the plan's
+  probabilities barely depend on them; every row's probability is r + (1 - r) pi, the earlier rows with
+  the pi they would have had;
+- ``conditional`` (:func:`escalation_plan`, a guaranteed audit's rows to label): the plan was chosen on the
+  earlier labels (the certified rows are those whose labelled neighbours agreed), so the earlier rows
+  count as themselves (probability 1) and the plan's rows have their pi: escalated rows 1, and a random
+  share of the certified ones (spot checks), so that every row the plan speaks for has a known, non-zero
+  probability.
 
     plan_labels(table, p_wrong (R,) or None, config) -> LabelPlanReport
     escalation_plan(items, spot_checks, seed) -> plan frame
@@ -22,12 +29,13 @@ import numpy as np
 import pandas as pd
 
 from ..datasets.verdicts import MISSING
-from .active import predicted_half_width, sampling_probabilities, uncertainty
+from .active import inclusion_probability, predicted_half_width, sampling_probabilities, uncertainty
 from .config import TARGETS, PlanConfig  # noqa: F401  (TARGETS re-exported; both light, for the CLI)
 from .estimators import z_value
 from .targets import agreement_inputs, inputs, usable_rows
 
 PLAN_COLUMNS = ("id", "role", "p_wrong", "sampling_prob", "selected")
+DESIGNS = ("two-phase", "conditional")  # the optional ``design`` column of a plan (module docstring); the first: absent
 
 
 @dataclass(frozen=True)
@@ -35,8 +43,8 @@ class LabelPlanReport:
     """A drawn plan and its power analysis.
 
     Attributes:
-        frame: one row per usable table row (:data:`PLAN_COLUMNS`; rows labelled before the plan have
-            ``sampling_prob`` 1: they count as themselves).
+        frame: one row per usable table row (:data:`PLAN_COLUMNS` and ``design``; on rows labelled before the
+            plan, ``sampling_prob`` is the probability they would have had: the estimator weighs them too).
         power: predicted half-widths of ``target`` at several budgets: columns ``budget``,
             ``planned`` and ``random`` (uniform sampling), in the outcome's units.
         needed: labels needed for a half-width ``width`` with the plan's weighting (None without a
@@ -114,13 +122,19 @@ def plan_labels(table: pd.DataFrame, p_wrong, config: PlanConfig = PlanConfig())
         raise ValueError(f"--budget {config.budget} is larger than the pool of {n_pool} unlabelled items")
     u = uncertainty(p[used])
     in_pool, share = pool[used], float(labelled.sum() / used.sum())
-    pi = np.ones(len(u))  # rows labelled before the plan: certain
-    pi[in_pool] = sampling_probabilities(u[in_pool], config.budget, config.mix)
+
+    def probabilities(budget: float, mix: float) -> np.ndarray:
+        """(used rows,) plan probabilities: drawn ones for the pool, would-have-been ones for the rest."""
+        out = np.empty(len(u))
+        out[in_pool], out[~in_pool] = sampling_probabilities(u[in_pool], budget, mix, others=u[~in_pool])
+        return out
+
+    pi = probabilities(config.budget, config.mix)
     drawn = np.random.default_rng(config.seed).random(len(pi)) < pi
     frame = pd.DataFrame({"id": table["id"].astype(str).to_numpy()[used], "role": np.where(in_pool, "pool", "labelled"),
-                          "p_wrong": p[used], "sampling_prob": pi, "selected": drawn & in_pool})  # fmt: skip
-    residual = sigma2[used][in_pool]
-    half = lambda b, m: predicted_half_width(sampling_probabilities(u[in_pool], b, m), residual, len(u),  # noqa: E731
+                          "p_wrong": p[used], "sampling_prob": pi, "selected": drawn & in_pool,
+                          "design": DESIGNS[0]})  # fmt: skip
+    half = lambda b, m: predicted_half_width(inclusion_probability(probabilities(b, m), share), sigma2[used],  # noqa: E731
                                              config.level)  # fmt: skip
     budgets = sorted({int(b) for b in np.linspace(1, n_pool, 9).round()} | {config.budget})
     power = pd.DataFrame({"budget": budgets, "planned": [half(b, config.mix) for b in budgets],
@@ -153,16 +167,16 @@ def _labels_needed(half_width, n_pool: int, width: float) -> int:
 
 
 def planned_probabilities(table: pd.DataFrame, plan: pd.DataFrame) -> np.ndarray:
-    """The probability every planned row of ``table`` had of being labelled (1 for rows labelled before the plan).
+    """The probability every planned row of ``table`` had of being labelled, by the plan's ``design``.
 
     Args:
         table: the comparison table after the planned labels came back (R rows).
-        plan: a plan frame (:data:`PLAN_COLUMNS`, e.g. ``plan.csv`` read back).
+        plan: a plan frame (:data:`PLAN_COLUMNS`, optionally ``design``; e.g. ``plan.csv`` read back).
 
     Returns:
-        (R,) float: 1 on the rows labelled before the plan (they count as themselves), the plan's pi on its
-        pool rows (labelled now or not: :func:`.active.active_mean` needs to know what was left unseen),
-        NaN on rows outside the plan (unusable).
+        (R,) float (module docstring): ``two-phase`` (or no ``design``): r + (1 - r) pi on every planned row;
+        ``conditional``: 1 on the rows labelled before the plan, pi on its pool rows. Labelled now or not
+        (:func:`.active.active_mean` needs to know what was left unseen); NaN on rows outside the plan.
 
     Raises:
         ValueError: the plan lacks a column, repeats an id or has a role / selected value it never writes; a
@@ -205,13 +219,30 @@ def planned_probabilities(table: pd.DataFrame, plan: pd.DataFrame) -> np.ndarray
            "re-run `puaudit audit --guarantee` with --spot-checks above 0 (a random share of the certified rows "
            "is labelled too), or plan with `puaudit plan-labels`")  # fmt: skip
     _check(ids, unlabelled & (role == "labelled"), "{n} items the plan lists as labelled before it have no label")
-    return np.where(role == "labelled", 1.0, np.where(labelled | unlabelled, pi, np.nan))
+    if _design(plan) == "conditional":
+        return np.where(role == "labelled", 1.0, np.where(labelled | unlabelled, pi, np.nan))
+    bad = labelled & (role == "labelled") & ~((pi >= 0) & (pi <= 1))
+    _check(ids, bad, "{n} items labelled before the plan have no valid sampling probability in [0, 1]")
+    share = float((plan["role"].astype(str) == "labelled").mean())
+    return np.where(labelled | unlabelled, inclusion_probability(pi, share), np.nan)
+
+
+def _design(plan: pd.DataFrame) -> str:
+    """The plan's ``design`` (one of :data:`DESIGNS`; absent: the first), or ValueError naming a bad one."""
+    if "design" not in plan.columns:
+        return DESIGNS[0]
+    values = set(plan["design"].astype(str))
+    if len(values) != 1 or not values <= set(DESIGNS):
+        raise ValueError(f"the label plan's design column must hold one of {', '.join(DESIGNS)} on every row, got "
+                         f"{sorted(values)}")  # fmt: skip
+    return values.pop()
 
 
 def escalation_plan(items: pd.DataFrame, spot_checks: float, seed: int = 0) -> pd.DataFrame:
     """A guaranteed audit's rows to label, as a plan: the escalated ones, and spot checks of the certified ones.
 
-    Every usable row is in the plan. Rows labelled before it are ``labelled`` (probability 1). Pool rows
+    Every usable row is in the plan, its ``design`` ``conditional`` (module docstring): the certified rows were
+    chosen on the earlier labels. Rows labelled before it are ``labelled`` (probability 1). Pool rows
     escalated, or left out of the audit (no certified verdict), are drawn with probability 1; certified
     (trusted or flipped) pool rows with probability ``spot_checks``, each independently. Once humans have
     labelled the drawn rows, ``puaudit quantify DATA --plan DIR`` weights every label by 1 / its probability
@@ -223,8 +254,8 @@ def escalation_plan(items: pd.DataFrame, spot_checks: float, seed: int = 0) -> p
         seed: the seed of the draws.
 
     Returns:
-        One row per usable item: id, role (labelled | pool), p_wrong, sampling_prob, selected, and why
-        (escalated | spot check | left out of the audit | labelled before).
+        One row per usable item: id, role (labelled | pool), p_wrong, sampling_prob, selected, why
+        (escalated | spot check | left out of the audit | labelled before) and design (conditional).
     """
     labelled, unlabelled = usable_rows(items)
     used = labelled | unlabelled
@@ -239,7 +270,8 @@ def escalation_plan(items: pd.DataFrame, spot_checks: float, seed: int = 0) -> p
                    np.where(decision == "escalate", "escalated", "left out of the audit")))  # fmt: skip
     return pd.DataFrame({"id": items["id"].astype(str).to_numpy()[used],
                          "role": np.where(unlabelled, "pool", "labelled")[used], "p_wrong": p[used],
-                         "sampling_prob": pi[used], "selected": drawn[used], "why": why[used]})  # fmt: skip
+                         "sampling_prob": pi[used], "selected": drawn[used], "why": why[used],
+                         "design": DESIGNS[1]})  # fmt: skip
 
 
 def _check(ids: np.ndarray, bad: np.ndarray, message: str) -> None:

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from puaudit_jax.quantify import HUMAN_ONLY, PPI, ppi_mean, quantify
-from puaudit_jax.quantify.active import active_mean, sampling_probabilities, uncertainty
+from puaudit_jax.quantify.active import active_mean, inclusion_probability, sampling_probabilities, uncertainty
 from puaudit_jax.quantify.plan import PlanConfig, plan_labels, planned_probabilities
 
 
@@ -98,9 +98,14 @@ def test_a_plan_read_back_names_labels_never_planned_and_planned_items_without_l
     chosen = report.frame.set_index("id")["selected"].reindex(table["id"]).to_numpy(bool)
     back = shown.assign(human=np.where(chosen, table["human"], shown["human"]))
     pi = planned_probabilities(back, report.frame)
-    np.testing.assert_allclose(pi[:30], 1.0)  # labelled before the plan: they count as themselves
-    np.testing.assert_allclose(pi[30:], report.frame["sampling_prob"][30:])  # drawn or not: the plan's pi
-    assert (report.frame.loc[report.frame.role == "labelled", "sampling_prob"] == 1).all()
+    share = 30 / 300
+    np.testing.assert_allclose(pi, inclusion_probability(report.frame["sampling_prob"], share))  # two-phase
+    assert (report.frame["design"] == "two-phase").all()
+    conditional = report.frame.assign(design="conditional")  # the earlier labels count as themselves
+    np.testing.assert_allclose(planned_probabilities(back, conditional)[:30], 1.0)
+    np.testing.assert_allclose(planned_probabilities(back, conditional)[30:], report.frame["sampling_prob"][30:])
+    with pytest.raises(ValueError, match="design column must hold one of two-phase, conditional"):
+        planned_probabilities(back, report.frame.assign(design="other"))
     stray = int(np.flatnonzero(~chosen & (np.arange(300) >= 30))[0])
     with pytest.raises(ValueError, match=rf"labels came back for 1 items the plan never selected, e.g. id 'r{stray}'"):
         planned_probabilities(back.assign(human=np.where(np.arange(300) == stray, "A", back["human"])), report.frame)
@@ -203,7 +208,7 @@ def test_the_weighted_bradley_terry_fit_covers_under_a_plan_that_over_samples_er
         plan_pi = np.ones(n)
         plan_pi[~first], plan_pi[first] = pi_plan, pi_first
         lab = first | drawn
-        prob = np.where(first, 1.0, plan_pi)  # labelled before the plan: certain
+        prob = inclusion_probability(plan_pi, first.mean())
         names = np.array(["m0", "m1", "m2"])
         args = (names[a], names[b], np.where(lab, y, np.nan), {PPI: judge}, lab, ~lab, 0.9)
         full = bt_leaderboard(names[a], names[b], y, {PPI: judge}, np.ones(n, bool), np.zeros(n, bool), 0.9)

@@ -12,16 +12,17 @@ final verdicts of the trusted and flipped rows is at least A (the selective guar
 Choi, "Trust or Escalate: LLM Judges with Provable Guarantees for Human Agreement", ICLR 2025, §3,
 arXiv 2407.18370). One idea per module, pure numpy:
 
-==================  ===================================================================================
-``roles.py``        which labelled rows calibrate, which are hidden from the audit (:class:`RowRoles`)
-``testing.py``      exact binomial tests of thresholds in a fallback sequence (:func:`select`)
-``semi_supervised`` prediction-powered p-values from the pool's predictions (:func:`ppi_curve`)
-``candidates.py``   the scores to certify by, label-free and fitted, and the valid choice among them
-``certify.py``      the seam: ``certify(stages, roles, human, settings) -> Certification`` (cascade)
-``stages.py``       the judges of a run and each one's candidates (:func:`stages_of`)
-``needed.py``       how many more labels would certify something, by simulation (:class:`LabelsNeeded`)
-``report.py``       :class:`Guarantee`, the report's section, and its prose
-==================  ===================================================================================
+======================  ===================================================================================
+``roles.py``            which labelled rows calibrate, which are hidden from the audit (:class:`RowRoles`)
+``testing.py``          exact binomial tests of thresholds in a fallback sequence (:func:`select`)
+``semi_supervised.py``  prediction-powered p-values from the pool's predictions (:func:`ppi_curve`)
+``candidates.py``       the scores to certify by, label-free and fitted, and the valid choice among them
+``certify.py``          the seam: ``certify(stages, roles, human, settings) -> Certification`` (cascade)
+``stages.py``           the judges of a run and each one's candidates (:func:`stages_of`)
+``needed.py``           how many more labels would certify something, by simulation (:class:`LabelsNeeded`)
+``report.py``           :class:`Guarantee`, the report's section, and its prose
+``assumptions.py``      the balance checks of every value the scores read
+======================  ===================================================================================
 
 Assumptions, checked where the data allow: the labelled rows are a random sample of the pool (the
 audit's chi-square checks of the labelled share by question type, by the judge's verdict within types and
