@@ -291,13 +291,14 @@ def test_audit_with_a_guarantee_writes_decisions_and_says_what_it_certified(cone
     root, data = cone_files
     out = root / "guarantee"
     argv = ["audit", str(root / "cmp.jsonl"), "--embeddings", str(root / "emb.npz"), "--scorer", "centroid",
-            "--guarantee", "0.8", "--delta", "0.2", "--out", str(out)]  # fmt: skip
+            "--guarantee", "0.8", "--delta", "0.2", "--certify", "fitted", "--out", str(out)]  # fmt: skip
     assert main(argv) == 0
     items = pd.read_parquet(out / "items.parquet")
     assert set(items.loc[items.role == "U", "decision"]) <= {"trust", "flip", "escalate"}
     assert (items.role == "calibration").sum() == 60  # half of the 120 labelled rows
     report = json.loads((out / "report.json").read_text())["guarantee"]
     assert report["agreement"] == 0.8 and report["delta"] == 0.2 and report["n_calibration"] == 60
+    assert report["certify"] == "fitted" and report["candidate"] == "fitted" and report["coverage"] > 0
     printed = capsys.readouterr().out
     assert "guarantee: agreement >= 0.8 with probability >= 0.8" in printed
     assert (out / "guarantee.png").stat().st_size > 10_000  # the risk-coverage figure
