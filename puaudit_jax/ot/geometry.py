@@ -124,7 +124,7 @@ class Geometry:
     # ------------------------------------------------------------------ properties
     @property
     def shape(self) -> tuple[int, int]:
-        """(n, m): rows and columns of the cost matrix (this device's block when split)."""
+        """The rows and columns (n, m) of the cost matrix (this device's block when split)."""
         if self.matrix is not None:
             return tuple(self.matrix.shape)  # type: ignore[return-value]
         return (self.x.shape[0], self.y.shape[0])

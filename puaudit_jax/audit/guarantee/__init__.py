@@ -32,6 +32,7 @@ rows of one cluster as independent, which they are not: the report says so).
 """
 
 from ..names import CERTIFY
+from .assumptions import balance_checks, evidence_values
 from .candidates import Candidate, Choice, choose, final_verdicts, fitted, label_free, try_candidate
 from .certify import Certification, Settings, Stage, certify
 from .needed import LabelsNeeded, labels_needed
@@ -76,6 +77,7 @@ __all__ = [
     "Selection",
     "Settings",
     "Stage",
+    "balance_checks",
     "binomial_curve",
     "calibrating_status",
     "calibration_rows",
@@ -84,6 +86,7 @@ __all__ = [
     "choose",
     "confidence",
     "coverage_by_type",
+    "evidence_values",
     "fallback",
     "final_verdicts",
     "fitted",
