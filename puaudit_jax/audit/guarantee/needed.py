@@ -3,13 +3,13 @@
 When no candidate certified anything, the labels at hand may simply be too few. The simulation asks what
 a larger random sample would have done: for a total of L labelled rows, each candidate's calibration rows
 are redrawn with replacement from its own (confidence, correct) pairs, as many as it would have out of L
-(the fitted candidate about half, the label-free one all), and :func:`.candidates.choose` runs again on the
-same pool, at D split as before, with exact binomial p-values. The confidences stay as they are (the fitted
-map is not refitted on the larger sample). The
-answer is the range of extra labels from where half of the simulated samples certify something to where
-``HIGH`` of them do; never 0 (nothing was certified with the labels at hand), never more than the pool
-(the rows that exist to be labelled); None when labelling the whole pool would certify something in
-fewer than half of them: better evidence or a lower A is needed, not more labels.
+(the fitted candidate about half, the label-free one all), and each is tested again on the same pool, at
+its share of D as before, with exact binomial p-values. The confidences stay as they are (the fitted map
+is not refitted on the larger sample). The answer is the range of extra labels from where half of the
+simulated samples certify something to where ``HIGH`` of them do; never 0 (nothing was certified with
+the labels at hand), never more than the pool (the rows that exist to be labelled); None when labelling
+the whole pool would certify something in fewer than half of them: better evidence or a lower A is
+needed, not more labels.
 """
 
 from __future__ import annotations
@@ -57,16 +57,16 @@ def certify_share(candidates, pool, human, agreement, delta, scale: float, rng, 
     """The share of ``draws`` simulated samples, ``scale`` times the labels at hand, that certify something.
 
     Each candidate's calibration rows are redrawn with replacement, ``scale`` times as many, and tested at
-    D / (number of candidates) with exact binomial p-values on the pool's grid (computed once).
+    its share of D with exact binomial p-values on the pool's grid (computed once).
     """
-    level, hits = delta / len(candidates), 0
-    fixed = []
+    total, hits, fixed = sum(c.share for c in candidates), 0, []
     for c in candidates:
         if len(c.calibration):
             size = max(1, int(round(len(c.calibration) * scale)))
-            fixed.append((c, size, thresholds(c.q[pool]), c.final[c.calibration] == human[c.calibration]))
+            correct = c.final[c.calibration] == human[c.calibration]
+            fixed.append((c, size, thresholds(c.q[pool]), correct, delta * c.share / total))
     for _ in range(draws):
-        for c, size, grid, correct in fixed:
+        for c, size, grid, correct, level in fixed:
             drawn = rng.integers(0, len(c.calibration), size)
             curve = binomial_curve(c.q[c.calibration][drawn], correct[drawn], c.q[pool], agreement, grid)
             if fallback(curve.p_value, place(curve, size, agreement, level, c.weights))[0].any():  # certifies some

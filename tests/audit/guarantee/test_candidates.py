@@ -136,3 +136,22 @@ def test_labels_needed_is_a_range_above_zero_no_larger_than_the_pool_and_about_r
     assert 0.25 <= np.mean(certify) <= 0.9
     weak, h, _ = _judge(rng, 660, 0.8)  # a judge at 80 %: no number of labels certifies A = 0.9
     assert labels_needed([label_free(np.zeros(660), weak, labelled)], pool, h, 60, 0.9, D) is None
+
+
+def test_the_labels_needed_simulation_tests_each_candidate_at_its_own_share_of_delta():
+    """A candidate beside a useless one whose share is nearly 0 is simulated as if alone (at nearly all of D)."""
+    from puaudit_jax.audit.guarantee.needed import certify_share
+
+    rng = np.random.default_rng(5)
+    judge, human, _ = _judge(rng, 700, 0.9)
+    labelled, pool = np.arange(100), np.arange(100, 700)
+    alone = label_free(np.zeros(700), judge, labelled)
+    useless = replace(fitted(np.full(700, np.nan), judge, np.zeros(0, int), pool), share=1e-9)  # draws nothing
+    beside = [replace(alone, share=1.0), useless]
+    for scale in (0.5, 1.0, 1.5):
+        one = certify_share([alone], pool, human, 0.85, D, scale, np.random.default_rng(0))
+        two = certify_share(beside, pool, human, 0.85, D, scale, np.random.default_rng(0))
+        assert one == two, scale
+    half = certify_share([replace(alone, share=0.5), replace(useless, share=0.5)], pool, human, 0.85, D, 1.0,
+                         np.random.default_rng(0))  # fmt: skip
+    assert half < certify_share([alone], pool, human, 0.85, D, 1.0, np.random.default_rng(0))
