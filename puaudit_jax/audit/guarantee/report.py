@@ -123,15 +123,21 @@ class Guarantee:
                    f"{self.judge_agreement:.1%} of the calibrating rows)"]  # fmt: skip
         else:
             at = "" if self.threshold is None else (
-                f"; {self.candidate} confidence >= {self.threshold:.3f}, calibration agreement "
+                f"; {_rule(self.candidate, self.threshold)}, calibration agreement "
                 f"{self.calibration_agreement:.1%}, lower bound {self.lower_bound:.3f}")  # fmt: skip
             out = [head + f": {self.coverage:.1%} of the pool certified (trust {c['trust']}, flip {c['flip']}, "
                    f"escalate {c['escalate']}){at}"]  # fmt: skip
         for judge, candidate, threshold, decided, reached in self.stages:
-            at = "nothing certified" if threshold is None else f"{candidate} confidence >= {threshold:.3f}"
+            at = "nothing certified" if threshold is None else _rule(candidate, threshold)
             out.append(f"guarantee: cascade: {judge}: {at}, decides {decided} of the {reached} pool rows that reach "
                        "it")  # fmt: skip
         return out + [f"guarantee: {note}" for note in self.notes]
+
+
+def _rule(candidate: str, threshold: float) -> str:
+    """A candidate's certified threshold in words: the label-free one's is a score, the fitted ones' a probability."""
+    what = "score (the judge's agreements)" if candidate == "label-free" else "confidence"
+    return f"{candidate} {what} >= {threshold:.3f}"
 
 
 def probability(delta: float) -> str:
