@@ -98,7 +98,13 @@ def _audit_command(args, config: AuditConfig, run, mesh) -> int:
     from ..evaluate import split_labels
     from ..evaluate.consistency import with_hidden_labels
 
-    table = inputs.load_data(args.data, args.include_unlabelled, other_judges=config.other_judges)
+    table = inputs.load_data(
+        inputs.data_of(args),
+        args.include_unlabelled,
+        other_judges=config.other_judges,
+        read=inputs.read_config(args),
+        quiet=args.quiet,
+    )
     inputs.check_columns(table, args.data, {"--cluster-by": config.cluster_by})
     # saved embeddings also cover the rows excluded for their human label (a tie), which quantify --with-audit
     # audits with every label hidden: one file serves both commands
@@ -158,7 +164,8 @@ def _write_escalation(result, table, folder) -> dict:
 
     The plan draws the escalated rows and those the audit left out with probability 1, and a random share
     ``spot_checks`` of the certified rows (:func:`~puaudit_jax.quantify.plan.escalation_plan`); ``to_label.csv``
-    holds the drawn rows with their probability and why they were drawn.
+    holds the drawn rows with their probability, why they were drawn and an empty ``human`` column to fill in
+    (the filled sheet is a ``--labels`` file).
     """
     from puaudit_runtime.files import write_csv
 
@@ -166,7 +173,7 @@ def _write_escalation(result, table, folder) -> dict:
 
     plan = escalation_plan(result.items, result.config.spot_checks, result.config.seed)
     drawn = plan.loc[plan["selected"], ["id", "sampling_prob", "why"]]
-    chosen = table.assign(id=table["id"].astype(str)).drop(columns=["human"]).merge(drawn, on="id", how="inner")
+    chosen = table.assign(id=table["id"].astype(str), human=None).merge(drawn, on="id", how="inner")
     write_csv(plan, folder / "plan.csv")
     write_csv(chosen, folder / "to_label.csv")
     reasons = ("escalated", "spot check", "left out of the audit")

@@ -22,32 +22,78 @@ from puaudit_runtime.flags import DeviceFlags, add_device_arguments, build_mesh
 from .. import datasets
 from ..audit.config import EmbedConfig
 from ..datasets.names import BUNDLED
+from ..datasets.read_config import READ_DEFAULTS, ReadConfig
 from .options import add_options, options_from_args
 from .run_folder import RunFolder
 
 if TYPE_CHECKING:
     import pandas as pd
 
+READ_RENAME = {"read_as": "as"}
+"""``ReadConfig.read_as`` is spelt ``--as`` (``--as judge``)."""
 EMBED_FIELDS = ("cache_dir", "no_cache", "batch_size", "max_length", "long_inputs")
 DEVICE_FIELDS = tuple(f.name for f in dataclasses.fields(DeviceFlags))
 """Destinations of the device and cluster flags (:func:`puaudit_runtime.flags.add_device_arguments`)."""
 
 
 def load_data(
-    data: str, include_unlabelled: bool | None = None, limit: int | None = None, *, other_judges=()
+    data: str | list[str],
+    include_unlabelled: bool | None = None,
+    limit: int | None = None,
+    *,
+    other_judges=(),
+    read: ReadConfig = READ_DEFAULTS,
+    quiet: bool = False,
 ) -> pd.DataFrame:
-    """:func:`puaudit_jax.datasets.load_data`, a missing file as a one-line CLI error.
+    """:func:`puaudit_jax.datasets.read_data`, its read report on stderr, a missing file as a one-line error.
 
-    ``other_judges`` (column names) are checked here, before any expensive step: every named column
-    exists and holds verdicts (errors name the row and the column).
+    Args:
+        data: a bundled set's name, a file, or files of one format (DATA).
+        include_unlabelled: bundled sets: add the judge-only comparisons.
+        limit: the first rows only.
+        other_judges: column names checked here, before any expensive step: every named column exists
+            and holds verdicts (errors name the row and the column).
+        read: how the files are read (--format, --columns, --labels, ...).
+        quiet: no read report.
     """
     try:
-        table = datasets.load_data(data, include_unlabelled, limit)
+        result = datasets.read_data(data, include_unlabelled, limit, read)
     except FileNotFoundError as err:
         raise SystemExit(f"error: {err}") from None
+    if not quiet and (result.report.format != "bundled" or read.labels):
+        for line in result.report.lines():
+            print(f"[puaudit] {line}", file=sys.stderr)
     if other_judges:
-        datasets.other_judge_verdicts(table, tuple(other_judges), source=f"{data} (--other-judges)")
-    return table
+        name = data if isinstance(data, str) else ", ".join(data)
+        datasets.other_judge_verdicts(result.table, tuple(other_judges), source=f"{name} (--other-judges)")
+    return result.table
+
+
+def read_config(args) -> ReadConfig:
+    """The :class:`ReadConfig` of the command line (--format, --columns, --labels, --answers, --as, ...)."""
+    return ReadConfig(**options_from_args(args, ReadConfig, rename=READ_RENAME))
+
+
+def data_of(args) -> list[str]:
+    """The files (or the bundled set's name) DATA names."""
+    return list(getattr(args, "data_files", None) or [args.data])
+
+
+class _DataFiles(argparse.Action):
+    """DATA: one bundled set's name or one or more files; ``args.data`` names them for people."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        namespace.data_files = list(values)
+        setattr(namespace, self.dest, ", ".join(values))
+
+
+def add_read_options(p: argparse.ArgumentParser) -> None:
+    """DATA as one or more files (or a bundled set), and how they are read (:class:`ReadConfig`)."""
+    p.add_argument("data", nargs="+", action=_DataFiles, metavar="DATA",
+                   help=f"bundled set ({', '.join(BUNDLED)}), or comparison file(s) of one format: this package's "
+                        "table, AlpacaEval annotations, FastChat judgments, an Arena table, reward-model pairs "
+                        "(JSON, JSON lines, CSV or parquet; the format is told from the records)")  # fmt: skip
+    add_options(p, ReadConfig, rename=READ_RENAME)
 
 
 def device_flags(args) -> DeviceFlags:
@@ -187,7 +233,7 @@ def output_folder(args):
 def add_data_options(p: argparse.ArgumentParser, data: bool = True) -> None:
     """DATA, where its embeddings come from, and the device flags."""
     if data:
-        p.add_argument("data", help=f"comparison file or bundled set ({', '.join(BUNDLED)})")
+        add_read_options(p)
         p.add_argument(
             "--include-unlabelled",
             action="store_true",

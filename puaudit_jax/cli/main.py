@@ -39,6 +39,7 @@ from .._version import __version__
 from . import interrupts
 from .audit import add_audit_parser
 from .consensus import add_consensus_parser
+from .convert import add_convert_parser
 from .evaluate import add_demo_parser, add_evaluate_parser
 from .judges import add_attack_parsers
 from .plan import add_plan_parser
@@ -79,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_attack_parsers(sub)
     add_consensus_parser(sub)
     add_probe_parser(sub)
+    add_convert_parser(sub)
     return parser
 
 

@@ -6,8 +6,9 @@ Draws about K items of the unlabelled pool, more where the audit's P(judge wrong
 (:mod:`puaudit_jax.quantify.active`; random sampling without an audit), and writes ``plan.csv``
 (every usable row with its sampling probability), ``to_label.csv`` (the drawn rows), ``power.csv``
 and ``power.png`` (predicted interval half-widths against the budget, planned and random) and
-``plan.json``. When the labels are back in DATA, ``puaudit quantify DATA --plan DIR`` weights them by
-their probabilities so the intervals stay valid.
+``plan.json``. Fill the ``human`` column of ``to_label.csv`` (A, B or tie) and ``puaudit quantify DATA
+--labels DIR/to_label.csv --plan DIR`` joins the labels on ids and weights them by their
+probabilities so the intervals stay valid (labels written into DATA itself work the same).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def _write(report, table, folder: Path, data: str, config: PlanConfig) -> list[s
 
     chosen = table[table["id"].astype(str).isin(report.selected["id"])]
     write_csv(report.frame, folder / "plan.csv")
-    write_csv(chosen.drop(columns=["human"]), folder / "to_label.csv")
+    write_csv(chosen.assign(human=None), folder / "to_label.csv")  # the human column to fill: a --labels file
     write_csv(report.power, folder / "power.csv")
     write_json({"data": data, "settings": asdict(config), "pool": int((report.frame["role"] == "pool").sum()),
                 "labelled_before": int((report.frame["role"] == "labelled").sum()), "selected": len(chosen),
@@ -69,7 +70,13 @@ def cmd_plan_labels(args) -> int:
     mesh = inputs.mesh_of(args) if args.with_audit else None
     inputs.checked_first(args)
     with inputs.output_folder(args) as run:
-        table = inputs.load_data(args.data, True, other_judges=audit_config.other_judges)
+        table = inputs.load_data(
+            inputs.data_of(args),
+            True,
+            other_judges=audit_config.other_judges,
+            read=inputs.read_config(args),
+            quiet=args.quiet,
+        )
         report = plan_labels(table, _p_wrong(args, table, audit_config, mesh), config)
         files = _write(report, table, run.path, args.data, config)
         if not args.no_figures:

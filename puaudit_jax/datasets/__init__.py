@@ -1,7 +1,8 @@
-"""Data layer: the comparison table, the bundled real sets, exclusions, and loaders of the other bundled data.
+"""Data layer: the comparison table, the readers of the field's formats, the bundled real sets, exclusions.
 
-The comparison table (schema, validation, file formats), the bundled real sets, the status / exclusion
-report of every comparison, and loaders of the other bundled data.
+The comparison table (schema, validation), the readers of the field's file formats (one registry,
+:mod:`.formats`), the bundled real sets, the status / exclusion report of every comparison, and
+loaders of the other bundled data.
 
 The data files themselves are package data under ``puaudit_jax/data/`` (this package is named
 ``datasets`` so that the code and the data folder do not share a name).
@@ -13,9 +14,13 @@ __all__ = [
     "BUNDLED",
     "CORE_COLUMNS",
     "EVIDENCE_COLUMNS",
+    "FORMATS",
     "STYLE_FEATURES",
     "Comparison",
     "ComparisonValidationError",
+    "Read",
+    "ReadConfig",
+    "ReadReport",
     "ValidationProblem",
     "aggregate_votes",
     "agreement",
@@ -25,9 +30,10 @@ __all__ = [
     "exclusion_counts",
     "exclusions",
     "item_status",
+    "join_labels",
     "load_bundled",
-    "load_data",
     "load_comparisons",
+    "load_data",
     "load_hh_rlhf",
     "load_judgebench",
     "load_judgebench_pairs",
@@ -37,6 +43,8 @@ __all__ = [
     "load_usr_topicalchat",
     "normalize_verdict",
     "other_judge_verdicts",
+    "read_comparisons",
+    "read_data",
     "reference_path",
     "save_comparisons",
     "score_matrix",
@@ -49,7 +57,10 @@ __all__ = [
 __getattr__, __dir__ = lazy_package(
     __name__,
     {
-        ".bundled": ("load_bundled", "load_data"),
+        ".bundled": ("load_bundled", "load_data", "read_data"),
+        ".formats": ("FORMATS", "join_labels", "load_comparisons", "read_comparisons"),
+        ".read_config": ("ReadConfig",),
+        ".reading": ("Read", "ReadReport"),
         ".names": ("BUNDLED", "STYLE_FEATURES"),
         ".comparisons": (
             "CORE_COLUMNS",
@@ -59,7 +70,6 @@ __getattr__, __dir__ = lazy_package(
             "ValidationProblem",
             "comparisons_to_frame",
             "conversation",
-            "load_comparisons",
             "other_judge_verdicts",
             "save_comparisons",
             "validate_comparisons",

@@ -17,14 +17,18 @@ request). ``vote_rule`` chooses how several human votes become one verdict (:mod
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from .comparisons import load_comparisons
+from .formats import join_labels, read_comparisons
 from .llmfao import load_llmfao
 from .mtbench import load_mtbench
 from .names import BUNDLED  # noqa: F401  (re-exported: it moved to the light names module)
+from .read_config import READ_DEFAULTS, ReadConfig
+from .reading import Read, report_of, verdict_counts
 
 
 def load_bundled(name: str, *, include_unlabelled: bool | None = None, vote_rule: str = "plurality") -> pd.DataFrame:
@@ -38,20 +42,50 @@ def load_bundled(name: str, *, include_unlabelled: bool | None = None, vote_rule
     raise ValueError(f"unknown bundled set {name!r}; use one of {BUNDLED}")
 
 
-def load_data(data: str, include_unlabelled: bool | None = None, limit: int | None = None) -> pd.DataFrame:
-    """A bundled set by name or a comparison file (jsonl / csv / parquet); ``limit``: the first rows only.
+def read_data(
+    data: str | Sequence[str],
+    include_unlabelled: bool | None = None,
+    limit: int | None = None,
+    read: ReadConfig = READ_DEFAULTS,
+) -> Read:
+    """A bundled set by name, or one or more files of a format the registry reads, with its read report.
 
-    Raises FileNotFoundError naming ``data`` when it is neither.
+    Args:
+        data: a bundled set's name (:data:`BUNDLED`), a file, or files of one format.
+        include_unlabelled: bundled sets: add the judge-only comparisons (None: the set's default).
+        limit: the first rows only (None: all).
+        read: how files are read (:class:`~.read_config.ReadConfig`); ``read.labels`` also joins
+            labels to a bundled set.
+
+    Raises:
+        FileNotFoundError: naming ``data`` when it is neither a file nor a bundled set.
+        ValueError: a file that reads to no comparison, or any reading problem, by name.
     """
-    if data in BUNDLED:
-        table = load_bundled(data, include_unlabelled=include_unlabelled)
+    files = [data] if isinstance(data, str) else list(data)
+    if len(files) == 1 and files[0] in BUNDLED:
+        table = load_bundled(files[0], include_unlabelled=include_unlabelled)
+        report = report_of("bundled", [files[0]], len(table), table, "the set's own (see its loader)")
+        if read.labels:
+            table, note = join_labels(table, read.labels)
+            report = dataclasses.replace(report, human=verdict_counts(table["human"]), notes=(note,))
+        result = Read(table, report)
     else:
-        path = Path(data)
-        if not path.exists():
-            raise FileNotFoundError(f"{data!r} is neither a file nor a bundled set ({', '.join(BUNDLED)})")
-        table = load_comparisons(path)
-        if len(table) == 0:
-            raise ValueError(f"{data}: no comparisons in the file")
+        for name in files:
+            if not Path(name).exists():
+                raise FileNotFoundError(f"{name!r} is neither a file nor a bundled set ({', '.join(BUNDLED)})")
+        result = read_comparisons(files, read)
+        if len(result.table) == 0:
+            raise ValueError(f"{', '.join(files)}: no comparisons in the file")
     if limit is not None:
-        table = table.head(int(limit)).reset_index(drop=True)
-    return table
+        result = Read(result.table.head(int(limit)).reset_index(drop=True), result.report)
+    return result
+
+
+def load_data(
+    data: str | Sequence[str],
+    include_unlabelled: bool | None = None,
+    limit: int | None = None,
+    read: ReadConfig = READ_DEFAULTS,
+) -> pd.DataFrame:
+    """The table of :func:`read_data` (a bundled set by name, or files of any format the registry reads)."""
+    return read_data(data, include_unlabelled, limit, read).table

@@ -74,7 +74,6 @@ sides; encoding a table checks first that it has them (:func:`check_histories`).
 from __future__ import annotations
 
 import ast
-import csv
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -294,7 +293,7 @@ def check_histories(table: pd.DataFrame, *, source: str = "table") -> None:
     rows has them. Run before anything is encoded.
     """
     ids = table["id"].astype(str).tolist()
-    texts = zip(*([_as_list_cell(v) for v in table[c].tolist()] for c in TEXT_COLUMNS))
+    texts = zip(*([as_list_cell(v) for v in table[c].tolist()] for c in TEXT_COLUMNS))
     problems = [
         ValidationProblem(message, row=row, label=f"row {row + 1}", id=ids[row], column=column)
         for row, column, message in _history_problems(table, list(texts), absent_ok=False)
@@ -323,7 +322,7 @@ def _history_problems(frame: pd.DataFrame, texts: list[tuple], absent_ok: bool) 
             continue
         values = frame[column].tolist()
         for row in multi:
-            need, history = len(texts[row][0]) - 1, _as_list_cell(values[row])
+            need, history = len(texts[row][0]) - 1, as_list_cell(values[row])
             if not (isinstance(history, list) and len(history) == need and all(isinstance(h, str) for h in history)):
                 out.append((row, column, f"a {need + 1}-turn question needs this side's {need} earlier "
                             f"answer(s) as a list of text, got {_short(history)}"))  # fmt: skip
@@ -372,7 +371,7 @@ def _normal_form(frame: pd.DataFrame, columns: dict[str, list]) -> pd.DataFrame:
             rest["judge_confidence"] = pd.Series(columns["judge_confidence"], dtype="float64")
         for column in LIST_COLUMNS:
             if column in rest.columns:
-                rest[column] = pd.Series([_as_list_cell(v) for v in rest[column].tolist()], dtype=object)
+                rest[column] = pd.Series([as_list_cell(v) for v in rest[column].tolist()], dtype=object)
         out = pd.concat([out, rest], axis=1)
     return out
 
@@ -551,7 +550,7 @@ def _short(value, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _as_list_cell(value):
+def as_list_cell(value):
     """A list cell: ndarray -> list; a JSON array of strings -> list; anything else unchanged.
 
     A Python list literal of strings (what ``DataFrame.to_csv`` writes for a list cell) reads as its
@@ -576,147 +575,38 @@ def _as_list_cell(value):
 # reading
 
 
-def load_comparisons(path: str | os.PathLike, *, format: str | None = None) -> pd.DataFrame:
-    """Read and validate a comparison table from a ``.jsonl``, ``.csv`` or ``.parquet`` file.
-
-    ``format`` ("jsonl" | "csv" | "parquet") overrides the file suffix. Returns the table in normal
-    form (see :func:`validate_comparisons`); raises :class:`ComparisonValidationError` naming the
-    line (jsonl, csv) or record (parquet), the id and the column of every problem.
-    """
-    path = Path(path)
-    kind = format or _format_of(path)
-    if path.is_dir():
-        raise ValueError(f"{path} is a folder, not a comparison file")
-    if kind in ("jsonl", "csv"):
-        check_utf8(path)
-    if kind == "jsonl":
-        frame, labels = _read_jsonl(path)
-    elif kind == "csv":
-        frame, labels = _read_csv(path)
-    elif kind == "parquet":
-        frame = pd.read_parquet(path)
-        labels = lambda row: f"record {row + 1}"  # noqa: E731
-    else:
-        raise ValueError(f"{path}: unknown format {kind!r} (use jsonl, csv or parquet)")
-    for column in LIST_COLUMNS:
-        if column in frame.columns:
-            frame[column] = pd.Series(
-                [_as_list_cell(v) for v in frame[column].tolist()], index=frame.index, dtype=object
-            )
-    return validate_comparisons(frame, source=str(path), row_labels=labels)
-
-
-def check_utf8(path: Path) -> None:
-    """ValueError naming the line and byte of the first bytes that are not UTF-8 text."""
-    data = path.read_bytes()
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        raise ValueError(f"{path}: line {line}: not UTF-8 text (byte {data[err.start]:#04x} at offset "
-                         f"{err.start}: {err.reason}); save the file as UTF-8") from None  # fmt: skip
-
-
-def _format_of(path: Path) -> str:
-    suffix = path.suffix.lower()
-    formats = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
-    if suffix not in formats:
-        raise ValueError(
-            f"{path}: cannot tell the format from suffix {suffix!r}; use one of {sorted(formats)} or pass format="
-        )
-    return formats[suffix]
-
-
-def _read_jsonl(path: Path) -> tuple[pd.DataFrame, list[str]]:
-    records, labels, problems = [], [], []
-    with open(path, encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError as error:
-                problems.append(ValidationProblem(f"invalid JSON: {error}", label=f"line {lineno}"))
-                continue
-            if not isinstance(record, dict):
-                problems.append(
-                    ValidationProblem(f"expected a JSON object, got {type(record).__name__}", label=f"line {lineno}")
-                )
-                continue
-            records.append(record)
-            labels.append(f"line {lineno}")
-    if problems:
-        raise ComparisonValidationError(str(path), problems)
-    frame = pd.DataFrame.from_records(records) if records else pd.DataFrame(columns=list(CORE_COLUMNS))
-    for column in ("id",) + TEXT_COLUMNS + ("judge", "human", "question_type", "turn"):
-        if column in frame.columns:  # keep the JSON values as they were (no float coercion of ints)
-            frame[column] = pd.Series([r.get(column) for r in records], dtype=object)
-    return frame, labels
-
-
-def _read_csv(path: Path) -> tuple[pd.DataFrame, Callable[[int], str]]:
-    with open(path, encoding="utf-8", newline="") as handle:
-        raw_header = next(csv.reader(handle), [])
-    if not raw_header:
-        raise ValueError(f"{path}: the file is empty (no header line: id, question, response_a, ...)")
-    repeated = sorted({c for c in raw_header if raw_header.count(c) > 1})
-    if repeated:
-        raise ValueError(f"{path}: line 1: column(s) {repeated} appear more than once in the header")
-    header = pd.read_csv(path, nrows=0).columns.tolist()
-    as_text = [c for c in header if c in ("id", "judge", "human", "question_type") + TEXT_COLUMNS + LIST_COLUMNS]
-    try:
-        frame = pd.read_csv(
-            path,
-            dtype={c: str for c in as_text},
-            keep_default_na=False,
-            na_values={c: _CSV_NA_VALUES for c in header if c not in as_text},
-        )
-    except pd.errors.ParserError as err:  # e.g. "Expected 9 fields in line 82, saw 10"
-        raise ValueError(
-            f"{path}: not a well-formed CSV table: {str(err).strip().removeprefix('Error tokenizing data. C error: ')}"
-        ) from None
-    for column in as_text:  # an empty cell is missing; any other text is kept verbatim
-        frame[column] = pd.Series([None if v == "" else v for v in frame[column].tolist()], dtype=object)
-    lines: list[int] = []
-
-    def label(row: int) -> str:
-        if not lines:
-            lines.extend(_csv_record_lines(path))
-        return f"line {lines[row]}" if row < len(lines) else f"record {row + 1}"
-
-    return frame, label
-
-
-def _csv_record_lines(path: Path) -> list[int]:
-    """1-based file line on which each data record starts (quoted fields may span lines)."""
-    starts = []
-    with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.reader(handle)
-        next(reader, None)
-        previous_end = reader.line_num
-        for _ in reader:
-            starts.append(previous_end + 1)
-            previous_end = reader.line_num
-    return starts
-
-
 # --------------------------------------------------------------------------------------------------
 # writing
 
+SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet",
+            ".pq": "parquet"}  # fmt: skip
+"""File suffix -> encoding of a table file; reading looks at the content first (:mod:`.records`)."""
+
+
+def encoding_of(path: Path) -> str:
+    """The encoding ("jsonl", "json", "csv", "parquet") a file's suffix names; ValueError naming the suffix."""
+    suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise ValueError(f"{path}: cannot tell the encoding from suffix {suffix!r}; use one of {sorted(SUFFIXES)}")
+    return SUFFIXES[suffix]
+
 
 def save_comparisons(frame: pd.DataFrame, path: str | os.PathLike, *, format: str | None = None) -> Path:
-    """Validate ``frame`` and write it atomically (temp file + rename) as jsonl, csv or parquet.
+    """Validate ``frame`` and write it atomically (temp file + rename) as jsonl, json, csv or parquet.
 
     :func:`load_comparisons` reads the file back to an equal table (extra columns may come back
     with pandas' inferred dtypes in csv). Returns the path written.
     """
     path = Path(path)
-    kind = format or _format_of(path)
+    kind = format or encoding_of(path)
     table = validate_comparisons(frame, source="table to save")
-    if kind not in ("jsonl", "csv", "parquet"):
-        raise ValueError(f"{path}: unknown format {kind!r} (use jsonl, csv or parquet)")
+    if kind not in ("jsonl", "json", "csv", "parquet"):
+        raise ValueError(f"{path}: unknown format {kind!r} (use jsonl, json, csv or parquet)")
     with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-        if kind == "jsonl":
+        if kind == "json":
+            records = [{k: _json_value(v) for k, v in r.items()} for r in table.to_dict(orient="records")]
+            handle.write(json.dumps(records, ensure_ascii=False, indent=1).encode("utf-8") + b"\n")
+        elif kind == "jsonl":
             for record in table.to_dict(orient="records"):
                 line = json.dumps({k: _json_value(v) for k, v in record.items()}, ensure_ascii=False)
                 handle.write(line.encode("utf-8") + b"\n")

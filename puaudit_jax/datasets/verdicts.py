@@ -12,8 +12,8 @@ normal form:
 
 Accepted input spellings (compared after ``str.strip().lower()``):
 
-- A: ``a``, ``model_a``, ``left``, ``1`` (also the integer 1 or the float 1.0)
-- B: ``b``, ``model_b``, ``right``, ``2`` (also the integer 2 or the float 2.0)
+- A: ``a``, ``model_a``, ``model_1`` (FastChat), ``left``, ``1`` (also the integer 1 or the float 1.0)
+- B: ``b``, ``model_b``, ``model_2`` (FastChat), ``right``, ``2`` (also the integer 2 or the float 2.0)
 - tie: ``tie``, ``draw``, ``c`` (the paper's judge prompt's ``[[C]]``), ``tie (inconsistent)``
   (MT-Bench: GPT-4 changed its verdict when the order was swapped), ``tie (bothbad)`` (Chatbot Arena)
 - missing (human column only): an empty cell, ``None``/NaN, ``missing``, ``na``, ``n/a``, ``nan``,
@@ -39,10 +39,12 @@ HUMAN_VERDICTS = (A, B, TIE, MISSING)
 _SPELLINGS: dict[str, str] = {
     "a": A,
     "model_a": A,
+    "model_1": A,
     "left": A,
     "1": A,
     "b": B,
     "model_b": B,
+    "model_2": B,
     "right": B,
     "2": B,
     "tie": TIE,
@@ -88,7 +90,7 @@ def normalize_verdict(value, *, allow_missing: bool) -> str:
         if allow_missing:
             return MISSING
         raise ValueError("verdict is missing (the judge column needs A, B or tie on every row)")
-    accepted = "A|model_a|left|1, B|model_b|right|2, tie|draw|C|tie (inconsistent)|tie (bothbad)"
+    accepted = "A|model_a|model_1|left|1, B|model_b|model_2|right|2, tie|draw|C|tie (inconsistent)|tie (bothbad)"
     if allow_missing:
         accepted += ", or empty/missing/NA/none/null"
     raise ValueError(f"unknown verdict {value!r} (accepted, case-insensitive: {accepted})")

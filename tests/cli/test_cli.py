@@ -308,7 +308,7 @@ def test_audit_with_a_guarantee_writes_decisions_and_says_what_it_certified(cone
     to_label = pd.read_csv(out / "to_label.csv", dtype={"id": str})
     escalated = set(items.loc[items.decision == "escalate", "id"].astype(str))
     drawn = set(plan.loc[plan.selected, "id"])
-    assert drawn == set(to_label["id"]) and escalated <= drawn and "human" not in to_label
+    assert drawn == set(to_label["id"]) and escalated <= drawn and to_label["human"].isna().all()  # to fill in
     spots = to_label[to_label.why == "spot check"]
     assert len(spots) and (spots.sampling_prob == 0.1).all() and set(to_label.why) <= {"escalated", "spot check"}
     parts = ", ".join(f"{n} {why}" for why, n in (("escalated", len(escalated)), ("spot check", len(spots))) if n)

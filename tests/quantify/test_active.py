@@ -151,7 +151,7 @@ def test_the_cli_plans_labels_and_quantify_weights_them_back(tmp_path, capsys):
     assert "drawn uniformly (no audit: random sampling)" in printed and "for a half-width of 0.05" in printed
     plan = pd.read_csv(tmp_path / "plan" / "plan.csv", dtype={"id": str})
     to_label = pd.read_csv(tmp_path / "plan" / "to_label.csv", dtype={"id": str})
-    assert set(to_label["id"]) == set(plan.loc[plan["selected"], "id"]) and "human" not in to_label.columns
+    assert set(to_label["id"]) == set(plan.loc[plan["selected"], "id"]) and to_label["human"].isna().all()
     back = hidden.assign(human=np.where(hidden["id"].isin(to_label["id"]), table["human"], hidden["human"]))
     back.to_csv(tmp_path / "back.csv", index=False)
     assert main(["quantify", str(tmp_path / "back.csv"), "--plan", str(tmp_path / "plan"), "--out",
@@ -159,6 +159,12 @@ def test_the_cli_plans_labels_and_quantify_weights_them_back(tmp_path, capsys):
     frame = pd.read_csv(tmp_path / "q" / "leaderboard.csv")
     human = frame[(frame["target"] == "agreement m") & (frame["estimator"] == HUMAN_ONLY)].iloc[0]
     assert "label plan" in human["caveat"] and human["n_labelled"] == 80 + len(to_label)
+    # the filled sheet itself is a --labels file: the same intervals as labels written into DATA
+    filled = to_label.assign(human=table.set_index("id").loc[to_label["id"], "human"].to_numpy())
+    filled.to_csv(tmp_path / "filled.csv", index=False)
+    assert main(["quantify", str(tmp_path / "data.csv"), "--labels", str(tmp_path / "filled.csv"), "--plan",
+                 str(tmp_path / "plan"), "--out", str(tmp_path / "q3"), "--no-figures"]) == 0  # fmt: skip
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "q3" / "leaderboard.csv"), frame)
     stray = back.assign(human=np.where(~back["id"].isin(to_label["id"]) & (np.arange(400) >= 80), "A", back["human"]))
     stray.to_csv(tmp_path / "stray.csv", index=False)
     with pytest.raises(CommandError):

@@ -1,0 +1,125 @@
+"""What every reader of a file format returns: the comparison table and a report of what was read.
+
+A reader (one module per format, registered in :mod:`.formats`) is a pure function from a file's
+records to a :class:`Read`. Its :class:`ReadReport` accounts for every record: how many were read,
+how many rows the table has, the verdicts found (ties and missing ones counted), the records whose
+verdict could not be used (named by file and line), and the rule that made the ids.
+
+Ids are stable: they depend only on the record (never on its position or on the other files read
+with it). A format with an id field uses it; the others hash the fields that identify the
+comparison (:func:`content_id`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .verdicts import HUMAN_VERDICTS
+
+__all__ = ["Read", "ReadReport", "content_id", "verdict_counts"]
+
+
+def content_id(prefix: str, *parts) -> str:
+    """``prefix`` + the first 16 hex digits of SHA-256 of the JSON list of ``parts`` (text, numbers, None).
+
+    Args:
+        prefix: names the format, e.g. ``"alpaca_eval:"``.
+        parts: the fields that identify one comparison, in a fixed order.
+    """
+    text = json.dumps([_plain(p) for p in parts], ensure_ascii=False, separators=(",", ":"))
+    return prefix + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _plain(value):
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_plain(v) for v in value]
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return None
+    return value if isinstance(value, (str, int, float, bool)) else str(value)
+
+
+def verdict_counts(verdicts) -> dict[str, int]:
+    """``{"A": n, "B": n, "tie": n, "missing": n}`` of verdicts in normal form."""
+    values = pd.Series(np.asarray(verdicts, dtype=object))
+    return {v: int((values == v).sum()) for v in HUMAN_VERDICTS}
+
+
+@dataclass(frozen=True)
+class ReadReport:
+    """What a reader read, so that a user sees it and no record goes unaccounted.
+
+    Attributes:
+        format: the format's name (a key of :data:`puaudit_jax.datasets.formats.FORMATS`).
+        files: the files read, in order.
+        records: records read from all files.
+        rows: rows of the comparison table.
+        judge: verdict -> count of the ``judge`` column (A, B, tie, missing).
+        human: verdict -> count of the ``human`` column (missing = unlabelled).
+        ids: the rule that made the ids.
+        unreadable: verdicts that could not be used, each "file line N: why" (their rows are kept,
+            the verdict missing).
+        notes: other facts of the format worth a line (a seed, a soft win rate, columns added).
+    """
+
+    format: str
+    files: tuple[str, ...]
+    records: int
+    rows: int
+    judge: Mapping[str, int]
+    human: Mapping[str, int]
+    ids: str
+    unreadable: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def lines(self, limit: int = 5) -> list[str]:
+        """The report for people, one fact a line; ``limit``: unreadable records listed by name."""
+
+        def counts(c):
+            return ", ".join(f"{k} {v:,}" for k, v in c.items() if v)
+
+        out = [
+            f"read {self.records:,} records of {len(self.files)} file(s) as {self.format}: {self.rows:,} comparisons",
+            f"judge verdicts: {counts(self.judge) or 'none'}",
+            f"human labels: {counts(self.human) or 'none'}",
+            f"ids: {self.ids}",
+        ]
+        if self.unreadable:
+            out.append(f"{len(self.unreadable)} verdict(s) could not be used (kept as missing):")
+            out += [f"  {u}" for u in self.unreadable[:limit]]
+            if len(self.unreadable) > limit:
+                out.append(f"  ... and {len(self.unreadable) - limit} more")
+        return out + list(self.notes)
+
+
+@dataclass(frozen=True)
+class Read:
+    """A comparison table with the report of its reading.
+
+    Attributes:
+        table: the validated comparison table (:func:`puaudit_jax.datasets.validate_comparisons`).
+        report: what was read (:class:`ReadReport`).
+    """
+
+    table: pd.DataFrame = field(repr=False)
+    report: ReadReport
+
+
+def report_of(format: str, files, records: int, table: pd.DataFrame, ids: str, unreadable=(), notes=()) -> ReadReport:
+    """The :class:`ReadReport` of ``table`` read from ``records`` records of ``files``."""
+    return ReadReport(
+        format=format,
+        files=tuple(str(f) for f in files),
+        records=int(records),
+        rows=len(table),
+        judge=verdict_counts(table["judge"]),
+        human=verdict_counts(table["human"]),
+        ids=ids,
+        unreadable=tuple(unreadable),
+        notes=tuple(notes),
+    )
