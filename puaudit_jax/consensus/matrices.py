@@ -54,6 +54,25 @@ def verdicts_from_comparisons(table: pd.DataFrame, judge_name: str, *, verdict_c
     return out
 
 
+def table_verdicts(table: pd.DataFrame) -> pd.DataFrame:
+    """Long verdicts of every judge of a comparison table read from any format.
+
+    The ``judge`` column (named by its ``judge_model`` when the table has one name there, else "judge"),
+    each ``other_<name>`` column (other judges, as the AlpacaEval reader names them) as judge ``<name>``,
+    and ``human`` as judge "human" when any row is labelled. Missing verdicts are excluded and counted.
+
+    Args:
+        table: a comparison table with model_a and model_b.
+    """
+    names = table["judge_model"].dropna().unique() if "judge_model" in table.columns else []
+    parts = [verdicts_from_comparisons(table, str(names[0]) if len(names) == 1 else "judge")]
+    for column in (c for c in table.columns if str(c).startswith("other_")):
+        parts.append(verdicts_from_comparisons(table, str(column).removeprefix("other_"), verdict_col=column))
+    if (table["human"] != MISSING).any():
+        parts.append(verdicts_from_comparisons(table, "human", verdict_col="human"))
+    return _concat(parts)
+
+
 def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
     out = pd.concat(parts, ignore_index=True)
     out.attrs["excluded"] = {k: v for p in parts for k, v in p.attrs.get("excluded", {}).items()}

@@ -22,10 +22,11 @@ from puaudit_runtime.checks import is_missing_text, row_label
 from puaudit_runtime.files import save_figure, write_csv, write_json
 
 from ..datasets import load_uda_scores, score_matrix
-from ..datasets.comparisons import check_utf8
+from ..datasets.formats import read_comparisons
+from ..datasets.records import check_utf8, read_records
 from .alignment import AlignConfig, AlignResult, align
 from .config import BTConfig, EloConfig, ScoresConfig, refuse_other_method  # light, for the CLI
-from .matrices import ScoreMatrices, llmfao_verdicts, mtbench_verdicts, score_matrices
+from .matrices import ScoreMatrices, llmfao_verdicts, mtbench_verdicts, score_matrices, table_verdicts
 from .metrics import consensus, judge_metrics, summary
 
 BUNDLED_VERDICTS = ("llmfao", "mtbench")
@@ -64,8 +65,9 @@ def _read_table(path: str, rows: str = VERDICT_ROWS, read=None) -> pd.DataFrame:
 def load_verdicts(name: str) -> pd.DataFrame:
     """Long verdicts (judge, model_a, model_b, winner) of a bundled set or a file.
 
-    A bundled set (``llmfao``: crowd votes, gpt4, gpt3; ``mtbench``: human, gpt4) or a csv / jsonl /
-    parquet file.
+    A bundled set (``llmfao``: crowd votes, gpt4, gpt3; ``mtbench``: human, gpt4), a csv / jsonl /
+    parquet file of long verdicts, or a comparison file of any format the readers take
+    (:func:`~puaudit_jax.datasets.read_comparisons`; every judge in it: :func:`.matrices.table_verdicts`).
     """
     if name == "llmfao":
         return llmfao_verdicts("votes")
@@ -73,6 +75,8 @@ def load_verdicts(name: str) -> pd.DataFrame:
         return mtbench_verdicts()
     if not Path(name).is_file():
         raise ValueError(f"{name!r} is neither a file nor a bundled set ({', '.join(BUNDLED_VERDICTS)})")
+    if "winner" not in read_records(name).columns:  # not long verdicts: a comparison file of some format
+        return table_verdicts(read_comparisons(name).table)
     table = _read_table(name)
     for column in ("judge", "model_a", "model_b"):
         values = table[column] if column in table.columns else pd.Series([], dtype=object)

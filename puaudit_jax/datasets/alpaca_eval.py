@@ -16,6 +16,7 @@ How a row is built (one per record of the first file):
 - ``judge``: B where preference > 1.5, A where < 1.5, tie at 1.5, missing where null (named in the
   read report); ``judge_preference`` = preference - 1 (the judge's probability that output_2 is
   better, AlpacaEval's win-rate unit); ``judge_confidence`` = max(p, 1 - p) of that probability;
+  ``judge_model`` = the annotator;
 - each further file (another annotator on the same outputs) adds its verdicts as the column
   ``other_<annotator>``; a record there without a match in the first file is refused by name, a
   comparison it lacks gets a missing verdict (counted).
@@ -91,6 +92,8 @@ def _first(records: Records) -> tuple[pd.DataFrame, list[str]]:
     for side, column in (("a", "generator_1"), ("b", "generator_2")):
         if column in f.columns:
             table[f"model_{side}"] = f[column]
+    if "annotator" in f.columns:
+        table["judge_model"] = f["annotator"]
     table["judge_preference"] = p
     table["judge_confidence"] = np.where(np.isnan(p), np.nan, np.maximum(p, 1.0 - p))
     kept = [c for c in f.columns if c not in ("instruction", "output_1", "output_2", "preference", "dataset")]

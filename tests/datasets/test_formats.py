@@ -296,3 +296,14 @@ def test_quantify_reads_a_format_with_labels_from_their_own_file(tmp_path, capsy
     row = frame[(frame["target"] == "win rate: gpt-3.5-turbo-0301") & (frame["estimator"] == "ppi++")].iloc[0]
     truth = (reference["judge"] == "B").mean() + 0.5 * (reference["judge"] == "tie").mean()
     assert row["n_labelled"] == 40 and row["lower"] <= truth <= row["upper"]
+
+
+def test_consensus_scores_read_every_judge_of_a_format(tmp_path):
+    from puaudit_jax.consensus.runs import load_verdicts
+
+    verdicts = load_verdicts(str(_alpaca(ANNOTATORS[0])))  # judge_model names the first; other_* the others
+    assert set(verdicts["judge"]) == {"weighted_alpaca_eval_gpt4_turbo"}
+    out = tmp_path / "all.jsonl"
+    save_comparisons(read_comparisons([_alpaca(a) for a in ANNOTATORS]).table, out)
+    verdicts = load_verdicts(str(out))
+    assert set(verdicts["judge"]) == set(ANNOTATORS) and len(verdicts) == 3 * 80
