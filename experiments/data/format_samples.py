@@ -11,8 +11,11 @@ from a git snapshot of a public repository at a pinned commit:
   ``--fastchat-n`` judgments, every later one where the judge's answer was an ``error``, and the
   questions and answers they need.
 - Reward-model pairs: the first ``--pairs-n`` lines of the bundled HH-RLHF harmless-base test split.
+- LLMBar (princeton-nlp/LLMBar, MIT): the Natural set's ``dataset.json`` and two evaluators'
+  ``result.json`` (GPT-4 and ChatGPT-0301, no-rules prompt), the first ``--llmbar-n`` records of each.
 
-    python -m experiments.data.format_samples --alpaca-repo /path/alpaca_eval.git --fastchat-repo /path/FastChat.git
+    python -m experiments.data.format_samples --alpaca-repo /path/alpaca_eval.git --fastchat-repo /path/FastChat.git \\
+        --llmbar-repo /path/LLMBar.git
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ ALPACA_ANNOTATORS = ("weighted_alpaca_eval_gpt4_turbo", "alpaca_eval_gpt4_turbo_
 ALPACA_MODEL = "gpt-3.5-turbo-0301"
 FASTCHAT_COMMIT = "1f5a7b81d3b219f12c18b37511de898556dfa90f"
 FASTCHAT_DIR = "fastchat/llm_judge/data/mt_bench"
+LLMBAR_COMMIT = "900616bff90b6c6c8e1681f7d079250637c55992"
+LLMBAR_DIR = "Dataset/LLMBar/Natural"
+LLMBAR_EVALUATORS = ("GPT-4/Vanilla_NoRules", "ChatGPT-0301/Vanilla_NoRules")
 
 
 def _show(repo: Path, commit: str, path: str) -> str:
@@ -81,18 +87,29 @@ def reward_pairs(n: int) -> None:
     write_text("".join(lines), OUT / "reward_pairs" / "hh_rlhf_harmless_base_test.jsonl")
 
 
+def llmbar(repo: Path, n: int) -> None:
+    """The first ``n`` records of the Natural set's dataset.json and of two evaluators' result.json."""
+    out = OUT / "llmbar" / "Natural"
+    for name in ("dataset.json", *(f"evaluators/{e}/result.json" for e in LLMBAR_EVALUATORS)):
+        records = json.loads(_show(repo, LLMBAR_COMMIT, f"{LLMBAR_DIR}/{name}"))[:n]
+        write_text(json.dumps(records, indent=4, ensure_ascii=False) + "\n", out / name)
+
+
 def main(argv=None) -> None:
     """Write every sample (see the module docstring)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--alpaca-repo", type=Path, required=True, help="git dir of tatsu-lab/alpaca_eval")
     p.add_argument("--fastchat-repo", type=Path, required=True, help="git dir of Stefanstud/FastChat")
+    p.add_argument("--llmbar-repo", type=Path, required=True, help="git dir of princeton-nlp/LLMBar")
     p.add_argument("--alpaca-n", type=int, default=80)
+    p.add_argument("--llmbar-n", type=int, default=40)
     p.add_argument("--fastchat-n", type=int, default=30)
     p.add_argument("--pairs-n", type=int, default=60)
     args = p.parse_args(argv)
     alpaca_eval(args.alpaca_repo, args.alpaca_n)
     fastchat(args.fastchat_repo, args.fastchat_n)
     reward_pairs(args.pairs_n)
+    llmbar(args.llmbar_repo, args.llmbar_n)
 
 
 if __name__ == "__main__":

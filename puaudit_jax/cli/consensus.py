@@ -40,8 +40,11 @@ def add_consensus_parser(subparsers) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="consensus_command", required=True)
 
     s = sub.add_parser("scores", help="Bradley-Terry / Elo scores per judge from pairwise verdicts")
-    s.add_argument("verdicts", help="file of long verdicts (judge, model_a, model_b, winner), a comparison file of any "
-                   "format DATA takes (every judge in it), or a bundled set: llmfao | mtbench")
+    s.add_argument(
+        "verdicts",
+        help="file of long verdicts (judge, model_a, model_b, winner), a comparison file of any "
+        "format DATA takes (every judge in it), or a bundled set: llmfao | mtbench",
+    )
     add_options(s, ScoresConfig, include=("method",))
     add_options(s, BTConfig, include=BT_FIELDS)
     add_options(s, EloConfig, include=ELO_FIELDS, rename=ELO_RENAME)

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from .comparisons import validate_comparisons
-from .reading import Read, content_id, report_of
+from .reading import Read, align_verdicts, content_id, report_of
 from .records import Records
 from .verdicts import MISSING, TIE, A, B
 
@@ -106,18 +106,9 @@ def _first(records: Records) -> tuple[pd.DataFrame, list[str]]:
 def _other(table: pd.DataFrame, records: Records) -> tuple[str, np.ndarray, list[str], int]:
     """Another annotator's verdicts on ``table``'s rows: (column, verdicts, unreadable, rows it lacks)."""
     p, unreadable = _preferences(records)
-    ids = pd.Index(_ids(records))
-    if ids.has_duplicates:
-        row = int(np.flatnonzero(ids.duplicated())[0])
-        raise ValueError(f"{records.path.name} {records.label(row)}: the same comparison appears twice")
-    unknown = ~ids.isin(table["id"])
-    if unknown.any():
-        row = int(np.flatnonzero(unknown)[0])
-        raise ValueError(f"{records.path.name} {records.label(row)}: no comparison of the first file has this "
-                         f"instruction and these outputs ({int(unknown.sum())} such records): combine "
-                         "annotation files of the same outputs only")  # fmt: skip
-    verdicts = pd.Series(_verdicts(p), index=ids).reindex(table["id"]).fillna(MISSING).to_numpy(dtype=object)
-    return f"other_{_annotator(records)}", verdicts, unreadable, int(len(table) - len(ids))
+    verdicts, lacking = align_verdicts(table["id"], _ids(records), _verdicts(p),
+                                       lambda row: f"{records.path.name} {records.label(row)}")  # fmt: skip
+    return f"other_{_annotator(records)}", verdicts, unreadable, lacking
 
 
 def read(sources: list[Records], config=None) -> Read:

@@ -7,6 +7,7 @@ format             a record has                                                 
 ``alpaca_eval``    instruction, output_1, output_2, preference                        alpaca_eval
 ``fastchat``       question_id, model_1, model_2, g1_winner                           fastchat
 ``arena``          prompt, response_a, response_b, winner_model_a / _b / _tie          arena
+``llmbar``         input, output_1, output_2, label (a benchmark's dataset / result)  llmbar
 ``reward_pairs``   chosen, rejected                                                   reward_pairs
 =================  =================================================================  ===============
 
@@ -33,14 +34,16 @@ from types import ModuleType
 import numpy as np
 import pandas as pd
 
-from . import alpaca_eval, arena, comparison_files, fastchat, reward_pairs
+from . import alpaca_eval, arena, comparison_files, fastchat, llmbar, reward_pairs
 from .comparisons import validate_comparisons
 from .read_config import READ_DEFAULTS, ReadConfig
 from .reading import Read, verdict_counts
 from .records import ENCODINGS, Records, read_records
 from .verdicts import MISSING, normalize_verdict
 
-FORMATS: dict[str, ModuleType] = {m.NAME: m for m in (comparison_files, alpaca_eval, fastchat, arena, reward_pairs)}
+FORMATS: dict[str, ModuleType] = {
+    m.NAME: m for m in (comparison_files, alpaca_eval, fastchat, arena, llmbar, reward_pairs)
+}
 """Format name -> its module (``NAME``, ``FIELDS``, ``IDS``, ``detect(columns)``, ``read(sources, config)``)."""
 
 

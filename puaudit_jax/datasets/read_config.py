@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-FORMAT_NAMES = ("comparisons", "alpaca_eval", "fastchat", "arena", "reward_pairs")
+FORMAT_NAMES = ("comparisons", "alpaca_eval", "fastchat", "arena", "llmbar", "reward_pairs")
 """The formats :mod:`.formats` reads, in the order it tries them on a file's fields."""
 
 
@@ -17,7 +17,7 @@ class ReadConfig:
     """How DATA is read: its format, a mapping of its fields, labels from their own file.
 
     Attributes:
-        format: the file format (comparisons, alpaca_eval, fastchat, arena, reward_pairs); none: told
+        format: the file format (comparisons, alpaca_eval, fastchat, arena, llmbar, reward_pairs); none: told
             from the records' fields.
         columns: NAME=FIELD,... renames the file's FIELD to the table's NAME before reading, e.g.
             question=input,response_a=output_1,response_b=output_2,human=label (names: id, question,

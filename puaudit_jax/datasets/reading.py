@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .verdicts import HUMAN_VERDICTS
+from .verdicts import HUMAN_VERDICTS, MISSING
 
-__all__ = ["Read", "ReadReport", "content_id", "verdict_counts"]
+__all__ = ["Read", "ReadReport", "align_verdicts", "content_id", "verdict_counts"]
 
 
 def content_id(prefix: str, *parts) -> str:
@@ -42,6 +42,30 @@ def _plain(value):
     if value is None or (isinstance(value, float) and np.isnan(value)):
         return None
     return value if isinstance(value, (str, int, float, bool)) else str(value)
+
+
+def align_verdicts(table_ids, ids, verdicts, where) -> tuple[np.ndarray, int]:
+    """Another file's verdicts on the rows of a table, by id: (verdicts in table order, rows it lacks).
+
+    Args:
+        table_ids: (n,) the table's ids.
+        ids: (k,) the other file's ids, one per record.
+        verdicts: (k,) its verdicts in normal form.
+        where: record position -> its name for people ("other.json record 8").
+
+    Raises:
+        ValueError: an id twice in the other file, or one the table lacks (the first named, the count given).
+    """
+    index = pd.Index(list(ids))
+    if index.has_duplicates:
+        raise ValueError(f"{where(int(np.flatnonzero(index.duplicated())[0]))}: the same comparison appears twice")
+    unknown = ~index.isin(pd.Index(list(table_ids)))
+    if unknown.any():
+        raise ValueError(f"{where(int(np.flatnonzero(unknown)[0]))}: no comparison of the first file has this "
+                         f"question and these responses ({int(unknown.sum())} such records): combine files of the "
+                         "same comparisons only")  # fmt: skip
+    aligned = pd.Series(np.asarray(verdicts, dtype=object), index=index).reindex(list(table_ids))
+    return aligned.fillna(MISSING).to_numpy(dtype=object), int(len(table_ids) - len(index))
 
 
 def verdict_counts(verdicts) -> dict[str, int]:

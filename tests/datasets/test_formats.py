@@ -206,10 +206,11 @@ def test_a_benchmark_json_array_reads_through_a_column_mapping(tmp_path):
                for k in range(4)]  # fmt: skip
     path = tmp_path / "dataset.json"
     path.write_text(json.dumps(records))
-    with pytest.raises(
-        ValueError, match=r"format alpaca_eval needs the field\(s\) instruction, preference .*--columns"
-    ):
-        read_comparisons(path)  # the nearest format says what is missing
+    plain = read_comparisons(path)  # a benchmark's dataset: the llmbar reader takes it, the labels only
+    assert plain.report.format == "llmbar" and (plain.table["judge"] == "missing").all()
+    (tmp_path / "near.json").write_text(json.dumps([{"instruction": "q", "output_1": "a", "output_2": "b"}]))
+    with pytest.raises(ValueError, match=r"format alpaca_eval needs the field\(s\) preference .*--columns"):
+        read_comparisons(tmp_path / "near.json")  # the nearest format says what is missing
     (tmp_path / "other.json").write_text(json.dumps([{"x": 1}]))
     with pytest.raises(ValueError, match="no known format has the fields x .*--columns NAME=FIELD"):
         read_comparisons(tmp_path / "other.json")
@@ -307,3 +308,33 @@ def test_consensus_scores_read_every_judge_of_a_format(tmp_path):
     save_comparisons(read_comparisons([_alpaca(a) for a in ANNOTATORS]).table, out)
     verdicts = load_verdicts(str(out))
     assert set(verdicts["judge"]) == set(ANNOTATORS) and len(verdicts) == 3 * 80
+
+
+# ------------------------------------------------------------------ LLMBar-style benchmark files
+
+LLMBAR = data_path("formats", "llmbar", "Natural")
+EVALUATORS = (LLMBAR / "evaluators" / "GPT-4" / "Vanilla_NoRules" / "result.json",
+              LLMBAR / "evaluators" / "ChatGPT-0301" / "Vanilla_NoRules" / "result.json")  # fmt: skip
+
+
+def _winners(path: Path) -> list[tuple[str, str]]:
+    import ast
+
+    records = json.loads(path.read_text())
+    runs = [(r["results"] if isinstance(r["results"], list) else ast.literal_eval(r["results"]))[-1] for r in records]
+    names = {"1": "A", "2": "B"}
+    verdict = lambda run, key: names.get(str(run[key]["winner"]), "missing")  # noqa: E731
+    return [(verdict(r, "swap = False"), verdict(r, "swap = True")) for r in runs]
+
+
+def test_llmbar_results_give_the_judge_in_both_orders_the_gold_label_and_other_evaluators():
+    read = read_comparisons(list(EVALUATORS))
+    table = read.table
+    raw = json.loads(EVALUATORS[0].read_text())
+    assert read.report.format == "llmbar" and len(table) == len(raw) == 40
+    assert list(zip(table["judge"], table["judge_swapped"])) == _winners(EVALUATORS[0])
+    assert list(table["human"]) == [{1: "A", 2: "B"}[r["label"]] for r in raw]
+    assert list(table["other_chatgpt_0301_vanilla_norules"]) == [w for w, _ in _winners(EVALUATORS[1])]
+    assert set(table["judge_model"]) == {"GPT-4/Vanilla_NoRules"}
+    dataset = read_comparisons(LLMBAR / "dataset.json").table  # the gold labels alone, the same ids
+    assert list(dataset["id"]) == list(table["id"]) and (dataset["judge"] == "missing").all()
