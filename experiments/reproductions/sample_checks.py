@@ -9,11 +9,11 @@ rows as the population. Per draw, a share of them keeps its label and the audit 
 
 - ``random``: a random share per question type (the guarantee's assumption; a check that fires here is a
   false alarm);
-- ``second judge agrees``: only rows where GPT-3.5 agrees with GPT-4 (issue 48: the agreement is 100 %
+- ``second judge agrees``: only rows where GPT-3.5 agrees with GPT-4 (the agreement is 100 %
   among labelled rows and far lower in the pool);
 - ``judge said B``: only rows where GPT-4 said B (the chi-square check by verdict sees it);
 - ``copycat cascade``: random labels, and a cascade to a second "judge" that copies the human label where
-  there is one and guesses elsewhere (issue 48: it was certified on rows it agreed with 46-75 % of the
+  there is one and guesses elsewhere (the guarantee used to certify rows it agreed with 46-75 % of the
   time).
 
 Per way: the share of draws flagged (the guarantee does not apply; every pool row escalated), which check

@@ -379,7 +379,7 @@ def test_openai_logprob_judge_both_orders_and_bounds(stub_server, tmp_path):
 
 def test_openai_logprob_judge_records_no_verdict_where_the_logprobs_give_no_margin(stub_server, tmp_path):
     """NaN or -inf for both A and B was recorded as B with status ok; an empty top list raised
-    "min() arg is an empty sequence" (issue 40)."""
+    "min() arg is an empty sequence"."""
     judge = OpenAILogprobJudge(stub_server.base_url, "stub-model", chat_template=_Template(), top_logprobs=5,
                                cache_dir=tmp_path, max_retries=0, concurrency=1)  # fmt: skip
     nan, neginf, empty = judge.judge_many([(f"q\nSCRIPT {s}", "x", "y") for s in ("lp_nan", "lp_neginf", "lp_empty")])

@@ -125,7 +125,7 @@ def test_the_cosine_path_ignores_the_length_of_the_rows(clouds):
 
 def test_unsorted_repeated_and_full_masses_equal_lone_solves():
     """After m = |a| = |b| a dummy has no mass and potential -inf; the next mass warm-started from it came
-    back NaN (issue 40). Every mass of the path, in any order, equals its own solve."""
+    back NaN. Every mass of the path, in any order, equals its own solve."""
     rng = np.random.default_rng(3)
     x, y = rng.normal(size=(18, 3)), rng.normal(size=(27, 3))
     for ms in ([1.0, 0.5, 0.5], [0.2, 1.0, 0.3], [0.9, 0.1, 0.9]):  # one length: one compiled path

@@ -1,4 +1,4 @@
-"""The OT settings enter through two frozen configs (issue 38): every default is written once, the
+"""The OT settings enter through two frozen configs: every default is written once, the
 configs check themselves, and the keywords of before still work for one release, with a warning."""
 
 import ast

@@ -124,7 +124,7 @@ def test_a_plan_read_back_names_labels_never_planned_and_planned_items_without_l
     doubled = pd.concat([report.frame, report.frame.iloc[[5]]], ignore_index=True)
     with pytest.raises(ValueError, match=r"lists 2 rows under an id that is not unique, e.g. id 'r5'"):
         planned_probabilities(back, doubled)
-    # issue 40 (new cases): values the planner never writes were read as "not selected" / ignored
+    # values the planner never writes were read as "not selected" / ignored
     with pytest.raises(ValueError, match=r"300 rows whose selected is neither True nor False, e.g. id 'r0'"):
         planned_probabilities(back, report.frame.assign(selected="maybe"))
     odd = report.frame.assign(role=np.where(np.arange(300) == 7, "weird", report.frame["role"]))
