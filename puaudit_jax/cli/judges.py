@@ -50,10 +50,9 @@ import time
 
 from puaudit_runtime.checks import check_fraction, check_int, check_real
 
-from ..datasets.names import BUNDLED
 from ..judges.names import API_KEY_ENV
 from . import interrupts
-from .inputs import load_data
+from .inputs import add_read_options, data_of, load_data, read_config
 from .run_folder import RunFolder, wrote
 
 FAILED_RUN = 1
@@ -179,7 +178,7 @@ def _client_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _judge_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("data", help=f"comparison file or bundled set ({', '.join(BUNDLED)})")
+    add_read_options(p)
     p.add_argument(
         "--judge",
         choices=["local", "openai"],
@@ -288,7 +287,7 @@ def cmd_attack(args) -> int:
     from ..judges.attacks import attack_failures, attack_report, get_attack, run_attack, write_attack
 
     check_options(args)
-    table = load_data(args.data, args.include_unlabelled, args.limit)
+    table = load_data(data_of(args), args.include_unlabelled, args.limit, read=read_config(args))
     attack = get_attack(args.attack, **({"emotion": args.emotion} if args.attack == "sentiment" else {}))
     with _out_folder(args) as run:
         t0 = time.perf_counter()
@@ -328,7 +327,7 @@ def cmd_judge(args) -> int:
     from ..judges.run import judge_failures, judge_report, write_judging
 
     check_options(args)
-    table = load_data(args.data, args.include_unlabelled, args.limit)
+    table = load_data(data_of(args), args.include_unlabelled, args.limit, read=read_config(args))
     with _out_folder(args) as run:
         t0 = time.perf_counter()
         judge = make_judge(args)
