@@ -7,7 +7,9 @@
 
 evaluate writes ``DIR/results.csv`` (one row per scorer, rule and question type), ``DIR/results.json``
 (the same plus the settings), ``DIR/per_seed.csv``, ``DIR/figure3.png``, ``DIR/figure2.png`` and,
-when the first scorer's rule is calibrated, ``DIR/calibration.png``. demo writes the same for
+when the first scorer's rule is calibrated, ``DIR/calibration.png``. With ``--guarantee A`` each
+scorer's first calibrated rule is certified and the other pairs are compared uncertified (a line says
+which). demo writes the same for
 MT-Bench GPT-4 against the expert votes and prints the default audit beside the paper's Table 5,
 then what the default audit certifies with a guarantee (``--guarantee``; 0.8 in the demo unless given:
 ``DEMO_GUARANTEE``), recorded under ``meta.guarantee`` of ``results.json``.
@@ -89,6 +91,15 @@ def _compared(args, mesh) -> dict:
     return {"pairs": [(scorer(s), rule_of(r, args)) for s, r in _pairs(args.pairs)]}
 
 
+def _check_guarantee_scope(compared: dict, guarantee: float | None) -> None:
+    """Before any data is read: a --guarantee needs a calibrated rule among those compared."""
+    if guarantee is None:
+        return
+    from ..evaluate.protocol import guarantee_scope, pairs_by_scorer
+
+    guarantee_scope(pairs_by_scorer(**compared), guarantee)
+
+
 def _write(res, args, data: str, run) -> list[str]:
     """The evaluation's files and figures in --out, recorded in the run folder's manifest."""
     from ..evaluate import write_evaluation
@@ -108,6 +119,7 @@ def cmd_evaluate(args) -> int:
     swept = _sweep(args.sweep)
     proto = options_from_args(args, Protocol, include=("seeds", "p_ratio", "split_by", "ceiling"))
     config, compared = _checked_settings(args, proto, swept), _compared(args, mesh)
+    _check_guarantee_scope(compared, config.guarantee)
     inputs.checked_first(args)
     with inputs.output_folder(args) as run:
         return _evaluate_command(args, config, compared, swept, proto, run, mesh)
@@ -131,8 +143,18 @@ def _evaluate_command(args, config: AuditConfig, compared: dict, swept, proto: d
     files = _write(res, args, args.data, run)
     overall = res.summary[res.summary.question_type == "all"]
     print(summary_table(res.summary) if not swept else overall.to_string(index=False, float_format="{:.4f}".format))
+    if res.meta.get("guarantee", {}).get("not_applicable"):
+        print(_not_certified(res.meta["guarantee"]))
     print(wrote(args.out, files))
     return 0
+
+
+def _not_certified(scope: dict) -> str:
+    """The line saying which pairs the guarantee certified and which it does not apply to."""
+    return (
+        f"--guarantee {scope['A']:g} certifies {', '.join(scope['applies_to'])}; not applicable to "
+        f"{', '.join(scope['not_applicable'])} (no P(judge wrong): compared uncertified, coverage n/a)"
+    )
 
 
 def cmd_demo(args) -> int:

@@ -126,6 +126,7 @@ def test_a_verdict_without_a_judge_or_model_name_is_named(tmp_path, capsys, name
         (["evaluate", "mtbench", "--p-ratio", "1.5"], "p_ratio must be in (0, 1)"),
         (["evaluate", "mtbench", "--sweep", "eta=0.1"], "--sweep needs p_ratio="),
         (["evaluate", "mtbench", "--pairs", "knn:magic"], "--pairs needs scorer:rule"),
+        (["evaluate", "mtbench", "--guarantee", "0.8", "--rules", "paper"], "the rules compared, ['paper'], give none"),
         (["audit", "mtbench", "--hide-labels", "1.5"], "--hide-labels must be in (0, 1)"),
         (["audit", "mtbench", "--seed", "-1"], "seed must be an integer >= 0"),
         (["evaluate", "mtbench", "--seed", "-1"], "seed must be an integer >= 0"),

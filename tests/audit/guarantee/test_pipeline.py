@@ -416,3 +416,25 @@ def test_nothing_certified_says_how_many_more_labels_would_as_a_range_within_the
 def test_the_certify_settings_are_checked(options, message):
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
         AuditConfig(**options).validate()
+
+
+def test_evaluate_with_its_default_pairs_applies_the_guarantee_to_the_calibrated_rules_only():
+    """The default pairs (knn:evidence, pot:paper) with a guarantee: the paper rule gives no P(judge wrong),
+    so its rows run uncertified (coverage n/a) instead of the whole protocol failing; a comparison with no
+    calibrated rule at all is refused, naming the guarantee and the rules."""
+    from puaudit_jax.evaluate import evaluate, summary_table
+
+    hard = cone_comparisons(n_labelled=400, n_unlabelled=300, d=32, alpha=0.7, neg_range=(0.3, 0.65), seed=4)
+    opts = dict(seeds=2, guarantee=0.8, progress=False)
+    res = evaluate(hard.table, hard.embeddings, pairs=[("centroid", "paper"), ("centroid", "evidence")], **opts)
+    overall = res.summary[res.summary.question_type == "all"].set_index("rule")
+    assert 0 < overall.loc["evidence", "coverage"] <= 1 and np.isnan(overall.loc["paper", "coverage"])
+    assert list(overall.index) == ["paper", "evidence"]  # the order asked for
+    assert res.meta["guarantee"] == {
+        "A": 0.8,
+        "applies_to": ["centroid:evidence"],
+        "not_applicable": ["centroid:paper"],
+    }
+    assert "n/a" in summary_table(res.summary)
+    with pytest.raises(ValueError, match="guarantee .*calibrated rule.*'paper'"):
+        evaluate(hard.table, hard.embeddings, pairs=[("centroid", "paper")], **opts)
