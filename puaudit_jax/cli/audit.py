@@ -100,6 +100,7 @@ def _audit_command(args, config: AuditConfig, run, mesh) -> int:
 
     table = inputs.load_data(args.data, args.include_unlabelled, other_judges=config.other_judges)
     inputs.check_columns(table, args.data, {"--cluster-by": config.cluster_by})
+    inputs.check_labelled(table, args.data)
     # saved embeddings also cover the rows excluded for their human label (a tie), which quantify --with-audit
     # audits with every label hidden: one file serves both commands
     embedded = table.assign(human=MISSING) if args.save_embeddings else table

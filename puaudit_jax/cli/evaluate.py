@@ -131,6 +131,7 @@ def _evaluate_command(args, config: AuditConfig, compared: dict, swept, proto: d
     table = inputs.load_data(args.data, args.include_unlabelled, other_judges=config.other_judges)
     columns = {"--split-by": proto["split_by"], "--cluster-by": config.cluster_by}
     inputs.check_columns(table, args.data, columns, complete=("--split-by",))
+    inputs.check_labelled(table, args.data)
     emb = inputs.features(args, table, mesh)
     kwargs = dict(config=config, progress=not args.quiet, **compared, **proto)
     if swept:

@@ -154,6 +154,13 @@ def check_columns(table: pd.DataFrame, data: str, options: dict[str, str | None]
                              f"{row + 1} (id {table['id'].iloc[row]!r})")  # fmt: skip
 
 
+def check_labelled(table: pd.DataFrame, data: str) -> None:
+    """Before embedding: some row of ``table`` (DATA ``data``) has a usable human label, else ValueError naming it."""
+    from ..audit.prepare import check_labelled as check
+
+    check(table, source=data)
+
+
 def features(args, table: pd.DataFrame, mesh=None, source: str | None = None, judges: tuple[str, ...] = ()):
     """PairEmbeddings from --embeddings, or computed by the probes encoder the options name.
 

@@ -289,6 +289,37 @@ def test_multi_turn_rows_without_history_are_refused_by_the_audit_before_encodin
         run_audit(table, encoder, AuditConfig(m=0.8))
 
 
+@pytest.mark.parametrize(
+    "command, options",
+    [("audit", []), ("audit", ["--guarantee", "0.8"]), ("evaluate", []), ("evaluate", ["--guarantee", "0.8"]),
+     ("quantify", ["--with-audit"])],
+)  # fmt: skip
+def test_a_table_without_human_labels_is_refused_before_encoding(tmp_path, capsys, no_encoding, command, options):
+    """Before, the audit embedded the whole table (22 s on a real one) and then found P empty; under --guarantee
+    it said "label more rows" of a table with no human label at all."""
+    rows = [{k: v for k, v in row.items() if k != "human"} for row in _rows(8, model_a="m1", model_b="m2")]
+    data = _jsonl(tmp_path / "d.jsonl", rows)
+    err = _fail([command, data, *options, "--out", str(tmp_path / "out"), "--no-figures"], capsys)
+    assert f"{data}: no usable human-labelled comparison" in err
+    assert "the table has no human labels (no `human` column, or no row labelled A, B or tie)" in err
+
+
+def test_a_table_without_human_labels_is_refused_by_the_audit_before_encoding():
+    """The Python API: with an encoder, with and without a guarantee."""
+    import pandas as pd
+
+    from puaudit_jax.audit import AuditConfig, run_audit
+
+    table = pd.DataFrame(_rows(6)).assign(human="missing")
+
+    def encoder(_inputs):
+        raise AssertionError("encoded before the labels were checked")
+
+    for config in (AuditConfig(), AuditConfig(guarantee=0.8)):
+        with pytest.raises(ValueError, match="the table has no human labels .no `human` column, or no row labelled"):
+            run_audit(table, encoder, config)
+
+
 def test_with_audit_without_enough_labels_advises_what_quantify_can_do(tmp_path, capsys):
     """The audit --with-audit runs cannot calibrate on 12 labels: the advice is for quantify (it has no --rule)."""
     from puaudit_jax.audit.embed import save_embeddings
