@@ -182,7 +182,7 @@ def guarantee_scope(groups: list[tuple[object, list]], guarantee: float | None) 
     }
 
 
-def _uncertified(config: AuditConfig) -> AuditConfig:
+def uncertified(config: AuditConfig) -> AuditConfig:
     """``config`` without its guarantee and the settings that only a guarantee reads."""
     keys = ("guarantee", "delta", "cascade", "human_ties", "certify", "spot_checks")
     return replace(config, **{k: getattr(AuditConfig, k) for k in keys})
@@ -261,7 +261,7 @@ def evaluate(
         split = split_labels(comparisons, p_ratio=proto.p_ratio, seed=seed, split_by=proto.split_by)
         features = set(base.crossfit_features) | {rule_feature(r) for r in rules_ if needs_crossfit(r)}
         ordered = guaranteed_first(rules_, base.guarantee)
-        cfg = base if needs_crossfit(ordered[0]) else _uncertified(base)
+        cfg = base if needs_crossfit(ordered[0]) else uncertified(base)
         cfg = replace(cfg, scorer=scorer, rule=ordered[0], seed=seed, crossfit_features=tuple(sorted(features)))
         with PeakMemory() as mem:
             result = run_audit(split.table, embeddings, cfg)
