@@ -610,3 +610,22 @@ def test_a_bad_score_cell_a_negative_plan_seed_and_a_missing_audit_are_named(tmp
     assert "seed must be an integer >= 0" in err
     err = _fail(["quantify", data, "--audit", str(tmp_path / "nosuch"), "--out", str(tmp_path / "q")], capsys)
     assert "nosuch: no such audit folder or items file" in err
+
+
+@pytest.mark.parametrize("command", ["quantify", "plan-labels"])
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("x.jsonl", '{"id": "1", "q": "a"}\n{"id": "2", "q": "b"}\n{"id": "3", "q": "a, b, c, d", "more": "f, g"}\n'),
+        ("items.csv", "id,judge\n1,A\n"),
+        ("bad.parquet", "not a parquet file"),
+    ],
+)
+def test_an_audit_file_that_is_not_an_items_table_is_named_with_its_option(tmp_path, capsys, command, name, text):
+    """Before: "Error tokenizing data. C error: Expected 3 fields in line 2, saw 7", naming neither the option nor
+    the file."""
+    (tmp_path / name).write_text(text)
+    argv = [command, "mtbench", "--audit", str(tmp_path / name), "--out", str(tmp_path / "out"), "--no-figures"]
+    err = _fail(argv + (["--budget", "5"] if command == "plan-labels" else []), capsys)
+    assert f"--audit {tmp_path / name}: not an audit's items table" in err
+    assert "expected an audit's --out folder, or its items.csv / items.parquet with columns" in err
