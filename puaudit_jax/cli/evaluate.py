@@ -132,7 +132,7 @@ def _evaluate_command(args, config: AuditConfig, compared: dict, swept, proto: d
     columns = {"--split-by": proto["split_by"], "--cluster-by": config.cluster_by}
     inputs.check_columns(table, args.data, columns, complete=("--split-by",))
     inputs.check_labelled(table, args.data)
-    emb = inputs.features(args, table, mesh)
+    emb = inputs.features(args, inputs.to_embed(table, config), mesh)
     kwargs = dict(config=config, progress=not args.quiet, **compared, **proto)
     if swept:
         kwargs.pop(swept[0], None)
@@ -175,7 +175,7 @@ def _demo_command(args, config: AuditConfig, names: list[str], run, t0: float, m
 
     table = inputs.load_data("mtbench", None, other_judges=config.other_judges)
     inputs.check_columns(table, "mtbench", {"--cluster-by": config.cluster_by})  # before the encoder loads
-    emb = inputs.features(args, table, mesh, source="mtbench")
+    emb = inputs.features(args, inputs.to_embed(table, config), mesh, source="mtbench")
     t_embed = time.perf_counter() - t0
     scorer = functools.partial(scorer_of, mesh=mesh, dtype=args.solver_dtype)
     res = run_demo(table, emb, scorers=[scorer(s) for s in names], default_rule=rule_of(DEFAULT_RULE, args),

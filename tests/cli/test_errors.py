@@ -629,3 +629,30 @@ def test_an_audit_file_that_is_not_an_items_table_is_named_with_its_option(tmp_p
     err = _fail(argv + (["--budget", "5"] if command == "plan-labels" else []), capsys)
     assert f"--audit {tmp_path / name}: not an audit's items table" in err
     assert "expected an audit's --out folder, or its items.csv / items.parquet with columns" in err
+
+
+@pytest.mark.parametrize("command", ["audit", "evaluate", "demo"])
+def test_human_ties_disagree_embeds_the_human_tie_rows_it_calibrates_on(tmp_path, monkeypatch, command):
+    """Under --human-ties disagree a labelled tie is a calibration row, audited as a pool row: it needs its
+    embedding. The commands embedded only the rows usable with their labels: "79 usable comparisons have no
+    embeddings" on MT-Bench."""
+    import puaudit_jax.audit.embed as embed
+    from puaudit_jax.datasets import item_status, load_data
+
+    seen = []
+
+    def capture(table, *_, **__):
+        seen.append(table)
+        raise KeyboardInterrupt  # stop here: what was asked to be embedded is the test
+
+    monkeypatch.setattr(embed, "table_embeddings", capture)
+    rows = _rows(8)
+    rows[2]["human"] = "tie"
+    data = _jsonl(tmp_path / "d.jsonl", rows) if command != "demo" else None
+    argv = [command, *([data] if data else []), "--guarantee", "0.8", "--human-ties", "disagree"]
+    with pytest.raises(SystemExit):
+        main([*argv, "--out", str(tmp_path / "out"), "--quiet", "--no-figures"])
+    given = item_status(load_data(data or "mtbench")).set_index("id")
+    tied = given.index[given["reason"].isin(["human tie", "human split vote"])]
+    embedded = item_status(seen[0]).set_index("id").loc[tied, "status"]
+    assert len(tied) and (embedded != "excluded").all()
