@@ -656,3 +656,21 @@ def test_human_ties_disagree_embeds_the_human_tie_rows_it_calibrates_on(tmp_path
     tied = given.index[given["reason"].isin(["human tie", "human split vote"])]
     embedded = item_status(seen[0]).set_index("id").loc[tied, "status"]
     assert len(tied) and (embedded != "excluded").all()
+
+
+@pytest.mark.parametrize(
+    "scale, expected",
+    [
+        ("5,1", "--scale 5,1: low must be below high"),
+        ("1,1", "--scale 1,1: low must be below high"),
+        ("1,3,5", "--scale 1,3,5: two finite numbers low,high"),
+        ("1,inf", "--scale 1,inf: two finite numbers"),
+    ],
+)
+def test_probe_fit_checks_its_scale_before_reading_or_encoding(tmp_path, capsys, monkeypatch, scale, expected):
+    """Before: --scale 5,1 failed after 15 s of encoding, naming no option."""
+    import probes.fitted as fitted
+
+    monkeypatch.setattr(fitted, "read_dialogues", lambda *_: pytest.fail("data read before --scale was checked"))
+    argv = ["probe", "fit", "--data", str(tmp_path / "d.jsonl"), "--target", "score", "--scale", scale]
+    assert expected in _fail([*argv, "--out", str(tmp_path / "p.pkl")], capsys)
