@@ -674,3 +674,25 @@ def test_probe_fit_checks_its_scale_before_reading_or_encoding(tmp_path, capsys,
     monkeypatch.setattr(fitted, "read_dialogues", lambda *_: pytest.fail("data read before --scale was checked"))
     argv = ["probe", "fit", "--data", str(tmp_path / "d.jsonl"), "--target", "score", "--scale", scale]
     assert expected in _fail([*argv, "--out", str(tmp_path / "p.pkl")], capsys)
+
+
+def test_a_full_disk_names_the_output_folder_and_the_file(tmp_path, capsys, monkeypatch):
+    """Before: "error: [Errno 28] No space left on device", naming neither --out nor the file."""
+    import errno
+
+    import pandas as pd
+
+    def full(*_, **__):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    (tmp_path / "v.csv").write_text(VERDICT_CSV)
+    monkeypatch.setattr(pd.DataFrame, "to_csv", full)
+    argv = ["consensus", "scores", str(tmp_path / "v.csv"), "--ridge", "0.1", "--n-boot", "5"]
+    err = _fail([*argv, "--out", str(tmp_path / "o")], capsys)
+    assert f"error: --out {tmp_path / 'o'}: the disk is full (no space left on device) writing {tmp_path / 'o'}/" in err
+    assert ".puaudit-run-" not in err and "free some space" in err
+    assert not any(p.name.endswith(".csv") for p in (tmp_path / "o").iterdir())  # nothing half-written left
+    from puaudit_jax.cli.main import DISK_FULL
+    from puaudit_runtime.files import DISK_FULL as RUNTIME_DISK_FULL
+
+    assert DISK_FULL == RUNTIME_DISK_FULL  # written twice: the parser imports no numpy
