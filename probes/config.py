@@ -35,6 +35,16 @@ class FitConfig:
     resample: str | None = field(default="geometric", metadata={"choices": ("geometric", "label")})
     seed: int = 0
 
+    def validate(self) -> None:
+        """Raise ValueError naming ``scale`` unless it is two finite numbers, low below high."""
+        import math
+
+        text = ",".join(f"{v:g}" for v in self.scale)
+        if len(self.scale) != 2 or not all(math.isfinite(v) for v in self.scale):
+            raise ValueError(f"scale {text}: two finite numbers low,high are needed (the scores' range)")
+        if not self.scale[0] < self.scale[1]:
+            raise ValueError(f"scale {text}: low must be below high (low,high of the scores, e.g. 1,5)")
+
     def head_config(self):
         """The :class:`probes.borp.HeadConfig` of these settings (its other fields at their defaults)."""
         from .borp import HeadConfig

@@ -11,6 +11,7 @@ crash or an interrupt leaves the previous file (or none), never a half-written o
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -20,7 +21,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["atomic_path", "markdown_table", "save_figure", "write_csv", "write_json", "write_parquet", "write_text"]
+__all__ = [
+    "DISK_FULL",
+    "DiskFullError",
+    "atomic_path",
+    "markdown_table",
+    "save_figure",
+    "write_csv",
+    "write_json",
+    "write_parquet",
+    "write_text",
+]
 
 
 def _file_mode() -> int:
@@ -30,13 +41,31 @@ def _file_mode() -> int:
     return 0o666 & ~mask
 
 
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+"""The errno codes of a write that found no room: no space left on the device, the disk quota exhausted."""
+
+
+class DiskFullError(OSError):
+    """Writing a file failed for lack of room; ``filename`` is the file, ``errno`` one of :data:`DISK_FULL`."""
+
+    def __init__(self, path: str | Path, code: int = errno.ENOSPC):
+        """The error of writing ``path`` with errno ``code``."""
+        super().__init__(code, os.strerror(code), str(path))
+
+    def __str__(self) -> str:
+        """``PATH: the disk is full (...)``: what a user must act on, the file first."""
+        return f"{self.filename}: the disk is full ({self.strerror.lower()}) while writing it; free some space"
+
+
 @contextmanager
 def atomic_path(path: str | Path, *, prefix: str | None = None):
     """Yield a temporary path next to ``path``; on success it replaces ``path`` (else it is removed).
 
     ``prefix``: name prefix of the temporary file (default ``.<name>.``); the suffix is ``path``'s,
     so writers that choose a format by extension (numpy, matplotlib) see the right one. The file
-    gets the permissions the umask gives a new file (mkstemp alone would leave it 0600).
+    gets the permissions the umask gives a new file (mkstemp alone would leave it 0600). A write that
+    finds no room (an OSError with an errno of :data:`DISK_FULL`) becomes a :class:`DiskFullError`
+    naming ``path``.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -46,6 +75,10 @@ def atomic_path(path: str | Path, *, prefix: str | None = None):
         yield Path(tmp)
         os.chmod(tmp, _file_mode())
         os.replace(tmp, path)
+    except OSError as err:
+        if err.errno not in DISK_FULL or isinstance(err, DiskFullError):
+            raise
+        raise DiskFullError(path, err.errno) from err
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

@@ -144,7 +144,7 @@ def _missing_unequally(present: np.ndarray, decided: np.ndarray, labelled: np.nd
     Evidence filled where a human looked and missing elsewhere tells the model which rows are labelled:
     its weights, fitted on the labelled rows, then read the pool through a feature they never saw vary,
     and PPI++'s correction, which assumes the same features on both sides, no longer removes the bias
-    (issue 40: an agreement interval [0.492, 0.605] around a true 0.675). A two-sided Fisher exact test
+    (once seen as an agreement interval of [0.492, 0.605] around a true 0.675). A two-sided Fisher exact test
     of the 2 x 2 table (present or not, labelled or not) below :data:`LEAK_LEVEL` leaves the kind out.
     """
     if labelled is None:

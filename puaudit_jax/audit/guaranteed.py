@@ -21,6 +21,7 @@ from ..quantify.sample_check import audit_sample_checks
 from . import guarantee as g
 from .config import AuditConfig
 from .guarantee.assumptions import balance_checks
+from .prepare import check_labelled
 from .report import Counts
 
 #: The cascade's audits of the other judges see the first judge's verdicts in this column (as one more judge).
@@ -40,6 +41,7 @@ def audit_with_guarantee(comparisons: pd.DataFrame, features, config: AuditConfi
         The ``AuditResult`` with the decided items and the report's ``guarantee`` section.
     """
     table = normal_other_judges(comparisons.reset_index(drop=True), config.other_judges)
+    check_labelled(table)  # a table without human labels is said to be one (before any rows are counted)
     truth, types = table["human"].to_numpy(dtype=object), question_types(table["question_type"])
     judges = config.other_judges if config.cascade else ()
     calibrating = g.calibrating_status(table, judges, config.human_ties)

@@ -205,7 +205,22 @@ def _panel_reliability(ax, items, pool, truth, threshold, bins):
     ax.legend(fontsize=8)
 
 
-def _panel_pool(ax, pool, truth, decision):
+def pool_title(decision, guaranteed: bool) -> str:
+    """The pool panel's title: the rule's flips and their expected gain, said as not applied under a guarantee.
+
+    Args:
+        decision: the rule's :class:`~puaudit_jax.audit.rules.DecisionSummary`.
+        guaranteed: a guarantee decided the pool rows (trust, flip or escalate), not the rule.
+    """
+    evidence, n = decision.evidence, decision.n_flipped
+    gain = "" if evidence is None or decision.abstained else f", expected gain {100 * evidence.expected_gain:+.1f} pts"
+    if guaranteed:
+        alone = "abstains" if decision.abstained else f"would flip {n}"
+        return f"(b) pool: the rule alone {alone}{gain} (not applied: the guarantee decides)"
+    return f"(b) pool: {'abstained' if decision.abstained else f'{n} flipped'}{gain}"
+
+
+def _panel_pool(ax, pool, truth, decision, guaranteed: bool):
     order = np.argsort(pool["p_wrong"].to_numpy(float))
     p, x = pool["p_wrong"].to_numpy(float)[order], np.arange(len(pool))
     evidence = decision.evidence
@@ -227,14 +242,7 @@ def _panel_pool(ax, pool, truth, decision):
     else:
         ax.plot(x, p, color=C_OK, lw=1)
     ax.axhline(decision.threshold, color="black", lw=0.8, ls="--")
-    state = "abstained" if decision.abstained else f"{decision.n_flipped} flipped"
-    gain = None if evidence is None else evidence.expected_gain
-    ax.set(
-        xlabel="pool items, sorted",
-        ylabel="P(judge wrong)",
-        ylim=(0, 1),
-        title=f"(b) pool: {state}" + ("" if gain is None else f", expected gain {100 * gain:+.1f} pts"),
-    )
+    ax.set(xlabel="pool items, sorted", ylabel="P(judge wrong)", ylim=(0, 1), title=pool_title(decision, guaranteed))
     ax.legend(fontsize=8, loc="upper left")
 
 
@@ -246,7 +254,7 @@ def calibration_figure(
     pool = result.pool.reset_index(drop=True)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
     _panel_reliability(ax1, result.items, pool, truth, decision.threshold, bins)
-    _panel_pool(ax2, pool, truth, decision)
+    _panel_pool(ax2, pool, truth, decision, result.report.guarantee is not None)
     fig.suptitle(title or f"{decision.rule} rule")
     fig.tight_layout()
     if path is not None:

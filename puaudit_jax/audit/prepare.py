@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..datasets.comparisons import check_histories
 from ..datasets.exclusions import EXCLUDED, LABELLED, UNLABELLED, item_status
-from ..datasets.verdicts import question_types
+from ..datasets.verdicts import MISSING, question_types
 from .config import AuditConfig
 from .embed import Encoder, PairEmbeddings, embed_comparisons
 
@@ -127,17 +127,49 @@ def _zero_difference(ea: np.ndarray, eb: np.ndarray, usable: np.ndarray) -> np.n
     return zero & np.isin(np.arange(len(ea)), usable)
 
 
-def _check_roles(status: np.ndarray, reason: np.ndarray) -> None:
-    """ValueError when no row is usable as P (labelled) or as U, with the exclusions counted by reason."""
-    n, out = len(status), status == EXCLUDED
-    n_lab, n_unl = int((status == LABELLED).sum()), int((status == UNLABELLED).sum())
+def check_labelled(table: pd.DataFrame, source: str | None = None) -> None:
+    """ValueError, before anything is encoded, when no row of ``table`` can be a labelled (P) row.
+
+    The same check as the audit's after encoding, less the rows excluded for a zero difference embedding,
+    which only the embeddings show.
+
+    Args:
+        table: the comparison table (columns ``id``, ``judge``, ``human`` and the texts).
+        source: the table's name to begin the message with (a file or a bundled set), if any.
+    """
+    frame = item_status(table)
+    status, reason = frame["status"].to_numpy(dtype=object), frame["reason"].to_numpy(dtype=object)
+    if not (status == LABELLED).any():
+        human = table["human"].to_numpy(dtype=object) if "human" in table else np.full(len(table), MISSING)
+        raise ValueError(("" if source is None else f"{source}: ") + _no_labelled(status, reason, human))
+
+
+def _excluded(status: np.ndarray, reason: np.ndarray) -> str:
+    """``N excluded (reason: count, ...)``."""
+    out = status == EXCLUDED
     reasons = pd.Series(reason[out]).value_counts()
-    excluded = f"{int(out.sum())} excluded" + (f" ({', '.join(f'{k}: {v}' for k, v in reasons.items())})"
-                                               if out.any() else "")  # fmt: skip
+    return f"{int(out.sum())} excluded" + (f" ({', '.join(f'{k}: {v}' for k, v in reasons.items())})"
+                                           if out.any() else "")  # fmt: skip
+
+
+def _no_labelled(status: np.ndarray, reason: np.ndarray, human: np.ndarray) -> str:
+    """Why P would be empty: the rows by status, and a table with no human verdict at all said so."""
+    n_unl = int((status == UNLABELLED).sum())
+    text = (f"no usable human-labelled comparison (P would be empty): {len(status)} rows, "
+            f"{_excluded(status, reason)}, {n_unl} unlabelled")  # fmt: skip
+    if (np.asarray(human, dtype=object) == MISSING).all():
+        text += ("; the table has no human labels (no `human` column, or no row labelled A, B or tie): the audit "
+                 "learns from human verdicts and a guarantee calibrates on them, so label a random sample of "
+                 "rows first")  # fmt: skip
+    return text
+
+
+def _check_roles(status: np.ndarray, reason: np.ndarray, human: np.ndarray) -> None:
+    """ValueError when no row is usable as P (labelled) or as U, with the exclusions counted by reason."""
+    n, n_lab, n_unl = len(status), int((status == LABELLED).sum()), int((status == UNLABELLED).sum())
     if n_lab == 0:
-        raise ValueError(
-            f"no usable human-labelled comparison (P would be empty): {n} rows, {excluded}, {n_unl} unlabelled"
-        )
+        raise ValueError(_no_labelled(status, reason, human))
+    excluded = _excluded(status, reason)
     if n_unl == 0:
         raise ValueError(
             f"no usable unlabelled comparison to audit (U is empty): {n} rows, {n_lab} labelled, {excluded}"
@@ -171,6 +203,7 @@ def prepare(comparisons: pd.DataFrame, features: PairEmbeddings | Encoder, confi
     status = status_frame["status"].to_numpy(dtype=object).copy()
     reason = status_frame["reason"].to_numpy(dtype=object).copy()
     usable = np.flatnonzero(status != EXCLUDED)
+    check_labelled(table)
     emb = _embeddings(table, usable, features)
     _check_embeddings(emb, pd.Index(ids), list(ids[usable]))
     ea, eb = np.zeros((len(table), emb.dim)), np.zeros((len(table), emb.dim))
@@ -178,7 +211,7 @@ def prepare(comparisons: pd.DataFrame, features: PairEmbeddings | Encoder, confi
         ea[usable], eb[usable] = emb.take(list(ids[usable]))
     zero = _zero_difference(ea, eb, usable)
     status[zero], reason[zero] = EXCLUDED, ZERO_DIFF
-    _check_roles(status, reason)
+    _check_roles(status, reason, table["human"].to_numpy(dtype=object))
     return AuditData(
         table=table,
         ids=ids,

@@ -242,12 +242,13 @@ class AuditReport:
             f"{c.exclusion_reasons}",
             f"P {c.P} -> P' {c.P_denoised}, holdout {c.holdout}, U {c.U}; m = {m.value:.3f} ({m.source}{raw}), "
             + ("" if self.decision is not None else f"eta = {self.eta}; ")  # eta: the score rules' threshold
-            + f"flipped {c.flipped} ({self.flip_rate:.1%})",
+            + f"flipped {c.flipped} ({self.flip_rate:.1%})"
+            + ("" if self.guarantee is None else " by the guarantee"),
             f"scorer {self.scorer}, rule {self.rule}, solver paths {self.solver_paths}, "
             f"time {self.timings_s.get('total', float('nan')):.2f}s",
         ]
         if self.decision is not None:
-            lines.append(_decision_line(self.decision))
+            lines.append(_decision_line(self.decision, guaranteed=self.guarantee is not None))
             if self.decision.abstained and self.guarantee is None:
                 lines.append("the judge's verdicts stand; `--guarantee A` (AuditConfig.guarantee) certifies which "
                              "of them agree with humans at least A of the time and names the rows a human must "
@@ -264,16 +265,34 @@ class AuditReport:
         return "\n".join(lines)
 
 
-def _decision_line(d: DecisionSummary) -> str:
+def _decision_line(d: DecisionSummary, guaranteed: bool) -> str:
+    """The calibrated rule's line; the flips it speaks of are the ones applied, or it says none of its own are.
+
+    Args:
+        d: the rule's decision.
+        guaranteed: a guarantee decided the pool rows (trust, flip or escalate), not the rule.
+    """
     state = f"ABSTAINED ({d.reason})" if d.abstained else "flipping"
     agrees = "n/a" if d.judge_agreement_labelled is None else f"{d.judge_agreement_labelled:.1%}"
-    line = f"calibrated decision: {state}; {d.n_calibration} labelled items calibrate (judge agrees on {agrees})"
+    head = "calibrated rule (not applied: the guarantee decides every pool row)" if guaranteed else (
+        "calibrated decision")  # fmt: skip
+    line = f"{head}: {state}; {d.n_calibration} labelled items calibrate (judge agrees on {agrees})"
     e = d.evidence
     if e is None:
         return line
+    line += (f"; out-of-fold gain {100 * e.crossfit_gain:+.2f} points (lower bound "
+             f"{100 * e.crossfit_gain_lower_bound:+.2f})")  # fmt: skip
+    return line + _pool_gain(d, e, guaranteed)
+
+
+def _pool_gain(d: DecisionSummary, e, guaranteed: bool) -> str:
+    """The expected gain on the pool of the rule's flips, said of the flips applied (none when it abstains)."""
     lo, hi = e.expected_gain_interval
-    return (
-        line + f"; out-of-fold gain {100 * e.crossfit_gain:+.2f} points (lower bound "
-        f"{100 * e.crossfit_gain_lower_bound:+.2f}); expected gain on the pool "
-        f"{100 * e.expected_gain:+.2f} points [{100 * lo:+.2f}, {100 * hi:+.2f}]"
-    )
+    gain = f"{100 * e.expected_gain:+.2f} points [{100 * lo:+.2f}, {100 * hi:+.2f}]"
+    if guaranteed:
+        return "; alone it would flip none" if d.abstained else (
+            f"; alone it would flip {d.n_flipped} pool rows, expected gain {gain}")  # fmt: skip
+    if d.abstained:
+        return (f"; no flip applied (it would have flipped the {e.n_flipped_if_not_abstaining} pool rows with "
+                f"P(judge wrong) > {d.threshold:g}), so no gain is expected on the pool")  # fmt: skip
+    return f"; expected gain of its {d.n_flipped} flips on the pool {gain}"

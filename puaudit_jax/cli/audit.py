@@ -94,7 +94,6 @@ def cmd_audit(args) -> int:
 
 def _audit_command(args, config: AuditConfig, run, mesh) -> int:
     from ..audit import run_audit, write_result
-    from ..datasets.verdicts import MISSING
     from ..evaluate import split_labels
     from ..evaluate.consistency import with_hidden_labels
 
@@ -106,9 +105,8 @@ def _audit_command(args, config: AuditConfig, run, mesh) -> int:
         quiet=args.quiet,
     )
     inputs.check_columns(table, args.data, {"--cluster-by": config.cluster_by})
-    # saved embeddings also cover the rows excluded for their human label (a tie), which quantify --with-audit
-    # audits with every label hidden: one file serves both commands
-    embedded = table.assign(human=MISSING) if args.save_embeddings else table
+    inputs.check_labelled(table, args.data)
+    embedded = inputs.to_embed(table, config, every=bool(args.save_embeddings))  # one file serves quantify too
     emb = inputs.features(args, embedded, mesh, judges=config.other_judges if config.cascade else ())
     truth = None
     if args.hide_labels:

@@ -7,7 +7,9 @@
 
 evaluate writes ``DIR/results.csv`` (one row per scorer, rule and question type), ``DIR/results.json``
 (the same plus the settings), ``DIR/per_seed.csv``, ``DIR/figure3.png``, ``DIR/figure2.png`` and,
-when the first scorer's rule is calibrated, ``DIR/calibration.png``. demo writes the same for
+when the first scorer's rule is calibrated, ``DIR/calibration.png``. With ``--guarantee A`` each
+scorer's first calibrated rule is certified and the other pairs are compared uncertified (a line says
+which). demo writes the same for
 MT-Bench GPT-4 against the expert votes and prints the default audit beside the paper's Table 5,
 then what the default audit certifies with a guarantee (``--guarantee``; 0.8 in the demo unless given:
 ``DEMO_GUARANTEE``), recorded under ``meta.guarantee`` of ``results.json``.
@@ -89,6 +91,15 @@ def _compared(args, mesh) -> dict:
     return {"pairs": [(scorer(s), rule_of(r, args)) for s, r in _pairs(args.pairs)]}
 
 
+def _check_guarantee_scope(compared: dict, guarantee: float | None) -> None:
+    """Before any data is read: a --guarantee needs a calibrated rule among those compared."""
+    if guarantee is None:
+        return
+    from ..evaluate.protocol import guarantee_scope, pairs_by_scorer
+
+    guarantee_scope(pairs_by_scorer(**compared), guarantee)
+
+
 def _write(res, args, data: str, run) -> list[str]:
     """The evaluation's files and figures in --out, recorded in the run folder's manifest."""
     from ..evaluate import write_evaluation
@@ -108,6 +119,7 @@ def cmd_evaluate(args) -> int:
     swept = _sweep(args.sweep)
     proto = options_from_args(args, Protocol, include=("seeds", "p_ratio", "split_by", "ceiling"))
     config, compared = _checked_settings(args, proto, swept), _compared(args, mesh)
+    _check_guarantee_scope(compared, config.guarantee)
     inputs.checked_first(args)
     with inputs.output_folder(args) as run:
         return _evaluate_command(args, config, compared, swept, proto, run, mesh)
@@ -125,7 +137,8 @@ def _evaluate_command(args, config: AuditConfig, compared: dict, swept, proto: d
     )
     columns = {"--split-by": proto["split_by"], "--cluster-by": config.cluster_by}
     inputs.check_columns(table, args.data, columns, complete=("--split-by",))
-    emb = inputs.features(args, table, mesh)
+    inputs.check_labelled(table, args.data)
+    emb = inputs.features(args, inputs.to_embed(table, config), mesh)
     kwargs = dict(config=config, progress=not args.quiet, **compared, **proto)
     if swept:
         kwargs.pop(swept[0], None)
@@ -137,8 +150,18 @@ def _evaluate_command(args, config: AuditConfig, compared: dict, swept, proto: d
     files = _write(res, args, args.data, run)
     overall = res.summary[res.summary.question_type == "all"]
     print(summary_table(res.summary) if not swept else overall.to_string(index=False, float_format="{:.4f}".format))
+    if res.meta.get("guarantee", {}).get("not_applicable"):
+        print(_not_certified(res.meta["guarantee"]))
     print(wrote(args.out, files))
     return 0
+
+
+def _not_certified(scope: dict) -> str:
+    """The line saying which pairs the guarantee certified and which it does not apply to."""
+    return (
+        f"--guarantee {scope['A']:g} certifies {', '.join(scope['applies_to'])}; not applicable to "
+        f"{', '.join(scope['not_applicable'])} (no P(judge wrong): compared uncertified, coverage n/a)"
+    )
 
 
 def cmd_demo(args) -> int:
@@ -158,7 +181,7 @@ def _demo_command(args, config: AuditConfig, names: list[str], run, t0: float, m
 
     table = inputs.load_data("mtbench", None, other_judges=config.other_judges)
     inputs.check_columns(table, "mtbench", {"--cluster-by": config.cluster_by})  # before the encoder loads
-    emb = inputs.features(args, table, mesh, source="mtbench")
+    emb = inputs.features(args, inputs.to_embed(table, config), mesh, source="mtbench")
     t_embed = time.perf_counter() - t0
     scorer = functools.partial(scorer_of, mesh=mesh, dtype=args.solver_dtype)
     res = run_demo(table, emb, scorers=[scorer(s) for s in names], default_rule=rule_of(DEFAULT_RULE, args),

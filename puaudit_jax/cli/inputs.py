@@ -200,6 +200,26 @@ def check_columns(table: pd.DataFrame, data: str, options: dict[str, str | None]
                              f"{row + 1} (id {table['id'].iloc[row]!r})")  # fmt: skip
 
 
+def check_labelled(table: pd.DataFrame, data: str) -> None:
+    """Before embedding: some row of ``table`` (DATA ``data``) has a usable human label, else ValueError naming it."""
+    from ..audit.prepare import check_labelled as check
+
+    check(table, source=data)
+
+
+def to_embed(table: pd.DataFrame, config, every: bool = False) -> pd.DataFrame:
+    """The table whose usable rows :func:`features` embeds: ``table``, or it with every human label hidden.
+
+    Hidden (so that a row a human tied is embedded too) where such a row is audited: under a guarantee with
+    ``config.human_ties`` "disagree" it calibrates as a pool row; or with ``every`` (embeddings saved for
+    ``quantify --with-audit``, which audits the ties with their labels hidden).
+    """
+    from ..datasets.verdicts import MISSING
+
+    disagree = config.guarantee is not None and config.human_ties == "disagree"
+    return table.assign(human=MISSING) if every or disagree else table
+
+
 def features(args, table: pd.DataFrame, mesh=None, source: str | None = None, judges: tuple[str, ...] = ()):
     """PairEmbeddings from --embeddings, or computed by the probes encoder the options name.
 

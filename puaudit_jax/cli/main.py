@@ -13,12 +13,12 @@
 
 DATA is a comparison file (jsonl / csv / parquet; see :mod:`puaudit_jax.datasets.comparisons`) or a
 bundled set: ``mtbench``, ``llmfao-gpt4``, ``llmfao-gpt3``. User errors -- a bad option value
-(argparse's included), file, row or folder -- print one line ``error: ...`` on stderr and exit with
-status 2; ``--debug`` anywhere on the line shows the traceback instead. Ctrl-C prints ``interrupted``
-and exits with status 130 (the traceback too with ``--debug``); one Ctrl-C is enough, also where a
-library swallows the first KeyboardInterrupt (:mod:`puaudit_jax.cli.interrupts`). Compiled programs are kept under
-``$PUAUDIT_CACHE/jax`` (:func:`puaudit_runtime.cache.enable_compilation_cache`) unless JAX's own
-compilation cache is set.
+(argparse's included), file, row or folder, a full disk (naming --out and the file) -- print one line
+``error: ...`` on stderr and exit with status 2; ``--debug`` anywhere on the line shows the traceback
+instead. Ctrl-C prints ``interrupted`` and exits with status 130 (the traceback too with ``--debug``); one
+Ctrl-C is enough, also where a library swallows the first KeyboardInterrupt
+(:mod:`puaudit_jax.cli.interrupts`). Compiled programs are kept under ``$PUAUDIT_CACHE/jax``
+(:func:`puaudit_runtime.cache.enable_compilation_cache`) unless JAX's own compilation cache is set.
 
 Building the parser imports no numerical library (JAX, scipy, pandas, numpy, ...): the sub-parsers
 read the light config modules, and each command imports what it computes with when it runs, so
@@ -28,7 +28,9 @@ read the light config modules, and each command imports what it computes with wh
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import re
 import signal
 import sys
 import zipfile
@@ -45,10 +47,12 @@ from .judges import add_attack_parsers
 from .plan import add_plan_parser
 from .probe import add_probe_parser
 from .quantify import add_quantify_parser
+from .run_folder import STAGING
 
 # What a bad file, option or folder can raise; anything else is a bug and keeps its traceback.
 USER_ERRORS = (ValueError, OSError, EOFError, zipfile.BadZipFile)
 INTERRUPTED = 130  # 128 + SIGINT, the shell's status of a command ended by Ctrl-C
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)  # as puaudit_runtime.files.DISK_FULL (which imports numpy: not here)
 
 
 class Parser(argparse.ArgumentParser):
@@ -142,9 +146,23 @@ def _run(argv: list[str], debug: bool) -> int:
     except USER_ERRORS as err:
         if debug:
             raise
-        message = f"error: {err}"
+        message = f"error: {_disk_full(err, getattr(args, 'out', None)) or err}"
     print(message, file=sys.stderr)
     raise CommandError(message)
+
+
+def _disk_full(err: BaseException, out: str | None) -> str:
+    """The line for a write that found the disk full, naming --out and the file at its final place; else ''.
+
+    Args:
+        err: the error a command raised.
+        out: the command's --out, if it has one.
+    """
+    if not isinstance(err, OSError) or err.errno not in DISK_FULL:
+        return ""
+    where = re.sub(rf"{re.escape(os.sep)}{re.escape(STAGING)}\d+(?={re.escape(os.sep)})", "", str(err.filename or ""))
+    return (("" if out is None else f"--out {out}: ") + "the disk is full (no space left on device)"
+            + (f" writing {where}" if where else "") + "; free some space there or choose another --out")  # fmt: skip
 
 
 def _interrupted(debug: bool, program: bool) -> None:

@@ -87,6 +87,10 @@ def _probe_modules():
 def _fit(args, mesh) -> int:
     _, fitted = _probe_modules()
     config = FitConfig(**options_from_args(args, FitConfig, rename=FIT_RENAME))
+    try:  # before the data are read and encoded
+        config.validate()
+    except ValueError as err:
+        raise ValueError(f"--{err}") from None
     table, dialogues = fitted.read_dialogues(args.data)
     try:  # before any model is loaded: the rows alone bound the components
         fitted.check_components(config.n_components, len(table), name="--components")

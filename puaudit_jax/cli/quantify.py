@@ -63,8 +63,12 @@ def audit_items_of(args, table, config: AuditConfig, mesh=None):
     from ..datasets.verdicts import MISSING
 
     if args.audit is not None:
-        return read_items(args.audit)
+        try:
+            return read_items(args.audit)
+        except ValueError as err:
+            raise ValueError(f"--audit {err}") from None
     if args.with_audit:
+        inputs.check_labelled(table, args.data)
         result = tie_hidden_audit(table, inputs.features(args, table.assign(human=MISSING), mesh), config)
         for warning in result.report.evidence_warnings():  # evidence the audit left out, as `audit` says
             print(f"warning: {warning}")

@@ -10,11 +10,14 @@ of its reasons, in this order, joined by ``"; "``:
 - ``identical responses`` -- response_a == response_b after stripping whitespace (their difference
   vector would be zero); only checked when both texts are present
 - ``judge tie`` -- the judge did not pick a side
+- ``no judge verdict`` -- the judge's verdict is missing (e.g. a failed request of ``puaudit judge``)
 - ``human tie`` -- the human verdict is a tie by the annotators' votes
 - ``human split vote`` -- the human verdict is a tie because the votes were split (``human_split``
   column True; see :mod:`puaudit_jax.datasets.votes`)
 
-Nothing is dropped: :func:`item_status` has one row per input row, in input order.
+The audit adds one reason of its own, ``zero difference embedding`` (the two responses embed to the same
+vector; :data:`puaudit_jax.audit.ZERO_DIFF`). Nothing is dropped: :func:`item_status` has one row per
+input row, in input order.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ REASONS = (
     "missing text: response_b",
     "identical responses",
     "judge tie",
+    "no judge verdict",
     "human tie",
     "human split vote",
 )

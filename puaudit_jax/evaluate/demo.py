@@ -16,7 +16,7 @@ import pandas as pd
 from ..audit import DEFAULT_RULE, PAPER_RULE, PAPER_SCORER, AuditConfig
 from ..audit.guarantee import probability
 from .config import DEMO_GUARANTEE, DEMO_SCORERS  # noqa: F401  (re-exported: they live in the light config module)
-from .protocol import EvalResult, evaluate
+from .protocol import EvalResult, evaluate, uncertified
 from .tables import demo_table, overall_table
 
 
@@ -30,12 +30,13 @@ def run_demo(
     ``paper_scorer``: the paper configuration's scorer (``"pot"`` or a configured instance);
     ``guarantee``: the agreement A of the third run (its delta: ``options`` / ``config``, default 0.1);
     ``options``: :class:`Protocol` / :class:`AuditConfig` fields. The first two runs compare the audits
-    without a guarantee (``config``'s guarantee, delta and cascade do not reach them). When the third
+    without a guarantee (``config``'s guarantee and the settings only a guarantee reads -- delta, cascade,
+    human_ties, certify, spot_checks -- do not reach them). When the third
     cannot run (too few labels per split for A and delta), ``meta["guarantee"]`` says why.
     """
     config = options.pop("config", None) or AuditConfig()
     certified_config = replace(config, guarantee=guarantee, delta=options.pop("delta", config.delta))
-    options["config"] = replace(config, guarantee=None, delta=AuditConfig.delta, cascade=False)
+    options["config"] = uncertified(config)
     grid = evaluate(
         table, emb, scorers=list(scorers), rules=[default_rule, PAPER_RULE, "budget"], ceiling=True, **options
     )
@@ -63,10 +64,11 @@ def run_demo(
 def guarantee_summary(res: EvalResult) -> dict:
     """What a guaranteed protocol run measured on the hidden labels, over its splits (JSON-ready).
 
-    Keys: ``A``, ``delta``, ``splits``; ``coverage_mean`` / ``_std`` (share of the pool certified: trusted or
-    flipped), ``flip_rate_mean`` (share flipped), ``certified_agreement_mean`` (agreement of the certified
-    rows' final verdicts with the hidden ones, over the splits that certified any), ``violations`` (splits
-    where it fell below A) and ``per_seed`` (seed, coverage, flip_rate, certified_agreement, violated).
+    Keys: ``A``, ``delta``, ``human_ties``, ``certify``, ``splits``; ``coverage_mean`` / ``_std`` (share of
+    the pool certified: trusted or flipped), ``flip_rate_mean`` (share flipped), ``certified_agreement_mean``
+    (agreement of the certified rows' final verdicts with the hidden ones, over the splits that certified
+    any), ``violations`` (splits where it fell below A) and ``per_seed`` (seed, coverage, flip_rate,
+    certified_agreement, violated).
     """
     rows = res.per_seed[res.per_seed.question_type == "all"]
     config = res.first_audit.config
@@ -78,6 +80,8 @@ def guarantee_summary(res: EvalResult) -> dict:
     return {
         "A": config.guarantee,
         "delta": config.delta,
+        "human_ties": config.human_ties,
+        "certify": config.certify,
         "splits": len(rows),
         "coverage_mean": number(rows.coverage.mean()),
         "coverage_std": number(rows.coverage.std()),

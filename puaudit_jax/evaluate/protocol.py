@@ -146,10 +146,55 @@ def _outcome_rows(result: AuditResult, rules: list, truth: pd.Series, ceiling: b
     return outcomes
 
 
+def guaranteed_first(rules: list, guarantee: float | None) -> list:
+    """``rules`` with, under a ``guarantee``, the first calibrated one moved first (the audit certifies by its rule)."""
+    calibrated = [r for r in rules if needs_crossfit(r)]
+    if guarantee is None or not calibrated:
+        return list(rules)
+    return [calibrated[0], *(r for r in rules if r is not calibrated[0])]
+
+
+def guarantee_scope(groups: list[tuple[object, list]], guarantee: float | None) -> dict | None:
+    """``{"A", "applies_to", "not_applicable"}``: the ``scorer:rule`` pairs a guarantee certifies and the others.
+
+    Each scorer's audit is certified by its first calibrated rule; the other pairs are compared uncertified.
+
+    Args:
+        groups: [(scorer, [rules])] as :func:`pairs_by_scorer` gives them.
+        guarantee: the agreement A, or None (no guarantee: None is returned).
+
+    Raises:
+        ValueError: a guarantee where no rule compared is calibrated (none gives a P(judge wrong)).
+    """
+    if guarantee is None:
+        return None
+    pairs = [(scorer_name(s), rule_name(r), r) for s, rules in groups for r in rules]
+    certified = {(scorer_name(s), rule_name(guaranteed_first(rules, guarantee)[0])) for s, rules in groups
+                 if any(needs_crossfit(r) for r in rules)}  # fmt: skip
+    if not certified:
+        raise ValueError(f"guarantee {guarantee:g} needs a calibrated rule (it certifies by P(judge wrong)); the rules "
+                         f"compared, {sorted({n for _, n, _ in pairs})}, give none: add one (evidence, calibrated, "
+                         "calibrated-platt, two-sided, two-sided-platt), e.g. --rules evidence,paper")  # fmt: skip
+    return {
+        "A": guarantee,
+        "applies_to": [f"{s}:{n}" for s, n, _ in pairs if (s, n) in certified],
+        "not_applicable": [f"{s}:{n}" for s, n, _ in pairs if (s, n) not in certified],
+    }
+
+
+def uncertified(config: AuditConfig) -> AuditConfig:
+    """``config`` without its guarantee and the settings that only a guarantee reads."""
+    keys = ("guarantee", "delta", "cascade", "human_ties", "certify", "spot_checks")
+    return replace(config, **{k: getattr(AuditConfig, k) for k in keys})
+
+
 def _measure(
     result: AuditResult, scorer, rules: list, split, seed: int, mem: PeakMemory, ceiling: bool
 ) -> list[pd.DataFrame]:
-    """One consistency frame per rule of one audit on one split, with the run's columns."""
+    """One consistency frame per rule of one audit on one split, with the run's columns.
+
+    The audit ran with the first of ``rules``; the frames come in the order of ``rules``.
+    """
     frames = []
     paths = ",".join(f"{k}x{v}" for k, v in result.report.solver_paths.items())
     for rule, pool, info in _outcome_rows(result, rules, split.truth, ceiling):
@@ -168,6 +213,12 @@ def _measure(
         cons["solver_paths"] = paths
         frames.append(cons)
     return frames
+
+
+def _in_order(frames: list[pd.DataFrame], rules: list) -> list[pd.DataFrame]:
+    """``frames`` (one per rule, then the hindsight one) in the order of ``rules``."""
+    position = {rule_name(r): i for i, r in enumerate(rules)}
+    return sorted(frames, key=lambda f: position.get(f["rule"].iloc[0], len(rules)))
 
 
 def evaluate(
@@ -189,6 +240,13 @@ def evaluate(
     ``options``: fields of :class:`Protocol` (seeds=3, p_ratio=0.4, split_by=..., ceiling=True) or of
     :class:`~puaudit_jax.audit.AuditConfig` (m=0.9, holdout=0.3, cluster_by=...); they override
     ``protocol`` and ``config``.
+
+    With a guarantee, each scorer's audit runs with its first calibrated rule, which the guarantee
+    certifies; the pairs of a rule that gives no P(judge wrong) (``paper``, ``budget``) are compared
+    uncertified, their coverage columns NaN; ``meta["guarantee"]`` names both (:func:`guarantee_scope`).
+
+    Raises:
+        ValueError: a setting out of range, or a guarantee where no rule compared is calibrated.
     """
     t0 = time.perf_counter()
     proto_opts, audit_opts = _split_options(options)
@@ -196,15 +254,18 @@ def evaluate(
     proto.validate()
     base = replace(config or AuditConfig(), **audit_opts)
     groups = pairs_by_scorer(pairs, scorers, rules)
+    scope = guarantee_scope(groups, base.guarantee)
     frames, first = [], None
     jobs = [(seed, scorer, rules_) for seed in proto.seed_list for scorer, rules_ in groups]
     for seed, scorer, rules_ in tqdm(jobs, desc="protocol", disable=not progress):
         split = split_labels(comparisons, p_ratio=proto.p_ratio, seed=seed, split_by=proto.split_by)
         features = set(base.crossfit_features) | {rule_feature(r) for r in rules_ if needs_crossfit(r)}
-        cfg = replace(base, scorer=scorer, rule=rules_[0], seed=seed, crossfit_features=tuple(sorted(features)))
+        ordered = guaranteed_first(rules_, base.guarantee)
+        cfg = base if needs_crossfit(ordered[0]) else uncertified(base)
+        cfg = replace(cfg, scorer=scorer, rule=ordered[0], seed=seed, crossfit_features=tuple(sorted(features)))
         with PeakMemory() as mem:
             result = run_audit(split.table, embeddings, cfg)
-        frames += _measure(result, scorer, rules_, split, seed, mem, proto.ceiling)
+        frames += _in_order(_measure(result, scorer, ordered, split, seed, mem, proto.ceiling), rules_)
         first = first or (result, split.truth)
     per_seed = pd.concat(frames, ignore_index=True)
     meta = {
@@ -219,6 +280,7 @@ def evaluate(
         "embeddings": {"source": embeddings.source, "dim": embeddings.dim},
         "n_labelled": int((item_status(comparisons)["status"] == LABELLED).sum()),
         "wall_time_s": time.perf_counter() - t0,
+        **({"guarantee": scope} if scope else {}),
     }
     return EvalResult(per_seed, summarize_runs(per_seed), meta, *(first or (None, None)))
 

@@ -28,9 +28,12 @@ SUMMARY_COLUMNS = (
 
 
 def summary_table(summary: pd.DataFrame) -> str:
-    """The summary's main columns, 4 decimals."""
+    """The summary's main columns, 4 decimals; ``n/a`` where a number does not apply.
+
+    Not applicable: e.g. the coverage of a rule the guarantee does not certify, the precision of no flip.
+    """
     return summary[[c for c in SUMMARY_COLUMNS if c in summary]].to_string(
-        index=False, float_format=lambda v: f"{v:.4f}"
+        index=False, float_format=lambda v: f"{v:.4f}", na_rep="n/a"
     )
 
 

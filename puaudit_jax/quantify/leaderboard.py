@@ -16,9 +16,13 @@ Estimators (each an M-estimate, :mod:`.m_estimation`):
 - ``ppi++``: PPI++ with a predictor of the human outcome -- the judge's verdict, or with
   ``ppi++ (audit)`` the audit's expected human verdict (:func:`.targets.audit_predictions`).
 
-Only models with at least :data:`MIN_LABELLED` labelled comparisons get scores (the scale is theirs;
-rows naming another model are left out of every fit, counted in the rows' note); the others get
-"not estimable" rows. The human-only fit also needs the labelled comparison graph to identify the
+Only models with at least :data:`MIN_LABELLED` labelled comparisons get scores from the estimators that
+read labels (the scale is theirs; rows naming another model are left out of those fits, counted in the
+rows' caveat); the others get "not estimable" rows. The judge-only fit needs no label: it scores every
+model the judge compared (all rows), shifted so that the labelled models average 1000 as in the other
+fits, its rank-sets among all of them; where the judge's verdicts do not identify every strength (a model
+that never lost, say), it falls back to the labelled models and the others' rows say why. The
+human-only fit also needs the labelled comparison graph to identify the
 strengths (strongly connected, :func:`~puaudit_jax.consensus.bradley_terry.check_identifiable`). Where
 the models fall in groups never compared with each other (a disconnected comparison graph), no estimator
 scores them: every row is "not estimable" and names the groups.
@@ -79,10 +83,23 @@ def _coefficient(fit: MFit, k: int, estimator: str, level: float, fits) -> Estim
     return Estimate(estimator, g, g - h, g + h, level, fits.n, fits.n_unl, lam=lam)
 
 
-def elo_estimates(fit: MFit, models: list[str], estimator: str, level: float, n: int, n_unl: int) -> list:
-    """(model, Estimate) on the Elo scale for every model of a converged fit, with its rank-set."""
+def centred(theta: np.ndarray, cov: np.ndarray, anchor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Strengths (K,) and covariance (K, K) shifted so that the ``anchor`` models (K,) bool average 0."""
+    shift = np.eye(len(theta)) - np.outer(np.ones(len(theta)), anchor / anchor.sum())
+    return shift @ theta, shift @ cov @ shift.T
+
+
+def elo_estimates(fit: MFit, models: list[str], estimator: str, level: float, n: int, n_unl: int,
+                  anchor: list[str] | None = None) -> list:  # fmt: skip
+    """(model, Estimate) on the Elo scale for every model of a converged fit, with its rank-set.
+
+    ``anchor``: the models that average 1000 (default: all of ``models``), so that a fit over more models
+    shares the scale of the fits over these.
+    """
     c = contrast(len(models))
     theta, cov = c @ fit.theta, c @ fit.cov @ c.T
+    if anchor:
+        theta, cov = centred(theta, cov, np.isin(models, anchor).astype(float))
     half = z_value(level) * np.sqrt(np.clip(np.diag(cov), 0, None))
     lam = None if estimator in (JUDGE_ONLY, HUMAN_ONLY) else fit.lam
     ranks = rank_sets(theta, cov, level)
@@ -141,7 +158,8 @@ class _Fits:
 
     models: the scored models (the first K-1 coefficients, :func:`design`); dropped: models with too few
     labelled comparisons; fits: estimator -> (MFit or None, why not); n / n_unl: labelled / unlabelled rows
-    used; caveat: the rows left out, or "".
+    used; caveat: the rows left out, or ""; judge: where models were dropped, the judge-only fit over every
+    model compared (it needs no label), or why the judge's verdicts do not score them (a str).
     """
 
     models: list
@@ -150,6 +168,7 @@ class _Fits:
     n: int
     n_unl: int
     caveat: str
+    judge: _Fits | str | None = None
 
 
 def _bt_fits(model_a, model_b, y, predictions: dict, labelled, unlabelled, clusters, covariates,
@@ -167,6 +186,9 @@ def _bt_fits(model_a, model_b, y, predictions: dict, labelled, unlabelled, clust
     left_out = int((used & ~keep).sum())
     caveat = f"{left_out} rows with a model of < {MIN_LABELLED} labelled comparisons left out" if dropped else ""
     out = _Fits(models, dropped, {}, int(lab.sum()), int(unl.sum()), caveat)
+    judge = np.asarray(next(iter(predictions.values())), float)
+    if dropped:
+        out = replace(out, judge=_judge_fits(model_a, model_b, judge, used, labelled, clusters, covariates))
     if len(models) < 2:
         return out
     apart = disconnected_note(components(model_a[keep], model_b[keep], models))
@@ -177,7 +199,7 @@ def _bt_fits(model_a, model_b, y, predictions: dict, labelled, unlabelled, clust
         X = np.hstack([X, np.asarray(covariates, float)[keep]])
     clusters = None if clusters is None else clusters[keep]
     y, lab, unl, none = np.asarray(y, float)[keep], lab[keep], unl[keep], np.zeros(int(keep.sum()), bool)
-    judge = np.asarray(next(iter(predictions.values())), float)[keep]
+    judge = judge[keep]
     out.fits[JUDGE_ONLY] = _fit_or_note(X, judge, judge, lab | unl, none, 0.0, clusters)
     problem = _human_graph_problem(model_a[keep][lab], model_b[keep][lab], y[lab], models)
     pi = None if probability is None else np.asarray(probability, float)[keep]
@@ -189,6 +211,32 @@ def _bt_fits(model_a, model_b, y, predictions: dict, labelled, unlabelled, clust
         out.fits[est] = ((None, flat or "no unlabelled item") if flat or not out.n_unl else
                          _fit_or_note(X, y, np.asarray(yhat, float)[keep], lab, unl, None, clusters, pi))  # fmt: skip
     return out
+
+
+def _judge_fits(model_a, model_b, judge, used, labelled, clusters, covariates) -> _Fits | str:
+    """The judge-only fit on every ``used`` row over every model compared, or why the verdicts do not give one.
+
+    Args:
+        model_a: (R,) names of the models whose response is A.
+        model_b: (R,) names of the models whose response is B.
+        judge: (R,) the judge's A-outcome (1 / 0.5 / 0).
+        used: (R,) bool mask of the rows the estimators read.
+        labelled: (R,) bool mask of the labelled rows (counted in the rows' ``n``).
+        clusters: (R,) cluster labels for cluster-robust intervals, or None.
+        covariates: (R, p) style differences appended to the design, or None.
+    """
+    a, b, y = model_a[used], model_b[used], judge[used]
+    models = sorted(map(str, set(a) | set(b)))
+    why = disconnected_note(components(a, b, models)) or _human_graph_problem(a, b, y, models)
+    if why:
+        return why
+    X = design(a, b, models)
+    if covariates is not None:
+        X = np.hstack([X, np.asarray(covariates, float)[used]])
+    every, none = np.ones(len(y), bool), np.zeros(len(y), bool)
+    fit, why = _fit_or_note(X, y, y, every, none, 0.0, None if clusters is None else clusters[used])
+    n = int((labelled & used).sum())
+    return why or _Fits(models, [], {JUDGE_ONLY: (fit, "")}, n, len(y) - n, "")
 
 
 def _flat_labels(y) -> str:
@@ -205,15 +253,28 @@ def _flat_labels(y) -> str:
 
 def _score_rows(fits: _Fits, predictions: dict, level: float) -> list[tuple[str, Estimate]]:
     """(model, Elo Estimate) rows of every estimator, not-estimable rows included."""
-    rows = [(m, not_estimable(est, level, 0, 0, f"fewer than {MIN_LABELLED} labelled comparisons"))
-            for m in fits.dropped for est in (JUDGE_ONLY, HUMAN_ONLY, *predictions)]  # fmt: skip
+    few = f"fewer than {MIN_LABELLED} labelled comparisons"
+    judged = isinstance(fits.judge, _Fits)
+    rows = [(m, not_estimable(est, level, 0, 0, few)) for m in fits.dropped for est in (HUMAN_ONLY, *predictions)]
+    if isinstance(fits.judge, str):
+        why = f"{few} to score it on the labelled models' scale, and the judge's verdicts do not score it either: "
+        rows += [(m, not_estimable(JUDGE_ONLY, level, 0, 0, why + fits.judge)) for m in fits.dropped]
     for est, (fit, why) in fits.fits.items():
+        if judged and est == JUDGE_ONLY:
+            continue
         rows += (
             [(m, not_estimable(est, level, 0, 0, why)) for m in fits.models]
             if fit is None
             else elo_estimates(fit, fits.models, est, level, fits.n, fits.n_unl)
         )
-    return [(m, e if e.note or not fits.caveat else replace(e, caveat=fits.caveat)) for m, e in rows]
+    rows = [(m, e if e.note or not fits.caveat else replace(e, caveat=fits.caveat)) for m, e in rows]
+    return (_judge_rows(fits.judge, fits.models, level) if judged else []) + rows
+
+
+def _judge_rows(judge: _Fits, anchor: list[str], level: float) -> list[tuple[str, Estimate]]:
+    """The judge-only rows of its fit over every model compared, the ``anchor`` models averaging 1000."""
+    fit, _ = judge.fits[JUDGE_ONLY]
+    return elo_estimates(fit, judge.models, JUDGE_ONLY, level, judge.n, judge.n_unl, anchor=anchor)
 
 
 def bt_leaderboard(model_a, model_b, y, predictions: dict, labelled, unlabelled, level: float,
@@ -274,7 +335,8 @@ def bt_style_leaderboard(model_a, model_b, y, predictions: dict, labelled, unlab
                     probability)  # fmt: skip
     p = covariates.shape[1]
     coefficients = []
-    for est, (fit, why) in fits.fits.items():
+    judge = fits.judge.fits[JUDGE_ONLY] if isinstance(fits.judge, _Fits) else None
+    for est, (fit, why) in ({**fits.fits, JUDGE_ONLY: judge} if judge else fits.fits).items():
         for j, name in enumerate(covariates.columns):
             if fit is None:
                 coefficients.append((name, not_estimable(est, level, 0, 0, why)))
@@ -282,6 +344,8 @@ def bt_style_leaderboard(model_a, model_b, y, predictions: dict, labelled, unlab
             coefficients.append((name, _coefficient(fit, len(fit.theta) - p + j, est, level, fits)))
     parts = {e: (None if f is None else _models_part(f, p), why) for e, (f, why) in fits.fits.items()}
     strengths = replace(fits, fits=parts)
+    if judge:
+        strengths = replace(strengths, judge=replace(fits.judge, fits={JUDGE_ONLY: (_models_part(judge[0], p), "")}))
     return _score_rows(strengths, predictions, level), coefficients
 
 

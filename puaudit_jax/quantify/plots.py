@@ -34,13 +34,14 @@ def forest_plot(frame: pd.DataFrame, path: str | Path | None = None, *, title: s
 
     ``frame`` is a :meth:`~puaudit_jax.quantify.Quantification.to_frame` table; one panel per kind of
     target (:data:`PANELS`: proportions, the Elo leaderboard and the style-controlled one, each score
-    with its simultaneous rank-set "#1-3", and the style coefficients); not-estimable rows are skipped.
+    with its simultaneous rank-set "#1-3", and the style coefficients), its legend beside it;
+    not-estimable rows are skipped.
     """
     frame = frame[frame["note"].fillna("") == ""]
     kind = frame["target"].map(_panel_of)
     panels = [(frame[kind == k], label) for k, label in enumerate(PANELS) if (kind == k).any()]
     heights = [len(set(part["target"])) + 2 for part, _ in panels] or [1]
-    fig, axes = plt.subplots(len(panels) or 1, 1, figsize=(8, 0.3 * sum(heights) + 1.2), squeeze=False,
+    fig, axes = plt.subplots(len(panels) or 1, 1, figsize=(9.5, 0.3 * sum(heights) + 1.2), squeeze=False,
                              gridspec_kw={"height_ratios": heights})  # fmt: skip
     estimators = sorted(set(frame["estimator"]), key=lambda e: (ESTIMATORS + (e,)).index(e))
     for ax, (part, label) in zip(axes[:, 0], panels):
@@ -78,7 +79,7 @@ def _forest_panel(ax, frame: pd.DataFrame, estimators: list[str]) -> None:
         _rank_labels(ax, part, y, f"C{k}")
     ax.set_yticks(np.arange(len(targets)), targets, fontsize=7)
     ax.invert_yaxis()
-    ax.legend(fontsize=7, loc="best")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)  # beside: hides no point
 
 
 def power_plot(report, path: str | Path | None = None, *, title: str = ""):

@@ -265,3 +265,18 @@ def test_the_demo_says_when_its_guarantee_cannot_run_and_keeps_the_comparisons()
     assert len(res.summary) and "Not available: guarantee 0.99" in demo_text(
         res, first_scorer="centroid", eta=0.5, p_ratio=0.2, source="synthetic"
     )
+
+
+def test_the_demo_takes_the_guarantees_own_settings_for_its_guaranteed_run_only():
+    """``demo --guarantee 0.8 --human-ties disagree`` was refused: "human_ties ... needs a guarantee", the
+    comparison runs (run without one) keeping the guarantee's settings; they reach the guaranteed run only."""
+    from puaudit_jax.audit import AuditConfig
+    from puaudit_jax.evaluate.demo import run_demo
+
+    hard = cone_comparisons(n_labelled=400, n_unlabelled=300, d=32, alpha=0.7, neg_range=(0.3, 0.65), seed=4)
+    config = AuditConfig(guarantee=0.8, human_ties="disagree", certify="fitted", spot_checks=0.2)
+    res = run_demo(hard.table, hard.embeddings, scorers=["centroid"], default_rule="evidence", paper_scorer="pot",
+                   guarantee=0.8, config=config, seeds=2, p_ratio=0.4, progress=False)  # fmt: skip
+    g = res.meta["guarantee"]
+    assert "error" not in g and (g["splits"], g["human_ties"], g["certify"]) == (2, "disagree", "fitted")
+    assert res.meta["audit_config"]["human_ties"] == "exclude" and res.meta["audit_config"]["certify"] == "auto"

@@ -126,6 +126,7 @@ def test_a_verdict_without_a_judge_or_model_name_is_named(tmp_path, capsys, name
         (["evaluate", "mtbench", "--p-ratio", "1.5"], "p_ratio must be in (0, 1)"),
         (["evaluate", "mtbench", "--sweep", "eta=0.1"], "--sweep needs p_ratio="),
         (["evaluate", "mtbench", "--pairs", "knn:magic"], "--pairs needs scorer:rule"),
+        (["evaluate", "mtbench", "--guarantee", "0.8", "--rules", "paper"], "the rules compared, ['paper'], give none"),
         (["audit", "mtbench", "--hide-labels", "1.5"], "--hide-labels must be in (0, 1)"),
         (["audit", "mtbench", "--seed", "-1"], "seed must be an integer >= 0"),
         (["evaluate", "mtbench", "--seed", "-1"], "seed must be an integer >= 0"),
@@ -286,6 +287,37 @@ def test_multi_turn_rows_without_history_are_refused_by_the_audit_before_encodin
 
     with pytest.raises(ComparisonValidationError, match="row 5 .id '4'.: column 'history_a'"):
         run_audit(table, encoder, AuditConfig(m=0.8))
+
+
+@pytest.mark.parametrize(
+    "command, options",
+    [("audit", []), ("audit", ["--guarantee", "0.8"]), ("evaluate", []), ("evaluate", ["--guarantee", "0.8"]),
+     ("quantify", ["--with-audit"])],
+)  # fmt: skip
+def test_a_table_without_human_labels_is_refused_before_encoding(tmp_path, capsys, no_encoding, command, options):
+    """Before, the audit embedded the whole table (22 s on a real one) and then found P empty; under --guarantee
+    it said "label more rows" of a table with no human label at all."""
+    rows = [{k: v for k, v in row.items() if k != "human"} for row in _rows(8, model_a="m1", model_b="m2")]
+    data = _jsonl(tmp_path / "d.jsonl", rows)
+    err = _fail([command, data, *options, "--out", str(tmp_path / "out"), "--no-figures"], capsys)
+    assert f"{data}: no usable human-labelled comparison" in err
+    assert "the table has no human labels (no `human` column, or no row labelled A, B or tie)" in err
+
+
+def test_a_table_without_human_labels_is_refused_by_the_audit_before_encoding():
+    """The Python API: with an encoder, with and without a guarantee."""
+    import pandas as pd
+
+    from puaudit_jax.audit import AuditConfig, run_audit
+
+    table = pd.DataFrame(_rows(6)).assign(human="missing")
+
+    def encoder(_inputs):
+        raise AssertionError("encoded before the labels were checked")
+
+    for config in (AuditConfig(), AuditConfig(guarantee=0.8)):
+        with pytest.raises(ValueError, match="the table has no human labels .no `human` column, or no row labelled"):
+            run_audit(table, encoder, config)
 
 
 def test_with_audit_without_enough_labels_advises_what_quantify_can_do(tmp_path, capsys):
@@ -578,3 +610,89 @@ def test_a_bad_score_cell_a_negative_plan_seed_and_a_missing_audit_are_named(tmp
     assert "seed must be an integer >= 0" in err
     err = _fail(["quantify", data, "--audit", str(tmp_path / "nosuch"), "--out", str(tmp_path / "q")], capsys)
     assert "nosuch: no such audit folder or items file" in err
+
+
+@pytest.mark.parametrize("command", ["quantify", "plan-labels"])
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("x.jsonl", '{"id": "1", "q": "a"}\n{"id": "2", "q": "b"}\n{"id": "3", "q": "a, b, c, d", "more": "f, g"}\n'),
+        ("items.csv", "id,judge\n1,A\n"),
+        ("bad.parquet", "not a parquet file"),
+    ],
+)
+def test_an_audit_file_that_is_not_an_items_table_is_named_with_its_option(tmp_path, capsys, command, name, text):
+    """Before: "Error tokenizing data. C error: Expected 3 fields in line 2, saw 7", naming neither the option nor
+    the file."""
+    (tmp_path / name).write_text(text)
+    argv = [command, "mtbench", "--audit", str(tmp_path / name), "--out", str(tmp_path / "out"), "--no-figures"]
+    err = _fail(argv + (["--budget", "5"] if command == "plan-labels" else []), capsys)
+    assert f"--audit {tmp_path / name}: not an audit's items table" in err
+    assert "expected an audit's --out folder, or its items.csv / items.parquet with columns" in err
+
+
+@pytest.mark.parametrize("command", ["audit", "evaluate", "demo"])
+def test_human_ties_disagree_embeds_the_human_tie_rows_it_calibrates_on(tmp_path, monkeypatch, command):
+    """Under --human-ties disagree a labelled tie is a calibration row, audited as a pool row: it needs its
+    embedding. The commands embedded only the rows usable with their labels: "79 usable comparisons have no
+    embeddings" on MT-Bench."""
+    import puaudit_jax.audit.embed as embed
+    from puaudit_jax.datasets import item_status, load_data
+
+    seen = []
+
+    def capture(table, *_, **__):
+        seen.append(table)
+        raise KeyboardInterrupt  # stop here: what was asked to be embedded is the test
+
+    monkeypatch.setattr(embed, "table_embeddings", capture)
+    rows = _rows(8)
+    rows[2]["human"] = "tie"
+    data = _jsonl(tmp_path / "d.jsonl", rows) if command != "demo" else None
+    argv = [command, *([data] if data else []), "--guarantee", "0.8", "--human-ties", "disagree"]
+    with pytest.raises(SystemExit):
+        main([*argv, "--out", str(tmp_path / "out"), "--quiet", "--no-figures"])
+    given = item_status(load_data(data or "mtbench")).set_index("id")
+    tied = given.index[given["reason"].isin(["human tie", "human split vote"])]
+    embedded = item_status(seen[0]).set_index("id").loc[tied, "status"]
+    assert len(tied) and (embedded != "excluded").all()
+
+
+@pytest.mark.parametrize(
+    "scale, expected",
+    [
+        ("5,1", "--scale 5,1: low must be below high"),
+        ("1,1", "--scale 1,1: low must be below high"),
+        ("1,3,5", "--scale 1,3,5: two finite numbers low,high"),
+        ("1,inf", "--scale 1,inf: two finite numbers"),
+    ],
+)
+def test_probe_fit_checks_its_scale_before_reading_or_encoding(tmp_path, capsys, monkeypatch, scale, expected):
+    """Before: --scale 5,1 failed after 15 s of encoding, naming no option."""
+    import probes.fitted as fitted
+
+    monkeypatch.setattr(fitted, "read_dialogues", lambda *_: pytest.fail("data read before --scale was checked"))
+    argv = ["probe", "fit", "--data", str(tmp_path / "d.jsonl"), "--target", "score", "--scale", scale]
+    assert expected in _fail([*argv, "--out", str(tmp_path / "p.pkl")], capsys)
+
+
+def test_a_full_disk_names_the_output_folder_and_the_file(tmp_path, capsys, monkeypatch):
+    """Before: "error: [Errno 28] No space left on device", naming neither --out nor the file."""
+    import errno
+
+    import pandas as pd
+
+    def full(*_, **__):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    (tmp_path / "v.csv").write_text(VERDICT_CSV)
+    monkeypatch.setattr(pd.DataFrame, "to_csv", full)
+    argv = ["consensus", "scores", str(tmp_path / "v.csv"), "--ridge", "0.1", "--n-boot", "5"]
+    err = _fail([*argv, "--out", str(tmp_path / "o")], capsys)
+    assert f"error: --out {tmp_path / 'o'}: the disk is full (no space left on device) writing {tmp_path / 'o'}/" in err
+    assert ".puaudit-run-" not in err and "free some space" in err
+    assert not any(p.name.endswith(".csv") for p in (tmp_path / "o").iterdir())  # nothing half-written left
+    from puaudit_jax.cli.main import DISK_FULL
+    from puaudit_runtime.files import DISK_FULL as RUNTIME_DISK_FULL
+
+    assert DISK_FULL == RUNTIME_DISK_FULL  # written twice: the parser imports no numpy

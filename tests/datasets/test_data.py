@@ -44,6 +44,7 @@ from puaudit_jax.datasets import (
     summarize,
     validate_comparisons,
 )
+from puaudit_jax.datasets.exclusions import REASONS
 from tests.helpers import read_jsonl
 
 REPO = Path(__file__).resolve().parents[2]  # tests/datasets/test_data.py -> the repository
@@ -245,6 +246,7 @@ def test_item_status_accounts_for_every_row(mtbench, llmfao4):
         "missing text: response_b": 0,
         "identical responses": 9,
         "judge tie": 304,
+        "no judge verdict": 0,
         "human tie": 258,
         "human split vote": 99,
     }
@@ -274,6 +276,27 @@ def test_each_exclusion_reason_on_a_hand_made_table():
     assert status.loc["split", "reason"] == "human split vote"
     assert status.loc["two", "reason"] == "missing text: response_a; judge tie"
     assert exclusion_counts(table)["judge tie"] == 2
+
+
+def test_every_exclusion_reason_the_code_gives_is_counted_and_documented_in_output_files():
+    """``no judge verdict`` was given but missing from REASONS (so the summary's counts left those rows out), and
+    the audit's ``zero difference embedding`` was missing from docs/output-files.md."""
+    from puaudit_jax.audit import ZERO_DIFF
+
+    table = comparisons_to_frame(
+        [
+            Comparison("no-text", "", "", "", "A", "A"),
+            Comparison("same", "q", "x", "x", "A", "A"),
+            Comparison("judge-tie", "q", "x", "y", "tie", "tie"),
+            Comparison("no-judge", "q", "x", "y", "missing", "A"),
+            Comparison("split", "q", "x", "y", "A", "tie", extra={"human_split": True}),
+        ]
+    )
+    given = set(item_status(table)["reason"].str.split("; ").explode())
+    assert given <= set(REASONS) and exclusion_counts(table)["no judge verdict"] == 1
+    docs = (REPO / "docs" / "output-files.md").read_text(encoding="utf-8")
+    row = next(line for line in docs.splitlines() if line.startswith("| `reason` | why the row was excluded"))
+    assert [r for r in (*REASONS, ZERO_DIFF) if f"`{r}`" not in row] == []
 
 
 # --------------------------------------------------------------------------------------------------

@@ -141,6 +141,9 @@ def test_not_estimable_leaderboard_rows_say_why():
     for est in (JUDGE_ONLY, HUMAN_ONLY, PPI):
         row = frame.loc[("elo: new", est)]
         assert np.isnan(row["estimate"]) and "fewer than 2 labelled comparisons" in row["note"]
+    # the judge-only fit needs no label, but "new" won both of its comparisons: its strength is infinite
+    assert "the judge's verdicts do not score it either" in frame.loc[("elo: new", JUDGE_ONLY), "note"]
+    assert "never lost: ['new']" in frame.loc[("elo: new", JUDGE_ONLY), "note"]
     assert frame.loc[("elo: m1", PPI), "caveat"].startswith("2 rows with a model")
     # a model that never lost in the labelled rows: the human-only strengths are not identified
     lost = table[~((table.human != "missing") & ((table.model_a == "m4") & (table.human == "B")
@@ -148,6 +151,27 @@ def test_not_estimable_leaderboard_rows_say_why():
     lost = lost[~((lost.human == "tie") & ((lost.model_a == "m4") | (lost.model_b == "m4")))]
     frame = quantify(lost).to_frame().set_index(["target", "estimator"])
     assert "not estimable" in frame.loc[("elo: m4", HUMAN_ONLY), "note"]
+
+
+def test_judge_only_elo_scores_every_model_the_judge_compared_on_the_labelled_models_scale():
+    """A model with no labelled comparison but the judge's verdicts on 60: its judge-only win rate was given and its
+    judge-only Elo "not estimable: fewer than 2 labelled comparisons" (the judge-only fit needs no label). Now it
+    has one; the scale stays the other estimators' (the labelled models average 1000), and the label-based
+    estimators still say why they cannot score it."""
+    table = _tournament(n=400, hidden=0.3)
+    rng = np.random.default_rng(3)
+    others = rng.choice([f"m{k}" for k in range(5)], 60)
+    new_wins = rng.random(60) < 0.5
+    extra = pd.DataFrame({"id": [f"u{i}" for i in range(60)], "judge": np.where(new_wins, "A", "B"),
+                          "human": "missing", "model_a": "new", "model_b": others})  # fmt: skip
+    frame = quantify(pd.concat([table, extra], ignore_index=True)).to_frame().set_index(["target", "estimator"])
+    judge = frame.loc[("elo: new", JUDGE_ONLY)]
+    assert np.isfinite(judge["estimate"]) and judge["lower"] < judge["estimate"] < judge["upper"]
+    assert np.isfinite(frame.loc[("win rate: new", JUDGE_ONLY), "estimate"])
+    for est in (HUMAN_ONLY, PPI):
+        assert "fewer than 2 labelled comparisons" in frame.loc[("elo: new", est), "note"]
+    labelled = [frame.loc[(f"elo: m{k}", JUDGE_ONLY), "estimate"] for k in range(5)]
+    assert np.mean(labelled) == pytest.approx(1000.0)
 
 
 def test_stratified_ppi_combines_the_strata_and_pools_tiny_ones():

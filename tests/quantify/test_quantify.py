@@ -170,3 +170,20 @@ def test_quantify_by_prompt_widens_llmfao_intervals_and_names_bad_columns():
     assert width(by_prompt) > width(plain)
     with pytest.raises(ValueError, match="cluster_by='nope'"):
         quantify(table, cluster_by="nope")
+
+
+def test_the_forest_plots_legends_sit_outside_their_panels():
+    """The legend sat at loc="best" inside a panel, over the judge-only point of a target; now it is beside the
+    panel, inside the figure."""
+    from puaudit_jax.quantify.plots import forest_plot
+
+    rows = [{"target": t, "estimator": e, "estimate": 0.5 + d, "lower": 0.4 + d, "upper": 0.6 + d, "level": 0.9,
+             "note": ""} for t in ("share of A wins", "agreement m") for e, d in ((JUDGE_ONLY, 0.3), (HUMAN_ONLY, 0.0),
+                                                                                (PPI, 0.1))]  # fmt: skip
+    fig = forest_plot(pd.DataFrame(rows))
+    fig.canvas.draw()
+    renderer, whole = fig.canvas.get_renderer(), fig.bbox
+    for ax in fig.axes:
+        legend, panel = ax.get_legend().get_window_extent(renderer), ax.get_window_extent(renderer)
+        assert not legend.overlaps(panel)
+        assert whole.x0 <= legend.x0 and legend.x1 <= whole.x1 and whole.y0 <= legend.y0 and legend.y1 <= whole.y1

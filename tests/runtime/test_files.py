@@ -32,3 +32,25 @@ def test_atomic_path_keeps_the_old_file_and_no_temporary_on_failure(tmp_path):
             tmp.write_text("half")
             raise RuntimeError("crash mid-write")
     assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
+def test_a_full_disk_names_the_file_being_written(tmp_path):
+    """Before: the writer's bare "[Errno 28] No space left on device", naming no file."""
+    import errno
+
+    from puaudit_runtime.files import DiskFullError, write_text
+
+    target = tmp_path / "out.txt"
+    target.write_text("old")
+    with pytest.raises(DiskFullError) as info:
+        with atomic_path(target):
+            raise OSError(errno.ENOSPC, "No space left on device")
+    assert info.value.errno == errno.ENOSPC and info.value.filename == str(target)
+    assert str(info.value).startswith(f"{target}: the disk is full (no space left on device)")
+    assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+    assert isinstance(info.value, OSError)  # callers that catch OSError still do
+    with pytest.raises(OSError, match="Permission") as other:  # any other OSError passes unchanged
+        with atomic_path(target):
+            raise PermissionError(errno.EACCES, "Permission denied")
+    assert not isinstance(other.value, DiskFullError)
+    assert write_text  # the writers are built on atomic_path

@@ -15,6 +15,7 @@ import pytest
 
 from puaudit_jax.audit import AuditConfig, AuditReport, audit, run_audit
 from puaudit_jax.audit.guarantee import DECISIONS, confidence, probability
+from puaudit_jax.audit.plots import pool_title
 from puaudit_jax.audit.synthetic import cone_comparisons
 from puaudit_jax.quantify.plan import escalation_plan
 
@@ -416,3 +417,65 @@ def test_nothing_certified_says_how_many_more_labels_would_as_a_range_within_the
 def test_the_certify_settings_are_checked(options, message):
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
         AuditConfig(**options).validate()
+
+
+def test_evaluate_with_its_default_pairs_applies_the_guarantee_to_the_calibrated_rules_only():
+    """The default pairs (knn:evidence, pot:paper) with a guarantee: the paper rule gives no P(judge wrong),
+    so its rows run uncertified (coverage n/a) instead of the whole protocol failing; a comparison with no
+    calibrated rule at all is refused, naming the guarantee and the rules."""
+    from puaudit_jax.evaluate import evaluate, summary_table
+
+    hard = cone_comparisons(n_labelled=400, n_unlabelled=300, d=32, alpha=0.7, neg_range=(0.3, 0.65), seed=4)
+    opts = dict(seeds=2, guarantee=0.8, progress=False)
+    res = evaluate(hard.table, hard.embeddings, pairs=[("centroid", "paper"), ("centroid", "evidence")], **opts)
+    overall = res.summary[res.summary.question_type == "all"].set_index("rule")
+    assert 0 < overall.loc["evidence", "coverage"] <= 1 and np.isnan(overall.loc["paper", "coverage"])
+    assert list(overall.index) == ["paper", "evidence"]  # the order asked for
+    assert res.meta["guarantee"] == {
+        "A": 0.8,
+        "applies_to": ["centroid:evidence"],
+        "not_applicable": ["centroid:paper"],
+    }
+    assert "n/a" in summary_table(res.summary)
+    with pytest.raises(ValueError, match="guarantee .*calibrated rule.*'paper'"):
+        evaluate(hard.table, hard.embeddings, pairs=[("centroid", "paper")], **opts)
+
+
+def _flipped(summary: str) -> int:
+    """The count on the summary's ``flipped N (x%)``."""
+    import re
+
+    return int(re.search(r"flipped (\d+) \(", summary).group(1))
+
+
+def test_the_summary_gives_the_expected_gain_of_the_flips_applied_and_says_the_guarantee_decides(certified):
+    """Under a guarantee the rule's own flips (here 209) are not applied, the guarantee's are (149): the summary
+    said "flipped 149" beside "expected gain on the pool +25.30 points" of the 209, and "flipped N" beside
+    "ABSTAINED" when the rule abstained and the guarantee flipped."""
+    report = certified.report
+    d, text = report.decision, report.summary()
+    assert d.n_flipped != report.counts.flipped and _flipped(text) == report.counts.flipped
+    assert f"flipped {report.counts.flipped} ({report.flip_rate:.1%}) by the guarantee" in text
+    assert "expected gain on the pool" not in text
+    assert "not applied: the guarantee decides every pool row" in text
+    assert f"alone it would flip {d.n_flipped} pool rows, expected gain {100 * d.evidence.expected_gain:+.2f}" in text
+    assert pool_title(d, guaranteed=True) == (f"(b) pool: the rule alone would flip {d.n_flipped}, expected gain "
+                                              f"{100 * d.evidence.expected_gain:+.1f} pts (not applied: the "
+                                              "guarantee decides)")  # fmt: skip
+    abstained = replace(d, abstained=True, reason="out-of-fold gain not above 0", n_flipped=0)
+    text = replace(report, decision=abstained).summary()
+    assert "ABSTAINED" in text and "alone it would flip none" in text and "by the guarantee" in text
+
+
+def test_an_abstaining_rule_says_it_applies_no_flip_and_what_it_would_have_flipped(cone):
+    plain = run_audit(cone.table, cone.embeddings, AuditConfig(scorer="centroid"))
+    d = plain.report.decision
+    report = replace(plain.report, decision=replace(d, abstained=True, reason="r", n_flipped=0),
+                     counts=replace(plain.report.counts, flipped=0), flip_rate=0.0)  # fmt: skip
+    text = report.summary()
+    would = d.evidence.n_flipped_if_not_abstaining
+    assert _flipped(text) == 0 and "by the guarantee" not in text and would > 0
+    assert f"no flip applied (it would have flipped the {would} pool rows with P(judge wrong) > " in text
+    assert "so no gain is expected on the pool" in text and "expected gain" not in text
+    text = plain.report.summary()
+    assert f"expected gain of its {d.n_flipped} flips on the pool {100 * d.evidence.expected_gain:+.2f}" in text
