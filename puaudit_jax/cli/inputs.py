@@ -54,13 +54,13 @@ def load_data(
         other_judges: column names checked here, before any expensive step: every named column exists
             and holds verdicts (errors name the row and the column).
         read: how the files are read (--format, --columns, --labels, ...).
-        quiet: no read report.
+        quiet: no read report (it is printed for a format other than this package's table, or with labels).
     """
     try:
         result = datasets.read_data(data, include_unlabelled, limit, read)
     except FileNotFoundError as err:
         raise SystemExit(f"error: {err}") from None
-    if not quiet and (result.report.format != "bundled" or read.labels):
+    if not quiet and (result.report.format not in ("bundled", "comparisons") or read.labels):
         for line in result.report.lines():
             print(f"[puaudit] {line}", file=sys.stderr)
     if other_judges:

@@ -75,7 +75,7 @@ def load_verdicts(name: str) -> pd.DataFrame:
         return mtbench_verdicts()
     if not Path(name).is_file():
         raise ValueError(f"{name!r} is neither a file nor a bundled set ({', '.join(BUNDLED_VERDICTS)})")
-    if "winner" not in read_records(name).columns:  # not long verdicts: a comparison file of some format
+    if _is_comparison_file(name):
         return table_verdicts(read_comparisons(name).table)
     table = _read_table(name)
     for column in ("judge", "model_a", "model_b"):
@@ -85,6 +85,14 @@ def load_verdicts(name: str) -> pd.DataFrame:
             raise ValueError(f"{name}: {row_label(name, blank[0])}, column {column!r}: no name (a blank or null cell; "
                              f"{len(blank)} such rows)")  # fmt: skip
     return table
+
+
+def _is_comparison_file(name: str) -> bool:
+    """Whether ``name`` holds comparisons of some format rather than long verdicts (an unreadable file: no)."""
+    try:
+        return "winner" not in read_records(name).columns
+    except ValueError:  # named by the long-verdict reader, as before
+        return False
 
 
 def load_matrix(name: str) -> pd.DataFrame:

@@ -65,6 +65,13 @@ def detect(columns: frozenset[str]) -> str:
                      "yours with --columns NAME=FIELD,... (columns=...) or name the format with --format")  # fmt: skip
 
 
+def _detect(records: Records) -> str:
+    try:
+        return detect(records.columns)
+    except ValueError as err:
+        raise ValueError(f"{records.path}: {err}") from None
+
+
 def _mapped(records: Records, mapping: dict[str, str]) -> Records:
     absent = [f for f in mapping if f not in records.columns]
     if absent:
@@ -100,9 +107,9 @@ def read_comparisons(
             raise FileNotFoundError(f"{path}: no such file")
     mapping = config.mapping()
     sources = [_mapped(read_records(p), mapping) for p in paths]
-    kinds = {s.path: (config.format or detect(s.columns)) for s in sources}
     if config.format is not None and config.format not in FORMATS:
         raise ValueError(f"unknown format {config.format!r}; use one of {', '.join(FORMATS)}")
+    kinds = {s.path: (config.format or _detect(s)) for s in sources}
     if len(set(kinds.values())) > 1:
         raise ValueError(
             "files of different formats read together: " + ", ".join(f"{p} ({k})" for p, k in kinds.items())

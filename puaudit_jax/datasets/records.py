@@ -97,7 +97,7 @@ def sniff(path: Path) -> str:
     if first == b"{":
         return "jsonl"
     if not first:
-        raise ValueError(f"{path}: the file is empty")
+        raise ValueError(f"{path}: the file is empty (no header line, no records)")
     try:
         suffix = encoding_of(path)
     except ValueError:

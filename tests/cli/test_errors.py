@@ -31,6 +31,7 @@ def files(tmp_path):
     (tmp_path / "latin1.jsonl").write_bytes(json.dumps(ROW).encode() + b"\n" + b'{"id": "caf\xe9"}\n')
     (tmp_path / "folder.jsonl").mkdir()
     (tmp_path / "nosuffix").write_text(json.dumps(ROW))
+    (tmp_path / "fields.txt").write_text("x,y\n1,2\n")
     (tmp_path / "dup.csv").write_text("id,judge,judge,question,response_a,response_b\n1,A,B,q,a,b\n")
     (tmp_path / "bad.npz").write_bytes(b"PK\x03\x04 truncated zip")
     (tmp_path / "empty.csv").write_text("")
@@ -46,10 +47,10 @@ def files(tmp_path):
 @pytest.mark.parametrize(
     "name, extra, expected",
     [
-        ("empty.jsonl", [], "empty.jsonl: no comparisons"),
+        ("empty.jsonl", [], "empty.jsonl: the file is empty"),
         ("latin1.jsonl", [], "latin1.jsonl: line 2: not UTF-8"),
         ("folder.jsonl", [], "folder.jsonl is a folder"),
-        ("nosuffix", [], "nosuffix: cannot tell the format"),
+        ("fields.txt", [], "fields.txt: no known format has the fields x, y"),  # read as CSV from the content
         ("dup.csv", [], "dup.csv: line 1: column(s) ['judge'] appear more than once"),
         ("data", ["--embeddings", "{root}/bad.npz"], "bad.npz: not a readable embeddings .npz"),
         ("empty.csv", [], "empty.csv: the file is empty (no header line"),  # was: "No columns to parse from file"
@@ -456,6 +457,7 @@ BAD_INPUT = {  # a bad file or option value per command (a command missing here 
     "demo": ["demo", "--eta", "2", "--out", "{root}/o"],
     "quantify": ["quantify", "{root}/missing.jsonl", "--out", "{root}/o"],
     "plan-labels": ["plan-labels", "{root}/missing.jsonl", "--out", "{root}/o"],
+    "convert": ["convert", "{root}/missing.jsonl", "--out", "{root}/o.csv"],
     "attack": ["attack", "{root}/missing.jsonl", "--attack", "length", "--out", "{root}/o"],
     "judge": ["judge", "{root}/missing.jsonl", "--out", "{root}/o"],
     "serve-local": ["serve-local", "--port", "-5"],

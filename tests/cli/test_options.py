@@ -13,6 +13,7 @@ from puaudit_jax.audit import AuditConfig
 from puaudit_jax.audit.embed import EmbedConfig
 from puaudit_jax.audit.rules import CalibratedRule
 from puaudit_jax.cli import build_parser
+from puaudit_jax.datasets.read_config import ReadConfig
 from puaudit_jax.cli.audit import AUDIT_FIELDS, RULE_FIELDS, RULE_RENAME
 from puaudit_jax.cli.inputs import EMBED_FIELDS
 from puaudit_jax.cli.options import add_options, field_docs, options_from_args
@@ -26,13 +27,14 @@ from puaudit_runtime.flags import DeviceFlags
 
 DATA_CONFIGS = (AuditConfig, CalibratedRule, EmbedConfig, DeviceFlags)
 CONFIGS = {
-    "audit": DATA_CONFIGS,
-    "evaluate": (*DATA_CONFIGS, Protocol),
+    "audit": (*DATA_CONFIGS, ReadConfig),
+    "evaluate": (*DATA_CONFIGS, Protocol, ReadConfig),
     "demo": (*DATA_CONFIGS, Protocol),
-    "quantify": (QuantifyConfig, AuditConfig, EmbedConfig, DeviceFlags),
-    "plan-labels": (PlanConfig, AuditConfig, EmbedConfig, DeviceFlags),
-    "attack": (),
-    "judge": (),
+    "quantify": (QuantifyConfig, AuditConfig, EmbedConfig, DeviceFlags, ReadConfig),
+    "plan-labels": (PlanConfig, AuditConfig, EmbedConfig, DeviceFlags, ReadConfig),
+    "convert": (ReadConfig,),
+    "attack": (ReadConfig,),
+    "judge": (ReadConfig,),
     "serve-local": (ServeConfig,),
     "consensus scores": (ScoresConfig, BTConfig, EloConfig),
     "consensus align": (AlignConfig,),
