@@ -104,6 +104,7 @@ __all__ = [
     "format_chat",
     "format_puaudit",
     "greedy_generate",
+    "middle_out_split",
     "next_token_logprobs",
     "params_on",
     "pooled_forward",
