@@ -8,7 +8,8 @@ each response: ``e_a = F(x, o_A)`` and ``e_b = F(x, o_B)``, both (d,). They are 
 - any :data:`Encoder`: a callable ``list[input] -> (n, d) array`` where an input is what
   :func:`pair_inputs` builds (a string, or a list of chat messages for multi-turn items),
 - the Flax ports in :mod:`probes` through :func:`probes_encoder` (``"minilm"``, ``"smollm2"`` or a
-  local model folder), with probes' content-hash disk cache.
+  local model folder), with probes' content-hash disk cache; its settings are an :class:`EmbedConfig`,
+  the command line's, so the API and ``puaudit`` encode alike and share the cache.
 
 Inputs are the paper's format ``"<|user|>" + x + "<|assistant|>" + o`` (Appendix A.4); for an
 MT-Bench turn-2 item, x is the side's own conversation so far (user turn 1, that model's answer 1,
@@ -213,8 +214,10 @@ def probes_encoder(name: str | None = None, config: EmbedConfig | None = None, *
     say = functools.partial(_say_long_inputs, head_fraction=encode_config.head_fraction)
 
     def encoder(inputs: list) -> np.ndarray:
-        run = encode_distributed if mesh is not None and mesh.is_multi_process else encode
-        out, report = run(pre, list(inputs), encode_config, cache_dir=cache, mesh=mesh, on_long_inputs=say)
+        if mesh is not None and mesh.is_multi_process:  # each process on a mesh of its own devices
+            out, report = encode_distributed(pre, list(inputs), encode_config, cache_dir=cache, on_long_inputs=say)
+        else:
+            out, report = encode(pre, list(inputs), encode_config, cache_dir=cache, mesh=mesh, on_long_inputs=say)
         encoder.last_report = _encoding_summary(report)
         return np.asarray(out, np.float32)
 
