@@ -103,6 +103,7 @@ $(DOCS_STAMP): setup.cfg pyproject.toml requirements-models.txt
 	touch $(DOCS_STAMP)
 
 docs: $(DOCS_STAMP)
+	$(PY) -m puaudit_jax.cli.reference docs/cli.md  # the command-line reference, from the parser (committed)
 	$(VENV)/bin/sphinx-build -W --keep-going -b html docs build/docs/html
 	$(PY) docs/check_api_coverage.py build/docs/html
 

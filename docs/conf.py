@@ -41,7 +41,6 @@ extensions = [
     "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
     "sphinx.ext.mathjax",
-    "sphinxarg.ext",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb"}

@@ -49,7 +49,7 @@ class EncodeConfig:
         micro_batch_tokens: tokens per micro-batch inside each jitted batch: "auto" (1,024 on CPU,
             the whole batch on GPU/TPU; `probes.extract.resolve_micro_batch_tokens`), an int >= 1,
             or None (one pass). Results agree to float rounding whatever the split.
-        progress: show tqdm progress bars (on stderr).
+        progress: show a progress bar (tqdm, on stderr) counting the inputs, moving after every batch.
         cache_every: with a disk cache, new inputs encoded between two cache shards (>= 1): an
             interrupted run keeps what it wrote.
     """

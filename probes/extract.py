@@ -61,7 +61,8 @@ import uuid
 import warnings
 import weakref
 import zipfile
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import jax
@@ -103,6 +104,7 @@ __all__ = [
     "format_chat",
     "format_puaudit",
     "greedy_generate",
+    "middle_out_split",
     "next_token_logprobs",
     "params_on",
     "pooled_forward",
@@ -341,9 +343,14 @@ def _suffix_forward(config, dtype, layers: tuple[int, ...], mesh: Mesh | None = 
 # Long inputs
 
 
-def _middle_out(ids: list[int], max_length: int, head_fraction: float) -> list[int]:
+def middle_out_split(max_length: int, head_fraction: float) -> tuple[int, int]:
+    """(head, tail): the tokens "middle_out" keeps from the start and from the end of a long input."""
     head = int(max_length * head_fraction)
-    tail = max_length - head
+    return head, max_length - head
+
+
+def _middle_out(ids: list[int], max_length: int, head_fraction: float) -> list[int]:
+    head, tail = middle_out_split(max_length, head_fraction)
     return ids[:head] + ids[len(ids) - tail :]
 
 
@@ -476,12 +483,12 @@ def _run_batches(
     cap: int,
     config: EncodeConfig,
     mesh: Mesh | None = None,
-    desc="encoding",
+    on_batch: Callable[[list[int]], None] | None = None,
 ) -> np.ndarray:
     """Pooled states (n, len(layers), D) of token sequences, bucketed by length.
 
-    `config` gives the batch size, padding side, micro-batches and progress bar; each batch's
-    rows are split over `mesh`.
+    `config` gives the batch size, padding side and micro-batches; each batch's rows are split over
+    `mesh`; `on_batch`, when given, is called after every batch with the indices of its sequences.
     """
     n = len(seqs)
     d = pre.config.hidden_size
@@ -495,14 +502,38 @@ def _run_batches(
     pad_id = pad_id if pad_id is not None else 0
     order = sorted(range(n), key=lambda i: (-len(seqs[i]), i))  # long first: fewer, larger shapes
     batches = [order[i : i + config.batch_size] for i in range(0, n, config.batch_size)]
-    for idx in tqdm(batches, desc=desc, disable=not config.progress, unit="batch"):
+    for idx in batches:
         group = [seqs[i] for i in idx]
         length = bucket_length(max(len(s) for s in group), cap)
         rows = _padded_rows(len(group), config.batch_size, mesh)
         ids, valid = pad_batch(group, length, rows, pad_id, config.padding_side)
         res = np.asarray(fwd(params, *rows_on(mesh, ids, valid)))
         out[idx] = res[: len(idx)]
+        if on_batch is not None:
+            on_batch(idx)
     return out
+
+
+def _input_bar(n: int, config: EncodeConfig):
+    """The progress bar of one encoding: ``n`` inputs, shown when ``config.progress`` (stderr)."""
+    return tqdm(total=n, desc="encode", unit="input", disable=not config.progress)
+
+
+def _inputs_done(bar, owner: list[int]) -> Callable[[list[int]], None]:
+    """A batch callback advancing ``bar`` by the inputs whose last piece the batch encoded.
+
+    ``owner``: per piece (window or whole input), the index of the input it belongs to; the bar
+    moves after every batch, by whole inputs.
+    """
+    owner = np.asarray(owner, dtype=np.int64)
+    left = np.bincount(owner) if len(owner) else np.zeros(0, np.int64)
+
+    def on_batch(idx: list[int]) -> None:
+        mine = owner[np.asarray(idx, dtype=np.int64)]
+        np.subtract.at(left, mine, 1)
+        bar.update(int((left[np.unique(mine)] == 0).sum()))
+
+    return on_batch
 
 
 def _long_input_policy(cfg, max_length: int | None, long_inputs: str | None) -> tuple[int, str]:
@@ -587,8 +618,22 @@ def encode_ids(
     return out, report
 
 
-def _encode_ids(pre: Pretrained, seqs, config: EncodeConfig, mesh: Mesh | None) -> tuple[np.ndarray, EncodeReport]:
-    """`encode_ids` without the warning (`encode` warns once for all its parts instead)."""
+def _encode_ids(pre: Pretrained, seqs, config: EncodeConfig, mesh: Mesh | None, bar=None):
+    """`encode_ids` without the warning (`encode` warns once for all its parts instead): (states, report).
+
+    ``bar``: the progress bar (in inputs) to advance after every batch; None: one of its own.
+    """
+    own_bar = bar is None
+    bar = _input_bar(len(seqs), config) if own_bar else bar
+    try:
+        return _encode_ids_into(pre, seqs, config, mesh, bar)
+    finally:
+        if own_bar:
+            bar.close()
+
+
+def _encode_ids_into(pre: Pretrained, seqs, config: EncodeConfig, mesh: Mesh | None, bar):
+    """`_encode_ids` with its progress bar given: (states, report)."""
     cfg = pre.config
     layer_idx, squeeze = resolve_layers(config.layers, cfg.num_layers + 1)
     pooling = config.pooling or ("last" if cfg.is_decoder else cfg.pooling)
@@ -603,10 +648,10 @@ def _encode_ids(pre: Pretrained, seqs, config: EncodeConfig, mesh: Mesh | None) 
     run = functools.partial(_run_batches, pre, layers=layer_idx, pooling=pooling, cap=cap, config=config, mesh=mesh)
     if policy == "chunk":
         pieces, owner = _chunk_pieces(pre.tokenizer, seqs, cap, config.chunk_overlap)
-        out = _pool_chunks(run(pieces), pieces, owner, len(seqs))
+        out = _pool_chunks(run(pieces, on_batch=_inputs_done(bar, owner)), pieces, owner, len(seqs))
     else:
         pieces = _cut_long(seqs, cap, policy, config.head_fraction)
-        out = run(pieces)
+        out = run(pieces, on_batch=_inputs_done(bar, list(range(len(pieces)))))
     report.n_chunks = len(pieces)
     if config.normalised:
         out = out / np.maximum(np.linalg.norm(out, axis=-1, keepdims=True), 1e-12)
@@ -620,12 +665,14 @@ def encode(
     *,
     cache_dir: str | Path | None = None,
     mesh: Mesh | None = None,
+    on_long_inputs: Callable[[EncodeReport], None] | None = None,
 ) -> tuple[np.ndarray, EncodeReport]:
     """Pooled hidden states of texts or chat conversations.
 
     For PUAudit's F(x, o) pass `format_puaudit(x, o)` strings or `format_chat(x, o)`
     conversations. Results agree to float rounding whatever the batch, micro-batch or mesh split.
-    Inputs cut to the cap are counted in the report and warned about once.
+    Inputs cut to the cap are counted in the report and said once: a warning, or `on_long_inputs`.
+    With `config.progress` one bar counts the inputs, moving after every batch.
 
     Args:
         pre: the loaded model.
@@ -637,6 +684,8 @@ def encode(
             damaged shards are reported and recomputed), or None (no cache).
         mesh: a mesh of this process's devices each batch's rows are split over (data parallel),
             or None (one device).
+        on_long_inputs: called once with the report when any input exceeded the cap (a caller's
+            own message), or None: a `UserWarning` with `EncodeReport.summary`.
 
     Returns:
         (states, report): states (n, d) float32 for an int `config.layers`, else
@@ -647,7 +696,9 @@ def encode(
         out, report = _encode_ids(pre, tokenize_inputs(pre.tokenizer, inputs), config, mesh)
     else:
         out, report = _encode_cached(pre, inputs, config, cache_dir, mesh)
-    if report.n_over_window:
+    if report.n_over_window and on_long_inputs is not None:
+        on_long_inputs(report)
+    elif report.n_over_window:
         warnings.warn(f"probes.extract: {report.summary()}", stacklevel=2)
     return out, report
 
@@ -669,14 +720,11 @@ def _encode_cached(pre: Pretrained, inputs: list, config: EncodeConfig, cache_di
     seqs = tokenize_inputs(pre.tokenizer, inputs)
     report = _length_report(seqs, cap, policy, n_cached)
     parts = [todo[k : k + config.cache_every] for k in range(0, len(todo), config.cache_every)]
-    bar = tqdm(total=len(todo), desc="encode", unit="input", disable=not config.progress or len(parts) < 2)
-    part_config = replace(config, progress=config.progress and len(parts) == 1)
-    for part in parts:
-        new, rep = _encode_ids(pre, [seqs[i] for i in part], part_config, mesh)
-        cache.put([keys[i] for i in part], new)
-        report.n_chunks += rep.n_chunks
-        bar.update(len(part))
-    bar.close()
+    with _input_bar(len(todo), config) as bar:  # one bar over the cache shards, moving after every batch
+        for part in parts:
+            new, rep = _encode_ids(pre, [seqs[i] for i in part], config, mesh, bar)
+            cache.put([keys[i] for i in part], new)
+            report.n_chunks += rep.n_chunks
     stored = cache.load()
     return np.stack([stored[k] for k in keys]), report
 
@@ -740,6 +788,7 @@ def encode_distributed(
     *,
     cache_dir: str | Path | None = None,
     mesh: Mesh | None = None,
+    on_long_inputs: Callable[[EncodeReport], None] | None = None,
 ) -> tuple[np.ndarray, EncodeReport]:
     """`encode` over the processes of a jax.distributed cluster (`puaudit_runtime.cluster.initialize_cluster`).
 
@@ -747,14 +796,15 @@ def encode_distributed(
     `mesh` (default: a mesh of all its local devices); the shares are gathered, so every process
     returns the full (n, d) / (n, len(layers), d) states. With `cache_dir` each process writes its
     own rows and reads whatever is there. The report covers this process's share (`over_window`
-    as indices into `inputs`). One process: plain `encode`.
+    as indices into `inputs`; `on_long_inputs` as for `encode`). One process: plain `encode`.
     """
     inputs = list(inputs)
     if jax.process_count() == 1 or not inputs:
-        return encode(pre, inputs, config, cache_dir=cache_dir, mesh=mesh)
+        return encode(pre, inputs, config, cache_dir=cache_dir, mesh=mesh, on_long_inputs=on_long_inputs)
     mesh = make_mesh(jax.local_devices()) if mesh is None else mesh
     start, stop = process_rows(len(inputs))
-    local, report = encode(pre, inputs[start:stop], config, cache_dir=cache_dir, mesh=mesh)
+    local, report = encode(pre, inputs[start:stop], config, cache_dir=cache_dir, mesh=mesh,
+                           on_long_inputs=on_long_inputs)  # fmt: skip
     report.over_window = [start + i for i in report.over_window]
     return _gather_rows(local, len(inputs)), report
 

@@ -35,7 +35,9 @@ def embeddings_for(name, table, emb_dir, cache_dir):
     if path is not None and path.exists():
         return load_embeddings(path), 0.0
     t = time.perf_counter()
-    emb = embed_comparisons(table, probes_encoder("minilm", cache_dir=cache_dir), source="probes:minilm")
+    # the settings results/puaudit_protocol.* were recorded with: MiniLM's whole window, long inputs chunked
+    encoder = probes_encoder("minilm", cache_dir=cache_dir, max_length=512, long_inputs="chunk")
+    emb = embed_comparisons(table, encoder, source="probes:minilm")
     if path is not None:
         save_embeddings(emb, path)
     return emb, time.perf_counter() - t

@@ -225,6 +225,11 @@ class AuditConfig:
 class EmbedConfig:
     """How the audit's embeddings are obtained: a file, or a probes encoder with its disk cache.
 
+    The one set of defaults for the command line (its options are generated from these fields) and
+    the Python API (:func:`~puaudit_jax.audit.embed.probes_encoder`,
+    :func:`~puaudit_jax.audit.embed.table_embeddings`): called with defaults, both encode the same
+    way and share the disk cache.
+
     Attributes:
         encoder: minilm (default), smollm2 or a local model folder
         cache_dir: embedding cache folder (default $PUAUDIT_CACHE/embeddings or ~/.cache/puaudit/embeddings)
@@ -266,6 +271,18 @@ class EmbedConfig:
         if name == "minilm" and self.max_length is None and self.long_inputs is None:
             return replace(self, encoder=name, max_length=256, long_inputs="middle_out")
         return replace(self, encoder=name)
+
+    def encode_config(self, progress: bool = False):
+        """The ``probes.extract.EncodeConfig`` of the resolved settings (what the encoder runs and the cache keys).
+
+        Args:
+            progress: show the encoder's progress bar.
+        """
+        from probes.encode_config import EncodeConfig  # puaudit_jax -> probes, never the other way
+
+        cfg = self.resolved()
+        return EncodeConfig(batch_size=cfg.batch_size, max_length=cfg.max_length, long_inputs=cfg.long_inputs,
+                            progress=progress)  # fmt: skip
 
 
 def _check_cache_folder(folder: Path) -> None:

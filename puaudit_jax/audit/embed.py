@@ -8,7 +8,8 @@ each response: ``e_a = F(x, o_A)`` and ``e_b = F(x, o_B)``, both (d,). They are 
 - any :data:`Encoder`: a callable ``list[input] -> (n, d) array`` where an input is what
   :func:`pair_inputs` builds (a string, or a list of chat messages for multi-turn items),
 - the Flax ports in :mod:`probes` through :func:`probes_encoder` (``"minilm"``, ``"smollm2"`` or a
-  local model folder), with probes' content-hash disk cache.
+  local model folder), with probes' content-hash disk cache; its settings are an :class:`EmbedConfig`,
+  the command line's, so the API and ``puaudit`` encode alike and share the cache.
 
 Inputs are the paper's format ``"<|user|>" + x + "<|assistant|>" + o`` (Appendix A.4); for an
 MT-Bench turn-2 item, x is the side's own conversation so far (user turn 1, that model's answer 1,
@@ -18,9 +19,11 @@ are encoded once (many comparisons share a response).
 
 from __future__ import annotations
 
+import functools
+import sys
 import zipfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -170,47 +173,100 @@ def _encoding_summary(report) -> dict:
             "longest": report.longest, "cached": report.n_cached}  # fmt: skip
 
 
-def probes_encoder(
-    name: str = "minilm",
-    *,
-    cache_dir: str | Path | None = "default",
-    batch_size: int = 16,
-    max_length: int | None = None,
-    long_inputs: str | None = None,
-    layers: int = -1,
-    pooling: str | None = None,
-    progress: bool = True,
-    mesh=None,
-) -> Encoder:
-    """An :data:`Encoder` backed by the Flax ports (``probes.models.load_pretrained(name)``).
+def probes_encoder(name: str | None = None, config: EmbedConfig | None = None, *, progress: bool = True, mesh=None,
+                   **settings) -> Encoder:  # fmt: skip
+    """An :data:`Encoder` backed by the Flax ports, with the settings ``puaudit`` uses unless told otherwise.
 
-    Pooling is the model's own (mean for MiniLM, last token for decoders) unless given. Inputs longer
-    than ``max_length`` (default: the model window, 512 for MiniLM) follow ``long_inputs`` (default:
-    probes' policy, overlapping chunks for encoders and middle-out for decoders); probes warns and
-    counts whatever it cuts. ``cache_dir="default"`` uses :func:`default_cache_dir`; None disables
-    the disk cache. ``mesh`` (a ``jax.sharding.Mesh`` or None): each batch is split over its
-    devices (``probes.extract``, data parallel); a mesh spanning several processes of a cluster
-    (``jax.distributed``): each process encodes its share on its own devices and every process
-    gets all the rows (``probes.extract.encode_distributed``).
+    The settings are an :class:`EmbedConfig` (one default each, the command line's), resolved by
+    :meth:`EmbedConfig.resolved`: MiniLM reads 256 tokens and cuts the middle of longer inputs, as
+    ``puaudit audit`` does, so the vectors and the disk cache's keys are the command line's. Pooling
+    is the model's own (mean for MiniLM, last token for decoders). Inputs over the cap are said in
+    one line on stderr ("[puaudit] 37 of 1,200 texts were longer than 256 tokens; ..."), once per call.
+
+    Args:
+        name: the encoder (``EmbedConfig.encoder``): "minilm", "smollm2" or a local model folder;
+            None: the config's (default minilm).
+        config: the embedding settings; None: ``EmbedConfig()``.
+        progress: show a progress bar (stderr) that moves after every batch.
+        mesh: a ``jax.sharding.Mesh`` each batch is split over (``probes.extract``, data parallel),
+            or None; a mesh spanning several processes of a cluster (``jax.distributed``): each
+            process encodes its share and every process gets all the rows
+            (``probes.extract.encode_distributed``).
+        **settings: fields of :class:`EmbedConfig` to change (``cache_dir``, ``no_cache``,
+            ``batch_size``, ``max_length``, ``long_inputs``); ``cache_dir=None`` turns the disk cache
+            off (as ``no_cache=True``), ``cache_dir="default"`` is the default folder.
+
+    Returns:
+        The encoder; its ``config`` is the resolved :class:`EmbedConfig`, ``encode_config`` the
+        ``probes.extract.EncodeConfig`` it runs, ``last_report`` the counts of its last call.
+
+    Raises:
+        ValueError: a setting out of its range, or a cache folder that is a file.
+        TypeError: a setting that is not a field of :class:`EmbedConfig`.
     """
-    from probes.extract import EncodeConfig, encode, encode_distributed  # puaudit_jax -> probes, never the other way
+    from probes.extract import encode, encode_distributed  # puaudit_jax -> probes, never the other way
     from probes.models import load_pretrained
 
-    config = EncodeConfig(layers=layers, pooling=pooling, batch_size=batch_size, max_length=max_length,
-                          long_inputs=long_inputs, progress=progress)  # fmt: skip
-    pre = load_pretrained(name)
-    cache = default_cache_dir() if cache_dir == "default" else cache_dir
+    cfg = _embed_settings(name, config, settings)
+    encode_config = cfg.encode_config(progress=progress)
+    pre = load_pretrained(cfg.encoder)
+    cache = None if cfg.no_cache else (cfg.cache_dir or default_cache_dir())
+    say = functools.partial(_say_long_inputs, head_fraction=encode_config.head_fraction)
 
     def encoder(inputs: list) -> np.ndarray:
-        if mesh is not None and mesh.is_multi_process:
-            out, report = encode_distributed(pre, list(inputs), config, cache_dir=cache)
+        if mesh is not None and mesh.is_multi_process:  # each process on a mesh of its own devices
+            out, report = encode_distributed(pre, list(inputs), encode_config, cache_dir=cache, on_long_inputs=say)
         else:
-            out, report = encode(pre, list(inputs), config, cache_dir=cache, mesh=mesh)
+            out, report = encode(pre, list(inputs), encode_config, cache_dir=cache, mesh=mesh, on_long_inputs=say)
         encoder.last_report = _encoding_summary(report)
         return np.asarray(out, np.float32)
 
-    encoder.__name__ = f"probes:{name}"
+    encoder.__name__ = f"probes:{cfg.encoder}"
+    encoder.config, encoder.encode_config = cfg, encode_config
     return encoder
+
+
+def _embed_settings(name: str | None, config: EmbedConfig | None, settings: dict) -> EmbedConfig:
+    """The resolved, checked :class:`EmbedConfig` of :func:`probes_encoder`'s arguments."""
+    config = config or EmbedConfig()
+    settings = dict(settings)
+    if "cache_dir" in settings and settings["cache_dir"] in (None, "default"):  # the keyword's meanings before
+        settings["no_cache"] = settings.get("no_cache", False) or settings["cache_dir"] is None
+        settings["cache_dir"] = None
+    unknown = sorted(set(settings) - {f.name for f in fields(EmbedConfig)} - {"encoder"})
+    if unknown:
+        raise TypeError(f"probes_encoder: unknown settings {unknown}; use fields of EmbedConfig")
+    if "cache_dir" in settings and settings["cache_dir"] is not None:
+        settings["cache_dir"] = str(settings["cache_dir"])
+    cfg = replace(config, **settings, encoder=name or settings.get("encoder") or config.encoder)
+    cfg.validate()
+    return cfg.resolved()
+
+
+def _say_long_inputs(report, head_fraction: float) -> None:
+    """One line on stderr: how many inputs were over the cap, and what was kept of them."""
+    print(long_inputs_line(report, head_fraction), file=sys.stderr, flush=True)
+
+
+def long_inputs_line(report, head_fraction: float) -> str:
+    """The line "[puaudit] 37 of 1,200 texts were longer than 256 tokens; kept ..." of a probes ``EncodeReport``.
+
+    Args:
+        report: the encoder's report (inputs, cap, policy, inputs over the cap, tokens cut).
+        head_fraction: the share of the cap "middle_out" keeps from the start.
+    """
+    from probes.extract import middle_out_split
+
+    cap, cut = report.max_length, report.n_tokens_cut
+    if report.policy == "middle_out":
+        head, tail = middle_out_split(cap, head_fraction)
+        kept = f"kept their first {head:,} and last {tail:,} tokens (middle_out, {cut:,} tokens cut)"
+    elif report.policy == "truncate":
+        kept = f"kept their first {cap:,} tokens (truncate, {cut:,} tokens cut)"
+    else:
+        kept = f"encoded each as overlapping {cap:,}-token windows, averaged ({report.policy})"
+    return (f"[puaudit] {report.n_over_window:,} of {report.n_inputs:,} texts were longer than {cap:,} tokens; "
+            f"{kept}; --max-length / --long-inputs (max_length / long_inputs) choose otherwise")  # fmt: skip
 
 
 def table_embeddings(table: pd.DataFrame, config: EmbedConfig, *, mesh=None, progress: bool = True,
@@ -219,16 +275,7 @@ def table_embeddings(table: pd.DataFrame, config: EmbedConfig, *, mesh=None, pro
 
     ``judges``: a cascade's other judges; a row usable under any of them is encoded too.
     """
-    cfg = config.resolved()
-    cache = None if cfg.no_cache else (cfg.cache_dir or "default")
-    encoder = probes_encoder(
-        cfg.encoder,
-        cache_dir=cache,
-        batch_size=cfg.batch_size,
-        progress=progress,
-        max_length=cfg.max_length,
-        long_inputs=cfg.long_inputs,
-        mesh=mesh,
-    )
+    encoder = probes_encoder(config=config, progress=progress, mesh=mesh)
+    cfg = encoder.config
     settings = f"max_length={cfg.max_length or 'window'}, long_inputs={cfg.long_inputs or 'default'}"
     return embed_comparisons(table, encoder, source=f"probes:{cfg.encoder} ({settings})", judges=judges)

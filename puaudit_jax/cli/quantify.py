@@ -4,8 +4,9 @@
                           [--plan DIR] [--out DIR]
 
 Estimators side by side (judge only, human only, PPI++ with the judge's verdicts, and with
-``--with-audit`` / ``--audit`` PPI++ with an audit's expected human verdicts), the leaderboard with
-rank-sets and at equal style; with ``--plan`` (a ``puaudit plan-labels`` folder) every planned label
+``--with-audit`` / ``--audit`` PPI++ with an audit's expected human verdicts), the judge's bias on
+each share (printed apart: judge - human on the labelled rows), the leaderboard with rank-sets and
+at equal style; with ``--plan`` (a ``puaudit plan-labels`` folder) every planned label
 weighted by 1 / its sampling probability. Writes the tables of
 :func:`puaudit_jax.quantify.write_quantification` and ``forest.png``.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..audit.config import AuditConfig
-from ..quantify.config import QuantifyConfig
+from ..quantify.config import BIAS, QuantifyConfig
 from . import inputs
 from .options import add_options, option_name, options_from_args
 from .run_folder import wrote
@@ -149,7 +150,11 @@ def cmd_quantify(args) -> int:
             plt.close(forest_plot(result.to_frame(), run.path / "forest.png", title=f"{args.data}"))
             files.append("forest.png")
         run.finish(files)
-    print(_table_text(result.to_frame()[list(COLUMNS)], run_folder=args.out))
+    frame = result.to_frame()
+    biased = frame["target"].str.startswith(BIAS)
+    print(_table_text(frame.loc[~biased, list(COLUMNS)], run_folder=args.out))
+    if biased.any():
+        print("\n" + _bias_text(frame[biased], result.level, run_folder=args.out))
     for warning in result.warnings:
         print(f"warning: {warning}")
     print(wrote(args.out, files))
@@ -164,6 +169,18 @@ def _table_text(frame, run_folder: str) -> str:
     shown = frame.head(PRINTED_ROWS).to_string(index=False, float_format="{:.4f}".format)
     more = len(frame) - PRINTED_ROWS
     return shown if more <= 0 else f"{shown}\n... {more} more rows in {run_folder}/leaderboard.csv"
+
+
+def _bias_text(frame, level: float, run_folder: str) -> str:
+    """The "judge bias: <target>" rows as text: how far off the judge's number is, and which way."""
+    import numpy as np
+
+    lower, upper = frame["lower"].to_numpy(float), frame["upper"].to_numpy(float)
+    reads = np.where(lower > 0, "judge too high", np.where(upper < 0, "judge too low", "no bias shown"))
+    table = frame.assign(target=frame["target"].str.removeprefix(BIAS), reads=np.where(frame["note"] == "", reads, ""))
+    shown = _table_text(table[["target", "estimate", "lower", "upper", "n_labelled", "reads", "note"]], run_folder)
+    return (f"judge bias: the judge's number minus the humans' (judge - human on the labelled rows, "
+            f"{level:.0%} interval)\n{shown}")  # fmt: skip
 
 
 def add_quantify_parser(sub) -> None:

@@ -3,7 +3,8 @@
 Judge-human agreement, the share of A wins, per-model win rates and the Bradley-Terry leaderboard, each
 by the judge alone (biased, for contrast), the human labels alone, and prediction-powered inference (PPI++)
 that uses the judge's verdicts -- or an audit's expected human verdicts -- on the unlabelled items
-without trusting them.
+without trusting them; and for each share, how far off the judge's own number is (``judge bias:``
+rows, judge - human on the labelled items, :func:`judge_bias`).
 
 ``estimators.py``: the mean estimators and their intervals; ``m_estimation.py``: PPI++ logistic
 M-estimation (vmappable); ``leaderboard.py``: Bradley-Terry on the Elo scale, raw and
@@ -19,10 +20,11 @@ imports the audit).
 from puaudit_runtime.lazy import lazy_package
 
 __all__ = [
-    "AUDIT_PPI", "ESTIMATORS", "HUMAN_ONLY", "JUDGE_ONLY", "PPI", "STRATIFIED", "Estimate", "LabelPlanReport", "MFit",
-    "PlanConfig", "Quantification", "QuantifyConfig", "RankSets", "TargetEstimate", "audit_agreement",
-    "audit_predictions", "human_only", "judge_only", "plan_labels", "ppi_lambda", "ppi_logistic",
-    "ppi_logistic_splits", "ppi_mean", "quantify", "rank_sets", "stratified_ppi_mean", "write_quantification",
+    "AUDIT_PPI", "ESTIMATORS", "HUMAN_ONLY", "JUDGE_BIAS", "JUDGE_ONLY", "PPI", "STRATIFIED", "Estimate",
+    "LabelPlanReport", "MFit", "PlanConfig", "Quantification", "QuantifyConfig", "RankSets", "TargetEstimate",
+    "audit_agreement", "audit_predictions", "human_only", "judge_bias", "judge_only", "plan_labels", "ppi_lambda",
+    "ppi_logistic", "ppi_logistic_splits", "ppi_mean", "quantify", "rank_sets", "stratified_ppi_mean",
+    "write_quantification",
 ]  # fmt: skip
 
 __getattr__, __dir__ = lazy_package(
@@ -33,11 +35,13 @@ __getattr__, __dir__ = lazy_package(
             "AUDIT_PPI",
             "ESTIMATORS",
             "HUMAN_ONLY",
+            "JUDGE_BIAS",
             "JUDGE_ONLY",
             "PPI",
             "STRATIFIED",
             "Estimate",
             "human_only",
+            "judge_bias",
             "judge_only",
             "ppi_lambda",
             "ppi_mean",

@@ -13,6 +13,7 @@ from puaudit_runtime.checks import check_fraction, check_int
 from ..datasets.names import STYLE_FEATURES
 
 TARGETS = ("agreement", "a-share")
+BIAS = "judge bias: "  # the target "judge bias: share of A wins": the judge's number minus the humans'
 
 
 def check_level(level: float) -> float:

@@ -13,6 +13,10 @@ Three estimators of the mean of a human-defined outcome Y over a pool of compari
                    the judge, provided the labelled items are a random sample of the pool.
 =================  =====================================================================
 
+And how far off the judge's own number is, ``judge - human`` (:func:`judge_bias`): E[Yhat - Y], the
+judge-only estimand minus the human one, estimated by the mean of Yhat - Y over the labelled items
+(plain PPI's rectifier, sign flipped), with the human-only interval of that mean.
+
 Intervals are two-sided normal (z) intervals at ``level``, as ``ppi_py.ppi_mean_ci`` and
 ``ppi_py.classical_mean_ci`` compute them (standard deviations with ddof = 0); ``ppi-python`` is
 the test reference (equal to 1e-6). A target that cannot be estimated (fewer than 2 labelled items,
@@ -29,6 +33,7 @@ from scipy.special import ndtri  # norm.ppf without scipy.stats' 0.6 s import
 from .config import check_level  # light, for the configs the CLI reads
 
 JUDGE_ONLY, HUMAN_ONLY, PPI = "judge only", "human only", "ppi++"
+JUDGE_BIAS = "judge - human"  # the judge's outcome minus the human's, on the labelled items
 
 
 @dataclass(frozen=True)
@@ -196,6 +201,57 @@ def human_only(y, level: float, n_unlabelled: int = 0, clusters=None) -> Estimat
     return Estimate(HUMAN_ONLY, float(y.mean()), lo, hi, level, len(y), n_unlabelled)
 
 
+def judge_bias(y, yhat, level: float, n_unlabelled: int = 0, clusters=None) -> Estimate:
+    """How far off the judge's number is: the mean over labelled items of Yhat - Y, with a CLT interval.
+
+    The judge-only estimand minus the human one, E[Yhat - Y], estimated where both are known (plain
+    PPI's rectifier with its sign flipped); its interval is :func:`human_only`'s on the differences.
+
+    Args:
+        y: (n,) labelled outcomes (the humans').
+        yhat: (n,) the judge's outcomes of the same items.
+        level: the interval's coverage, in (0, 1).
+        n_unlabelled: unlabelled items, only reported in the result.
+        clusters: (n,) cluster labels for a cluster-robust interval, or None.
+
+    Returns:
+        The :class:`Estimate` named :data:`JUDGE_BIAS`, in the outcome's units (a share difference in
+        [-1, 1]); not estimable with n < 2, labelled items in one cluster, or differences that never vary.
+
+    Raises:
+        ValueError: ``y`` and ``yhat`` differ in length, ``level`` is outside (0, 1), or an input is not finite.
+    """
+    y, yhat = _outcomes("y", y), _outcomes("yhat", yhat)
+    if len(y) != len(yhat):
+        raise ValueError(f"y has {len(y)} labelled outcomes but yhat {len(yhat)} judge outcomes")
+    est = replace(human_only(yhat - y, level, n_unlabelled, clusters), estimator=JUDGE_BIAS)
+    return difference_interval(est, yhat - y, clusters)
+
+
+def difference_interval(est: Estimate, differences, clusters=None) -> Estimate:
+    """``est`` of a mean difference, not estimable when its interval cannot be one.
+
+    Labelled items in fewer than 2 clusters (the cluster-robust variance is 0), or a zero-width interval
+    (the differences never vary: a judge that agrees on every labelled item) are not estimable, with why.
+
+    Args:
+        est: the estimate of the mean of ``differences``.
+        differences: (n,) the differences its interval rests on.
+        clusters: (n,) their cluster labels, or None.
+    """
+    if not est.estimable:
+        return est
+    d = np.asarray(differences, np.float64)
+    why = few_clusters(clusters)
+    if not why and not est.upper - est.lower > FLAT:
+        why = f"the judge's outcome minus the human's is {d[0]:g} on all {len(d)} labelled items" if (
+            d == d[0]).all() else "its variance estimate is 0"  # fmt: skip
+        why += ": a zero-width interval is not an interval"
+    if why:
+        return not_estimable(est.estimator, est.level, est.n_labelled, est.n_unlabelled, why)
+    return replace(est, estimate=float(est.estimate), lower=float(est.lower), upper=float(est.upper))
+
+
 def judge_only(yhat_labelled, yhat_unlabelled, level: float, clusters=None) -> Estimate:
     """Mean of the judge's outcomes over all items (biased where the judge is), with a CLT interval.
 
@@ -284,8 +340,8 @@ def ppi_mean(y, yhat, yhat_unlabelled, level: float, lam: float | None = None, c
 
 STRATIFIED = "ppi++ (stratified)"
 AUDIT_PPI = "ppi++ (audit)"  # PPI++ with an audit's expected human verdicts as predictions
-#: Every estimator, in the order tables and figures show them.
-ESTIMATORS = (JUDGE_ONLY, HUMAN_ONLY, PPI, AUDIT_PPI, STRATIFIED)
+#: Every estimator, in the order tables and figures show them; the last, the judge's bias, of "judge bias: " targets.
+ESTIMATORS = (JUDGE_ONLY, HUMAN_ONLY, PPI, AUDIT_PPI, STRATIFIED, JUDGE_BIAS)
 MIN_PER_STRATUM = 10  # labelled items per stratum: below it the per-stratum lam and variance under-cover
 # Strata are pooled until each pool has this many labelled items: with pools of 10-29 the MT-Bench win
 # rates at 10 % labels covered 0.84 on average (min 0.77) at level 0.9, with 30 as plain PPI++ (0.87);

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..datasets.verdicts import MISSING
-from .config import QuantifyConfig, _check_style  # light, for the CLI
+from .config import BIAS, QuantifyConfig, _check_style  # light, for the CLI
 from .plan import planned_probabilities
 from .sample_check import SampleCheck, sample_check
 from .targets import (
@@ -48,6 +48,16 @@ class Quantification:
         return pd.DataFrame([r.to_dict() for r in self.rows])
 
     @property
+    def judge_bias(self) -> tuple[TargetEstimate, ...]:
+        """How far off the judge's numbers are: the "judge bias: <target>" rows (judge - human, with intervals).
+
+        One per share the judge estimates (the share of A wins, each win rate): the judge's outcome minus
+        the human's, averaged over the labelled rows; an interval that excludes 0 says the judge-only
+        number is off by that much.
+        """
+        return tuple(r for r in self.rows if r.target.startswith(BIAS))
+
+    @property
     def warnings(self) -> list[str]:
         """The rows left out for want of a judge verdict, and the random-sample checks' warnings."""
         left_out = [f"{self.no_judge_verdict} rows without a judge verdict (judge = missing) left out"]
@@ -61,7 +71,8 @@ def quantify(table: pd.DataFrame, *, level: float = QuantifyConfig.level,
     """Agreement m, the share of A wins, and per-model win rates and the Bradley-Terry leaderboard.
 
     The per-model targets come when the table names the models; each target by every estimator of
-    :mod:`.targets`.
+    :mod:`.targets`, and for each share the judge estimates, the judge's bias ("judge bias: <target>",
+    :attr:`Quantification.judge_bias`).
 
     Args:
         table: a validated comparison table (columns ``id``, ``judge``, ``human``; ``question_type``

@@ -20,8 +20,10 @@ from puaudit_runtime.files import save_figure  # noqa: E402
 from .estimators import ESTIMATORS  # noqa: E402
 
 #: Panels of the forest plot, by target prefix (the first panel takes every other target).
-PANELS = ("share", "Elo score", "Elo score at equal style", "style coefficient, Elo points (only A has it)")
-_PREFIXES = ("elo: ", "elo (style-controlled): ", "style: ")
+PANELS = ("share", "Elo score", "Elo score at equal style", "style coefficient, Elo points (only A has it)",
+          "judge bias: the judge's share minus the humans'")  # fmt: skip
+_PREFIXES = ("elo: ", "elo (style-controlled): ", "style: ", "judge bias: ")
+_NO_BIAS = PANELS[4]  # its 0 is marked: a judge without bias
 
 
 def _panel_of(target: str) -> int:
@@ -34,7 +36,8 @@ def forest_plot(frame: pd.DataFrame, path: str | Path | None = None, *, title: s
 
     ``frame`` is a :meth:`~puaudit_jax.quantify.Quantification.to_frame` table; one panel per kind of
     target (:data:`PANELS`: proportions, the Elo leaderboard and the style-controlled one, each score
-    with its simultaneous rank-set "#1-3", and the style coefficients), its legend beside it;
+    with its simultaneous rank-set "#1-3", the style coefficients and the judge's bias, 0 marked), its
+    legend beside it;
     not-estimable rows are skipped.
     """
     frame = frame[frame["note"].fillna("") == ""]
@@ -46,6 +49,8 @@ def forest_plot(frame: pd.DataFrame, path: str | Path | None = None, *, title: s
     estimators = sorted(set(frame["estimator"]), key=lambda e: (ESTIMATORS + (e,)).index(e))
     for ax, (part, label) in zip(axes[:, 0], panels):
         _forest_panel(ax, part, estimators)
+        if label == _NO_BIAS:
+            ax.axvline(0.0, color="0.6", lw=0.8, ls="--", zorder=0)
         level = f", {int(round(100 * part['level'].iloc[0]))}% interval"
         ax.set(xlabel=label + level)
     fig.suptitle(title or "estimates by estimator")

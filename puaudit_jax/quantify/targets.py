@@ -11,6 +11,10 @@ human verdict is A, B or tie, unlabelled when it is missing. Ties count one half
 - ``elo: <model>``: the Bradley-Terry leaderboard (:mod:`.leaderboard`).
 - ``elo (style-controlled): <model>`` and ``style: <feature>``: the leaderboard at equal style, and
   what each style difference is worth in Elo points (:func:`style_leaderboard`; needs the texts).
+- ``judge bias: <target>``: how far off the judge's number is for the share of A wins and each win
+  rate, the judge's outcome minus the human's on the labelled rows (estimator ``judge - human``,
+  :func:`.estimators.judge_bias`; under a label plan weighted as human only is). The agreement has
+  none: the judge's own number for it would be 1, its bias 1 - m.
 
 Predictions of the human outcome (the Yhat of PPI++), one per estimator:
 
@@ -30,15 +34,19 @@ import pandas as pd
 from ..datasets.style import style_differences
 from ..datasets.verdicts import MISSING, TIE, A, B, question_types
 from .active import active_mean
+from .config import BIAS
 from .estimators import (
     AUDIT_PPI,
     HUMAN_ONLY,
+    JUDGE_BIAS,
     JUDGE_ONLY,
     PPI,
     STRATIFIED,
     Estimate,
     check_level,
+    difference_interval,
     human_only,
+    judge_bias,
     judge_only,
     not_estimable,
     ppi_mean,
@@ -242,7 +250,11 @@ def _means(target: str, inp: Inputs, rows: np.ndarray, flip: np.ndarray, truth: 
     if inp.strata is not None:
         out.append(labels(stratified_ppi_mean(y[lab], preds[PPI][lab], preds[PPI][unl], inp.strata[lab],
                                               inp.strata[unl], inp.level, cl)))  # fmt: skip
-    return [TargetEstimate(target, e) for e in out]
+    rows = [TargetEstimate(target, e) for e in out]
+    if truth is None:
+        bias = judge_bias(y[lab], preds[PPI][lab], inp.level, int(unl.sum()), None if cl is None else cl[0])
+        rows.append(TargetEstimate(BIAS + target, bias))
+    return rows
 
 
 def _active_means(target: str, inp: Inputs, rows: np.ndarray, flip: np.ndarray, truth) -> list:
@@ -268,7 +280,17 @@ def _active_means(target: str, inp: Inputs, rows: np.ndarray, flip: np.ndarray, 
     if inp.strata is not None:
         out.append(not_estimable(STRATIFIED, inp.level, int(lab.sum()), int((~lab).sum()),
                                  "with a label plan (use ppi++, weighted by the plan)"))  # fmt: skip
-    return _plan_caveat([TargetEstimate(target, e) for e in out], inp)
+    rows = [TargetEstimate(target, e) for e in out]
+    if truth is None:
+        rows.append(TargetEstimate(BIAS + target, _active_bias(y, preds[PPI], pi, lab, inp.level)))
+    return _plan_caveat(rows, inp)
+
+
+def _active_bias(y: np.ndarray, judged: np.ndarray, pi: np.ndarray, lab: np.ndarray, level: float) -> Estimate:
+    """The judge's bias under a label plan: the weighted (human-only) mean of judge - human on the labelled rows."""
+    d = np.where(lab, judged - np.nan_to_num(y), 0.0)
+    est = active_mean(d, np.zeros_like(d), pi, lab, level, lam=0.0, estimator=JUDGE_BIAS)
+    return difference_interval(replace(est, lam=None), d[lab])
 
 
 PLAN_CAVEAT = "labels weighted by 1 / their sampling probability (label plan)"

@@ -56,7 +56,7 @@ def test_minilm_chunked_inputs_served_from_cache(tmp_path, mtbench):
     # Regression: with every input already cached, the chunk policy used to build a float
     # index array from an empty list and np.add.at raised IndexError.
     table = small_mtbench(mtbench)
-    encoder = probes_encoder("minilm", cache_dir=tmp_path, progress=False)
+    encoder = probes_encoder("minilm", cache_dir=tmp_path, progress=False, long_inputs="chunk")
     first = embed_comparisons(table, encoder)
     again = embed_comparisons(table, encoder)
     np.testing.assert_allclose(again.a, first.a, atol=1e-6)

@@ -13,12 +13,12 @@ from puaudit_jax.audit import AuditConfig
 from puaudit_jax.audit.embed import EmbedConfig
 from puaudit_jax.audit.rules import CalibratedRule
 from puaudit_jax.cli import build_parser
-from puaudit_jax.datasets.read_config import ReadConfig
 from puaudit_jax.cli.audit import AUDIT_FIELDS, RULE_FIELDS, RULE_RENAME
 from puaudit_jax.cli.inputs import EMBED_FIELDS
 from puaudit_jax.cli.options import add_options, field_docs, options_from_args
 from puaudit_jax.consensus import AlignConfig, BTConfig, EloConfig
 from puaudit_jax.consensus.runs import ScoresConfig
+from puaudit_jax.datasets.read_config import ReadConfig
 from puaudit_jax.evaluate import Protocol
 from puaudit_jax.judges.serve import ServeConfig
 from puaudit_jax.quantify.pipeline import QuantifyConfig

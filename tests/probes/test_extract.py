@@ -133,9 +133,9 @@ def test_batch_settings_reach_the_batches(tiny_decoder, monkeypatch):
         seen["micro"].append(micro)
         return forward(config, dtype, layers, pooling, micro, mesh)
 
-    def spy_bar(iterable, **kwargs):
+    def spy_bar(*args, **kwargs):
         seen["bars"].append(kwargs["disable"])
-        return bar(iterable, **kwargs)
+        return bar(*args, **kwargs)
 
     monkeypatch.setattr(extract, "pad_batch", spy_pad)
     monkeypatch.setattr(extract, "pooled_forward", spy_forward)
@@ -147,6 +147,56 @@ def test_batch_settings_reach_the_batches(tiny_decoder, monkeypatch):
     extract.encode_ids(tiny_decoder, seqs)
     assert seen["pad"][2:] == [(8, "right")] and seen["micro"][1:] == [extract.MICRO_BATCH_TOKENS]
     assert seen["bars"][1:] == [True]
+
+
+class _RecordingBar:
+    """A stand-in for tqdm that records its total and every step."""
+
+    bars: list = []
+
+    def __init__(self, iterable=(), *, total=None, disable=False, **kwargs):
+        self.iterable, self.total, self.disable, self.steps = iterable, total, disable, []
+        _RecordingBar.bars.append(self)
+
+    def __iter__(self):
+        for item in self.iterable:
+            yield item
+            self.update()
+
+    def update(self, n=1):
+        self.steps.append(n)
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+@pytest.mark.parametrize("cache", [False, True])
+def test_the_progress_bar_moves_after_every_batch(tiny_char_decoder, tmp_path, monkeypatch, cache):
+    """One bar counts the inputs and moves after every batch of the encoder, cache shards or not."""
+    monkeypatch.setattr(extract, "tqdm", _RecordingBar)
+    monkeypatch.setattr(_RecordingBar, "bars", [])
+    texts = [f"text number {k} " + "x" * (3 * k) for k in range(12)]
+    config = EncodeConfig(batch_size=2, cache_every=5, max_length=20, long_inputs="middle_out", progress=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the long inputs' warning: not what this test is about
+        extract.encode(tiny_char_decoder, texts, config, cache_dir=tmp_path if cache else None)
+    shown = [b for b in _RecordingBar.bars if not b.disable]
+    assert len(shown) == 1 and shown[0].total == 12 and sum(shown[0].steps) == 12
+    assert max(shown[0].steps) <= 2 and len(shown[0].steps) >= 6  # a batch of 2 at a time, never a shard of 5
+
+
+def test_chunked_inputs_advance_the_bar_when_their_last_window_is_encoded():
+    bar = _RecordingBar(total=3)
+    on_batch = extract._inputs_done(bar, [0, 0, 0, 1, 2, 2])  # input 0: three windows, 2: two
+    for batch in ([0, 1], [2, 3], [4, 5]):
+        on_batch(batch)
+    assert bar.steps == [0, 2, 1]
 
 
 def test_encode_passes_its_config_through_with_and_without_the_cache(tiny_char_decoder, tmp_path):
