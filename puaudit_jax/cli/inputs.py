@@ -91,9 +91,10 @@ def add_read_options(p: argparse.ArgumentParser) -> None:
     """DATA as one or more files (or a bundled set), and how they are read (:class:`ReadConfig`)."""
     p.add_argument("data", nargs="+", action=_DataFiles, metavar="DATA",
                    help=f"bundled set ({', '.join(BUNDLED)}), or comparison file(s) of one format: this package's "
-                        "table, AlpacaEval annotations, FastChat judgments, an Arena table, reward-model pairs "
-                        "(JSON, JSON lines, CSV or parquet; the format is told from the records)")  # fmt: skip
-    add_options(p, ReadConfig, rename=READ_RENAME)
+                        "table, AlpacaEval annotations, FastChat judgments, an Arena table, an LLMBar-style "
+                        "dataset / evaluator result, reward-model pairs (JSON, JSON lines, CSV or parquet; the "
+                        "format is told from the records)")  # fmt: skip
+    add_options(p, ReadConfig, rename=READ_RENAME, overrides={"columns": {"metavar": "NAME=FIELD,..."}})
 
 
 def device_flags(args) -> DeviceFlags:

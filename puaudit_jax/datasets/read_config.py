@@ -22,8 +22,8 @@ class ReadConfig:
         columns: NAME=FIELD,... renames the file's FIELD to the table's NAME before reading, e.g.
             question=input,response_a=output_1,response_b=output_2,human=label (names: id, question,
             response_a, response_b, judge, human, question_type, turn, model_a, model_b,
-            judge_swapped, judge_confidence, or a format's own field). Verdicts may be spelt A|model_a|
-            model_1|left|1, B|model_b|model_2|right|2, tie|draw|C.
+            judge_swapped, judge_confidence, or a format's own field). Verdicts may be spelt
+            A / model_a / model_1 / left / 1, B / model_b / model_2 / right / 2, tie / draw / C.
         labels: a file of human labels joined on ids (id and human columns, e.g. a filled to_label.csv,
             or a file a format reads with labels, e.g. Arena votes).
         answers: fastchat: the folder with question.jsonl and model_answer/ (default: beside model_judgment/).
