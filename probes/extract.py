@@ -516,7 +516,7 @@ def _run_batches(
 
 def _input_bar(n: int, config: EncodeConfig):
     """The progress bar of one encoding: ``n`` inputs, shown when ``config.progress`` (stderr)."""
-    return tqdm(total=n, desc="encode", unit="input", disable=not config.progress)
+    return tqdm(total=n, desc="encoding", unit="input", disable=not config.progress)
 
 
 def _inputs_done(bar, owner: list[int]) -> Callable[[list[int]], None]:
