@@ -86,7 +86,7 @@ def _mapped(records: Records, mapping: dict[str, str]) -> Records:
 
 def read_comparisons(
     paths: str | os.PathLike | Sequence[str | os.PathLike], config: ReadConfig = READ_DEFAULTS
-) -> Read:  # noqa: E501
+) -> Read:
     """Read one or more files of one format into a comparison table with its :class:`~.reading.ReadReport`.
 
     Args:
