@@ -24,6 +24,7 @@ from puaudit_runtime.checks import check_fraction
 from ..audit.config import AuditConfig
 from ..audit.names import RULE_NAMES, SCORER_NAMES, current_rule
 from ..audit.rules import CalibratedRule
+from ..datasets.names import BUNDLED
 from . import inputs
 from .options import add_options, options_from_args
 from .run_folder import wrote
@@ -92,8 +93,15 @@ def cmd_audit(args) -> int:
         return _audit_command(args, config, run, mesh)
 
 
+def _u_hint(args) -> str:
+    """What to do when no unlabelled row is left: hide labels, or (a bundled set) add its judge-only rows."""
+    bundled = " or --include-unlabelled" if args.data in BUNDLED else ""
+    return f" (use --hide-labels F to audit a share of the labelled items{bundled})"
+
+
 def _audit_command(args, config: AuditConfig, run, mesh) -> int:
     from ..audit import run_audit, write_result
+    from ..datasets.verdicts import MISSING
     from ..evaluate import split_labels
     from ..evaluate.consistency import with_hidden_labels
 
@@ -106,6 +114,8 @@ def _audit_command(args, config: AuditConfig, run, mesh) -> int:
     )
     inputs.check_columns(table, args.data, {"--cluster-by": config.cluster_by})
     inputs.check_labelled(table, args.data)
+    if not (args.embeddings or args.hide_labels or (table["human"] == MISSING).any()):  # before embedding it
+        raise ValueError(f"{args.data}: every row is labelled, so no judge verdict is left to audit{_u_hint(args)}")
     embedded = inputs.to_embed(table, config, every=bool(args.save_embeddings))  # one file serves quantify too
     emb = inputs.features(args, embedded, mesh, judges=config.other_judges if config.cascade else ())
     truth = None
@@ -117,8 +127,7 @@ def _audit_command(args, config: AuditConfig, run, mesh) -> int:
     except ValueError as err:
         if "U is empty" not in str(err):
             raise
-        hint = " (use --hide-labels F to audit a share of the labelled items, or --include-unlabelled)"
-        raise ValueError(f"{err}{hint}") from None
+        raise ValueError(f"{err}{_u_hint(args)}") from None
     if truth is not None:
         result = with_hidden_labels(result, truth, args.hide_labels)
     if run is None:

@@ -20,11 +20,18 @@ SUFFIXES = (".csv", ".jsonl", ".ndjson", ".json", ".parquet", ".pq")
 def run(args) -> int:
     """Read DATA, print what was read, write the table to --out."""
     from ..datasets import save_comparisons
-
     if not args.out.lower().endswith(SUFFIXES):
         raise ValueError(f"--out {args.out}: name a table file ending in one of {', '.join(SUFFIXES)}")
+    from ..datasets import read_data
+
     inputs.check_file_out("--out", args.out)
-    table = inputs.load_data(inputs.data_of(args), args.include_unlabelled, read=inputs.read_config(args))
+    try:
+        read = read_data(inputs.data_of(args), args.include_unlabelled, None, inputs.read_config(args))
+    except FileNotFoundError as err:
+        raise SystemExit(f"error: {err}") from None
+    for line in read.report.lines():  # what was read: the point of this command, this package's table too
+        print(f"[puaudit] {line}", file=sys.stderr)
+    table = read.table
     save_comparisons(table, args.out)
     print(f"wrote {args.out}: {len(table):,} comparisons, {len(table.columns)} columns", file=sys.stderr)
     return 0

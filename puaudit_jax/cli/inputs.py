@@ -94,7 +94,8 @@ def add_read_options(p: argparse.ArgumentParser) -> None:
                         "table, AlpacaEval annotations, FastChat judgments, an Arena table, an LLMBar-style "
                         "dataset / evaluator result, reward-model pairs (JSON, JSON lines, CSV or parquet; the "
                         "format is told from the records)")  # fmt: skip
-    add_options(p, ReadConfig, rename=READ_RENAME, overrides={"columns": {"metavar": "NAME=FIELD,..."}})
+    metavars = {"columns": {"metavar": "NAME=FIELD,..."}, "labels": {"metavar": "FILE[,FILE...]"}}
+    add_options(p, ReadConfig, rename=READ_RENAME, overrides=metavars)
 
 
 def device_flags(args) -> DeviceFlags:

@@ -50,6 +50,8 @@ def _cell(text) -> str:
 def _default(action: argparse.Action) -> str:
     """The default as a code span, or "" where there is none to show (a flag, None, ``==SUPPRESS==``)."""
     value = action.default
+    if action.required and action.option_strings:
+        return "required"
     if value is None or value is argparse.SUPPRESS or isinstance(action, argparse._StoreTrueAction):
         return ""
     if isinstance(value, (tuple, list)):

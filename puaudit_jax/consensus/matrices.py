@@ -57,15 +57,18 @@ def verdicts_from_comparisons(table: pd.DataFrame, judge_name: str, *, verdict_c
 def table_verdicts(table: pd.DataFrame) -> pd.DataFrame:
     """Long verdicts of every judge of a comparison table read from any format.
 
-    The ``judge`` column (named by its ``judge_model`` when the table has one name there, else "judge"),
+    The ``judge`` column (named by its ``judge_model`` when the table has one name there, or one model
+    before a "/" as FastChat writes ``gpt-4/pair-v2``; else "judge"),
     each ``other_<name>`` column (other judges, as the AlpacaEval reader names them) as judge ``<name>``,
     and ``human`` as judge "human" when any row is labelled. Missing verdicts are excluded and counted.
 
     Args:
         table: a comparison table with model_a and model_b.
     """
-    names = table["judge_model"].dropna().unique() if "judge_model" in table.columns else []
-    parts = [verdicts_from_comparisons(table, str(names[0]) if len(names) == 1 else "judge")]
+    names = {str(n) for n in table["judge_model"].dropna().unique()} if "judge_model" in table.columns else set()
+    models = {n.split("/")[0] for n in names}  # FastChat: "gpt-4/pair-v2", "gpt-4/pair-math-v1" are gpt-4
+    name = names.pop() if len(names) == 1 else models.pop() if len(models) == 1 else "judge"
+    parts = [verdicts_from_comparisons(table, name)]
     for column in (c for c in table.columns if str(c).startswith("other_")):
         parts.append(verdicts_from_comparisons(table, str(column).removeprefix("other_"), verdict_col=column))
     if (table["human"] != MISSING).any():

@@ -17,18 +17,17 @@ request). ``vote_rule`` chooses how several human votes become one verdict (:mod
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from .formats import join_labels, read_comparisons
+from .formats import read_comparisons, with_labels
 from .llmfao import load_llmfao
 from .mtbench import load_mtbench
 from .names import BUNDLED  # noqa: F401  (re-exported: it moved to the light names module)
 from .read_config import READ_DEFAULTS, ReadConfig
-from .reading import Read, report_of, verdict_counts
+from .reading import Read, report_of
 
 
 def load_bundled(name: str, *, include_unlabelled: bool | None = None, vote_rule: str = "plurality") -> pd.DataFrame:
@@ -65,10 +64,7 @@ def read_data(
     if len(files) == 1 and files[0] in BUNDLED:
         table = load_bundled(files[0], include_unlabelled=include_unlabelled)
         report = report_of("bundled", [files[0]], len(table), table, "the set's own (see its loader)")
-        if read.labels:
-            table, note = join_labels(table, read.labels)
-            report = dataclasses.replace(report, human=verdict_counts(table["human"]), notes=(note,))
-        result = Read(table, report)
+        result = with_labels(Read(table, report), read.labels)
     else:
         for name in files:
             if not Path(name).exists():

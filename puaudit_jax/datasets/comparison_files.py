@@ -33,9 +33,11 @@ def _frame(records: Records) -> pd.DataFrame:
             frame[column] = pd.Series(
                 [as_list_cell(v) for v in frame[column].tolist()], index=frame.index, dtype=object
             )
-    if "id" not in frame.columns and {"question", "response_a", "response_b"} <= set(frame.columns):
-        parts = zip(frame["question"], frame["response_a"], frame["response_b"])
-        frame.insert(0, "id", [content_id("row:", *p) for p in parts])
+    if "id" not in frame.columns:  # from the texts there are; validation names a missing text column
+        texts = [
+            frame[c] if c in frame.columns else [None] * len(frame) for c in ("question", "response_a", "response_b")
+        ]
+        frame.insert(0, "id", [content_id("row:", *p) for p in zip(*texts)])
     return frame
 
 
@@ -47,10 +49,11 @@ def read(sources: list[Records], config=None) -> Read:
         config: the read settings (unused: the format has none).
     """
     frames = [_frame(r) for r in sources]
+    hint = "" if detect(sources[0].columns) else " (other field names map onto these with --columns NAME=FIELD)"
     if len(sources) == 1:
-        table = validate_comparisons(frames[0], source=str(sources[0].path), row_labels=sources[0].label)
+        table = validate_comparisons(frames[0], source=f"{sources[0].path}{hint}", row_labels=sources[0].label)
     else:
         labels = [f"{r.path.name} {r.label(k)}" for r in sources for k in range(len(r.frame))]
-        source = ", ".join(str(r.path) for r in sources)
+        source = ", ".join(str(r.path) for r in sources) + hint
         table = validate_comparisons(pd.concat(frames, ignore_index=True), source=source, row_labels=labels)
     return Read(table, report_of(NAME, [r.path for r in sources], len(table), table, IDS))

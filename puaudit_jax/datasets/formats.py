@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -102,6 +102,11 @@ def read_comparisons(
     paths = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
     if not paths:
         raise ValueError("no file to read")
+    twice = [p for k, p in enumerate(paths) if p.resolve() in {q.resolve() for q in paths[:k]}]
+    if twice:
+        raise ValueError(f"{twice[0]}: given twice")
+    if isinstance(config, Mapping):
+        config = ReadConfig(**config)
     for path in paths:
         if not path.exists():
             raise FileNotFoundError(f"{path}: no such file")
@@ -120,14 +125,30 @@ def read_comparisons(
         fields = ", ".join(sorted(sources[0].columns))
         raise ValueError(f"{sources[0].path}: format {module.NAME} needs the field(s) {', '.join(missing)} (its "
                          f"fields: {fields}); map them with --columns NAME=FIELD")  # fmt: skip
-    result = module.read(sources, config)
-    if not config.labels:
-        return result
-    table, note = join_labels(result.table, config.labels)
-    report = dataclasses.replace(
-        result.report, human=verdict_counts(table["human"]), notes=result.report.notes + (note,)
-    )
-    return Read(table, report)
+    _refuse_other_formats_options(config, module.NAME)
+    return with_labels(module.read(sources, config), config.labels)
+
+
+def with_labels(read: Read, paths: Sequence[str]) -> Read:
+    """``read`` with the labels of each file of ``paths`` joined in turn (:func:`join_labels`), its report told."""
+    table, notes = read.table, []
+    for path in paths:
+        table, note = join_labels(table, path)
+        notes.append(note)
+    if not notes:
+        return read
+    return Read(table, dataclasses.replace(read.report, human=verdict_counts(table["human"]),
+                                           notes=read.report.notes + tuple(notes)))  # fmt: skip
+
+
+def _refuse_other_formats_options(config: ReadConfig, format: str) -> None:
+    """An option of another format than the one read would be ignored: ValueError naming it."""
+    given = {"fastchat": config.answers is not None, "arena": config.read_as != READ_DEFAULTS.read_as,
+             "reward_pairs": config.order_seed != READ_DEFAULTS.order_seed}  # fmt: skip
+    option = {"fastchat": "--answers", "arena": "--as", "reward_pairs": "--order-seed"}
+    for owner, set_ in given.items():
+        if set_ and owner != format:
+            raise ValueError(f"{option[owner]} applies to {owner} files only; these were read as {format}")
 
 
 def load_comparisons(path: str | os.PathLike, *, format: str | None = None, **settings) -> pd.DataFrame:
@@ -146,15 +167,17 @@ def load_comparisons(path: str | os.PathLike, *, format: str | None = None, **se
     if format in ENCODINGS:
         records = read_records(path, format)
         mapping = ReadConfig(**settings).mapping()
-        table = comparison_files.read([_mapped(records, mapping)]).table
-        labels = settings.get("labels")
-        return join_labels(table, labels)[0] if labels else table
+        read = comparison_files.read([_mapped(records, mapping)])
+        return with_labels(read, ReadConfig(**settings).labels).table
     return read_comparisons(path, ReadConfig(format=format, **settings)).table
 
 
 def _labels_of(path: str) -> pd.DataFrame:
     """``id``, ``human`` of a labels file (an id / human table, or any format read with labels)."""
     records = read_records(path)
+    if "human" not in records.columns and not any(m.detect(records.columns) for m in FORMATS.values()):
+        raise ValueError(f"--labels {path}: a labels file needs the columns id and human (A, B or tie), or to be "
+                         f"a file of a format with labels; it has {', '.join(sorted(records.columns))}")  # fmt: skip
     if {"id", "human"} <= records.columns and not comparison_files.detect(records.columns):
         frame = records.frame
         human = []

@@ -59,7 +59,7 @@ def _verdicts(records: Records) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """(first-order verdicts, swapped-order verdicts, the unusable ones named) of a result.json."""
     first, second, unreadable = [], [], []
     for row, value in enumerate(records.frame["results"].tolist()):
-        where = f"{records.path.name} {records.label(row)}"
+        where = f"{_judge_name(records)} {records.path.name} {records.label(row)}"
         run = _final_run(value, where)
         for key, out in (("swap = False", first), ("swap = True", second)):
             winner = str((run.get(key) or {}).get("winner"))

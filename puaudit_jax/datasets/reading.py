@@ -28,6 +28,9 @@ __all__ = ["Read", "ReadReport", "align_verdicts", "content_id", "verdict_counts
 def content_id(prefix: str, *parts) -> str:
     """``prefix`` + the first 16 hex digits of SHA-256 of the JSON list of ``parts`` (text, numbers, None).
 
+    Line ends are normalised first (Windows' and old Mac's to a newline), so a copy of a file saved on
+    Windows gives the same ids.
+
     Args:
         prefix: names the format, e.g. ``"alpaca_eval:"``.
         parts: the fields that identify one comparison, in a fixed order.
@@ -41,7 +44,9 @@ def _plain(value):
         return [_plain(v) for v in value]
     if value is None or (isinstance(value, float) and np.isnan(value)):
         return None
-    return value if isinstance(value, (str, int, float, bool)) else str(value)
+    if isinstance(value, str):
+        return value.replace("\r\n", "\n").replace("\r", "\n")  # a file saved with Windows line ends: same id
+    return value if isinstance(value, (int, float, bool)) else str(value)
 
 
 def align_verdicts(table_ids, ids, verdicts, where) -> tuple[np.ndarray, int]:

@@ -160,8 +160,22 @@ def _read_jsonl(path: Path) -> tuple[pd.DataFrame, Callable[[int], str]]:
             records.append(record)
             lines.append(lineno)
     if problems:
+        _refuse_one_object(path)
         raise ComparisonValidationError(str(path), problems)
     return _frame(records), lambda row: f"line {lines[row]}"
+
+
+def _refuse_one_object(path: Path) -> None:
+    """A file that is one JSON object (records under a key?) is said to be one, not as a line error per line."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except ValueError:
+        return
+    if isinstance(data, dict):
+        lists = [k for k, v in data.items() if isinstance(v, list)]
+        hint = f"; the records may be the list under {lists[0]!r}: save that list alone" if lists else ""
+        raise ValueError(f"{path}: one JSON object (keys: {', '.join(map(str, list(data)[:8]))}), not a JSON array "
+                         f"of records or JSON lines{hint}")  # fmt: skip
 
 
 def _read_csv(path: Path) -> tuple[pd.DataFrame, Callable[[int], str]]:

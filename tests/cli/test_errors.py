@@ -261,6 +261,7 @@ def test_a_missing_model_name_is_refused_by_the_loader_naming_line_and_column(tm
 
 def test_multi_turn_rows_without_history_are_refused_before_encoding(tmp_path, capsys, no_encoding):
     rows = _rows(4, question=["u1", "u2"], history_a=["a1"], history_b=["b1"])
+    rows[3]["human"] = "missing"  # a verdict to audit: a fully labelled table is refused before these checks matter
     rows[1]["history_b"] = None
     rows[2]["history_a"] = ["a1", "extra"]
     data = _jsonl(tmp_path / "d.jsonl", rows)
@@ -437,7 +438,7 @@ class _Stop(Exception):
 def test_model_folders_that_are_files_or_truncated_are_named(files, tmp_path, capsys):
     from probes.models.pretrained import resolve
 
-    (files / "ok.jsonl").write_text(json.dumps(ROW) + "\n")
+    (files / "ok.jsonl").write_text(json.dumps(ROW) + "\n" + json.dumps({**ROW, "id": "2", "human": None}) + "\n")
     argv = ["audit", str(files / "ok.jsonl"), "--out", str(tmp_path / "o"), "--quiet", "--no-cache", "--encoder"]
     assert "nosuffix: no such model folder" in _fail([*argv, str(files / "nosuffix")], capsys)
     source, broken = resolve("minilm"), tmp_path / "broken-minilm"
@@ -650,6 +651,7 @@ def test_human_ties_disagree_embeds_the_human_tie_rows_it_calibrates_on(tmp_path
     monkeypatch.setattr(embed, "table_embeddings", capture)
     rows = _rows(8)
     rows[2]["human"] = "tie"
+    rows[7]["human"] = "missing"  # a verdict to audit
     data = _jsonl(tmp_path / "d.jsonl", rows) if command != "demo" else None
     argv = [command, *([data] if data else []), "--guarantee", "0.8", "--human-ties", "disagree"]
     with pytest.raises(SystemExit):

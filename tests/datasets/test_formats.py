@@ -338,3 +338,81 @@ def test_llmbar_results_give_the_judge_in_both_orders_the_gold_label_and_other_e
     assert set(table["judge_model"]) == {"GPT-4/Vanilla_NoRules"}
     dataset = read_comparisons(LLMBAR / "dataset.json").table  # the gold labels alone, the same ids
     assert list(dataset["id"]) == list(table["id"]) and (dataset["judge"] == "missing").all()
+
+
+# ------------------------------------------------------------------ what a new user got wrong, answered in one line
+
+
+def test_a_labels_file_without_a_human_column_is_named(tmp_path):
+    ids = read_comparisons(_alpaca(ANNOTATORS[1])).table["id"]
+    pd.DataFrame({"id": ids[:3], "label": ["A", "B", "A"]}).to_csv(tmp_path / "l.csv", index=False)
+    with pytest.raises(ValueError, match=r"l.csv: a labels file needs the columns id and human .* it has id, label"):
+        read_comparisons(_alpaca(ANNOTATORS[1]), ReadConfig(labels=str(tmp_path / "l.csv")))
+
+
+def test_several_labels_files_join_in_turn(tmp_path):
+    ids = read_comparisons(_alpaca(ANNOTATORS[1])).table["id"]
+    pd.DataFrame({"id": ids[:3], "human": ["A", "B", "A"]}).to_csv(tmp_path / "a.csv", index=False)
+    pd.DataFrame({"id": ids[3:5], "human": ["tie", "B"]}).to_csv(tmp_path / "b.csv", index=False)
+    both = f"{tmp_path / 'a.csv'},{tmp_path / 'b.csv'}"
+    read = read_comparisons(_alpaca(ANNOTATORS[1]), ReadConfig(labels=both))
+    assert list(read.table["human"][:6]) == ["A", "B", "A", "tie", "B", "missing"]
+    assert sum("joined" in n for n in read.report.notes) == 2
+
+
+def test_windows_line_ends_give_the_same_ids(tmp_path):
+    rows = pd.DataFrame({"question": ["two\nlines", "q"], "response_a": ["a\nb", "x"], "response_b": ["c", "y"],
+                         "judge": ["A", "B"]})  # fmt: skip
+    rows.to_csv(tmp_path / "unix.csv", index=False, lineterminator="\n")
+    rows.to_csv(tmp_path / "dos.csv", index=False, lineterminator="\r\n")
+    unix, dos = (read_comparisons(tmp_path / f).table for f in ("unix.csv", "dos.csv"))
+    assert list(unix["id"]) == list(dos["id"])
+
+
+def test_a_misspelt_column_name_a_json_object_and_a_file_given_twice_are_named(tmp_path):
+    path = LLMBAR / "dataset.json"
+    with pytest.raises(ValueError, match="unknown name 'qestion' \\(did you mean 'question'\\?\\)"):
+        read_comparisons(path, ReadConfig(columns="qestion=input,response_a=output_1"))
+    (tmp_path / "obj.json").write_text(json.dumps({"annotations": [{"x": 1}], "v": 2}, indent=2))
+    with pytest.raises(ValueError, match="obj.json: one JSON object \\(keys: annotations, v\\).*under 'annotations'"):
+        read_comparisons(tmp_path / "obj.json")
+    with pytest.raises(ValueError, match="given twice"):
+        read_comparisons([_alpaca(ANNOTATORS[0]), _alpaca(ANNOTATORS[0])])
+
+
+def test_a_table_mapped_without_its_question_names_the_question_and_columns():
+    from puaudit_jax.datasets import ComparisonValidationError
+
+    config = ReadConfig(columns=("response_a=output_1", "response_b=output_2", "human=label"))
+    with pytest.raises(ComparisonValidationError) as error:
+        read_comparisons(LLMBAR / "dataset.json", config)
+    text = str(error.value)
+    assert "column 'question': required column is missing" in text and "--columns NAME=FIELD" in text
+    assert "column 'id'" not in text
+
+
+def test_options_of_another_format_are_refused_not_ignored():
+    with pytest.raises(ValueError, match="--answers applies to fastchat files only; these were read as alpaca_eval"):
+        read_comparisons(_alpaca(ANNOTATORS[0]), ReadConfig(answers="somewhere"))
+    with pytest.raises(ValueError, match="--order-seed applies to reward_pairs files only"):
+        read_comparisons(_alpaca(ANNOTATORS[0]), {"order_seed": 3})  # a mapping of settings works too
+
+
+def test_consensus_names_a_fastchat_judge_by_its_model(tmp_path):
+    from puaudit_jax.consensus.matrices import table_verdicts
+
+    table = read_comparisons(FASTCHAT / "model_judgment" / "gpt-4_pair.jsonl").table
+    assert set(table["judge_model"]) > {"gpt-4/pair-v2"} and set(table_verdicts(table)["judge"]) == {"gpt-4"}
+
+
+def test_audit_of_a_fully_labelled_file_stops_before_embedding(tmp_path, monkeypatch, capsys):
+    from puaudit_jax.cli import CommandError, inputs, main
+
+    def never(*args, **kwargs):
+        raise AssertionError("embedded")
+
+    monkeypatch.setattr(inputs, "features", never)
+    with pytest.raises(CommandError):
+        main(["audit", str(EVALUATORS[0]), "--out", str(tmp_path / "a"), "--quiet"])
+    err = capsys.readouterr().err
+    assert "every row is labelled" in err and "--hide-labels F" in err and "--include-unlabelled" not in err
