@@ -20,6 +20,7 @@ SUFFIXES = (".csv", ".jsonl", ".ndjson", ".json", ".parquet", ".pq")
 def run(args) -> int:
     """Read DATA, print what was read, write the table to --out."""
     from ..datasets import save_comparisons
+
     if not args.out.lower().endswith(SUFFIXES):
         raise ValueError(f"--out {args.out}: name a table file ending in one of {', '.join(SUFFIXES)}")
     from ..datasets import read_data
