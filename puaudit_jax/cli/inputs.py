@@ -70,7 +70,14 @@ def load_data(
 
 
 def read_config(args) -> ReadConfig:
-    """The :class:`ReadConfig` of the command line (--format, --columns, --labels, --answers, --as, ...)."""
+    """The :class:`ReadConfig` of the command line (--format, --columns, --labels, --answers, --as, ...).
+
+    Raises:
+        ValueError: --include-unlabelled with files (it applies to the bundled sets; a file's rows are all read).
+    """
+    if getattr(args, "include_unlabelled", None) and not set(data_of(args)) <= set(BUNDLED):
+        raise ValueError("--include-unlabelled applies to the bundled sets only: a file's unlabelled rows are always "
+                         "read")  # fmt: skip
     return ReadConfig(**options_from_args(args, ReadConfig, rename=READ_RENAME))
 
 

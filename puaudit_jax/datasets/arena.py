@@ -53,14 +53,14 @@ def _turns(value, where: str, field: str) -> list:
 
 
 def _winner(record: dict, where: str) -> str:
-    flags = []
-    for name in WINNERS:
-        value = record.get(name)
+    flags, given = [], [record.get(name) for name in WINNERS]
+    for name, value in zip(WINNERS, given):
         if is_null(value) or str(value).strip() not in ("0", "1", "0.0", "1.0", "True", "False"):
             raise ValueError(f"{where}: field {name!r}: {value!r} is not 0 or 1")
         flags.append(str(value).strip() in ("1", "1.0", "True"))
     if sum(flags) != 1:
-        raise ValueError(f"{where}: fields {', '.join(WINNERS)}: exactly one must be 1, got {flags}")
+        shown = ", ".join(str(v) for v in given)
+        raise ValueError(f"{where}: fields {', '.join(WINNERS)}: exactly one must be 1, got {shown}")
     return (A, B, TIE)[flags.index(True)]
 
 

@@ -165,7 +165,7 @@ def test_arena_tables_read_as_labels_or_as_a_judge(tmp_path):
 def test_arena_refuses_a_winner_that_is_not_one_hot(tmp_path):
     rows = [list(r) for r in ARENA_ROWS]
     rows[2][6] = 1
-    with pytest.raises(ValueError, match="train.csv line 4: fields winner_model_a.*exactly one must be 1"):
+    with pytest.raises(ValueError, match="train.csv line 4: fields winner_model_a.*exactly one must be 1, got 1, 0, 1"):
         read_comparisons(_arena(tmp_path, rows))
 
 
@@ -416,3 +416,11 @@ def test_audit_of_a_fully_labelled_file_stops_before_embedding(tmp_path, monkeyp
         main(["audit", str(EVALUATORS[0]), "--out", str(tmp_path / "a"), "--quiet"])
     err = capsys.readouterr().err
     assert "every row is labelled" in err and "--hide-labels F" in err and "--include-unlabelled" not in err
+
+
+def test_include_unlabelled_on_a_file_is_refused_not_ignored(tmp_path, capsys):
+    from puaudit_jax.cli import CommandError, main
+
+    with pytest.raises(CommandError):
+        main(["convert", str(_alpaca(ANNOTATORS[0])), "--include-unlabelled", "--out", str(tmp_path / "t.csv")])
+    assert "--include-unlabelled applies to the bundled sets only" in capsys.readouterr().err

@@ -147,10 +147,11 @@ def probability(delta: float) -> str:
 
 
 def notes_for(certified: bool, needed: LabelsNeeded | None, judge_agreement: float, agreement: float,
-              warnings: list[str], pool: int = 1) -> tuple[str, ...]:  # fmt: skip
+              warnings: list[str], pool: int = 1, other_judges: bool = False) -> tuple[str, ...]:  # fmt: skip
     """The report's advice: broken assumptions first, then (nothing ``certified``) what would certify some.
 
     ``pool``: the number of pool rows; with none there is nothing to decide, which is all it says then.
+    ``other_judges``: the audit has other judges' verdicts already (the advice then asks for more evidence).
     """
     notes = [f"does not apply: {w}; no row is trusted or flipped" for w in warnings]
     if pool == 0:
@@ -160,12 +161,16 @@ def notes_for(certified: bool, needed: LabelsNeeded | None, judge_agreement: flo
         if needed is not None:
             notes.append(needed.text())
         else:
+            evidence = ("more evidence (both presentation orders, more judges' verdicts)" if other_judges else
+                        "evidence (both presentation orders, a second judge's verdicts: --other-judges)")  # fmt: skip
             notes.append("labelling the whole pool would certify nothing in most simulated samples: more labels "
-                         "will not help at this A; give the audit evidence (both presentation orders, a second "
-                         "judge's verdicts: --other-judges) or ask for a lower --guarantee")  # fmt: skip
+                         f"will not help at this A; give the audit {evidence} or ask for a lower "
+                         "--guarantee")  # fmt: skip
         if judge_agreement >= agreement:
+            why = ("too few rows calibrate to certify it" if needed is not None else "too little above it for a lower "
+                   "confidence bound to clear it, even with every pool row labelled")  # fmt: skip
             notes.append(f"the judge agrees on {judge_agreement:.1%} of the calibrating rows, above {agreement:g}, "
-                         "but too few rows calibrate to certify it")  # fmt: skip
+                         f"but {why}")  # fmt: skip
     return tuple(notes)
 
 
@@ -226,7 +231,9 @@ def guarantee_of(certification: Certification, roles: RowRoles, stages, items, c
     ties = int(np.isin(items["reason"].to_numpy(dtype=object), TIE_REASONS).sum())
     tie_calibration = len(roles.ties) if config.human_ties == "disagree" else 0
     notes = (
-        notes_for(certified, needed, agree, config.guarantee, warnings, pool=len(pool))
+        notes_for(
+            certified, needed, agree, config.guarantee, warnings, pool=len(pool), other_judges=bool(config.other_judges)
+        )
         + tie_notes(config.human_ties, ties, tie_calibration, len(roles.labelled) - tie_calibration)
         + _cluster_note(config)
     )

@@ -82,3 +82,12 @@ def test_rows_whose_fitted_confidence_an_earlier_judge_never_had_calibrate_no_la
     reached = out.choices[1].n_calibration["label-free"]
     not_taken = int((stages[0].candidates[0].q[hidden] < out.choices[0].selection.threshold).sum())
     assert reached == not_taken  # the 300 fit rows left out, the hidden rows the first judge took too
+
+
+def test_the_advice_when_nothing_certifies_does_not_contradict_itself():
+    from puaudit_jax.audit.guarantee.report import notes_for
+
+    hopeless = notes_for(False, None, 0.65, 0.6, [], pool=40, other_judges=True)
+    assert "more labels will not help" in hopeless[0] and "--other-judges" not in hopeless[0]
+    assert "even with every pool row labelled" in hopeless[1] and "too few rows calibrate" not in hopeless[1]
+    assert "--other-judges" in notes_for(False, None, 0.5, 0.6, [], pool=40)[0]
