@@ -105,13 +105,7 @@ def _audit_command(args, config: AuditConfig, run, mesh) -> int:
     from ..evaluate import split_labels
     from ..evaluate.consistency import with_hidden_labels
 
-    table = inputs.load_data(
-        inputs.data_of(args),
-        args.include_unlabelled,
-        other_judges=config.other_judges,
-        read=inputs.read_config(args),
-        quiet=args.quiet,
-    )
+    table = inputs.data_table(args, config.other_judges)
     inputs.check_columns(table, args.data, {"--cluster-by": config.cluster_by})
     inputs.check_labelled(table, args.data)
     if not (args.embeddings or args.hide_labels or (table["human"] == MISSING).any()):  # before embedding it

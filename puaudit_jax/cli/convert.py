@@ -23,16 +23,9 @@ def run(args) -> int:
 
     if not args.out.lower().endswith(SUFFIXES):
         raise ValueError(f"--out {args.out}: name a table file ending in one of {', '.join(SUFFIXES)}")
-    from ..datasets import read_data
-
     inputs.check_file_out("--out", args.out)
-    try:
-        read = read_data(inputs.data_of(args), args.include_unlabelled, None, inputs.read_config(args))
-    except FileNotFoundError as err:
-        raise SystemExit(f"error: {err}") from None
-    for line in read.report.lines():  # what was read: the point of this command, this package's table too
-        print(f"[puaudit] {line}", file=sys.stderr)
-    table = read.table
+    read = inputs.read_config(args)  # what was read is the point of this command: its report, whatever the format
+    table = inputs.load_data(inputs.data_of(args), args.include_unlabelled, read=read, always_report=True)
     save_comparisons(table, args.out)
     print(f"wrote {args.out}: {len(table):,} comparisons, {len(table.columns)} columns", file=sys.stderr)
     return 0

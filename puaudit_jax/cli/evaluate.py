@@ -128,13 +128,7 @@ def cmd_evaluate(args) -> int:
 def _evaluate_command(args, config: AuditConfig, compared: dict, swept, proto: dict, run, mesh) -> int:
     from ..evaluate import evaluate, summary_table, sweep
 
-    table = inputs.load_data(
-        inputs.data_of(args),
-        args.include_unlabelled,
-        other_judges=config.other_judges,
-        read=inputs.read_config(args),
-        quiet=args.quiet,
-    )
+    table = inputs.data_table(args, config.other_judges)
     columns = {"--split-by": proto["split_by"], "--cluster-by": config.cluster_by}
     inputs.check_columns(table, args.data, columns, complete=("--split-by",))
     inputs.check_labelled(table, args.data)

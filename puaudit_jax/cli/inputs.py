@@ -44,6 +44,7 @@ def load_data(
     other_judges=(),
     read: ReadConfig = READ_DEFAULTS,
     quiet: bool = False,
+    always_report: bool = False,
 ) -> pd.DataFrame:
     """:func:`puaudit_jax.datasets.read_data`, its read report on stderr, a missing file as a one-line error.
 
@@ -55,18 +56,31 @@ def load_data(
             and holds verdicts (errors name the row and the column).
         read: how the files are read (--format, --columns, --labels, ...).
         quiet: no read report (it is printed for a format other than this package's table, or with labels).
+        always_report: print the read report for this package's table and the bundled sets too.
     """
     try:
         result = datasets.read_data(data, include_unlabelled, limit, read)
     except FileNotFoundError as err:
         raise SystemExit(f"error: {err}") from None
-    if not quiet and (result.report.format not in ("bundled", "comparisons") or read.labels):
+    if not quiet and (always_report or result.report.format not in ("bundled", "comparisons") or read.labels):
         for line in result.report.lines():
             print(f"[puaudit] {line}", file=sys.stderr)
     if other_judges:
         name = data if isinstance(data, str) else ", ".join(data)
         datasets.other_judge_verdicts(result.table, tuple(other_judges), source=f"{name} (--other-judges)")
     return result.table
+
+
+def data_table(args, other_judges=(), include_unlabelled: bool | None = None) -> pd.DataFrame:
+    """DATA of a data command's ``args``, read as its options say (:func:`load_data`, its report unless --quiet).
+
+    Args:
+        args: the parsed command line (DATA, the read options, --include-unlabelled, --quiet).
+        other_judges: column names checked before any expensive step (:func:`load_data`).
+        include_unlabelled: bundled sets: add the judge-only comparisons; None: as --include-unlabelled says.
+    """
+    include = args.include_unlabelled if include_unlabelled is None else include_unlabelled
+    return load_data(data_of(args), include, other_judges=other_judges, read=read_config(args), quiet=args.quiet)
 
 
 def read_config(args) -> ReadConfig:

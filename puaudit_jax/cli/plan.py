@@ -70,13 +70,7 @@ def cmd_plan_labels(args) -> int:
     mesh = inputs.mesh_of(args) if args.with_audit else None
     inputs.checked_first(args)
     with inputs.output_folder(args) as run:
-        table = inputs.load_data(
-            inputs.data_of(args),
-            True,
-            other_judges=audit_config.other_judges,
-            read=inputs.read_config(args),
-            quiet=args.quiet,
-        )
+        table = inputs.data_table(args, audit_config.other_judges, include_unlabelled=True)
         report = plan_labels(table, _p_wrong(args, table, audit_config, mesh), config)
         files = _write(report, table, run.path, args.data, config)
         if not args.no_figures:

@@ -130,13 +130,7 @@ def cmd_quantify(args) -> int:
     mesh = inputs.mesh_of(args) if args.with_audit else None
     inputs.checked_first(args)
     with inputs.output_folder(args) as run:
-        table = inputs.load_data(
-            inputs.data_of(args),
-            args.include_unlabelled,
-            other_judges=config.other_judges,
-            read=inputs.read_config(args),
-            quiet=args.quiet,
-        )
+        table = inputs.data_table(args, config.other_judges)
         inputs.check_columns(table, args.data, {"--cluster-by": options["cluster_by"]})
         audit_items = _with_p_wrong(args, audit_items_of(args, table, config, mesh))
         plan = None if args.plan is None else read_plan(args.plan)

@@ -26,13 +26,11 @@ No human labels are in these files: ``human`` is missing unless labels are joine
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pandas as pd
 
 from .comparisons import validate_comparisons
-from .reading import Read, align_verdicts, content_id, report_of
+from .reading import Read, align_verdicts, content_id, report_of, slug
 from .records import Records
 from .verdicts import MISSING, TIE, A, B
 
@@ -79,7 +77,7 @@ def _ids(records: Records) -> list[str]:
 def _annotator(records: Records) -> str:
     names = records.frame["annotator"].dropna().unique() if "annotator" in records.frame.columns else []
     name = str(names[0]) if len(names) == 1 else records.path.stem
-    return re.sub(r"[^0-9A-Za-z]+", "_", name).strip("_").lower()
+    return slug(name)
 
 
 def _first(records: Records) -> tuple[pd.DataFrame, list[str]]:

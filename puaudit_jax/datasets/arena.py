@@ -20,10 +20,8 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pandas as pd
 
-from .comparisons import validate_comparisons
-from .reading import Read, report_of
+from .reading import Read, report_of, table_of
 from .records import Records
 from .verdicts import MISSING, TIE, A, B, is_null
 
@@ -88,16 +86,9 @@ def read(sources: list[Records], config=None) -> Read:
         config: the read settings; ``config.read_as`` is "labels" (default) or "judge".
     """
     read_as = getattr(config, "read_as", "labels")
-    rows, labels = [], []
-    for records in sources:
-        for k, record in enumerate(records.frame.to_dict(orient="records")):
-            where = f"{records.path.name} {records.label(k)}"
-            rows.append(_row(record, where, read_as))
-            labels.append(where)
-    table = validate_comparisons(pd.DataFrame.from_records(rows), source=", ".join(str(s.path) for s in sources),
-                                 row_labels=labels)  # fmt: skip
+    table = table_of(sources, lambda records: lambda record, where: _row(record, where, read_as))
     role = "human labels" if read_as == "labels" else "judge verdicts"
     notes = [f"the winner columns are read as {role} (read_as={read_as!r})"]
     if read_as == "labels":
         notes.append("no judge verdicts: join a judge's table to these labels with --labels, or read as a judge")
-    return Read(table, report_of(NAME, [s.path for s in sources], len(rows), table, IDS, (), notes))
+    return Read(table, report_of(NAME, [s.path for s in sources], len(table), table, IDS, (), notes))

@@ -31,11 +31,8 @@ import ast
 import json
 from pathlib import Path
 
-import pandas as pd
-
-from .comparisons import validate_comparisons
 from .mtbench import load_answers
-from .reading import Read, report_of
+from .reading import Read, report_of, table_of
 from .records import Records
 from .verdicts import MISSING, TIE, A, B, is_null
 
@@ -127,16 +124,14 @@ def read(sources: list[Records], config=None) -> Read:
         sources: the judgment files' records.
         config: the read settings; ``config.answers`` overrides the layout's folder.
     """
-    rows, unreadable, labels = [], [], []
-    for records in sources:
+    unreadable: list[str] = []
+
+    def rows_of(records: Records):
         questions_file, answer_dir = layout(records.path, getattr(config, "answers", None))
         with open(questions_file, encoding="utf-8") as handle:
             questions = {int(q["question_id"]): q for q in map(json.loads, filter(str.strip, handle))}
         answers = load_answers(answer_dir)
-        for k, record in enumerate(records.frame.to_dict(orient="records")):
-            where = f"{records.path.name} {records.label(k)}"
-            rows.append(_row(record, where, questions, answers, unreadable))
-            labels.append(where)
-    table = validate_comparisons(pd.DataFrame.from_records(rows), source=", ".join(str(s.path) for s in sources),
-                                 row_labels=labels)  # fmt: skip
-    return Read(table, report_of(NAME, [s.path for s in sources], len(rows), table, IDS, unreadable))
+        return lambda record, where: _row(record, where, questions, answers, unreadable)
+
+    table = table_of(sources, rows_of)
+    return Read(table, report_of(NAME, [s.path for s in sources], len(table), table, IDS, unreadable))

@@ -37,9 +37,9 @@ import pandas as pd
 from . import alpaca_eval, arena, comparison_files, fastchat, llmbar, reward_pairs
 from .comparisons import validate_comparisons
 from .read_config import READ_DEFAULTS, ReadConfig
-from .reading import Read, verdict_counts
+from .reading import Read, verdict_counts, verdicts_of
 from .records import ENCODINGS, Records, read_records
-from .verdicts import MISSING, normalize_verdict
+from .verdicts import MISSING
 
 FORMATS: dict[str, ModuleType] = {
     m.NAME: m for m in (comparison_files, alpaca_eval, fastchat, arena, llmbar, reward_pairs)
@@ -180,12 +180,7 @@ def _labels_of(path: str) -> pd.DataFrame:
                          f"a file of a format with labels; it has {', '.join(sorted(records.columns))}")  # fmt: skip
     if {"id", "human"} <= records.columns and not comparison_files.detect(records.columns):
         frame = records.frame
-        human = []
-        for k, value in enumerate(frame["human"].tolist()):
-            try:
-                human.append(normalize_verdict(value, allow_missing=True))
-            except ValueError as err:
-                raise ValueError(f"--labels {path}: {records.label(k)}: column 'human': {err}") from None
+        human = verdicts_of(frame["human"].tolist(), lambda k: f"--labels {path}: {records.label(k)}: column 'human'")
         return pd.DataFrame({"id": [None if v is None else str(v) for v in frame["id"]], "human": human})
     table = FORMATS[detect(records.columns)].read([records], ReadConfig()).table
     return table[["id", "human"]]

@@ -37,6 +37,7 @@ import pandas as pd
 
 from .comparisons import validate_comparisons
 from .paths import data_path
+from .reading import slug
 from .verdicts import MISSING, TIE, A, B
 
 __all__ = ["JUDGEBENCH_SPLITS", "judge_files", "load_judgebench", "load_judgebench_pairs"]
@@ -162,10 +163,6 @@ def _read_judge(path: Path) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("id")
 
 
-def _slug(model: str) -> str:
-    return re.sub(r"[^0-9a-z]+", "_", model.lower()).strip("_")
-
-
 def load_judgebench(split: str = "gpt", *, outputs: str | Path, judge: str | None = None) -> pd.DataFrame:
     """A comparison table of ``split`` judged by ``judge``, with the other judges as evidence.
 
@@ -197,5 +194,5 @@ def load_judgebench(split: str = "gpt", *, outputs: str | Path, judge: str | Non
     for model, path in files.items():
         if model != judge:
             other = _read_judge(path).reindex(table["id"])
-            table[f"other_{_slug(model)}"] = other["verdict"].fillna(MISSING).to_numpy(dtype=object)
+            table[f"other_{slug(model)}"] = other["verdict"].fillna(MISSING).to_numpy(dtype=object)
     return validate_comparisons(table, source=f"JudgeBench {split} judged by {judge}")

@@ -22,15 +22,14 @@ How a row is built (one per record of the first file):
 from __future__ import annotations
 
 import ast
-import re
 
 import numpy as np
 import pandas as pd
 
 from .comparisons import validate_comparisons
-from .reading import Read, align_verdicts, content_id, report_of
+from .reading import Read, align_verdicts, content_id, report_of, slug, verdicts_of
 from .records import Records
-from .verdicts import MISSING, A, B, normalize_verdict
+from .verdicts import MISSING, A, B
 
 NAME = "llmbar"
 FIELDS = frozenset({"input", "output_1", "output_2", "label"})
@@ -76,12 +75,7 @@ def _ids(records: Records) -> list[str]:
 
 def _first(records: Records) -> tuple[pd.DataFrame, list[str]]:
     f = records.frame
-    human = []
-    for row, value in enumerate(f["label"].tolist()):
-        try:
-            human.append(normalize_verdict(value, allow_missing=True))
-        except ValueError as err:
-            raise ValueError(f"{records.path.name} {records.label(row)}: field 'label': {err}") from None
+    human = verdicts_of(f["label"].tolist(), lambda row: f"{records.path.name} {records.label(row)}: field 'label'")
     table = pd.DataFrame({"id": _ids(records), "question": f["input"], "response_a": f["output_1"],
                           "response_b": f["output_2"], "judge": MISSING, "human": human})  # fmt: skip
     unreadable = []
@@ -104,7 +98,7 @@ def read(sources: list[Records], config=None) -> Read:
         if "results" not in records.columns:
             raise ValueError(f"{records.path}: a further file must be an evaluator's result.json (with 'results')")
         first, _, missing = _verdicts(records)
-        column = "other_" + re.sub(r"[^0-9A-Za-z]+", "_", _judge_name(records)).strip("_").lower()
+        column = f"other_{slug(_judge_name(records))}"
         where = lambda row, r=records: f"{r.path.name} {r.label(row)}"  # noqa: E731
         table[column], lacking = align_verdicts(table["id"], _ids(records), first, where)
         unreadable += missing

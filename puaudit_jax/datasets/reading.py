@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from .verdicts import HUMAN_VERDICTS, MISSING
+from .comparisons import validate_comparisons
+from .verdicts import HUMAN_VERDICTS, MISSING, normalize_verdict
 
-__all__ = ["Read", "ReadReport", "align_verdicts", "content_id", "verdict_counts"]
+__all__ = ["Read", "ReadReport", "align_verdicts", "content_id", "slug", "table_of", "verdict_counts", "verdicts_of"]
 
 
 def content_id(prefix: str, *parts) -> str:
@@ -71,6 +73,45 @@ def align_verdicts(table_ids, ids, verdicts, where) -> tuple[np.ndarray, int]:
                          "same comparisons only")  # fmt: skip
     aligned = pd.Series(np.asarray(verdicts, dtype=object), index=index).reindex(list(table_ids))
     return aligned.fillna(MISSING).to_numpy(dtype=object), int(len(table_ids) - len(index))
+
+
+def slug(name: str) -> str:
+    """``name`` as part of a column name: lower case, runs of other characters than a-z and 0-9 as one ``_``."""
+    return re.sub(r"[^0-9a-z]+", "_", str(name).lower()).strip("_")
+
+
+def verdicts_of(values, where: Callable[[int], str]) -> list[str]:
+    """Verdicts in normal form (missing allowed), ValueError prefixed by ``where(k)`` at the first bad one.
+
+    Args:
+        values: (n,) verdicts as spelt in a file.
+        where: position -> the record and field for the message ("labels.csv line 3: column 'human'").
+    """
+    out = []
+    for k, value in enumerate(values):
+        try:
+            out.append(normalize_verdict(value, allow_missing=True))
+        except ValueError as err:
+            raise ValueError(f"{where(k)}: {err}") from None
+    return out
+
+
+def table_of(sources: Sequence, row: Callable) -> pd.DataFrame:
+    """The validated comparison table of one row per record of ``sources``, in order.
+
+    Args:
+        sources: the files' :class:`~.records.Records`.
+        row: a file's records -> the function (record as a dict, its name "file line 7") -> its row.
+    """
+    rows, labels = [], []
+    for records in sources:
+        make = row(records)
+        for k, record in enumerate(records.frame.to_dict(orient="records")):
+            where = f"{records.path.name} {records.label(k)}"
+            rows.append(make(record, where))
+            labels.append(where)
+    source = ", ".join(str(s.path) for s in sources)
+    return validate_comparisons(pd.DataFrame.from_records(rows), source=source, row_labels=labels)
 
 
 def verdict_counts(verdicts) -> dict[str, int]:

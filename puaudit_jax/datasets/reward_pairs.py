@@ -20,10 +20,7 @@ from __future__ import annotations
 
 import hashlib
 
-import pandas as pd
-
-from .comparisons import validate_comparisons
-from .reading import Read, content_id, report_of
+from .reading import Read, content_id, report_of, table_of
 from .records import Records
 from .verdicts import MISSING, A, B, is_null
 
@@ -94,15 +91,8 @@ def read(sources: list[Records], config=None) -> Read:
         config: the read settings; ``config.order_seed`` seeds the order (default 0).
     """
     seed = int(getattr(config, "order_seed", 0))
-    rows, labels = [], []
-    for records in sources:
-        for k, record in enumerate(records.frame.to_dict(orient="records")):
-            where = f"{records.path.name} {records.label(k)}"
-            rows.append(_row(record, seed, where))
-            labels.append(where)
-    table = validate_comparisons(pd.DataFrame.from_records(rows), source=", ".join(str(s.path) for s in sources),
-                                 row_labels=labels)  # fmt: skip
+    table = table_of(sources, lambda records: lambda record, where: _row(record, seed, where))
     first = int((table["human"] == A).sum())
     notes = [f"order seed {seed}: chosen is response_a in {first:,} of {len(table):,} pairs (human = the chosen side)",
              "no judge verdicts: these pairs are labels; join a judge's table with --labels"]  # fmt: skip
-    return Read(table, report_of(NAME, [s.path for s in sources], len(rows), table, IDS, (), notes))
+    return Read(table, report_of(NAME, [s.path for s in sources], len(table), table, IDS, (), notes))

@@ -424,3 +424,10 @@ def test_include_unlabelled_on_a_file_is_refused_not_ignored(tmp_path, capsys):
     with pytest.raises(CommandError):
         main(["convert", str(_alpaca(ANNOTATORS[0])), "--include-unlabelled", "--out", str(tmp_path / "t.csv")])
     assert "--include-unlabelled applies to the bundled sets only" in capsys.readouterr().err
+
+
+def test_the_light_configs_table_names_are_the_tables_columns():
+    from puaudit_jax.datasets.comparisons import CORE_COLUMNS, EVIDENCE_COLUMNS, HISTORY_COLUMNS, MODEL_COLUMNS
+    from puaudit_jax.datasets.read_config import TABLE_NAMES
+
+    assert set(TABLE_NAMES) == {*CORE_COLUMNS, *MODEL_COLUMNS, *HISTORY_COLUMNS, *EVIDENCE_COLUMNS}
