@@ -24,6 +24,7 @@ from puaudit_jax.ot.settings import check_fields, replace_deprecated
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn, SinkhornOutput, with_certificate
 from puaudit_runtime.jit import jit
 from puaudit_runtime.mesh import make_mesh
+from puaudit_runtime.phases import phase
 
 #: Default cap on a materialised cost matrix: "auto" (:func:`memory_budget_of`); above the cap the
 #: cosine / callable costs are computed block by block and the plan is not returned.
@@ -294,9 +295,10 @@ def solve_partial(
     """
     solver, options = _configs("solve_partial", solver, options, deprecated)
     method, dtype = options.method, options.dtype
-    x, y, matrix, a, b, m = validate(x, y, m, a=a, b=b, cost=cost, dtype=np.float64)
+    x, y, matrix, a, b, m = phase("validation", validate, x, y, m, a=a, b=b, cost=cost, dtype=np.float64)
     if matrix is None:  # float32 points stay float32 unless the solve is in float64
-        x, y = unit_rows(x, y, cost, dtype=np.float64 if dtype == "float64" or method == "exact" else None)
+        precision = np.float64 if dtype == "float64" or method == "exact" else None
+        x, y = phase("normalisation", unit_rows, x, y, cost, dtype=precision)
     layout = layout_for(mesh)
     if isinstance(cost, str) and cost == "sqeuclidean":
         check_sqeuclidean_range(x, y, "float64" if method == "exact" else dtype)
@@ -352,8 +354,8 @@ def _sinkhorn(x, y, matrix, a, b, m, solver, options: SolveOptions, cost, layout
         solver, rounds = dataclasses.replace(solver, epsilon=solver.epsilon / 4), rounds + 1
         out, plan = run(solver, (out.f, out.g, out.fd, out.gd))
     gap_met = None if gap_tol is None else bool(float(out.certificate.gap) <= gap_tol)
-    result = dataclasses.replace(_from_sinkhorn(out, plan, a, b, m, blocked), gap_met=gap_met, rounds=rounds)
-    return result, out
+    result = phase("finalisation", _from_sinkhorn, out, plan, a, b, m, blocked)
+    return dataclasses.replace(result, gap_met=gap_met, rounds=rounds), out
 
 
 def _solve_one_device(x, y, matrix, a, b, m, solver, cost, block_size, with_plan, dtype, init=None):
@@ -363,19 +365,29 @@ def _solve_one_device(x, y, matrix, a, b, m, solver, cost, block_size, with_plan
     certificate, when asked for, is a program of its own, so the solve's serves both.
     """
     with jax.enable_x64(dtype == "float64"):
-        cast = functools.partial(np.asarray, dtype=dtype)
-        init = None if init is None else tuple(map(cast, init))
-        args = (cast(a), cast(b), cast(m), init, dataclasses.replace(solver, certify=False))
+        x, y, matrix, a, b, m, init = phase("transfer", _on_device, dtype, x, y, matrix, a, b, m, init)
+        args = (a, b, m, init, dataclasses.replace(solver, certify=False))
         if matrix is not None:
-            matrix = cast(matrix)
-            out, plan = _run_matrix(matrix, *args, with_plan=with_plan)
+            out, plan = phase("iterations", _run_matrix, matrix, *args, with_plan=with_plan)
         else:
-            x, y = cast(x), cast(y)
-            out, plan = run_points(x, y, *args, cost=cost, block_size=block_size, with_plan=with_plan)
+            out, plan = phase("iterations", run_points, x, y, *args, cost=cost, block_size=block_size,
+                              with_plan=with_plan)  # fmt: skip
         if solver.certify:
             points_cost = None if matrix is not None else cost  # a matrix ``cost`` is ``matrix``
-            out = _certified(x, y, matrix, *args[:3], out, cost=points_cost, block_size=block_size)
-        return jax.tree.map(np.asarray, out), None if plan is None else np.asarray(plan)
+            out = phase("certificate", _certified, x, y, matrix, *args[:3], out, cost=points_cost,
+                        block_size=block_size)  # fmt: skip
+        return phase("host copies", _on_host, out, plan)
+
+
+def _on_device(dtype: str, *arrays):
+    """``arrays`` (None, numpy or JAX arrays, or a tuple of them) as device arrays of ``dtype``, None kept."""
+    cast = functools.partial(jnp.asarray, dtype=dtype)
+    return jax.tree.map(cast, arrays)
+
+
+def _on_host(out: SinkhornOutput, plan):
+    """The solve's output and plan (or None) as numpy arrays."""
+    return jax.tree.map(np.asarray, out), None if plan is None else np.asarray(plan)
 
 
 def _certified_fast(x, y, matrix, *_, **__) -> bool:
