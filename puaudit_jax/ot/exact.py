@@ -45,8 +45,8 @@ def augmented(C: np.ndarray, a: np.ndarray, b: np.ndarray, m: float):
         m: the mass to transport.
 
     Returns:
-        (a~ (n + 1,), b~ (k + 1,), C~ (n + 1, k + 1)), float64: a dummy row of weight |b| - m and a
-        dummy column of weight |a| - m (each at least 0), the dummy-dummy cell costing 2 max |C| + 1.
+        (a~ (n + 1,), b~ (k + 1,), C~ (n + 1, k + 1)), float64: a dummy row of weight ``|b| - m`` and a
+        dummy column of weight ``|a| - m`` (each at least 0), the dummy-dummy cell costing ``2 max |C| + 1``.
     """
     n, k = C.shape
     big = 2.0 * float(np.max(np.abs(C))) + 1.0

@@ -236,10 +236,10 @@ def checked_mass(m, a: np.ndarray, b: np.ndarray) -> float:
         b: target weights, shape (k,).
 
     Returns:
-        ``float(m)``, at most min(|a|, |b|).
+        ``float(m)``, at most ``min(|a|, |b|)``.
 
     Raises:
-        ValueError: m not a number, not finite, <= 0 or above min(|a|, |b|) (beyond relative 1e-12).
+        ValueError: m not a number, not finite, <= 0 or above ``min(|a|, |b|)`` (beyond relative 1e-12).
     """
     if isinstance(m, (bool, np.bool_, str, bytes)) or getattr(m, "dtype", None) == np.bool_:
         raise ValueError(f"m must be a number (the mass to transport); got {m!r}")
