@@ -307,7 +307,8 @@ def fit_bt(table: pd.DataFrame, config: BTConfig = BTConfig(), *, models: list[s
         table: one row per comparison; an optional column ``weight`` (>= 0) weights the rows.
         config: the tie model, ridge, anchor and Newton settings.
         models: fixes the order of the models (and may add models without comparisons, which need
-            ``ridge > 0``); None: the table's, first seen.
+            ``ridge > 0``); None: the table's, at their first appearance in
+            ``model_a``, then in ``model_b``.
 
     Returns:
         The :class:`BTResult`: Elo scores per model, the strengths and the fit's diagnostics.

@@ -57,7 +57,8 @@ def online_elo(table: pd.DataFrame, config: EloConfig = EloConfig(), *, models: 
     Args:
         table: one row per comparison.
         config: K, the number of orders, shuffle, seed, start rating and anchor.
-        models: fixes the order of the models; None: the table's, first seen.
+        models: fixes the order of the models; None: the table's, at their first appearance in
+            ``model_a``, then in ``model_b``.
 
     Returns:
         The :class:`EloResult`: per model the mean over the orders of the final rating (Elo points,
