@@ -110,7 +110,19 @@ def _comparison_row(record: dict, prompts: pd.DataFrame, texts: dict) -> dict:
 
 
 def load_llmfao(judge: str, *, include_unlabelled: bool = False, vote_rule: str = "plurality") -> pd.DataFrame:
-    """The LLMFAO comparison table for ``judge`` in {"gpt4", "gpt3"}; see the module docstring."""
+    """The LLMFAO comparison table for ``judge`` in {"gpt4", "gpt3"}; see the module docstring.
+
+    Args:
+        judge: "gpt4" or "gpt3", the judge whose verdicts fill ``judge``.
+        include_unlabelled: whether to add the judge's comparisons without crowd votes.
+        vote_rule: how the crowd votes make one verdict (:data:`~.votes.VOTE_RULES`).
+
+    Returns:
+        The validated comparison table.
+
+    Raises:
+        ValueError: an unknown judge, or repeated (prompt, model) records in the bundled files.
+    """
     if judge not in JUDGES:
         raise ValueError(f"unknown LLMFAO judge {judge!r}; use one of {sorted(JUDGES)}")
     folder = data_path("llmfao")

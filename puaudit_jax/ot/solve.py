@@ -227,6 +227,14 @@ def check_sqeuclidean_range(x: np.ndarray, y: np.ndarray, dtype) -> None:
 
     Vanish: every cost would read 0 and the plan be arbitrary, though the points differ (e.g.
     coordinates of 1e-30 in float32). Overflow: a squared distance would be inf (coordinates of 1e200).
+
+    Args:
+        x: source points, shape (n, d).
+        y: target points, shape (k, d).
+        dtype: the dtype the costs are computed in ("float32" or "float64").
+
+    Raises:
+        ValueError: the coordinates' magnitude (saying how to rescale).
     """
     scale = max(float(np.abs(x).max()), float(np.abs(y).max()))
     if scale == 0:
@@ -427,10 +435,18 @@ def _auto_fallback(result, out, x, y, matrix, cost, a, b, m, tol, exact_backend,
 
 
 def nonfinite_error(epsilon: float, dtype: str, remedy: str) -> ValueError:
-    """The error of a Sinkhorn solve that produced NaN or inf at ``epsilon`` in ``dtype``, ``remedy`` appended.
+    """The error of a Sinkhorn solve that produced NaN or inf at ``epsilon`` in ``dtype``.
 
     Below 1 (cost units) epsilon is too small (C / epsilon overflows: 1e-40 in float32), above it too large
     (the potentials, of order epsilon, overflow: 1e300); float64 holds both further out.
+
+    Args:
+        epsilon: the entropic regularisation of the failed solve, in cost units.
+        dtype: the solve's dtype ("float32" or "float64").
+        remedy: a further remedy appended to the message (e.g. "or method='auto' (...)").
+
+    Returns:
+        The ValueError (to raise).
     """
     small = epsilon < 1.0
     why = "too small: C / epsilon overflows" if small else "too large: the potentials, of order epsilon, overflow"
@@ -495,8 +511,21 @@ def entropic_partial_cost(
 ) -> jax.Array:
     """Regularised partial OT cost (dual objective), jittable and differentiable in x, y.
 
-    No input validation (call inside ``jax.grad`` / ``jax.jit``); weights default to uniform.
-    ``mesh``: as in ``solve_partial`` (the solve split over the devices; same gradient).
+    No input validation (call inside ``jax.grad`` / ``jax.jit``).
+
+    Args:
+        x: source points, shape (n, d).
+        y: target points, shape (k, d).
+        m: the mass to transport, ``0 < m <= min(|a|, |b|)``.
+        a: source weights, shape (n,) (None: uniform 1/n).
+        b: target weights, shape (k,) (None: uniform 1/k).
+        cost: "cosine", "sqeuclidean" or a callable, as :func:`solve_partial`.
+        solver: the Sinkhorn settings.
+        block_size: rows/columns per block when the cost matrix is not materialised (None: materialised).
+        mesh: as in :func:`solve_partial` (the solve split over the devices; same gradient).
+
+    Returns:
+        The regularised cost (scalar, cost units).
     """
     a = jnp.full(x.shape[0], 1.0 / x.shape[0], x.dtype) if a is None else a
     b = jnp.full(y.shape[0], 1.0 / y.shape[0], y.dtype) if b is None else b
@@ -512,11 +541,21 @@ def solve_partial_batch(
 ) -> SinkhornOutput:
     """``jax.vmap`` of the Sinkhorn solver over a batch of same-shaped problems.
 
-    xs: (B, n, d), ys: (B, k, d), m: scalar or (B,). Uniform weights. Returns a batched
-    :class:`SinkhornOutput` (leading axis B). Under vmap ``lax.cond`` evaluates both
-    branches, so the default solver here uses the stable two-pass reductions only.
-    ``mesh``: None, "all", a device count or a ``Mesh``: the problems are split over all its
-    devices (each device solves its share; no communication).
+    Uniform weights. Under vmap ``lax.cond`` evaluates both branches, so the default solver here uses
+    the stable two-pass reductions only.
+
+    Args:
+        xs: source points, shape (B, n, d).
+        ys: target points, shape (B, k, d).
+        m: the mass to transport, a scalar or shape (B,).
+        cost: "cosine", "sqeuclidean" or a callable, as :func:`solve_partial`.
+        solver: the Sinkhorn settings (None: ``PartialSinkhorn(one_pass=False)``).
+        block_size: rows/columns per block when the cost matrix is not materialised (None: materialised).
+        mesh: None, "all", a device count or a ``Mesh``: the problems are split over all its
+            devices (each device solves its share; no communication).
+
+    Returns:
+        A batched :class:`SinkhornOutput` (leading axis B).
     """
     solver = solver or PartialSinkhorn(one_pass=False)
     m = jnp.broadcast_to(jnp.asarray(m, xs.dtype), xs.shape[:1])
