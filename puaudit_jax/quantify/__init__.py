@@ -12,7 +12,8 @@ style-controlled; ``ranks.py``: simultaneous rank-sets; ``targets.py``: the targ
 predictions; ``active.py``: inverse-probability-weighted (active) estimators and sampling
 probabilities; ``plan.py``: :func:`plan_labels`, which items to label next; ``sample_check.py``: is
 the labelled set a random sample?; ``pipeline.py``: :func:`quantify` and the leaderboard files;
-``coverage.py``: the coverage study; ``plots.py``: the forest plot and the plan's power curve. The
+``coverage.py``: the coverage study; ``monitor.py``: :func:`monitor`, the judge's agreement followed as
+labels arrive (anytime-valid, the maths in ``betting.py``, the settings in ``monitor_config.py``); ``plots.py``: the forest plot and the plan's power curve. The
 audit's predictions for PPI++ come from :mod:`puaudit_jax.audit.predictions` (this package never
 imports the audit).
 """
@@ -24,7 +25,7 @@ __all__ = [
     "LabelPlanReport", "MFit", "PlanConfig", "Quantification", "QuantifyConfig", "RankSets", "TargetEstimate",
     "audit_agreement", "audit_predictions", "human_only", "judge_bias", "judge_only", "plan_labels", "ppi_lambda",
     "ppi_logistic", "ppi_logistic_splits", "ppi_mean", "quantify", "rank_sets", "stratified_ppi_mean",
-    "write_quantification",
+    "write_quantification", "MonitorConfig", "Monitoring", "monitor", "write_monitoring",
 ]  # fmt: skip
 
 __getattr__, __dir__ = lazy_package(
@@ -48,6 +49,8 @@ __getattr__, __dir__ = lazy_package(
             "stratified_ppi_mean",
         ),
         ".m_estimation": ("MFit", "ppi_logistic", "ppi_logistic_splits"),
+        ".monitor": ("Monitoring", "monitor", "write_monitoring"),
+        ".monitor_config": ("MonitorConfig",),
         ".pipeline": ("Quantification", "quantify", "write_quantification"),
         ".plan": ("LabelPlanReport", "plan_labels"),
         ".ranks": ("RankSets", "rank_sets"),
