@@ -12,10 +12,12 @@ style-controlled; ``ranks.py``: simultaneous rank-sets; ``targets.py``: the targ
 predictions; ``active.py``: inverse-probability-weighted (active) estimators and sampling
 probabilities; ``plan.py``: :func:`plan_labels`, which items to label next; ``sample_check.py``: is
 the labelled set a random sample?; ``pipeline.py``: :func:`quantify` and the leaderboard files;
-``coverage.py``: the coverage study; ``monitor.py``: :func:`monitor`, the judge's agreement followed as
-labels arrive (anytime-valid, the maths in ``betting.py``, the settings in ``monitor_config.py``); ``plots.py``: the forest plot and the plan's power curve. The
+``coverage.py``: the coverage study; ``plots.py``: the forest plot and the plan's power curve. The
 audit's predictions for PPI++ come from :mod:`puaudit_jax.audit.predictions` (this package never
 imports the audit).
+
+``monitor.py``: :func:`monitor`, the judge's agreement followed as labels arrive, anytime-valid (the
+betting maths in ``betting.py``, the settings in ``monitor_config.py``).
 """
 
 from puaudit_runtime.lazy import lazy_package

@@ -100,7 +100,8 @@ def test_monitor_rings_after_the_change_and_keeps_batches_in_order():
     assert list(frame["n"]) == list(range(1, 301)) and (frame["lower"] <= frame["upper"]).all()
     again = monitor(_table(), MonitorConfig(order="day", threshold=0.8))
     other = monitor(_table(), MonitorConfig(order="day", threshold=0.8, seed=1))
-    assert np.array_equal(again.stream.ids, result.stream.ids) and not np.array_equal(other.stream.ids, result.stream.ids)
+    ids = result.stream.ids
+    assert np.array_equal(again.stream.ids, ids) and not np.array_equal(other.stream.ids, ids)
     assert set(other.stream.ids[:10]) == set(result.stream.ids[:10])  # a batch is shuffled, never mixed with the next
 
 
