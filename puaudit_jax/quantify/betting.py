@@ -21,6 +21,8 @@ from scipy.signal import lfilter
 
 GRID = 1000
 """Grid steps of [0, 1] on which the confidence sequence is computed (bounds widened by one step)."""
+CHUNK = 128
+"""Grid points computed at once (memory: a few (T, CHUNK) arrays)."""
 TRUNCATION = 0.5
 """c of Waudby-Smith & Ramdas: every bet is at most c / (the largest loss per unit), so wealth keeps >= 1 - c."""
 
@@ -61,18 +63,24 @@ def hedged_cs(x: np.ndarray, alpha: float, grid: int = GRID) -> tuple[np.ndarray
     Returns:
         (lower, upper), each (T,) in [0, 1]; NaN at a t where no grid point is left (the set is empty).
     """
+    x = np.asarray(x, float)
     m = np.arange(grid + 1) / grid
-    lam = plugin_bets(np.asarray(x, float), alpha)[:, None]
-    diff = np.asarray(x, float)[:, None] - m[None, :]
-    with np.errstate(divide="ignore"):
-        up = np.cumsum(np.log1p(np.minimum(lam, TRUNCATION / m) * diff), axis=0)
-        down = np.cumsum(np.log1p(-np.minimum(lam, TRUNCATION / (1 - m)) * diff), axis=0)
-    inside = np.maximum(up, down) - np.log(2) < np.log(1 / alpha)
+    lam = plugin_bets(x, alpha)[:, None]
+    inside = np.concatenate([_below(x, lam, m[k : k + CHUNK], alpha) for k in range(0, grid + 1, CHUNK)], axis=1)
     found = inside.any(axis=1)
     first, last = inside.argmax(axis=1), grid - inside[:, ::-1].argmax(axis=1)
     lower = np.where(found, np.maximum(first - 1, 0) / grid, np.nan)
     upper = np.where(found, np.minimum(last + 1, grid) / grid, np.nan)
     return lower, upper
+
+
+def _below(x: np.ndarray, lam: np.ndarray, m: np.ndarray, alpha: float) -> np.ndarray:
+    """(T, len(m)) whether the hedged capital at each mean of ``m`` is below 1 / alpha after each value."""
+    diff = x[:, None] - m[None, :]
+    with np.errstate(divide="ignore"):
+        up = np.cumsum(np.log1p(np.minimum(lam, TRUNCATION / m) * diff), axis=0)
+        down = np.cumsum(np.log1p(-np.minimum(lam, TRUNCATION / (1 - m)) * diff), axis=0)
+    return np.maximum(up, down) - np.log(2) < np.log(1 / alpha)
 
 
 def _discounted(x: np.ndarray, memory: int, start: float) -> np.ndarray:

@@ -219,6 +219,10 @@ def monitor(table: pd.DataFrame, config: MonitorConfig) -> Monitoring:
     estimate = np.cumsum(x) / np.arange(1, len(x) + 1)
     lower, upper = hedged_cs(x, config.alpha)
     notes, e_value, alarm = [], None, None
+    empty = np.flatnonzero(np.isnan(lower))
+    if empty.size:
+        notes.append(f"the confidence sequence is empty at {empty.size} labels (first n={empty[0] + 1}): no constant "
+                     "mean fits the labels (e.g. the judge changed); its bounds are empty cells there")  # fmt: skip
     if config.threshold is not None:
         log_e = e_process(x, config.threshold, drop_bets(x, config.threshold, config.memory), config.design)
         e_value = np.exp(log_e)
