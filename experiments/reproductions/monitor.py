@@ -212,7 +212,8 @@ def main(argv=None) -> int:
     seconds = time.perf_counter() - start
     frames = {"type_one": t1, "detection": det, "coverage": cov, "bundled": bund}
     write_csv(pd.concat([f.assign(section=k) for k, f in frames.items()], ignore_index=True), f"{args.out}.csv")
-    write_json({"settings": vars(args) | {"threshold": A, "alpha": ALPHA, "batch": BATCH, "window": WINDOW},
+    settings = {k: v for k, v in vars(args).items() if k != "out"}
+    write_json({"settings": settings | {"threshold": A, "alpha": ALPHA, "batch": BATCH, "window": WINDOW},
                 **{k: f.to_dict(orient="records") for k, f in frames.items()}, "example": ex, "seconds": seconds},
                f"{args.out}.json")  # fmt: skip
     write_text(markdown(t1, det, cov, bund, ex, args, seconds), f"{args.out}.md")
