@@ -190,15 +190,19 @@ def agreement_of_sets(level: float, resamples: int) -> pd.DataFrame:
     from puaudit_jax.quantify import quantify
 
     rows = []
-    for name in ("mtbench", "llmfao-gpt4", "llmfao-gpt3"):
-        table = load_bundled(name)
-        for raters in (("judge", "votes"), ("votes",)):
-            frame = quantify(table, level=level, raters=raters, resamples=resamples, style=()).to_frame()
+    for name, column in (("mtbench", "question_id"), ("llmfao-gpt4", "prompt"), ("llmfao-gpt3", "prompt")):
+        table = load_bundled(name).drop(columns=["model_a", "model_b"])  # the per-model targets are not needed
+        for raters, cluster_by in ((("judge", "votes"), column), (("votes",), column), (("judge", "votes"), None)):
+            frame = quantify(table, level=level, raters=raters, resamples=resamples, style=(), cluster_by=cluster_by)
+            frame = frame.to_frame()
             frame = frame[frame["target"].str.startswith("beyond chance")]
             frame = frame[~(frame["target"].str.contains("kappa") & (raters == ("votes",)))]
-            rows.append(frame.assign(data=name))
+            if cluster_by is None:  # the delta method over independent rows, for contrast
+                frame = frame[frame["estimator"] == "delta method"]
+            rows.append(frame.assign(data=name, cluster_by=cluster_by or "(rows)"))
     frame = pd.concat(rows, ignore_index=True)
-    return frame[["data", "target", "estimator", "estimate", "lower", "upper", "n_labelled", "n_unlabelled", "note"]]
+    cols = ["data", "target", "estimator", "cluster_by", "estimate", "lower", "upper", "n_labelled", "n_unlabelled"]
+    return frame[[*cols, "note"]]
 
 
 def markdown(summary: pd.DataFrame, sets: pd.DataFrame, args, seconds: float) -> str:
@@ -212,8 +216,10 @@ def markdown(summary: pd.DataFrame, sets: pd.DataFrame, args, seconds: float) ->
                                             else summary), "",  # fmt: skip
              "## The bundled sets: judges vs humans, and the humans among themselves", "",
              "Every labelled row; `alpha (judge, votes)`: the judge and every individual human vote of a row, "
-             "`alpha (votes)`: the experts (MT-Bench) / crowd workers (LLMFAO) among themselves. Bootstrap "
-             "clusters: the question (prompt). alpha's ppi++ row is not estimable (a pool row is no pairable unit: "
+             "`alpha (votes)`: the experts (MT-Bench) / crowd workers (LLMFAO) among themselves. Delta method "
+             "and bootstrap clustered by question (`cluster_by` question_id / prompt); `(rows)`: the delta method "
+             "as if rows were independent, for contrast (LLMFAO's 2,139 labelled pairs share 13 prompts). "
+             "alpha's ppi++ row is not estimable (a pool row is no pairable unit: "
              "docs/guide/quantify.md), and so is kappa's on LLMFAO (no unlabelled row).", "",
              markdown_table(sets[sets["note"] == ""].drop(columns="note")), ""]  # fmt: skip
     return "\n".join(lines)
