@@ -11,7 +11,9 @@ M-estimation (vmappable); ``leaderboard.py``: Bradley-Terry on the Elo scale, ra
 style-controlled; ``ranks.py``: simultaneous rank-sets; ``targets.py``: the targets and the
 predictions; ``active.py``: inverse-probability-weighted (active) estimators and sampling
 probabilities; ``plan.py``: :func:`plan_labels`, which items to label next; ``sample_check.py``: is
-the labelled set a random sample?; ``pipeline.py``: :func:`quantify` and the leaderboard files;
+the labelled set a random sample?; ``chance.py``: agreement beyond chance, Cohen's kappa and
+Krippendorff's alpha with delta-method, cluster-bootstrap and PPI++ intervals; ``raters.py``: their
+raters (columns, several votes per cell) and rows; ``pipeline.py``: :func:`quantify` and the leaderboard files;
 ``coverage.py``: the coverage study; ``plots.py``: the forest plot and the plan's power curve. The
 audit's predictions for PPI++ come from :mod:`puaudit_jax.audit.predictions` (this package never
 imports the audit).

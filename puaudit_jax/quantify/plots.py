@@ -22,8 +22,8 @@ from .estimators import ESTIMATORS  # noqa: E402
 
 #: Panels of the forest plot, by target prefix (the first panel takes every other target).
 PANELS = ("share", "Elo score", "Elo score at equal style", "style coefficient, Elo points (only A has it)",
-          "judge bias: the judge's share minus the humans'")  # fmt: skip
-_PREFIXES = ("elo: ", "elo (style-controlled): ", "style: ", "judge bias: ")
+          "judge bias: the judge's share minus the humans'", "agreement beyond chance (kappa, alpha)")  # fmt: skip
+_PREFIXES = ("elo: ", "elo (style-controlled): ", "style: ", "judge bias: ", "beyond chance: ")
 _NO_BIAS = PANELS[4]  # its 0 is marked: a judge without bias
 
 
