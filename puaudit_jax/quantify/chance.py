@@ -35,7 +35,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .estimators import FLAT, Estimate, clustered_se, not_estimable, ppi_mean, z_value
+from .estimators import FLAT, Estimate, clustered_se, few_clusters, not_estimable, ppi_mean, z_value
 
 DELTA, BOOTSTRAP, PPI_DELTA = "delta method", "bootstrap", "ppi++ (delta method)"
 CHUNK = 200  # bootstrap resamples drawn at once (memory: CHUNK x clusters)
@@ -123,6 +123,8 @@ def kappa_delta(judge, human, level: float, n_unlabelled: int = 0, clusters=None
     categories, bad = _kappa_check(judge, human, n_unlabelled, level, DELTA)
     if bad is not None:
         return bad
+    if few := few_clusters(clusters):
+        return not_estimable(DELTA, level, len(judge), n_unlabelled, few)
     j1, h1 = one_hot(judge, categories), one_hot(human, categories)
     p_o, p_j, p_h = kappa_parts(j1, h1)
     p_e = float(p_j @ p_h)
@@ -268,6 +270,8 @@ def kappa_ppi(judge, human, judge_unlabelled, level: float, clusters=None) -> Es
         return bad
     if big_n < 1:
         return not_estimable(PPI_DELTA, level, n, big_n, "no unlabelled row (the judge's pool verdicts are its input)")
+    if few := few_clusters(None if clusters is None else np.concatenate([np.asarray(c) for c in clusters])):
+        return not_estimable(PPI_DELTA, level, n, big_n, few)
     categories = sorted(set(categories) | set(np.asarray(judge_unlabelled, dtype=object).tolist()))
     j1, h1, ju = one_hot(judge, categories), one_hot(human, categories), one_hot(judge_unlabelled, categories)
     p_o, q_j = (j1 * h1).sum(1).mean(), np.concatenate([j1, ju]).mean(0)
@@ -363,6 +367,8 @@ def alpha_delta(counts, level: float, clusters=None) -> Estimate:
     pairable, bad = _alpha_check(counts, level, DELTA)
     if bad is not None:
         return bad
+    if few := few_clusters(None if clusters is None else np.asarray(clusters)[pairable]):
+        return not_estimable(DELTA, level, int(pairable.sum()), int((np.asarray(counts).sum(1) == 1).sum()), few)
     o_u = coincidences(np.asarray(counts, float)[pairable])
     big_u, c = len(o_u), o_u.shape[1]
     o_bar = o_u.mean(0)
