@@ -53,7 +53,7 @@ def summary(result) -> str:
                      f"e-value {a.e_value:.3g} >= 1/alpha = {1 / c.alpha:g}")  # fmt: skip
     elif result.e_value is not None:
         lines.append(f"no alarm: {c.target} >= {c.threshold:g} not rejected (e-value now {result.e_value[-1]:.3g}, "
-                     f"largest {result.e_value.max():.3g}; alarm at {1 / c.alpha:g})")  # fmt: skip
+                     f"largest {result.e_value.max():.3g}; alarm at 1 / alpha = {1 / c.alpha:g})")  # fmt: skip
     lines += [f"left out: {k} rows ({reason})" for reason, k in s.left_out.items()]
     lines += [f"note: {note}" for note in result.notes]
     return "\n".join(lines)
