@@ -65,9 +65,15 @@ def _interval(name, estimate, se, level, n, n_unl, what: str, caveat: str = "") 
 
 
 def kappa_parts(judge_1h: np.ndarray, human_1h: np.ndarray, weights=None):
-    """(p_o, pJ, pH) of one-hot verdicts (n, C), weighted by ``weights`` (n,) or (B, n) (None: equal).
+    """Observed agreement and the two marginals of one-hot verdicts, weighted (bootstrap) or not.
 
-    Returns p_o (,) or (B,), pJ and pH (C,) or (B, C).
+    Args:
+        judge_1h: (n, C) the judge's one-hot verdicts over C categories.
+        human_1h: (n, C) the human's.
+        weights: (n,) or (B, n) row weights (B resamples), or None for equal weights.
+
+    Returns:
+        (p_o, pJ, pH): p_o of shape () or (B,), pJ and pH of shape (C,) or (B, C).
     """
     w = np.ones(len(judge_1h)) if weights is None else np.asarray(weights, float)
     total = w.sum(-1)
@@ -76,7 +82,16 @@ def kappa_parts(judge_1h: np.ndarray, human_1h: np.ndarray, weights=None):
 
 
 def kappa_of(p_o, p_j, p_h):
-    """Cohen's kappa (p_o - p_e)/(1 - p_e), p_e = pJ . pH (NaN where p_e = 1); arrays broadcast over a leading axis."""
+    """Cohen's kappa (p_o - p_e)/(1 - p_e), p_e = pJ . pH (NaN where p_e = 1).
+
+    Args:
+        p_o: observed agreement, () or (B,).
+        p_j: the judge's marginal, (C,) or (B, C).
+        p_h: the human's marginal, (C,) or (B, C).
+
+    Returns:
+        Kappa, () or (B,), in [-1, 1].
+    """
     p_e = (p_j * p_h).sum(-1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(p_e < 1 - 1e-12, (p_o - p_e) / (1 - p_e), np.nan)
@@ -138,7 +153,16 @@ def kappa_delta(judge, human, level: float, n_unlabelled: int = 0, clusters=None
 
 
 def cluster_weights(codes: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
-    """(size, K) how often each of the K clusters is drawn in each of ``size`` cluster resamples (sum K)."""
+    """How often each cluster is drawn in each of ``size`` cluster-bootstrap resamples.
+
+    Args:
+        codes: (K,) the clusters' integer codes.
+        rng: the numpy Generator that draws them.
+        size: B, the resamples.
+
+    Returns:
+        (B, K) counts, each row summing to K.
+    """
     k = int(codes.max()) + 1
     return rng.multinomial(k, np.full(k, 1.0 / k), size=size).astype(float)
 

@@ -35,11 +35,18 @@ def _panel_of(target: str) -> int:
 def forest_plot(frame: pd.DataFrame, path: str | Path | None = None, *, title: str = ""):
     """Estimates with intervals, one row per target, one marker per estimator.
 
-    ``frame`` is a :meth:`~puaudit_jax.quantify.Quantification.to_frame` table; one panel per kind of
-    target (:data:`PANELS`: proportions, the Elo leaderboard and the style-controlled one, each score
-    with its simultaneous rank-set "#1-3", the style coefficients and the judge's bias, 0 marked), its
-    legend beside it;
-    not-estimable rows are skipped.
+    One panel per kind of target (:data:`PANELS`: proportions, the Elo leaderboard and the
+    style-controlled one, each score with its simultaneous rank-set "#1-3", the style coefficients,
+    the judge's bias with 0 marked, agreement beyond chance), its legend beside it; not-estimable
+    rows are skipped.
+
+    Args:
+        frame: a :meth:`~puaudit_jax.quantify.Quantification.to_frame` table.
+        path: where to save the figure (PNG), or None.
+        title: the figure's title ("" for the default).
+
+    Returns:
+        The matplotlib figure.
     """
     frame = frame[frame["note"].fillna("") == ""]
     kind = frame["target"].map(_panel_of)
@@ -91,8 +98,14 @@ def _forest_panel(ax, frame: pd.DataFrame, estimators: list[str]) -> None:
 def power_plot(report, path: str | Path | None = None, *, title: str = ""):
     """Predicted interval half-width of a label plan's target against the number of labels.
 
-    ``report`` is a :class:`~puaudit_jax.quantify.plan.LabelPlanReport`: its ``power`` table (budget,
-    planned, random) as two curves, the chosen budget marked.
+    Args:
+        report: a :class:`~puaudit_jax.quantify.plan.LabelPlanReport`: its ``power`` table (budget,
+            planned, random) drawn as two curves, the chosen budget marked.
+        path: where to save the figure (PNG), or None.
+        title: the figure's title ("" for the default).
+
+    Returns:
+        The matplotlib figure.
     """
     power = report.power
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
@@ -112,9 +125,15 @@ def power_plot(report, path: str | Path | None = None, *, title: str = ""):
 def monitor_plot(result, path: str | Path | None = None, *, title: str = ""):
     """A monitored stream: the running estimate in its confidence sequence, and the e-value with the alarm.
 
-    ``result`` is a :class:`~puaudit_jax.quantify.monitor.Monitoring`: top, the estimate and its band
-    against n with the threshold; bottom (with a threshold), the e-value on a log axis with 1 / alpha and
-    the alarm marked.
+    Args:
+        result: a :class:`~puaudit_jax.quantify.monitor.Monitoring`. Top panel: the estimate and its band
+            against n (labels), with the threshold; bottom panel (with a threshold): the e-value on a log
+            axis with 1 / alpha and the alarm marked.
+        path: where to save the figure (PNG), or None.
+        title: the figure's title ("" for the default).
+
+    Returns:
+        The matplotlib figure.
     """
     config, n = result.config, np.arange(1, len(result.estimate) + 1)
     rows = 2 if result.e_value is not None else 1

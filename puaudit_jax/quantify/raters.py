@@ -104,7 +104,17 @@ def question_clusters(table: pd.DataFrame, cluster_by: str | None) -> np.ndarray
 
 
 def kappa_rows(inp: Inputs, questions: np.ndarray, resamples: int, seed: int) -> list[TargetEstimate]:
-    """Cohen's kappa of judge and human: delta method, cluster bootstrap (by ``questions``), PPI++."""
+    """Cohen's kappa of judge and human: delta method, cluster bootstrap (by ``questions``), PPI++.
+
+    Args:
+        inp: the table's :class:`~.targets.Inputs` (R rows).
+        questions: (R,) the bootstrap's cluster of each row (:func:`question_clusters`).
+        resamples: bootstrap resamples.
+        seed: the bootstrap's seed.
+
+    Returns:
+        Three :class:`~.targets.TargetEstimate` rows of :data:`KAPPA` (kappa in [-1, 1]).
+    """
     lab, unl = inp.labelled, inp.unlabelled
     human = np.where(inp.y == 1.0, "A", np.where(inp.y == 0.0, "B", "tie"))
     judge, n_unl = inp.judge, int(unl.sum())
@@ -119,7 +129,19 @@ def kappa_rows(inp: Inputs, questions: np.ndarray, resamples: int, seed: int) ->
 
 def alpha_rows(table: pd.DataFrame, inp: Inputs, raters: tuple[str, ...], questions: np.ndarray, resamples: int,
                seed: int) -> list[TargetEstimate]:  # fmt: skip
-    """Nominal Krippendorff's alpha of ``raters``: delta method, cluster bootstrap, and the not-estimable PPI++ row."""
+    """Nominal Krippendorff's alpha of ``raters``: delta method, cluster bootstrap, and the not-estimable PPI++ row.
+
+    Args:
+        table: the comparison table, R rows.
+        inp: its :class:`~.targets.Inputs` (level and clusters).
+        raters: the rater columns (a cell may hold several comma-separated votes).
+        questions: (R,) the bootstrap's cluster of each row.
+        resamples: bootstrap resamples.
+        seed: the bootstrap's seed.
+
+    Returns:
+        Three :class:`~.targets.TargetEstimate` rows of ``alpha (<raters>)`` (alpha <= 1).
+    """
     target = f"{BEYOND_CHANCE}alpha ({', '.join(raters)})"
     counts = rating_counts(table, raters)
     if len(raters) < 2 and not (counts.sum(1) >= 2).any():
