@@ -30,7 +30,7 @@ def test_the_api_defaults_are_the_cli_defaults(tiny_as_minilm, tmp_path):
     cli = probes_encoder(config=_cli_config(tmp_path), progress=False)
     api = probes_encoder("minilm", cache_dir=tmp_path, progress=False)
     assert api.config == cli.config == EmbedConfig(encoder="minilm", cache_dir=str(tmp_path)).resolved()
-    assert (api.config.max_length, api.config.long_inputs) == (256, "middle_out")
+    assert (api.config.encoding.max_length, api.config.encoding.long_inputs) == (256, "middle_out")
     assert api.encode_config.cache_settings() == cli.encode_config.cache_settings()
 
 
