@@ -99,7 +99,7 @@ def long_input_rule(model_config, tokenizer, config: EncodeConfig) -> LongInputR
 # 2. The pieces: token sequences cut by the rule
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Pieces:
     """The k pieces the forward pass encodes for n inputs (k = n unless "chunk" split some).
 
@@ -118,6 +118,13 @@ class Pieces:
     lengths: np.ndarray
     cap: int
     policy: str
+
+    def __post_init__(self):
+        k, n = len(self.owner), len(self.lengths)
+        if len(self.offsets) != k + 1 or self.offsets[0] != 0 or self.offsets[-1] != len(self.ids):
+            raise ValueError(f"offsets {np.shape(self.offsets)} do not cut {len(self.ids)} ids into {k} pieces")
+        if k and (np.min(self.owner) < 0 or np.max(self.owner) >= n):
+            raise ValueError(f"owner indices outside 0..{n - 1} (the inputs)")
 
     @property
     def n_inputs(self) -> int:

@@ -106,6 +106,15 @@ def test_pieces_are_weighted_by_their_token_counts():
     assert pool_pieces(states, pieces)[:, 0, 0].tolist() == [(2 * 1.0 + 6 * 5.0) / 8, 7.0]
 
 
+def test_pieces_that_do_not_add_up_are_refused():
+    with pytest.raises(ValueError, match="do not cut 11 ids into 3 pieces"):
+        Pieces(ids=np.arange(11), offsets=np.asarray([0, 2, 8]), owner=np.asarray([0, 0, 1]),
+               lengths=np.asarray([20, 3]), cap=6, policy="chunk")  # fmt: skip
+    with pytest.raises(ValueError, match="owner indices outside"):
+        Pieces(ids=np.arange(3), offsets=np.asarray([0, 3]), owner=np.asarray([2]),
+               lengths=np.asarray([3]), cap=6, policy="chunk")  # fmt: skip
+
+
 def test_the_cut_policies_keep_the_piece_states_as_rows():
     pieces = plan_pieces([[1] * 9, [2]], LongInputRule(cap=4, policy="middle_out"))
     states = np.arange(12, dtype=np.float32).reshape(2, 2, 3)
