@@ -108,8 +108,15 @@ def load_embeddings(path: str | Path) -> PairEmbeddings:
 def side_input(question, history, response: str) -> str:
     """The paper's encoder input for one side: ``"<|user|>" + x + "<|assistant|>" + o``.
 
-    ``question`` is a string or the list of user turns; ``history`` that side's earlier answers
-    (multi-turn x is rendered as alternating user / assistant turns, each turn tagged).
+    Multi-turn x is rendered as alternating user / assistant turns, each turn tagged.
+
+    Args:
+        question: the user text, or the list of user turns.
+        history: that side's earlier answers (one fewer than the user turns; None for single-turn).
+        response: the side's judged answer.
+
+    Raises:
+        ValueError: a number of earlier answers other than the user turns less one.
     """
     if isinstance(question, str):
         return "<|user|>" + question + "<|assistant|>" + response
@@ -151,7 +158,17 @@ def embed_comparisons(table: pd.DataFrame, encoder: Encoder, *, source: str = "e
                       judges: tuple[str, ...] = ()) -> PairEmbeddings:  # fmt: skip
     """Encode both sides of every non-excluded comparison, each distinct input once.
 
-    ``judges``: other judges' verdict columns (a cascade's); a row usable under any of them is encoded too.
+    Args:
+        table: the comparison table.
+        encoder: texts -> an (n, d) array of embeddings.
+        source: names the encoder in the result.
+        judges: other judges' verdict columns (a cascade's); a row usable under any of them is encoded too.
+
+    Returns:
+        The :class:`PairEmbeddings` (float32, one row per encoded comparison).
+
+    Raises:
+        ValueError: no usable comparison, or an encoder output that is not (n, d).
     """
     ids, xa, xb = pair_inputs(table, judges)
     unique = list(dict.fromkeys(xa + xb))
@@ -281,7 +298,15 @@ def table_embeddings(table: pd.DataFrame, config: EmbedConfig, *, mesh=None, pro
                      judges: tuple[str, ...] = ()) -> PairEmbeddings:  # fmt: skip
     """F(x, o_A), F(x, o_B) of every usable row of ``table`` with the probes encoder ``config`` names.
 
-    ``judges``: a cascade's other judges; a row usable under any of them is encoded too.
+    Args:
+        table: the comparison table.
+        config: the encoder's settings.
+        mesh: a device mesh that splits the texts, or None.
+        progress: whether to show progress bars.
+        judges: a cascade's other judges; a row usable under any of them is encoded too.
+
+    Returns:
+        The :class:`PairEmbeddings`, its source naming the encoder and its settings.
     """
     encoder = probes_encoder(config=config, progress=progress, mesh=mesh)
     cfg = encoder.config

@@ -22,6 +22,7 @@ from puaudit_jax.consensus.runs import ScoresConfig
 from puaudit_jax.datasets.read_config import ReadConfig
 from puaudit_jax.evaluate import Protocol
 from puaudit_jax.judges.serve import ServeConfig
+from puaudit_jax.quantify.monitor_config import MonitorConfig
 from puaudit_jax.quantify.pipeline import QuantifyConfig
 from puaudit_jax.quantify.plan import PlanConfig
 from puaudit_runtime.flags import DeviceFlags
@@ -33,6 +34,7 @@ CONFIGS = {
     "demo": (*DATA_CONFIGS, Protocol),
     "quantify": (QuantifyConfig, AuditConfig, EmbedConfig, EncodeConfig, DeviceFlags, ReadConfig),
     "plan-labels": (PlanConfig, AuditConfig, EmbedConfig, EncodeConfig, DeviceFlags, ReadConfig),
+    "monitor": (MonitorConfig, ReadConfig),
     "convert": (ReadConfig,),
     "attack": (ReadConfig,),
     "judge": (ReadConfig,),
