@@ -10,7 +10,16 @@ __all__ = ["grouped_kfold", "cross_val_predict", "agreement"]
 
 
 def grouped_kfold(groups, n_splits: int, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
-    """K folds with whole groups held out (e.g. all responses of one dialogue), groups shuffled by `seed`."""
+    """K folds with whole groups held out (e.g. all responses of one dialogue), groups shuffled by `seed`.
+
+    Args:
+        groups: each item's group, shape (n,).
+        n_splits: the folds K (at most the number of groups).
+        seed: seed of the numpy Generator that shuffles the groups.
+
+    Returns:
+        K pairs (train indices, test indices), int arrays into the n items.
+    """
     groups = np.asarray(groups)
     uniq = np.unique(groups)
     if len(uniq) < n_splits:
@@ -22,9 +31,17 @@ def grouped_kfold(groups, n_splits: int, seed: int = 0) -> list[tuple[np.ndarray
 
 
 def cross_val_predict(make_head: Callable[[], object], V, y, folds) -> np.ndarray:
-    """Out-of-fold predictions (n,) of heads built by `make_head()`.
+    """Out-of-fold predictions of heads built by `make_head()`.
 
-    For `LayerwiseHeads` (n, 3): final, mid, uncertainty.
+    Args:
+        make_head: makes a fresh, unfitted head (`fit(V, y)` then `predict(V)`).
+        V: contrastive vectors, shape (n, d) (or (n, L, d) for `LayerwiseHeads`).
+        y: the human scores, shape (n,).
+        folds: (train indices, test indices) pairs covering the n items (`grouped_kfold`).
+
+    Returns:
+        The predictions, shape (n,); for `LayerwiseHeads` (n, 3): final, mid, uncertainty. NaN for an
+        item no fold tests.
     """
     V, y = np.asarray(V), np.asarray(y, np.float64)
     out = None

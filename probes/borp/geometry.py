@@ -42,8 +42,14 @@ def outlierness(V, centroid) -> np.ndarray:
 def polarization_index(V, reference=None, orientation: float = 1.0) -> np.ndarray:
     """PI(v) = orientation * z(v) * (1 + F_D(D(v))) (module docstring) for V (n, d) -> (n,).
 
-    reference: the (m, d) set that fixes the centroid, the robust scale of ||v|| and the CDF of D
-    (default: V itself, i.e. unsupervised on the pool being mined).
+    Args:
+        V: contrastive vectors, shape (n, d).
+        reference: the (m, d) set that fixes the centroid, the robust scale of ||v|| and the CDF of D
+            (default: V itself, i.e. unsupervised on the pool being mined).
+        orientation: +1, or -1 for a model whose ||v|| falls with the score.
+
+    Returns:
+        The polarization indices, shape (n,) float64.
     """
     V = np.asarray(V, np.float64)
     R = V if reference is None else np.asarray(reference, np.float64)
@@ -89,6 +95,17 @@ def density_resample(
     clipped to `max_ratio`. power = 0 is the plain bootstrap; power = 1 makes the resampled values
     near-uniform over their range. With values = D (distance to the centroid) this is the paper's
     geometric resampling.
+
+    Args:
+        values: the 1-d array whose density drives the weights, shape (n,).
+        rng: the numpy Generator of the draw.
+        power: the exponent of 1 / density (0: plain bootstrap).
+        bins: equal-width histogram bins of the density.
+        max_ratio: the largest ratio of two weights.
+        size: indices drawn (default n).
+
+    Returns:
+        Indices into the n values, shape (size,) int.
     """
     x = np.asarray(values, np.float64)
     n = len(x)

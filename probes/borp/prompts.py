@@ -46,7 +46,14 @@ def blind_probe(scale=(1.0, 5.0)) -> ProbePrompt:
 
 
 def rubric_probe(criterion: str, rubric: str | dict, scale=(1.0, 5.0), name: str | None = None) -> ProbePrompt:
-    """A rubric prompt: `rubric` is text or {score: description} (written highest score first)."""
+    """A rubric prompt (BoRP §3.3 "Refined Extraction"): the blind verdicts after a rubric instruction.
+
+    Args:
+        criterion: what the rubric rates (e.g. "overall quality").
+        rubric: text, or {score: description} (written highest score first).
+        scale: (low, high) of the scores (predictions are clipped to it).
+        name: the probe's name (default "rubric:<criterion>").
+    """
     if isinstance(rubric, dict):
         rubric = "\n".join(f"{k}: {v}" for k, v in sorted(rubric.items(), key=lambda kv: -float(kv[0])))
     return ProbePrompt(
@@ -76,6 +83,12 @@ def render_suffix(tokenizer, messages: Sequence[dict], instruction: str, verdict
 
     The instruction is a user turn and the verdict the start of the assistant turn (no end-of-turn token:
     the verdict's last token is the probed position).
+
+    Args:
+        tokenizer: the model's tokenizer (its chat template, if any, renders the turns).
+        messages: the dialogue, chat messages with the rated response last.
+        instruction: the probe's user instruction.
+        verdict: the positive or negative verdict that opens the assistant turn.
     """
     if _has_template(tokenizer):
         prefix = tokenizer.apply_chat_template(list(messages), add_generation_prompt=False)
@@ -95,7 +108,16 @@ def compress_middle_out(
 
     Turns are dropped until the dialogue fits `max_tokens` (counted by `count`, default whitespace words).
     System messages, the first `keep_head` other turns and the last turn (the rated response) are kept;
-    the oldest turns after the head go first (recency bias). Returns (messages, n_dropped).
+    the oldest turns after the head go first (recency bias).
+
+    Args:
+        messages: the dialogue, chat messages with the rated response last.
+        max_tokens: the size the dialogue must fit (in `count`'s units).
+        count: text -> its size (default: whitespace words).
+        keep_head: the first non-system turns always kept.
+
+    Returns:
+        (messages kept, in order; the number of turns dropped).
     """
     count = count or (lambda s: len(s.split()))
     msgs = list(messages)

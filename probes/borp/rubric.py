@@ -81,8 +81,18 @@ def bootstrap_rubric(
 
     Each draft's prompt sees a disjoint random subset of the mined high / low cases (ensemble).
 
-    generate: prompt -> completion (e.g. an OpenAI-compatible client's chat call); cases: texts of
-    the mined extremes (e.g. `mine_polarized` of the blind-probe PI).
+    Args:
+        generate: prompt -> completion (e.g. an OpenAI-compatible client's chat call).
+        high_cases: texts of the mined high extremes (e.g. `mine_polarized` of the blind-probe PI).
+        low_cases: texts of the mined low extremes.
+        criterion: what the rubric rates.
+        scale: (low, high) integer scores of the rubric.
+        n_drafts: reverse-engineering drafts fused into the rubric.
+        cases_per_draft: high and low cases each draft's prompt sees.
+        seed: seed of the numpy Generator that deals the cases to the drafts.
+
+    Returns:
+        The `BootstrappedRubric` (fused rubric, its text, the drafts, every prompt sent).
     """
     low, high = int(scale[0]), int(scale[1])
     rng = np.random.default_rng(seed)

@@ -76,6 +76,11 @@ def data_parallel(fn, mesh: Mesh | None, n_replicated: int):
 
     With a mesh, each device runs `fn` on its own rows (`shard_map`: the first `n_replicated`
     arguments whole, the rest and the output split on axis 0).
+
+    Args:
+        fn: the function of the replicated arguments then two row arrays (ids, valid: (B, T)).
+        mesh: the mesh the rows are split over, or None (a plain jit on one device).
+        n_replicated: how many leading arguments every device gets whole.
     """
     if mesh is None:
         return jax.jit(fn)
@@ -85,5 +90,11 @@ def data_parallel(fn, mesh: Mesh | None, n_replicated: int):
 
 
 def padded_rows(n: int, batch_size: int, mesh: Mesh | None) -> int:
-    """Rows of a batch holding n inputs: `batch_bucket`, rounded up to a multiple of the mesh size."""
+    """Rows of a batch holding n inputs: `batch_bucket`, rounded up to a multiple of the mesh size.
+
+    Args:
+        n: the inputs of the batch.
+        batch_size: the most inputs of a batch.
+        mesh: the mesh the rows are split over, or None (one device).
+    """
     return pad_to_multiple(batch_bucket(n, batch_size), 1 if mesh is None else mesh.size)

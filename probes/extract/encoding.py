@@ -203,9 +203,15 @@ def encode_pairs(
 ) -> tuple[np.ndarray, EncodeReport]:
     """PUAudit's F(x, o) for every pair: `encode` of the formatted pairs, (states, report).
 
-    `style` "puaudit" (``"<|user|>" + x + "<|assistant|>" + o``) or "chat" (the tokenizer's chat
-    template, x as user turn(s), o as the assistant turn). `config`, `cache_dir` and `mesh` go to
-    `encode`.
+    Args:
+        pre: the loaded model.
+        questions: n prompts x (text, or chat turns for "chat").
+        answers: n responses o.
+        config: the extraction settings (`EncodeConfig`).
+        style: "puaudit" (``"<|user|>" + x + "<|assistant|>" + o``) or "chat" (the tokenizer's chat
+            template, x as user turn(s), o as the assistant turn).
+        cache_dir: the disk cache folder, or None (as for `encode`).
+        mesh: the mesh each batch's rows are split over, or None (as for `encode`).
     """
     questions, answers = list(questions), list(answers)
     if len(questions) != len(answers):
@@ -234,7 +240,18 @@ def encode_distributed(
     `mesh` (default: a mesh of all its local devices); the shares are gathered, so every process
     returns the full (n, d) / (n, len(layers), d) states. With `cache_dir` each process writes its
     own rows and reads whatever is there. The report covers this process's share (`over_window`
-    as indices into `inputs`; `on_long_inputs` as for `encode`). One process: plain `encode`.
+    as indices into `inputs`). One process: plain `encode`.
+
+    Args:
+        pre: the loaded model.
+        inputs: the n inputs, the same on every process.
+        config: the extraction settings (`EncodeConfig`).
+        cache_dir: the disk cache folder, or None (as for `encode`).
+        mesh: a mesh of this process's devices, or None (all of them).
+        on_long_inputs: as for `encode`.
+
+    Returns:
+        (states, report): all n rows on every process; this process's `EncodeReport`.
     """
     inputs = list(inputs)
     if jax.process_count() == 1 or not inputs:

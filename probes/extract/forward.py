@@ -54,6 +54,11 @@ def micro_batch_rows(b: int, t: int, micro_batch_tokens: int | None) -> int:
 
     The largest divisor of b with at most `micro_batch_tokens` tokens (at least one row); b when
     `micro_batch_tokens` is None.
+
+    Args:
+        b: rows of the batch.
+        t: tokens per row (the padded length).
+        micro_batch_tokens: about this many tokens per micro-batch, or None (one pass).
     """
     return b if micro_batch_tokens is None else divisor_at_most(b, micro_batch_tokens // t)
 
@@ -118,8 +123,17 @@ def run_batches(
 ) -> np.ndarray:
     """Pooled states (n, len(layers), D) of token sequences, bucketed by length.
 
-    `config` gives the batch size, padding side and micro-batches; each batch's rows are split over
-    `mesh`; `on_batch`, when given, is called after every batch with the indices of its sequences.
+    Long sequences go first, `config.batch_size` at a time, each batch padded to its length bucket.
+
+    Args:
+        pre: the loaded model.
+        seqs: n token-id sequences, each at most `cap` tokens.
+        layers: hidden-state indices (HF numbering).
+        pooling: "last", "mean" or "cls".
+        cap: the longest a sequence may be (the bucket's cap).
+        config: the batch size, padding side and micro-batches.
+        mesh: the mesh each batch's rows are split over, or None (one device).
+        on_batch: called after every batch with the indices of its sequences, or None.
     """
     n = len(seqs)
     d = pre.config.hidden_size

@@ -45,8 +45,13 @@ def _prefix_forward(config, dtype):
 def broadcast_prefix_cache(prefix_cache: dict, b: int, s: int) -> dict:
     """A batch-1 prefix KV cache broadcast to ``b`` rows, with ``s`` empty slots for the suffixes.
 
-    The cache holds k, v: (L, 1, P, Hkv, Dh) and pos, valid: (1, P); the suffixes are written at
-    index P.
+    Args:
+        prefix_cache: k, v: (L, 1, P, Hkv, Dh) and pos, valid: (1, P).
+        b: the suffix rows.
+        s: the slots of each suffix, written at index P.
+
+    Returns:
+        The cache with k, v: (L, b, P + s, Hkv, Dh) and pos, valid: (b, P + s).
     """
     k, v = prefix_cache["k"], prefix_cache["v"]
     L, _, p, hkv, dh = k.shape
@@ -96,13 +101,22 @@ def encode_with_shared_prefix(
 ) -> np.ndarray:
     """Last-token states of prefix + suffix_i for every suffix, the prefix encoded once.
 
-    prefix: a string (tokenised with the model's special tokens, e.g. BOS) or token ids;
-    suffixes: strings (tokenised without special tokens) or token ids. The suffix keys attend to
-    the prefix's cached keys/values, so the result equals encoding the concatenated ids (up to fp
-    rounding). Note that tokenising prefix and suffix separately may split the text at the join
-    differently from tokenising the concatenation. Returns (n, d) or (n, len(layers), d).
-    `mesh`: the prefix runs on one device and its cache is replicated; each batch of suffixes is
-    split over the mesh devices (as in `encode`).
+    The suffix keys attend to the prefix's cached keys/values, so the result equals encoding the
+    concatenated ids (up to fp rounding). Note that tokenising prefix and suffix separately may split
+    the text at the join differently from tokenising the concatenation.
+
+    Args:
+        pre: a loaded decoder.
+        prefix: a string (tokenised with the model's special tokens, e.g. BOS) or token ids.
+        suffixes: n strings (tokenised without special tokens) or token-id sequences.
+        layers: an int or a sequence of hidden-state indices (HF numbering, -1 = final).
+        batch_size: suffixes per forward.
+        progress: a progress bar over the batches.
+        mesh: None (one device), or a mesh: the prefix runs on one device and its cache is
+            replicated; each batch of suffixes is split over the mesh devices (as in `encode`).
+
+    Returns:
+        The states, (n, d) float32 for an int `layers`, else (n, len(layers), d).
     """
     cfg = pre.config
     if not cfg.is_decoder:
