@@ -36,10 +36,6 @@ MIN_PARAMETERS = 3  # a public function with this many parameters or more needs 
 # Files being rewritten on other branches when the Args: rule came in; their docstrings follow on
 # the merge. To be emptied: delete each entry once its file passes.
 IN_FLIGHT = {
-    "probes/extract.py",
-    "probes/encode_config.py",
-    "probes/borp.py",
-    "puaudit_jax/audit/config.py",
     "puaudit_jax/quantify/",
     "puaudit_jax/cli/quantify.py",
     "puaudit_jax/cli/main.py",

@@ -32,7 +32,7 @@ import pandas as pd
 from puaudit_runtime.files import atomic_path
 
 from ..datasets.exclusions import EXCLUDED, item_status
-from .config import EmbedConfig, default_cache_dir  # here before: a light module, for the CLI's parser
+from .config import ENCODE_OPTIONS, EmbedConfig, default_cache_dir  # here before: a light module, for the CLI's parser
 
 Encoder = Callable[[list], np.ndarray]
 """A frozen encoder: a list of n inputs (str or chat message lists) -> (n, d) float array."""
@@ -209,9 +209,10 @@ def probes_encoder(name: str | None = None, config: EmbedConfig | None = None, *
             or None; a mesh spanning several processes of a cluster (``jax.distributed``): each
             process encodes its share and every process gets all the rows
             (``probes.extract.encode_distributed``).
-        **settings: fields of :class:`EmbedConfig` to change (``cache_dir``, ``no_cache``,
-            ``batch_size``, ``max_length``, ``long_inputs``); ``cache_dir=None`` turns the disk cache
-            off (as ``no_cache=True``), ``cache_dir="default"`` is the default folder.
+        **settings: fields of :class:`EmbedConfig` to change (``cache_dir``, ``no_cache``, ``encoding``)
+            and the encoding settings of :data:`~puaudit_jax.audit.config.ENCODE_OPTIONS` (``batch_size``,
+            ``max_length``, ``long_inputs``: set on its ``encoding``); ``cache_dir=None`` turns the disk
+            cache off (as ``no_cache=True``), ``cache_dir="default"`` is the default folder.
 
     Returns:
         The encoder; its ``config`` is the resolved :class:`EmbedConfig`, ``encode_config`` the
@@ -244,18 +245,25 @@ def probes_encoder(name: str | None = None, config: EmbedConfig | None = None, *
 
 
 def _embed_settings(name: str | None, config: EmbedConfig | None, settings: dict) -> EmbedConfig:
-    """The resolved, checked :class:`EmbedConfig` of :func:`probes_encoder`'s arguments."""
+    """The resolved, checked :class:`EmbedConfig` of :func:`probes_encoder`'s arguments.
+
+    ``settings``: fields of :class:`EmbedConfig`, and the encoding settings of :data:`ENCODE_OPTIONS`
+    (set on its ``encoding``).
+    """
     config = config or EmbedConfig()
     settings = dict(settings)
     if "cache_dir" in settings and settings["cache_dir"] in (None, "default"):  # the keyword's meanings before
         settings["no_cache"] = settings.get("no_cache", False) or settings["cache_dir"] is None
         settings["cache_dir"] = None
-    unknown = sorted(set(settings) - {f.name for f in fields(EmbedConfig)} - {"encoder"})
+    encoding = {key: settings.pop(key) for key in ENCODE_OPTIONS if key in settings}
+    unknown = sorted(set(settings) - {f.name for f in fields(EmbedConfig)})
     if unknown:
-        raise TypeError(f"probes_encoder: unknown settings {unknown}; use fields of EmbedConfig")
+        known = f"fields of EmbedConfig or {list(ENCODE_OPTIONS)}"
+        raise TypeError(f"probes_encoder: unknown settings {unknown}; use {known}")
     if "cache_dir" in settings and settings["cache_dir"] is not None:
         settings["cache_dir"] = str(settings["cache_dir"])
     cfg = replace(config, **settings, encoder=name or settings.get("encoder") or config.encoder)
+    cfg = replace(cfg, encoding=replace(cfg.encoding, **encoding)) if encoding else cfg
     cfg.validate()
     return cfg.resolved()
 
@@ -302,5 +310,6 @@ def table_embeddings(table: pd.DataFrame, config: EmbedConfig, *, mesh=None, pro
     """
     encoder = probes_encoder(config=config, progress=progress, mesh=mesh)
     cfg = encoder.config
-    settings = f"max_length={cfg.max_length or 'window'}, long_inputs={cfg.long_inputs or 'default'}"
+    enc = cfg.encoding
+    settings = f"max_length={enc.max_length or 'window'}, long_inputs={enc.long_inputs or 'default'}"
     return embed_comparisons(table, encoder, source=f"probes:{cfg.encoder} ({settings})", judges=judges)
