@@ -12,6 +12,7 @@ style-controlled; ``ranks.py``: simultaneous rank-sets; ``targets.py``: the targ
 predictions; ``active.py``: inverse-probability-weighted (active) estimators and sampling
 probabilities; ``plan.py``: :func:`plan_labels`, which items to label next; ``sample_check.py``: is
 the labelled set a random sample?; ``pipeline.py``: :func:`quantify` and the leaderboard files;
+``robustness.py``: how many comparisons must be dropped to change the #1;
 ``coverage.py``: the coverage study; ``plots.py``: the forest plot and the plan's power curve. The
 audit's predictions for PPI++ come from :mod:`puaudit_jax.audit.predictions` (this package never
 imports the audit).
@@ -21,7 +22,8 @@ from puaudit_runtime.lazy import lazy_package
 
 __all__ = [
     "AUDIT_PPI", "ESTIMATORS", "HUMAN_ONLY", "JUDGE_BIAS", "JUDGE_ONLY", "PPI", "STRATIFIED", "Estimate",
-    "LabelPlanReport", "MFit", "PlanConfig", "Quantification", "QuantifyConfig", "RankSets", "TargetEstimate",
+    "LabelPlanReport", "MFit", "PlanConfig", "Quantification", "QuantifyConfig", "RankSets", "Robustness",
+    "RobustnessRow", "TargetEstimate",
     "audit_agreement", "audit_predictions", "human_only", "judge_bias", "judge_only", "plan_labels", "ppi_lambda",
     "ppi_logistic", "ppi_logistic_splits", "ppi_mean", "quantify", "rank_sets", "stratified_ppi_mean",
     "write_quantification",
@@ -51,6 +53,7 @@ __getattr__, __dir__ = lazy_package(
         ".pipeline": ("Quantification", "quantify", "write_quantification"),
         ".plan": ("LabelPlanReport", "plan_labels"),
         ".ranks": ("RankSets", "rank_sets"),
+        ".robustness": ("Robustness", "RobustnessRow"),
         ".targets": ("TargetEstimate", "audit_agreement", "audit_predictions"),
     },
 )

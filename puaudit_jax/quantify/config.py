@@ -30,12 +30,15 @@ class QuantifyConfig:
         cluster_by: column grouping rows that share texts (e.g. prompt): cluster-robust intervals
         style: style features controlled for in a second, style-controlled leaderboard (comma list;
             "" for none): normalised A - B differences of tokens, headers, list items, bold, ...
+        robustness: also count how many comparisons must be dropped to change each leaderboard's #1 and
+            adjacent pairs (first-order influence confirmed by refit; robustness.csv)
     """
 
     level: float = 0.9
     cluster_by: str | None = None
     style: tuple[str, ...] = field(default=("tokens", "headers", "list_items", "bold"),
                                    metadata={"choices": STYLE_FEATURES})  # fmt: skip
+    robustness: bool = False
 
     def __post_init__(self):
         check_level(self.level)
