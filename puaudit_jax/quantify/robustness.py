@@ -361,10 +361,10 @@ def estimator_rows(p: _Problem) -> list[RobustnessRow]:
         return found[j]
 
     adjacent = len(rank) - 1
-    firsts = [first_order_set(effects[:, j], float(V[:, j] @ p.beta), np.ones(len(p.ids), bool)) for j in
-              [0, *range(adjacent, len(pairs))]]  # fmt: skip
+    challengers = [0, *range(adjacent, len(pairs))]  # the #1 against #2, #3, ...
+    firsts = [first_order_set(effects[:, j], float(V[:, j] @ p.beta), np.ones(len(p.ids), bool)) for j in challengers]
     sizes = [np.inf if f is None else len(f) for f in firsts]
-    candidates = [[0, *range(adjacent, len(pairs))][i] for i in np.argsort(sizes, kind="stable")[:CANDIDATES]]
+    candidates = [challengers[i] for i in np.argsort(sizes, kind="stable")[:CANDIDATES]]
     best = min(candidates, key=lambda j: (not solve(j).verified, _size(solve(j))))
     top = p.models[rank[0]]
     rows = [_row(p, TOP + top, solve(best), p.models[pairs[best][1]])]

@@ -158,3 +158,28 @@ def test_the_cli_writes_robustness_csv_and_the_summary_line(tmp_path, capsys):
     assert len(top["ids"].split(";")) == top["dropped"]
     printed = capsys.readouterr().out
     assert f"#1 (human only): {top['target'][4:]} survives until {top['dropped']} of" in printed
+
+
+def test_the_influences_match_leave_one_out_refits_of_each_estimators_own_loss():
+    """PPI++'s first-order effects of dropping a labelled (both terms) or an unlabelled (its judge term)
+    comparison match refits of its loss at the same lam; so do judge only's and human only's."""
+    from puaudit_jax.quantify.leaderboard import _bt_fits
+    from puaudit_jax.quantify.m_estimation import logistic_refit
+    from puaudit_jax.quantify.robustness import _problem, influences
+    from puaudit_jax.quantify.targets import inputs
+
+    table = _table(np.random.default_rng(5), (0.8, 0.3, 0.0, -0.5), 800, hidden=0.6)
+    inp = inputs(table, 0.9)
+    ma, mb = table["model_a"].to_numpy(), table["model_b"].to_numpy()
+    fits = _bt_fits(ma, mb, inp.y, inp.predictions, inp.labelled, inp.unlabelled, None, None)
+    for est in (JUDGE_ONLY, HUMAN_ONLY, PPI):
+        p = _problem(est, fits, fits.fits[est][0], ma, mb, inp, table["id"].to_numpy())
+        effect = influences(p, p.beta, np.ones(len(p.ids), bool), np.eye(len(p.beta)))
+        rows = [*np.flatnonzero(p.lab)[:4], *np.flatnonzero(p.unl)[:4]]
+        for i in rows:
+            lab, unl = p.lab.copy(), p.unl.copy()
+            lab[i] = unl[i] = False
+            beta, ok = logistic_refit(p.X, p.y, p.yhat, lab, unl, p.lam, p.beta)
+            assert ok
+            exact = beta - p.beta
+            assert np.abs(effect[i] - exact).max() < 0.02 * np.abs(exact).max() + 1e-7, (est, i)
