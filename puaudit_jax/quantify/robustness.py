@@ -34,7 +34,9 @@ back and the smaller set refitted (:data:`SHRINK` tries). PPI++'s set is finally
 re-tuned, its estimator exactly. ``verified`` says that this last refit really flipped the order (the
 challenger level with or ahead of the leader, within :data:`LEVEL` nats). A refit that does not
 converge, or leaves a model without comparisons or the graph in pieces, is no leaderboard and flips
-nothing. The count is an upper bound on the fewest drops (a set that works); on small random sets it
+nothing. For the #1, every challenger's first-order count is computed and the :data:`CANDIDATES` lowest
+are searched; the fewest verified count is reported, with the challenger (``overtaken_by``). The
+count is an upper bound on the fewest drops (a set that works); on small random sets it
 was within one of a brute-force search (tests/quantify/test_robustness.py).
 """
 
@@ -372,7 +374,13 @@ def estimator_rows(p: _Problem) -> list[RobustnessRow]:
 
 
 def not_estimable(estimator: str, why: str, comparisons: int = 0) -> RobustnessRow:
-    """An explicit "#1" row without a count, saying ``why``."""
+    """An explicit "#1" row without a count, saying ``why``.
+
+    Args:
+        estimator: the estimator whose leaderboard has no count.
+        why: the reason (one model, a disconnected graph, a fit that is not estimable, ...).
+        comparisons: the comparisons its fit would read (0 when none).
+    """
     return RobustnessRow(estimator, TOP.rstrip(": "), None, comparisons, note=why)
 
 
@@ -428,7 +436,15 @@ def leaderboard_robustness(model_a, model_b, ids, inp) -> Robustness:
 
 
 def write_robustness(result: Robustness, folder) -> str:
-    """Write robustness.csv (atomically) in ``folder``; returns its name."""
+    """Write robustness.csv (atomically) in ``folder``: :meth:`Robustness.to_frame`.
+
+    Args:
+        result: the robustness rows.
+        folder: the output folder.
+
+    Returns:
+        The file's name.
+    """
     from puaudit_runtime.files import write_csv
 
     write_csv(result.to_frame(), Path(folder) / "robustness.csv")
