@@ -183,3 +183,13 @@ def test_the_influences_match_leave_one_out_refits_of_each_estimators_own_loss()
             assert ok
             exact = beta - p.beta
             assert np.abs(effect[i] - exact).max() < 0.02 * np.abs(exact).max() + 1e-7, (est, i)
+
+
+def test_a_fit_that_is_not_estimable_and_a_level_top_say_so():
+    table = _table(np.random.default_rng(6), (0.5, 0.0, -0.5), 120)  # every row labelled: PPI++ has no pool
+    rows = {r.estimator: r for r in quantify(table, robustness=True, style=()).robustness.rows}
+    assert rows[PPI].dropped is None and "no unlabelled item" in rows[PPI].note
+    level = pd.DataFrame({"id": [f"r{i}" for i in range(8)], "judge": ["A"] * 8, "human": ["A", "A", "B", "B"] * 2,
+                          "model_a": ["m0", "m1"] * 4, "model_b": ["m1", "m0"] * 4})  # fmt: skip
+    top = _row(quantify(level, robustness=True, style=()), HUMAN_ONLY)
+    assert top.dropped == 0 and top.verified and top.note == "level already"
