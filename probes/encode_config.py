@@ -5,7 +5,7 @@ Kept apart from `probes.extract` so that validating settings (e.g. a CLI's) does
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from puaudit_runtime.checks import check_choice, check_flag, check_int, check_range, is_int
 
@@ -54,14 +54,18 @@ class EncodeConfig:
             interrupted run keeps what it wrote.
     """
 
+    ROW_NEUTRAL = ("batch_size", "padding_side", "micro_batch_tokens", "progress", "cache_every")
+    """The settings that change no output row beyond float rounding (or only speed and display):
+    the disk cache's key leaves them out; every other field is keyed (`cache_settings`)."""
+
     layers: int | tuple[int, ...] = -1
-    pooling: str | None = None
+    pooling: str | None = field(default=None, metadata={"choices": POOLINGS})
     batch_size: int = 16
     max_length: int | None = None
-    long_inputs: str | None = None
+    long_inputs: str | None = field(default=None, metadata={"choices": LONG_INPUTS})
     head_fraction: float = 0.25
     chunk_overlap: int | None = None
-    padding_side: str = "right"
+    padding_side: str = field(default="right", metadata={"choices": PADDING_SIDES})
     normalised: bool = False
     micro_batch_tokens: int | str | None = "auto"
     progress: bool = False
@@ -91,9 +95,11 @@ class EncodeConfig:
     def cache_settings(self) -> dict:
         """The settings that change the vectors, as the disk cache keys them (JSON-able).
 
-        `batch_size`, `padding_side`, `micro_batch_tokens`, `progress` and `cache_every` change
-        nothing but float rounding or speed, so they share cached rows. The key "normalize" is the
-        name the cache was first written under: kept so that existing caches stay valid.
+        Every field but those of `ROW_NEUTRAL` (batch size, padding side, micro-batches, progress and
+        cache shard size change nothing but float rounding or speed, so they share cached rows);
+        `tests/probes/test_cache_key.py` fails when a field is in neither. The key "normalize" is the
+        name the cache was first written under. `probes.extract.cache_namespace` adds the model and
+        the resolved long-input rule.
         """
         return dict(
             layers=self.layers if isinstance(self.layers, int) else list(self.layers),

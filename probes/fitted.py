@@ -94,13 +94,39 @@ def read_dialogues(path: str) -> tuple[pd.DataFrame, list[list[dict]]]:
 
 
 def prompt_spec(encoder: str, layer: int, scale: tuple[float, float], rubric: str | None, criterion: str) -> dict:
-    """The feature spec saved with a probe: encoder, layer and the contrastive prompt's fields."""
+    """The feature spec saved with a probe: encoder, layer and the contrastive prompt's fields.
+
+    Args:
+        encoder: the model's name or folder (as :func:`~probes.models.load_pretrained` takes it).
+        layer: the hidden-state layer the features come from.
+        scale: (lowest, highest) score of the probe prompt's rating scale.
+        rubric: the rubric text (a rubric probe), or None for the blind probe.
+        criterion: what the rubric rates (used only with a rubric).
+
+    Returns:
+        ``{"encoder", "layer", "probe"}``, the probe a dict of :class:`~probes.borp.ProbePrompt`'s fields.
+    """
     probe = borp.rubric_probe(criterion, rubric, scale=scale) if rubric else borp.blind_probe(scale)
     return dict(encoder=encoder, layer=layer, probe=dict(probe.__dict__))
 
 
 def dialogue_features(spec: dict, dialogues: list, mesh=None) -> np.ndarray:
-    """Features (n, d) of ``dialogues`` as ``spec`` (:func:`prompt_spec`) says; ``mesh`` splits the rows."""
+    """Features (n, d) of ``dialogues`` as ``spec`` (:func:`prompt_spec`) says.
+
+    A decoder gives the contrastive vectors of the spec's probe prompt; an encoder the embedding of
+    the turns' contents joined by spaces.
+
+    Args:
+        spec: a :func:`prompt_spec` dict.
+        dialogues: n dialogues, each a list of chat messages (``{"role", "content"}``).
+        mesh: a device mesh that splits the rows, or None for one device.
+
+    Returns:
+        The features, shape (n, d).
+
+    Raises:
+        ValueError: a layer the model lacks (before any work).
+    """
     from .models import load_pretrained
     from .models.batching import resolve_layers
 
@@ -171,9 +197,20 @@ def fit_probe(
 ) -> FittedProbe:
     """Fit a BoRP head on the human scores in column ``target`` of ``table``.
 
-    ``config.n_components`` above the limit of :func:`check_components` is an error (never clipped);
-    a resample with fewer distinct rows can still lower a head's components: then a UserWarning says
-    so, and :attr:`FittedProbe.components` records the values used.
+    A resample with fewer distinct rows can lower a head's components: then a UserWarning says so, and
+    :attr:`FittedProbe.components` records the values used.
+
+    Args:
+        table: one row per dialogue, with the human scores in column ``target``.
+        dialogues: the n dialogues of the table's rows, in order (chat-message lists).
+        target: the column of the human scores (finite numbers).
+        spec: the feature spec (:func:`prompt_spec`).
+        config: the head's settings; ``config.n_components`` above the limit of :func:`check_components`
+            is an error (never clipped).
+        mesh: a device mesh that splits the rows, or None for one device.
+
+    Returns:
+        The :class:`FittedProbe` (its agreement with the training scores empty when they are constant).
 
     Raises:
         ValueError: no such column, rows without a score (counted), or config.n_components above

@@ -98,7 +98,20 @@ class Pearson:
 
 
 def pearson(x, y, confidence: float = 0.95) -> Pearson:
-    """Pearson correlation of two (n,) arrays (NaN pairs dropped); CI from z = atanh(r) +- q / sqrt(n - 3)."""
+    """Pearson correlation of two arrays (NaN pairs dropped); CI from z = atanh(r) +- q / sqrt(n - 3).
+
+    Args:
+        x: the first variable, shape (n,) (raveled).
+        y: the second variable, shape (n,).
+        confidence: coverage of the interval, in (0, 1).
+
+    Returns:
+        The :class:`Pearson` (r, interval, two-sided p value, pairs used); the interval is [-1, 1]
+        with 3 pairs.
+
+    Raises:
+        ValueError: x and y of different lengths, fewer than 3 pairs, or a constant input.
+    """
     x, y = np.asarray(x, float).ravel(), np.asarray(y, float).ravel()
     if x.shape != y.shape:
         raise ValueError(f"x and y differ in length: {x.shape} vs {y.shape}")
@@ -155,9 +168,21 @@ def cuped(y, x) -> Cuped:
 
 
 def required_sample_size(std: float, delta: float, alpha: float = 0.05, power: float = 0.8) -> int:
-    """Units per arm for a two-sided two-sample z-test to detect an absolute difference `delta`.
+    """Units per arm for a two-sided two-sample z-test to detect an absolute difference ``delta``.
 
-    With a metric of standard deviation `std`: n = 2 (z_{1-alpha/2} + z_{power})^2 std^2 / delta^2.
+    n = 2 (z_{1-alpha/2} + z_{power})^2 std^2 / delta^2, rounded up.
+
+    Args:
+        std: the metric's standard deviation (> 0), in its units.
+        delta: the difference to detect (!= 0), in the metric's units.
+        alpha: the test's two-sided level, in (0, 1).
+        power: the probability of detecting ``delta``, in (0, 1).
+
+    Returns:
+        Units per arm.
+
+    Raises:
+        ValueError: ``std`` <= 0 or ``delta`` == 0.
     """
     if std <= 0 or delta == 0:
         raise ValueError("std must be > 0 and delta != 0")
@@ -166,7 +191,18 @@ def required_sample_size(std: float, delta: float, alpha: float = 0.05, power: f
 
 
 def cuped_sample_size(std: float, delta: float, rho: float, alpha: float = 0.05, power: float = 0.8) -> tuple[int, int]:
-    """(units per arm without, with CUPED): CUPED shrinks the variance by the factor 1 - rho^2."""
+    """(units per arm without, with CUPED): CUPED shrinks the variance by the factor 1 - rho^2.
+
+    Args:
+        std: the metric's standard deviation (> 0), in its units.
+        delta: the difference to detect (!= 0), in the metric's units.
+        rho: the correlation of the metric with its pre-period covariate, in [-1, 1].
+        alpha: the test's two-sided level, in (0, 1).
+        power: the probability of detecting ``delta``, in (0, 1).
+
+    Returns:
+        (units per arm without CUPED, with CUPED), as :func:`required_sample_size`.
+    """
     return (
         required_sample_size(std, delta, alpha, power),
         required_sample_size(std * np.sqrt(1 - rho**2), delta, alpha, power),

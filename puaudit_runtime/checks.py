@@ -76,6 +76,17 @@ def check_int(name: str, value, minimum: int | None = None, what: str = "", *, o
               need: str | None = None) -> int | None:  # fmt: skip
     """``value`` as a Python int: an integer (not a bool) >= ``minimum``; None passes when ``optional``.
 
+    Args:
+        name: the setting's name, first word of the error ("" for none).
+        value: the value to check.
+        minimum: the smallest value allowed, or None for no bound.
+        what: what the setting is, shown in parentheses in the error ("" for nothing).
+        optional: whether None passes (returned as None).
+        need: the error's requirement instead of "be an integer >= <minimum>".
+
+    Returns:
+        ``int(value)``, or None when ``value`` is None and ``optional``.
+
     Raises:
         ValueError: ``"<name> must be an integer >= <minimum> (<what>), got <value!r>"``.
     """
@@ -90,6 +101,18 @@ def check_int(name: str, value, minimum: int | None = None, what: str = "", *, o
 def check_real(name: str, value, minimum: float | None = None, *, strict: bool = False, what: str = "",
                optional: bool = False, need: str | None = None) -> float | None:  # fmt: skip
     """``value`` as a float: a finite real number, >= ``minimum`` (> with ``strict``) when given.
+
+    Args:
+        name: the setting's name, first word of the error ("" for none).
+        value: the value to check.
+        minimum: the bound, or None for none.
+        strict: whether ``value`` must exceed ``minimum`` (> rather than >=).
+        what: what the setting is, shown in parentheses in the error ("" for nothing).
+        optional: whether None passes (returned as None).
+        need: the error's requirement instead of "be a finite number >= <minimum>".
+
+    Returns:
+        ``float(value)``, or None when ``value`` is None and ``optional``.
 
     Raises:
         ValueError: ``"<name> must be a finite number > <minimum> (<what>), got <value!r>"``.
@@ -106,10 +129,22 @@ def check_range(name: str, value, low: float, high: float, bounds: str = "[]", *
                 optional: bool = False, need: str | None = None) -> float | None:  # fmt: skip
     """``value`` as a float: a finite real number in the interval ``bounds`` from ``low`` to ``high``.
 
-    ``bounds`` are the interval's brackets: "[]" (closed), "()" (open), "(]" or "[)".
+    Args:
+        name: the setting's name, first word of the error ("" for none).
+        value: the value to check.
+        low: the interval's lower end.
+        high: the interval's upper end.
+        bounds: the interval's brackets: "[]" (closed), "()" (open), "(]" or "[)".
+        what: what the setting is, shown in parentheses in the error ("" for nothing).
+        optional: whether None passes (returned as None).
+        need: the error's requirement instead of "be in <interval>".
+
+    Returns:
+        ``float(value)``, or None when ``value`` is None and ``optional``.
 
     Raises:
-        ValueError: ``"<name> must be in (<low>, <high>] (<what>), got <value!r>"``.
+        ValueError: ``"<name> must be in (<low>, <high>] (<what>), got <value!r>"``; also for ``bounds``
+            not one of the four (a bug in the caller).
     """
     if bounds not in ("[]", "()", "(]", "[)"):
         raise ValueError(f"bounds must be one of '[]', '()', '(]', '[)', got {bounds!r}")  # a bug in the caller
@@ -124,12 +159,34 @@ def check_range(name: str, value, low: float, high: float, bounds: str = "[]", *
 
 def check_fraction(name: str, value, bounds: str = "()", *, what: str = "", optional: bool = False,
                    need: str | None = None) -> float | None:  # fmt: skip
-    """:func:`check_range` from 0 to 1, open by default: a level, a share, a probability."""
+    """:func:`check_range` from 0 to 1, open by default: a level, a share, a probability.
+
+    Args:
+        name: the setting's name, first word of the error ("" for none).
+        value: the value to check.
+        bounds: the interval's brackets, as :func:`check_range` ("()": 0 < value < 1).
+        what: what the setting is, shown in parentheses in the error ("" for nothing).
+        optional: whether None passes (returned as None).
+        need: the error's requirement instead of "be in (0, 1)".
+
+    Returns:
+        ``float(value)`` in [0, 1], or None when ``value`` is None and ``optional``.
+
+    Raises:
+        ValueError: ``value`` is not a finite number inside ``bounds``.
+    """
     return check_range(name, value, 0, 1, bounds, what=what, optional=optional, need=need)
 
 
 def check_choice(name: str, value, choices, *, optional: bool = False, need: str | None = None):
     """``value`` itself when it is one of ``choices`` (or None when ``optional``).
+
+    Args:
+        name: the setting's name, first word of the error ("" for none).
+        value: the value to check (a bool never matches, nor does an unhashable value or an array).
+        choices: the allowed values (any iterable).
+        optional: whether None passes (returned as None).
+        need: the error's requirement instead of "be one of (<choices>)".
 
     Raises:
         ValueError: ``"<name> must be one of ('a', 'b'), got <value!r>"``.
@@ -147,6 +204,11 @@ def check_choice(name: str, value, choices, *, optional: bool = False, need: str
 
 def check_flag(name: str, value, *, need: str | None = None) -> bool:
     """``value`` as a Python bool: True or False (NumPy's too), not 0, 1 or "yes".
+
+    Args:
+        name: the setting's name, first word of the error ("" for none).
+        value: the value to check.
+        need: the error's requirement instead of "be True or False".
 
     Raises:
         ValueError: ``"<name> must be True or False, got <value!r>"``.

@@ -26,6 +26,14 @@ def process_rows(n: int, process_index: int | None = None, process_count: int | 
     """Rows [start, stop) of an n-row corpus that process ``process_index`` of ``process_count`` loads.
 
     Contiguous, as even as possible (the first n % count processes get one more row).
+
+    Args:
+        n: rows in the corpus.
+        process_index: this process's rank (None: ``jax.process_index()``).
+        process_count: processes in the cluster (None: ``jax.process_count()``).
+
+    Returns:
+        (start, stop), row indices with ``0 <= start <= stop <= n``.
     """
     i = jax.process_index() if process_index is None else int(process_index)
     k = jax.process_count() if process_count is None else int(process_count)

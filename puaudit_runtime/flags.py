@@ -44,7 +44,11 @@ class DeviceFlags:
 def add_device_arguments(parser, *, cluster: bool = True, what: str = "the work") -> None:
     """Add ``--devices``, ``--mesh`` and (``cluster``) the cluster flags to an argparse parser.
 
-    ``what`` names what the devices share in the group's help.
+    Args:
+        parser: the ``argparse.ArgumentParser`` the "devices" group is added to.
+        cluster: whether to add the jax.distributed flags too (``--coordinator``, ``--num-processes``,
+            ``--process-id``, ``--cluster-auto``, ``--cluster-timeout``).
+        what: names what the devices share, in the group's help.
     """
     g = parser.add_argument_group(
         "devices", f"spread {what} over several devices" + (" or processes" if cluster else "") + " (jax.sharding)"
@@ -89,8 +93,18 @@ def add_device_arguments(parser, *, cluster: bool = True, what: str = "the work"
 def mesh_from_args(args, *, join_cluster: bool = True, fail=None) -> Mesh | None:
     """:func:`build_mesh` of the device flags of a parsed namespace ``args`` (only read; absent flags: None).
 
-    ``fail`` (e.g. a parser's ``error``): called with "--devices / --mesh: <the ValueError>" instead
-    of raising.
+    Args:
+        args: a parsed ``argparse.Namespace`` (flags of :func:`add_device_arguments`; absent ones take
+            :class:`DeviceFlags`'s defaults).
+        join_cluster: passed to :func:`build_mesh` (join the jax.distributed cluster the flags name).
+        fail: called with "--devices / --mesh: <the ValueError>" instead of raising (e.g. a parser's
+            ``error``); None raises.
+
+    Returns:
+        The mesh, or None for one device (or what ``fail`` returns).
+
+    Raises:
+        ValueError: bad device flags, when ``fail`` is None.
     """
     flags = DeviceFlags(**{f.name: getattr(args, f.name, f.default) for f in dataclasses.fields(DeviceFlags)})
     try:

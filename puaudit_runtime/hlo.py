@@ -81,7 +81,13 @@ class LoopTraffic:
         return self.direct_bytes + self.branch_bytes
 
     def add(self, shape: str, attrs: str, in_branch: bool) -> None:
-        """Count one collective of result ``shape`` (HLO text) with attributes ``attrs``."""
+        """Count one collective of result ``shape`` (HLO text) with attributes ``attrs``.
+
+        Args:
+            shape: the collective's result shape in HLO text (``f32[128,4]``; a tuple sums its parts).
+            attrs: the rest of its HLO line (its ``replica_groups`` give the group size).
+            in_branch: whether it sits inside a conditional branch (counted in ``branch_*``, else ``direct_*``).
+        """
         key = "branch" if in_branch else "direct"
         setattr(self, f"{key}_bytes", getattr(self, f"{key}_bytes") + shape_bytes(shape))
         setattr(self, f"{key}_ops", getattr(self, f"{key}_ops") + 1)

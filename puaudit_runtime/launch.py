@@ -296,6 +296,11 @@ def wait_processes(procs: Sequence[subprocess.Popen], timeout: float, *, kill_on
 
     Whatever still runs then is killed (also on KeyboardInterrupt), so nothing outlives the caller.
 
+    Args:
+        procs: the processes (e.g. :func:`start_cluster`'s).
+        timeout: the longest wait, in seconds.
+        kill_on_failure: whether a nonzero exit of one process stops the wait (and kills the others).
+
     Returns:
         (why it stopped early, or None; each process's exit time in s from now, None if killed).
     """
@@ -331,6 +336,16 @@ def run_cluster(
     """Run a cluster (:func:`start_cluster`) to its end and collect each process's output.
 
     All processes are killed when one fails or at the timeout, so the call ends in bounded time.
+
+    Args:
+        args: interpreter arguments of every process (as :func:`run_python`).
+        n_processes: processes in the cluster.
+        devices_per_process: forced host devices of each process.
+        timeout: the longest run, in seconds.
+        env: variables added to every process's environment.
+        cwd: working folder of every process (also put first on PYTHONPATH).
+        cores_of: rank -> the cores that process is pinned to (None: no pinning).
+        log_dir: folder of the output files ``process-<i>.log`` (None: a temporary one, removed).
 
     Returns:
         (why the cluster failed, or None; one :class:`Finished` per process, rank order).

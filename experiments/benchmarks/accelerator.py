@@ -16,7 +16,9 @@ every section: a run cut short keeps what it measured. Sections:
   solver      ``experiments.benchmarks.ot``'s solvers side by side on its cone problems (d 768, cosine,
               eps 0.01, m 0.7, float32): ours (to tol, then per iteration and with the certificate),
               ott-jax on the dense augmented matrix (its fastest dense path) and on the point cloud,
-              at 20k x 20k, 2k x 100k and 20k x 100k; ratios best ott-jax / ours.
+              at 20k x 20k, 2k x 100k and 20k x 100k; ratios best ott-jax / ours; and where ours' time
+              goes (``ot --phases``: validation, normalisation, transfer, iterations, certificate, host
+              copies, each phase waited for), the host's share beside it.
   first_call  a fresh process's first solve, compilation included: ours cold, ours with a warm
               persistent compilation cache, ott-jax cold (``ot.first_call_rows``), at 1000 x 1000.
   memory      the largest n_U whose compiled solve (XLA's buffer assignment, nothing runs) fits the
@@ -244,7 +246,7 @@ def section_solver(cfg, state) -> str:
         solvers = ["ours", "ott-matrix"] + (["ott"] if (n, k) == cfg["ott_cloud"] else [])
         for solver in solvers:
             spec = dict(solver=solver, n=n, k=k, eps=EPS, tol=1e-4, max_iter=10_000,
-                        repeats=3 if solver == "ours" else 1, short_iter=10)  # fmt: skip
+                        repeats=3 if solver == "ours" else 1, short_iter=10, with_phases=solver == "ours")  # fmt: skip
             r = run_worker(OT_MODULE, spec, key="skipped", timeout=cfg["timeout"])
             if r.get("per_iter") and state.get("device", {}).get("stream_gbs"):
                 r["bound"] = 2 * n * k * 4 / (state["device"]["stream_gbs"] * 1e9)  # two float32 passes over C

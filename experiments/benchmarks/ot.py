@@ -30,6 +30,7 @@ every Sinkhorn needs thousands of iterations).
     python -m experiments.benchmarks.ot --memory   # compiled memory of each solve (no run)
     python -m experiments.benchmarks.ot --first-call   # a fresh process's first solve, compilation
         included: ours with cold and with warm persistent compilation caches, ott-jax cold (ratios)
+    python -m experiments.benchmarks.ot --solvers ours,ott --sizes 5000 --phases   # + where ours' time goes
     python -m experiments.benchmarks.ot --devices 2 --solvers ours,ours-blocked   # + ours@mesh rows:
         the same solves split over 2 devices (forced host devices on CPU), side by side
 
@@ -289,6 +290,8 @@ def worker(spec: dict) -> dict:
     res.update(
         time=med, first=first if warm else times[0], compile=max(first - med, 0.0) if warm else 0.0, peak_mb=peak
     )
+    if spec.get("with_phases") and spec["solver"] in PHASED:
+        res.update(_phases(fn, x, y, kw))
     if spec["solver"] == "ours-path":
         res.update(_independent_masses(x, y, kw, res))
     elif spec.get("short_iter") and spec["solver"].startswith("ours"):
@@ -299,6 +302,23 @@ def worker(spec: dict) -> dict:
     if not np.isfinite(res["cost"]):
         res["failed"] = "non-finite plan (kernel exp(-C/eps) underflows)"
     return res
+
+
+PHASED = ("ours", "ours-blocked", "ours-relaxed")  # the solves that pass through solve_partial's phases
+
+
+def _phases(fn, x, y, kw) -> dict:
+    """One solve's seconds per phase of ``solve_partial`` (``puaudit_runtime.phases``), without and with
+    the certificate (each compiled first, so the table is a steady solve's)."""
+    from puaudit_runtime.phases import recording
+
+    out = {}
+    for key, certify in (("phases", False), ("phases_certified", True)):
+        fn(x, y, certify=certify, **kw)  # compiled
+        with recording() as table:
+            fn(x, y, certify=certify, **kw)
+        out[key] = dict(table.seconds)
+    return out
 
 
 def _per_iteration(fn, x, y, spec) -> dict:
@@ -471,6 +491,8 @@ def main(argv=None):
         "--memory", action="store_true", help="only the compiled-memory table (XLA buffer assignment, no solve)"
     )
     ap.add_argument("--first-call", action="store_true", help="only the first-call table (fresh processes)")
+    ap.add_argument("--phases", action="store_true", help="add the phase table of each of ours' solves "
+                    "(where the time goes: validation, normalisation, transfer, iterations, ...)")  # fmt: skip
     add_device_arguments(ap, cluster=False, what="ours@mesh")
     args = ap.parse_args(argv)
     if serve_worker(args, worker):
@@ -516,6 +538,7 @@ def main(argv=None):
                     max_iter=args.max_iter,
                     repeats=1 if solver in EXACT or solver.startswith("pot") else args.repeats,
                     short_iter=10,
+                    with_phases=args.phases,
                 )
                 if solver.startswith("ours-blocked"):
                     spec.update(max_iter=30, short_iter=5, repeats=1, span=10)
@@ -698,7 +721,34 @@ def render(rows) -> str:
                   f"{fmt(r.get('relaxed_ratio'), '.2f')} | "
                   f"{r['path_col_diff']:.1e} |" for r in paths]  # fmt: skip
         lines += per_mass_table(paths)
-    return "\n".join(lines)
+    return "\n".join(lines + phase_table(rows))
+
+
+HOST_PHASES = ("validation", "normalisation", "transfer", "host copies", "finalisation")
+
+
+def phase_table(rows) -> list[str]:
+    """``--phases``: milliseconds per phase of each of ours' solves, and the host's share of the solve.
+
+    The host's share is that of :data:`HOST_PHASES` (what is not the device's iterations or certificate).
+    """
+    rows = [r for r in rows if isinstance(r.get("phases"), dict)]
+    if not rows:
+        return []
+    names = list(dict.fromkeys(name for r in rows for key in ("phases", "phases_certified")
+                               for name in r.get(key, {})))  # fmt: skip
+    lines = ["", "Where the time goes (`--phases`: one steady solve, each phase waited for; ms):", "",
+             "| n_P x n_U | eps | solver | certified | " + " | ".join(names) + " | total | host share |",
+             "|" + "---|" * (6 + len(names))]  # fmt: skip
+    for r in rows:
+        for key, certified in (("phases", "no"), ("phases_certified", "yes")):
+            seconds = r.get(key) or {}
+            total = sum(seconds.values())
+            host = sum(seconds.get(name, 0.0) for name in HOST_PHASES)
+            cells = " | ".join(fmt(1e3 * seconds[n], ".1f") if n in seconds else "-" for n in names)
+            lines.append(f"| {r['n']}x{r['k']} | {fmt(r['eps'])} | {r['solver']} | {certified} | {cells} | "
+                         f"{1e3 * total:.1f} | {fmt(host / total if total else None, '.1%')} |")  # fmt: skip
+    return lines
 
 
 def per_mass_table(paths) -> list[str]:

@@ -19,7 +19,19 @@ Message = dict  # {"role": ..., "content": ...}
 
 
 def bucket_length(n: int, cap: int | None = None, minimum: int = MIN_BUCKET) -> int:
-    """Smallest power of two >= n (at least `minimum`), capped at `cap` (>= n required)."""
+    """Smallest power of two >= n (at least ``minimum``), capped at ``cap``.
+
+    Args:
+        n: the length to fit, in tokens.
+        cap: the largest length allowed (>= n required), or None for no cap.
+        minimum: the smallest bucket.
+
+    Returns:
+        The padded length, in tokens.
+
+    Raises:
+        ValueError: ``n`` exceeds ``cap``.
+    """
     b = max(minimum, 1 << max(0, int(n - 1).bit_length()))
     if cap is not None:
         if n > cap:
@@ -34,7 +46,21 @@ def batch_bucket(n: int, batch_size: int) -> int:
 
 
 def pad_batch(seqs: Sequence[Sequence[int]], length: int, rows: int, pad_id: int = 0, side: str = "right"):
-    """Padded ids (rows, length) int32 and valid (rows, length) bool; extra rows are fully padded."""
+    """Padded ids (rows, length) int32 and valid (rows, length) bool; extra rows are fully padded.
+
+    Args:
+        seqs: the token-id sequences (at most ``rows``, each at most ``length`` tokens).
+        length: the padded length, in tokens.
+        rows: the padded batch size.
+        pad_id: the id that fills the padding.
+        side: where the padding goes: "right" or "left".
+
+    Returns:
+        (ids, valid): ids (rows, length) int32, valid (rows, length) bool (True on real tokens).
+
+    Raises:
+        ValueError: a sequence longer than ``length``, or another ``side``.
+    """
     ids = np.full((rows, length), pad_id, np.int32)
     valid = np.zeros((rows, length), bool)
     for i, s in enumerate(seqs):
@@ -105,9 +131,22 @@ def format_chat(question, answer: str | None = None) -> list[Message]:
 def tokenize_inputs(tokenizer, inputs, add_generation_prompt: bool = False, special: bool = True) -> list[list[int]]:
     """Token ids of each input: a string, a list of chat messages or token ids.
 
-    Strings -> ids (with the tokenizer's special tokens when `special`); chat message lists ->
-    the chat template rendered, then ids without extra special tokens (as transformers does).
-    The texts are tokenised in two batches (strings, rendered chats), in parallel by the backend.
+    Strings -> ids; chat message lists -> the chat template rendered, then ids without extra special
+    tokens (as transformers does). The texts are tokenised in two batches (strings, rendered chats), in
+    parallel by the backend.
+
+    Args:
+        tokenizer: the model's tokenizer, or None (then every input must be token ids).
+        inputs: the inputs, each a string, a list of ``{"role", "content"}`` messages, or token ids.
+        add_generation_prompt: passed to the chat template (append the assistant's turn header).
+        special: whether strings get the tokenizer's special tokens.
+
+    Returns:
+        One list of token ids per input, in order.
+
+    Raises:
+        ValueError: an input that is not token ids when there is no tokenizer.
+        TypeError: an input of another kind.
     """
     out: list = [None] * len(inputs)
     texts: dict[bool, list[tuple[int, str]]] = {True: [], False: []}  # add special tokens -> (position, text)

@@ -221,7 +221,19 @@ def _decoder_config_from_hf(d: dict, source: str) -> DecoderConfig:
 
 
 def config_from_hf(d: dict, source: str = "config.json", pooling: str | None = None) -> ModelConfig:
-    """Parse a Hugging Face config dict. `source` names the file in error messages."""
+    """Parse a Hugging Face config dict into an encoder or decoder config (by its ``model_type``).
+
+    Args:
+        d: the parsed ``config.json``.
+        source: names the file in error messages.
+        pooling: an encoder's sentence pooling ("mean" or "cls"; None: "cls"); unused for a decoder.
+
+    Returns:
+        The :class:`EncoderConfig` or :class:`DecoderConfig`.
+
+    Raises:
+        ValueError: an unsupported ``model_type`` (the supported ones named).
+    """
     model_type = d.get("model_type")
     if model_type in ENCODER_TYPES:
         return _encoder_config_from_hf(d, source, pooling)

@@ -70,9 +70,24 @@ def greedy_generate(
     batch_size: int = 8,
     return_ids: bool = False,
 ):
-    """Greedy continuations of `prompts`, stopped at the tokenizer's eos (or `stop_ids`).
+    """Greedy continuations of ``prompts``, stopped at the tokenizer's eos (or ``stop_ids``).
 
-    A list of strings (decoded, without the stop token), or lists of token ids when `return_ids`.
+    Args:
+        pre: a decoder with a language-model head.
+        prompts: strings, chat message lists or token-id lists (as :func:`tokenize_inputs` takes them).
+        max_new_tokens: tokens generated per prompt.
+        chat: whether string prompts are wrapped as one user message and rendered by the chat template.
+        stop_ids: token ids that end a continuation (None: the config's and the tokenizer's eos).
+        batch_size: prompts per forward pass.
+        return_ids: whether to return token ids instead of decoded strings.
+
+    Returns:
+        One continuation per prompt, without the stop token: strings, or lists of token ids when
+        ``return_ids``.
+
+    Raises:
+        ValueError: a model that is not a decoder with a language-model head; a prompt longer than the
+            window less ``max_new_tokens``.
     """
     cfg = pre.config
     if not cfg.is_decoder or cfg.head != "lm":
@@ -132,8 +147,22 @@ def next_token_logprobs(
 ) -> np.ndarray:
     """Log-probabilities log p(candidate | prompt) of the next token: (n_prompts, n_candidates) float32.
 
-    Used by the local judge (e.g. candidates ["A", "B"]). Prompts longer than `max_length`
-    (default: the window) raise: a judge must not read a silently shortened prompt.
+    Used by the local judge (e.g. candidates ["A", "B"]).
+
+    Args:
+        pre: a decoder with a language-model head.
+        prompts: strings, chat message lists or token-id lists (as :func:`tokenize_inputs` takes them).
+        candidates: the next tokens to score, each an id or a string that is a single token.
+        chat: whether string prompts are wrapped as one user message and rendered by the chat template.
+        batch_size: prompts per forward pass.
+        max_length: the longest prompt allowed, in tokens (None: the model's window).
+
+    Returns:
+        The natural-log probabilities, shape (n_prompts, n_candidates), float32.
+
+    Raises:
+        ValueError: a model that is not a decoder with a language-model head, or prompts longer than
+            ``max_length`` (a judge must not read a silently shortened prompt).
     """
     cfg = pre.config
     if not cfg.is_decoder or cfg.head != "lm":

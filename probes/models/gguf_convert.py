@@ -240,7 +240,21 @@ def _content_key(path: Path) -> str:
 
 
 def convert_gguf(path: str | Path, out_dir: Path | None = None, progress: bool = True) -> Path:
-    """Convert `path` once into a cached HF folder and return that folder."""
+    """Convert ``path`` once into a cached HF folder and return that folder.
+
+    Args:
+        path: the GGUF file.
+        out_dir: the folder to write (None: a cache folder keyed by the file's contents).
+        progress: whether to show a progress bar while dequantising.
+
+    Returns:
+        The folder with ``config.json``, ``model.safetensors`` and the tokenizer files (reused when it
+        already has a ``config.json``).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: a tokenizer other than byte-level BPE ("gpt2").
+    """
     path = Path(path).resolve()
     if not path.is_file():
         raise FileNotFoundError(f"{path}: GGUF file not found")

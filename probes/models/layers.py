@@ -131,7 +131,16 @@ def rope_cos_sin(positions, inv_freq: np.ndarray):
 
 
 def apply_rope(x, cos, sin):
-    """Rotate x (B, T, H, Dh) by cos/sin (B, T, Dh): rotate-half formulation, computed in float32."""
+    """Rotate x by cos/sin: rotate-half formulation, computed in float32.
+
+    Args:
+        x: queries or keys, shape (B, T, H, Dh).
+        cos: cosines of the positions' angles, shape (B, T, Dh).
+        sin: sines of the positions' angles, shape (B, T, Dh).
+
+    Returns:
+        The rotated x, shape (B, T, H, Dh), in x's dtype.
+    """
     xf = x.astype(jnp.float32)
     half = x.shape[-1] // 2
     rot = jnp.concatenate([-xf[..., half:], xf[..., :half]], axis=-1)
@@ -159,8 +168,7 @@ def divisor_at_most(n: int, cap: int) -> int:
 def attention(q, k, v, mask, block_bytes: int = ATTENTION_BLOCK_BYTES):
     """Grouped-query scaled dot-product attention, blocked over (batch, kv heads, query rows).
 
-    q (B, T, H, Dh); k, v (B, K, Hkv, Dh) with H a multiple of Hkv; mask (B, T, K) bool (True =
-    may attend). Scores and softmax in float32. Returns (B, T, H, Dh) in q's dtype.
+    Scores and softmax in float32.
 
     Performance notes (XLA:CPU, measured against torch's fused SDPA kernel):
 
@@ -171,6 +179,16 @@ def attention(q, k, v, mask, block_bytes: int = ATTENTION_BLOCK_BYTES):
       `block_bytes` of scores, so that scores -> exp -> P V stay in cache (the flash-attention
       idea, without the online softmax since a block holds whole key rows);
     * the softmax is normalised after P V (divide (T, Dh) outputs, not (T, K) probabilities).
+
+    Args:
+        q: queries, shape (B, T, H, Dh), H a multiple of Hkv.
+        k: keys, shape (B, K, Hkv, Dh).
+        v: values, shape (B, K, Hkv, Dh).
+        mask: which keys each query may attend to, shape (B, T, K) bool (True = may attend).
+        block_bytes: the most bytes of float32 scores one step of the loop holds.
+
+    Returns:
+        The attention output, shape (B, T, H, Dh), in q's dtype.
     """
     b, t, h, dh = q.shape
     s, hkv = k.shape[1], k.shape[2]
@@ -212,8 +230,17 @@ def attention(q, k, v, mask, block_bytes: int = ATTENTION_BLOCK_BYTES):
 def causal_mask(q_pos, k_pos, k_valid, sliding_window: int | None = None):
     """Decoder mask from positions: key valid, key position <= query position (and within the window).
 
-    q_pos (B, T), k_pos (B, K) int; k_valid (B, K) bool -> (B, T, K) bool. Working on positions
-    rather than indices makes left padding, right padding, cached prefixes and decoding one rule.
+    Working on positions rather than indices makes left padding, right padding, cached prefixes and
+    decoding one rule.
+
+    Args:
+        q_pos: the queries' positions, shape (B, T) int.
+        k_pos: the keys' positions, shape (B, K) int.
+        k_valid: which keys are real tokens, shape (B, K) bool.
+        sliding_window: a query sees only keys fewer than this many positions back (None: all).
+
+    Returns:
+        The mask, shape (B, T, K) bool (True = may attend).
     """
     m = k_valid[:, None, :] & (k_pos[:, None, :] <= q_pos[:, :, None])
     if sliding_window is not None:

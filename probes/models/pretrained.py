@@ -136,7 +136,16 @@ def gguf_file(path_or_name: str | Path) -> Path:
 
 
 def build_model(config: ModelConfig, dtype=jnp.float32, return_cache: bool = False) -> nn.Module:
-    """The flax module of ``config``: `Llama` for a decoder (``return_cache`` passed on), else `Bert`."""
+    """The flax module of ``config``: `Llama` for a decoder, else `Bert`.
+
+    Args:
+        config: the model's configuration.
+        dtype: the computation dtype.
+        return_cache: whether the decoder also returns its key/value cache (a decoder only).
+
+    Returns:
+        The (unbound) flax module.
+    """
     if config.is_decoder:
         return Llama(config, dtype, return_cache)
     return Bert(config, dtype)

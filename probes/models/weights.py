@@ -203,10 +203,24 @@ def hf_to_params(
     dtype=jnp.float32,
     stacked=("layers", "layer"),
 ) -> dict:
-    """Map HF tensor names onto `template` (a params tree of ShapeDtypeStructs) and check shapes.
+    """Map HF tensor names onto ``template`` and check shapes.
 
     `layers.3.self_attn.q_proj.weight` -> params["layers"]["self_attn"]["q_proj"]["weight"][3].
-    Unused checkpoint tensors other than known buffers raise, as do missing parameters.
+
+    Args:
+        tensors: the checkpoint's tensors by HF name (lazy or loaded).
+        template: a params tree of ShapeDtypeStructs (the module's parameters).
+        source: names the checkpoint in error messages.
+        strip_prefixes: name prefixes removed before matching.
+        dtype: the dtype of the returned parameters.
+        stacked: the names of the per-layer collections stacked along a leading layer axis.
+
+    Returns:
+        The params tree of ``template``'s structure, as JAX arrays of ``dtype``.
+
+    Raises:
+        ValueError: a missing parameter, a shape that differs, or an unused checkpoint tensor other than
+            a known buffer.
     """
     expected = dict(_flatten(template))
     flat, per_layer = _route_tensors(tensors, expected, source, strip_prefixes, stacked)

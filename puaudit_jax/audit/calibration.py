@@ -40,9 +40,21 @@ METHODS = ("isotonic", "platt", "logistic")
 def crossfit_folds(strata: np.ndarray, clusters: np.ndarray | None, k: int, rng: np.random.Generator) -> np.ndarray:
     """(n,) fold ids in 0..k'-1 with k' = min(k, number of clusters).
 
-    Clusters (default: every item its own) are dealt round robin to folds after shuffling them
-    within their stratum (the stratum of a cluster is that of its first item), so each fold gets
-    about the same share of every question type and a cluster never straddles two folds.
+    Clusters are dealt round robin to folds after shuffling them within their stratum (the stratum of a
+    cluster is that of its first item), so each fold gets about the same share of every question type and
+    a cluster never straddles two folds.
+
+    Args:
+        strata: each item's stratum (question type), shape (n,).
+        clusters: each item's cluster, shape (n,) (None: every item its own).
+        k: the folds asked for (at least 1 is used).
+        rng: the numpy generator of the shuffle.
+
+    Returns:
+        The fold ids, shape (n,) int.
+
+    Raises:
+        ValueError: ``clusters`` of another length than ``strata``.
     """
     strata = np.asarray(strata, dtype=object)
     n = len(strata)
@@ -100,6 +112,14 @@ def per_group(values: dict, groups, default) -> np.ndarray:
     """``values[g]`` for each item's group g, ``default`` where g has no entry: (n,) + shape of a value.
 
     One table lookup for all items (a map is evaluated on the whole pool for every bootstrap fit).
+
+    Args:
+        values: group -> a number or an array (all of one shape).
+        groups: each item's group, shape (n,) (a missing group takes ``default``).
+        default: the value of the items whose group has no entry (the values' shape).
+
+    Returns:
+        The values, shape (n,) + a value's shape, float64.
     """
     codes, seen = pd.factorize(np.asarray(groups, dtype=object))  # code -1: a missing group
     row = {g: k for k, g in enumerate(values)}
@@ -132,8 +152,18 @@ class PlattMap:
 def fit_platt(x: np.ndarray, c: np.ndarray, groups=None, group_ridge: float = 5.0) -> PlattMap:
     """Logistic regression of c on [1, x, one-hot(group)], the group offsets ridge-penalised.
 
-    The penalty is ``group_ridge`` (a group with few items stays near the pooled rate); slope clamped
-    at 0 (a score that ranks correct verdicts lower says nothing usable: refit with the offsets only).
+    The slope is clamped at 0 (a score that ranks correct verdicts lower says nothing usable: refit with
+    the offsets only).
+
+    Args:
+        x: the feature (a score), shape (n,).
+        c: whether each verdict is correct, shape (n,), in {0, 1}.
+        groups: each item's group (question type), shape (n,), or None for no offsets.
+        group_ridge: the ridge penalty of the group offsets (a group with few items stays near the pooled
+            rate).
+
+    Returns:
+        The :class:`PlattMap` (logit scale).
     """
     x, c = np.asarray(x, np.float64), np.asarray(c, np.float64)
     names = [] if groups is None else sorted(pd.unique(np.asarray(groups, dtype=object)), key=str)
@@ -261,7 +291,17 @@ def fit_map(method: str, x: np.ndarray, c: np.ndarray, groups=None, **options):
 
 
 def bootstrap_indices(n: int, clusters: np.ndarray | None, n_boot: int, rng: np.random.Generator) -> list[np.ndarray]:
-    """``n_boot`` resamples of range(n): items with replacement, or whole clusters with replacement."""
+    """``n_boot`` resamples of range(n): items with replacement, or whole clusters with replacement.
+
+    Args:
+        n: the items.
+        clusters: each item's cluster, shape (n,), or None (items resampled).
+        n_boot: resamples.
+        rng: the numpy generator.
+
+    Returns:
+        ``n_boot`` index arrays (length n for items; the clusters' total size, which varies, for clusters).
+    """
     if clusters is None:
         return [rng.integers(0, n, n) for _ in range(n_boot)]
     codes, uniques = pd.factorize(pd.Series(np.asarray(clusters, dtype=object)), sort=False)

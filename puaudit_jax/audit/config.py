@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from probes.encode_config import EncodeConfig  # light (no numerical library): the parser reads it
 from puaudit_runtime.cache import cache_dir
 from puaudit_runtime.checks import check_fraction, check_int
 
@@ -221,68 +222,76 @@ class AuditConfig:
         return cls(**{**data, "m_clip": tuple(data["m_clip"]), "crossfit_features": tuple(data["crossfit_features"])})
 
 
+MINILM_MAX_LENGTH = 256
+"""MiniLM's input length in the audit (sentence-transformers' max_seq_length), with the middle-out cut."""
+ENCODE_OPTIONS = {
+    "batch_size": "inputs per encoder batch",
+    "max_length": f"encoder input cap in tokens (default: {MINILM_MAX_LENGTH} for minilm with middle_out, else the "
+    "model window)",
+    "long_inputs": "policy above --max-length (default: middle_out for minilm and decoders; chunk for other encoders)",
+}
+"""The settings of :attr:`EmbedConfig.encoding` that the command line sets (``--batch-size``, ``--max-length``,
+``--long-inputs``) and :func:`~puaudit_jax.audit.embed.probes_encoder` takes as keywords, with their help texts
+for the audit; their defaults are ``EncodeConfig``'s."""
+
+
 @dataclass(frozen=True)
 class EmbedConfig:
     """How the audit's embeddings are obtained: a file, or a probes encoder with its disk cache.
 
-    The one set of defaults for the command line (its options are generated from these fields) and
-    the Python API (:func:`~puaudit_jax.audit.embed.probes_encoder`,
-    :func:`~puaudit_jax.audit.embed.table_embeddings`): called with defaults, both encode the same
-    way and share the disk cache.
+    The one set of defaults for the command line (its options are generated from these fields and
+    from those of ``encoding`` named in :data:`ENCODE_OPTIONS`) and the Python API
+    (:func:`~puaudit_jax.audit.embed.probes_encoder`, :func:`~puaudit_jax.audit.embed.table_embeddings`):
+    called with defaults, both encode the same way and share the disk cache.
 
     Attributes:
         encoder: minilm (default), smollm2 or a local model folder
         cache_dir: embedding cache folder (default $PUAUDIT_CACHE/embeddings or ~/.cache/puaudit/embeddings)
         no_cache: do not use the embedding disk cache
-        batch_size: inputs per encoder batch
-        max_length: encoder input cap in tokens (default: 256 for minilm with middle_out, else the
-            model window)
-        long_inputs: policy above --max-length (default: middle_out for minilm and decoders; chunk
-            for other encoders)
+        encoding: the extraction settings the encoder runs (``probes.encode_config.EncodeConfig``: batch
+            size, input cap, long-input policy, pooling...), each with probes' default; :meth:`resolved`
+            gives MiniLM its own input length. ``layers`` must be one int: one vector per input.
     """
 
     encoder: str | None = None
     cache_dir: str | None = None
     no_cache: bool = False
-    batch_size: int = 16
-    max_length: int | None = None
-    long_inputs: str | None = field(default=None, metadata={"choices": ("chunk", "middle_out", "truncate", "error")})
+    encoding: EncodeConfig = field(default_factory=EncodeConfig)
 
     def validate(self) -> None:
-        """ValueError naming a batch size or input cap that is not an integer >= 1, or a cache folder that is a file.
+        """ValueError naming settings the audit cannot use, or a cache folder that is a file.
 
+        ``encoding`` must be an ``EncodeConfig`` (checked when it was made) whose ``layers`` is one int.
         The cache folder (``cache_dir``, else :func:`default_cache_dir`; unused with ``no_cache``) may
         not exist yet, but neither it nor a folder above it may be a file.
         """
-        from probes.encode_config import EncodeConfig  # puaudit_jax -> probes, never the other way
-
-        EncodeConfig(batch_size=self.batch_size, max_length=self.max_length)  # raises naming a bad one
+        if not isinstance(self.encoding, EncodeConfig):
+            raise ValueError(f"encoding must be a probes EncodeConfig, not {type(self.encoding).__name__}")
+        if not isinstance(self.encoding.layers, int):
+            raise ValueError(f"encoding.layers={self.encoding.layers}: the audit needs one vector per input, one layer")
         if not self.no_cache:
             _check_cache_folder(Path(self.cache_dir) if self.cache_dir else default_cache_dir())
 
     def resolved(self) -> EmbedConfig:
         """The settings actually used (the encoder named, MiniLM's own input length and cut).
 
-        MiniLM gets its own input length (sentence-transformers' max_seq_length = 256) with probes'
-        middle-out cut -- the prompt's head and the end of the judged answer -- instead of chunked
-        512-token windows: ~4x less compute, the same audit numbers on MT-Bench (README).
+        MiniLM gets its own input length (sentence-transformers' max_seq_length,
+        :data:`MINILM_MAX_LENGTH`) with probes' middle-out cut -- the prompt's head and the end of the
+        judged answer -- instead of chunked 512-token windows: ~4x less compute, the same audit numbers
+        on MT-Bench (README).
         """
-        name = self.encoder or "minilm"
-        if name == "minilm" and self.max_length is None and self.long_inputs is None:
-            return replace(self, encoder=name, max_length=256, long_inputs="middle_out")
-        return replace(self, encoder=name)
+        name, encoding = self.encoder or "minilm", self.encoding
+        if name == "minilm" and encoding.max_length is None and encoding.long_inputs is None:
+            encoding = replace(encoding, max_length=MINILM_MAX_LENGTH, long_inputs="middle_out")
+        return replace(self, encoder=name, encoding=encoding)
 
-    def encode_config(self, progress: bool = False):
-        """The ``probes.extract.EncodeConfig`` of the resolved settings (what the encoder runs and the cache keys).
+    def encode_config(self, progress: bool = False) -> EncodeConfig:
+        """The ``EncodeConfig`` of the resolved settings (what the encoder runs and the cache keys).
 
         Args:
             progress: show the encoder's progress bar.
         """
-        from probes.encode_config import EncodeConfig  # puaudit_jax -> probes, never the other way
-
-        cfg = self.resolved()
-        return EncodeConfig(batch_size=cfg.batch_size, max_length=cfg.max_length, long_inputs=cfg.long_inputs,
-                            progress=progress)  # fmt: skip
+        return replace(self.resolved().encoding, progress=progress)
 
 
 def _check_cache_folder(folder: Path) -> None:

@@ -74,6 +74,18 @@ def features_of(scorer, zp, zu, m, kinds, config: AuditConfig, group) -> dict:
 
     "score" = s̄(z_j); "two-sided" = s̄(z_j) - s̄(-z_j), both orientations scored in one problem
     with m = 1/2 (exactly one orientation of each item can be the human's).
+
+    Args:
+        scorer: the scorer (``scorer(zp, zu, m)``).
+        zp: the reference (positive) rows, shape (n_P, d).
+        zu: the rows to score, shape (k, d).
+        m: the mass of the "score" feature, in (0, 1].
+        kinds: the feature kinds wanted ("score", "two-sided").
+        config: the audit's settings (names the scorer in errors).
+        group: the group's name, for errors.
+
+    Returns:
+        Kind -> features, shape (k,).
     """
     out = {}
     if "score" in kinds:

@@ -47,7 +47,21 @@ def _top(scores: np.ndarray, k: int) -> np.ndarray:
 
 
 def denoise(e_winner: np.ndarray, z: np.ndarray, *, alpha1: float = 0.7, alpha2: float = 0.7) -> DenoiseResult:
-    """Two-stage filter of one group. e_winner: (n, d) F(x, o_w); z: (n, d) unit differences."""
+    """Two-stage filter of one group.
+
+    Args:
+        e_winner: the winners' embeddings F(x, o_w), shape (n, d).
+        z: the unit difference embeddings, shape (n, d).
+        alpha1: the share kept by the first stage (closest to the mean winner embedding), in (0, 1].
+        alpha2: the share of the first stage's rows kept by the second (closest to their mean
+            difference), in (0, 1].
+
+    Returns:
+        The :class:`DenoiseResult` (the kept row indices and the stage sizes).
+
+    Raises:
+        ValueError: an alpha outside (0, 1], or an empty group.
+    """
     for name, alpha in (("alpha1", alpha1), ("alpha2", alpha2)):
         if not 0 < alpha <= 1:
             raise ValueError(f"{name} must be in (0, 1], got {alpha!r}")

@@ -32,7 +32,7 @@ import pandas as pd
 from puaudit_runtime.files import atomic_path
 
 from ..datasets.exclusions import EXCLUDED, item_status
-from .config import EmbedConfig, default_cache_dir  # here before: a light module, for the CLI's parser
+from .config import ENCODE_OPTIONS, EmbedConfig, default_cache_dir  # here before: a light module, for the CLI's parser
 
 Encoder = Callable[[list], np.ndarray]
 """A frozen encoder: a list of n inputs (str or chat message lists) -> (n, d) float array."""
@@ -108,8 +108,15 @@ def load_embeddings(path: str | Path) -> PairEmbeddings:
 def side_input(question, history, response: str) -> str:
     """The paper's encoder input for one side: ``"<|user|>" + x + "<|assistant|>" + o``.
 
-    ``question`` is a string or the list of user turns; ``history`` that side's earlier answers
-    (multi-turn x is rendered as alternating user / assistant turns, each turn tagged).
+    Multi-turn x is rendered as alternating user / assistant turns, each turn tagged.
+
+    Args:
+        question: the user text, or the list of user turns.
+        history: that side's earlier answers (one fewer than the user turns; None for single-turn).
+        response: the side's judged answer.
+
+    Raises:
+        ValueError: a number of earlier answers other than the user turns less one.
     """
     if isinstance(question, str):
         return "<|user|>" + question + "<|assistant|>" + response
@@ -151,7 +158,17 @@ def embed_comparisons(table: pd.DataFrame, encoder: Encoder, *, source: str = "e
                       judges: tuple[str, ...] = ()) -> PairEmbeddings:  # fmt: skip
     """Encode both sides of every non-excluded comparison, each distinct input once.
 
-    ``judges``: other judges' verdict columns (a cascade's); a row usable under any of them is encoded too.
+    Args:
+        table: the comparison table.
+        encoder: texts -> an (n, d) array of embeddings.
+        source: names the encoder in the result.
+        judges: other judges' verdict columns (a cascade's); a row usable under any of them is encoded too.
+
+    Returns:
+        The :class:`PairEmbeddings` (float32, one row per encoded comparison).
+
+    Raises:
+        ValueError: no usable comparison, or an encoder output that is not (n, d).
     """
     ids, xa, xb = pair_inputs(table, judges)
     unique = list(dict.fromkeys(xa + xb))
@@ -192,9 +209,10 @@ def probes_encoder(name: str | None = None, config: EmbedConfig | None = None, *
             or None; a mesh spanning several processes of a cluster (``jax.distributed``): each
             process encodes its share and every process gets all the rows
             (``probes.extract.encode_distributed``).
-        **settings: fields of :class:`EmbedConfig` to change (``cache_dir``, ``no_cache``,
-            ``batch_size``, ``max_length``, ``long_inputs``); ``cache_dir=None`` turns the disk cache
-            off (as ``no_cache=True``), ``cache_dir="default"`` is the default folder.
+        **settings: fields of :class:`EmbedConfig` to change (``cache_dir``, ``no_cache``, ``encoding``)
+            and the encoding settings of :data:`~puaudit_jax.audit.config.ENCODE_OPTIONS` (``batch_size``,
+            ``max_length``, ``long_inputs``: set on its ``encoding``); ``cache_dir=None`` turns the disk
+            cache off (as ``no_cache=True``), ``cache_dir="default"`` is the default folder.
 
     Returns:
         The encoder; its ``config`` is the resolved :class:`EmbedConfig`, ``encode_config`` the
@@ -227,18 +245,25 @@ def probes_encoder(name: str | None = None, config: EmbedConfig | None = None, *
 
 
 def _embed_settings(name: str | None, config: EmbedConfig | None, settings: dict) -> EmbedConfig:
-    """The resolved, checked :class:`EmbedConfig` of :func:`probes_encoder`'s arguments."""
+    """The resolved, checked :class:`EmbedConfig` of :func:`probes_encoder`'s arguments.
+
+    ``settings``: fields of :class:`EmbedConfig`, and the encoding settings of :data:`ENCODE_OPTIONS`
+    (set on its ``encoding``).
+    """
     config = config or EmbedConfig()
     settings = dict(settings)
     if "cache_dir" in settings and settings["cache_dir"] in (None, "default"):  # the keyword's meanings before
         settings["no_cache"] = settings.get("no_cache", False) or settings["cache_dir"] is None
         settings["cache_dir"] = None
-    unknown = sorted(set(settings) - {f.name for f in fields(EmbedConfig)} - {"encoder"})
+    encoding = {key: settings.pop(key) for key in ENCODE_OPTIONS if key in settings}
+    unknown = sorted(set(settings) - {f.name for f in fields(EmbedConfig)})
     if unknown:
-        raise TypeError(f"probes_encoder: unknown settings {unknown}; use fields of EmbedConfig")
+        known = f"fields of EmbedConfig or {list(ENCODE_OPTIONS)}"
+        raise TypeError(f"probes_encoder: unknown settings {unknown}; use {known}")
     if "cache_dir" in settings and settings["cache_dir"] is not None:
         settings["cache_dir"] = str(settings["cache_dir"])
     cfg = replace(config, **settings, encoder=name or settings.get("encoder") or config.encoder)
+    cfg = replace(cfg, encoding=replace(cfg.encoding, **encoding)) if encoding else cfg
     cfg.validate()
     return cfg.resolved()
 
@@ -273,9 +298,18 @@ def table_embeddings(table: pd.DataFrame, config: EmbedConfig, *, mesh=None, pro
                      judges: tuple[str, ...] = ()) -> PairEmbeddings:  # fmt: skip
     """F(x, o_A), F(x, o_B) of every usable row of ``table`` with the probes encoder ``config`` names.
 
-    ``judges``: a cascade's other judges; a row usable under any of them is encoded too.
+    Args:
+        table: the comparison table.
+        config: the encoder's settings.
+        mesh: a device mesh that splits the texts, or None.
+        progress: whether to show progress bars.
+        judges: a cascade's other judges; a row usable under any of them is encoded too.
+
+    Returns:
+        The :class:`PairEmbeddings`, its source naming the encoder and its settings.
     """
     encoder = probes_encoder(config=config, progress=progress, mesh=mesh)
     cfg = encoder.config
-    settings = f"max_length={cfg.max_length or 'window'}, long_inputs={cfg.long_inputs or 'default'}"
+    enc = cfg.encoding
+    settings = f"max_length={enc.max_length or 'window'}, long_inputs={enc.long_inputs or 'default'}"
     return embed_comparisons(table, encoder, source=f"probes:{cfg.encoder} ({settings})", judges=judges)

@@ -84,6 +84,14 @@ def on_judge(table: pd.DataFrame, k: int, config: AuditConfig) -> tuple[pd.DataF
     Its verdicts become the judge's. The judges before it in the cascade (the first one's verdicts in the
     column ``FIRST_JUDGE``) are its evidence, the judges after it are not: they are the more expensive ones,
     asked only for the rows that reach them. The first judge's own tells (both orders, confidence) are left out.
+
+    Args:
+        table: the comparison table (the hidden labels missing).
+        k: the index of the judge in ``config.other_judges``.
+        config: the guaranteed audit's settings.
+
+    Raises:
+        ValueError: the table has a column ``FIRST_JUDGE`` already.
     """
     if FIRST_JUDGE in table.columns:
         raise ValueError(f"cascade: the comparisons already have a column {FIRST_JUDGE!r}, which the cascade needs")
@@ -96,7 +104,17 @@ def on_judge(table: pd.DataFrame, k: int, config: AuditConfig) -> tuple[pd.DataF
 
 
 def cascade_audits(shown: pd.DataFrame, features, config: AuditConfig, audit) -> list:
-    """Per later judge of the cascade: (name, its audit's items, its audit's table, the judges before it)."""
+    """Per later judge of the cascade: (name, its audit's items, its audit's table, the judges before it).
+
+    Args:
+        shown: the comparison table with the hidden labels missing.
+        features: pair embeddings or an encoder (as ``run_audit`` takes).
+        config: the guaranteed audit's settings (none without ``config.cascade``).
+        audit: the plain audit's chain, ``audit(table, features, config) -> AuditResult``.
+
+    Raises:
+        ValueError: a later judge's audit failed (that judge named).
+    """
     out = []
     for k in range(len(config.other_judges) if config.cascade else 0):
         judged, judged_config = on_judge(shown, k, config)
@@ -125,8 +143,16 @@ def certified_items(items: pd.DataFrame, role: np.ndarray, certification, roles,
     Adds ``decision`` (trust | flip | escalate on pool rows, "" elsewhere), ``adjusted`` / ``flipped`` from
     the decisions and, with a cascade, ``decided_by`` (the judge whose verdict a certified row takes,
     "human" when escalated) and ``p_wrong[NAME]`` (the later judges' P(judge wrong)). A row only a later judge
-    has a verdict for takes its status there; a hidden human tie ("disagree") stays excluded with its reason
-    (``given_reason``: each row's ``item_status`` reason with the labels as given).
+    has a verdict for takes its status there; a hidden human tie ("disagree") stays excluded with its reason.
+
+    Args:
+        items: the first judge's audit's item table.
+        role: each row's role across the cascade's audits, shape (n,).
+        certification: what :func:`~.guarantee.certify` decided.
+        roles: the guarantee's :class:`~.guarantee.roles.RowRoles`.
+        stages: the cascade's stages (the judge first).
+        truth: every row's human verdict as given, shape (n,).
+        given_reason: each row's ``item_status`` reason with the labels as given, shape (n,).
     """
     status, reason = items["status"].to_numpy(dtype=object).copy(), items["reason"].to_numpy(dtype=object).copy()
     usable = (status == EXCLUDED) & (role != "excluded")  # rows a later judge of the cascade has a verdict for

@@ -38,9 +38,15 @@ def penalised_logistic(
 ) -> np.ndarray:
     """Coefficients w (p,) float64 minimising the module's L(w), by Newton's method from w = 0.
 
-    X (n, p) (include a column of ones for an intercept), y (n,) targets in [0, 1], penalty (p,)
-    ridge weights (0 = unpenalised), weight (n,) row weights (default 1: a sum, not a mean, of the
-    log-losses; pass 1/n for a mean).
+    Args:
+        X: the design, shape (n, p) (include a column of ones for an intercept).
+        y: the targets, shape (n,), in [0, 1].
+        penalty: ridge weights, shape (p,) (0 = unpenalised).
+        weight: row weights, shape (n,) (None: 1, a sum, not a mean, of the log-losses; pass 1/n for a
+            mean).
+        jitter: added to the Hessian's diagonal (keeps it invertible).
+        tol: stop when no coefficient moves more than this.
+        max_iter: the most Newton steps.
     """
     X, y = np.asarray(X, np.float64), np.asarray(y, np.float64)
     weight = np.ones(X.shape[0]) if weight is None else np.asarray(weight, np.float64)

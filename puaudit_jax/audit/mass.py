@@ -74,7 +74,20 @@ class MassEstimate:
 
 
 def holdout_rows(labelled: np.ndarray, types: np.ndarray, fraction: float, rng) -> np.ndarray:
-    """Per type floor(fraction * n) random labelled rows; at least one overall (needs >= 2)."""
+    """Per type floor(fraction * n) random labelled rows; at least one overall (needs >= 2).
+
+    Args:
+        labelled: the labelled rows' indices.
+        types: every row's question type, indexed by row.
+        fraction: the share of each type's labelled rows held out.
+        rng: the numpy generator.
+
+    Returns:
+        The held-out row indices, sorted.
+
+    Raises:
+        ValueError: fewer than 2 labelled rows when one must be held out.
+    """
     chosen = []
     for t in pd.unique(types[labelled]):
         rows = labelled[types[labelled] == t]

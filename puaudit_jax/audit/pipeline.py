@@ -215,7 +215,19 @@ def _audit(comparisons: pd.DataFrame, features: PairEmbeddings | Encoder, config
 
 
 def audit_report(data, mass, refs, scores, items, decision, cf_summary, config, clock: _Clock) -> AuditReport:
-    """Stage 8: the :class:`AuditReport` of a decided audit."""
+    """Stage 8: the :class:`AuditReport` of a decided audit.
+
+    Args:
+        data: the prepared data (:func:`.prepare.prepare`).
+        mass: the mass estimate (:func:`.mass.estimate_m`).
+        refs: the references (:func:`.references.references`).
+        scores: the scores (:func:`.score.score`).
+        items: the decided item table (:func:`.decide.apply_rule`).
+        decision: the calibrated rule's decision summary, or None.
+        cf_summary: the cross-fit's summary, or None.
+        config: the audit's settings.
+        clock: the stage timer (its total is taken here).
+    """
     flipped, group = items["flipped"].to_numpy(bool), items["group"].to_numpy()
     groups = tuple(replace(g, n_flipped=int(flipped[group == g.group].sum())) for g in scores.groups)
     clock.seconds["total"] = time.perf_counter() - clock.t0

@@ -123,7 +123,11 @@ def _panel_pca(fig, ax, z, score, flipped):
 def figure2(result, truth: pd.Series | None = None, path: str | Path | None = None, *, title: str = ""):
     """Seed Figure 2 for an :class:`~puaudit_jax.audit.AuditResult`; returns the figure (saved if ``path``).
 
-    ``truth``: id -> hidden human verdict (from :func:`puaudit_jax.evaluate.split_labels`).
+    Args:
+        result: the audit's result.
+        truth: id -> hidden human verdict (from :func:`puaudit_jax.evaluate.split_labels`), or None.
+        path: the image to write, or None.
+        title: the figure's title ("" for none).
     """
     pool = result.pool.reset_index(drop=True)
     score, flipped = pool["score"].to_numpy(float), pool["flipped"].to_numpy(bool)
@@ -249,7 +253,18 @@ def _panel_pool(ax, pool, truth, decision, guaranteed: bool):
 def calibration_figure(
     result, truth: pd.Series | None = None, path: str | Path | None = None, *, title: str = "", bins: int = 8
 ):
-    """Reliability and pool view of a calibrated rule's audit (see the module docstring)."""
+    """Reliability and pool view of a calibrated rule's audit (see the module docstring).
+
+    Args:
+        result: the audit's result (a calibrated rule's: its report has a decision).
+        truth: id -> hidden human verdict, or None.
+        path: the image to write, or None.
+        title: the figure's title ("" for the rule's name).
+        bins: bins of the reliability panel.
+
+    Returns:
+        The matplotlib figure.
+    """
     decision = result.report.decision
     pool = result.pool.reset_index(drop=True)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
@@ -268,6 +283,14 @@ def guarantee_figure(guarantee, path: str | Path | None = None, *, title: str = 
     Per candidate, the agreement guaranteed at its level (the lower bound at the level each threshold was
     tested at) against the share of the pool above the threshold; the kept candidate's calibration rows'
     observed agreement too; the target A, the judge's raw agreement and the certified point.
+
+    Args:
+        guarantee: the report's guarantee section.
+        path: the image to write, or None.
+        title: the figure's title ("" for the default).
+
+    Returns:
+        The matplotlib figure.
     """
     g = guarantee
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
@@ -297,7 +320,17 @@ def guarantee_figure(guarantee, path: str | Path | None = None, *, title: str = 
 
 
 def audit_figures(result, truth: pd.Series | None, out: str | Path, *, title: str) -> list[str]:
-    """``out``/figure2.png; for a calibrated rule calibration.png; with a guarantee guarantee.png; their names."""
+    """Write ``out``/figure2.png; for a calibrated rule calibration.png; with a guarantee guarantee.png.
+
+    Args:
+        result: the audit's result.
+        truth: id -> hidden human verdict, or None.
+        out: the output folder.
+        title: the start of each figure's title.
+
+    Returns:
+        The names of the files written.
+    """
     out = Path(out)
     plt.close(figure2(result, truth, out / "figure2.png", title=f"{title}: audit diagnostics"))
     names = ["figure2.png"]

@@ -26,16 +26,26 @@ def tie_hidden_audit(table: pd.DataFrame, features, config=None) -> AuditResult:
     """The audit of ``table`` whose predictions PPI++ may use: run with the tie labels hidden.
 
     Those rows are then scored like the pool (the audit learns only from A/B labels and would otherwise
-    exclude them, their prediction then depending on their own label). ``features``: embeddings of every
-    row (PairEmbeddings or an encoder); ``config``: AuditConfig (default: the default calibrated audit).
-    The result's report says what the audit left out (``AuditReport.evidence_warnings``).
+    exclude them, their prediction then depending on their own label). The result's report says what the
+    audit left out (``AuditReport.evidence_warnings``).
+
+    Args:
+        table: the comparison table.
+        features: embeddings of every row (PairEmbeddings or an encoder).
+        config: the AuditConfig (None: the default calibrated audit).
     """
     hidden = table.assign(human=np.where(table["human"].to_numpy(dtype=object) == TIE, MISSING, table["human"]))
     return run_audit(hidden, features, config or AuditConfig())
 
 
 def audit_for_quantify(table: pd.DataFrame, features, config=None) -> pd.DataFrame:
-    """The items of :func:`tie_hidden_audit` (its predictions are valid for PPI++)."""
+    """The items of :func:`tie_hidden_audit` (its predictions are valid for PPI++).
+
+    Args:
+        table: the comparison table.
+        features: embeddings of every row (PairEmbeddings or an encoder).
+        config: the AuditConfig (None: the default calibrated audit).
+    """
     return tie_hidden_audit(table, features, config).items
 
 

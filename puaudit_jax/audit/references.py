@@ -111,12 +111,25 @@ def references(
 
 
 def scoring_groups(rows: np.ndarray, types: np.ndarray, config: AuditConfig) -> list:
-    """Names of the scoring groups of ``rows``: their question types, or ["all"] when pooled."""
+    """Names of the scoring groups of ``rows``: their question types, or ["all"] when pooled.
+
+    Args:
+        rows: row indices.
+        types: every row's question type, indexed by row.
+        config: the audit's settings (``group_by``).
+    """
     return list(pd.unique(types[rows])) if config.group_by == "question_type" else ["all"]
 
 
 def members(rows: np.ndarray, group, types: np.ndarray, config: AuditConfig) -> np.ndarray:
-    """The rows of ``rows`` in scoring group ``group``."""
+    """The rows of ``rows`` in scoring group ``group``.
+
+    Args:
+        rows: row indices.
+        group: the group's name (a question type, or "all").
+        types: every row's question type, indexed by row.
+        config: the audit's settings (``group_by``).
+    """
     return rows[types[rows] == group] if config.group_by == "question_type" else rows
 
 
@@ -124,6 +137,11 @@ def reference_for(group, refs: References, config: AuditConfig) -> tuple[np.ndar
     """(rows of P', "own type" | "pooled" | "all") of scoring group ``group``.
 
     A type's own P' when it was denoised alone, else the union of every P'.
+
+    Args:
+        group: the group's name (a question type, or "all").
+        refs: the denoised references.
+        config: the audit's settings (``group_by``).
     """
     if config.group_by == "question_type" and group in refs.own:
         return refs.own[group], "own type"

@@ -61,7 +61,14 @@ class Counts:
 
     @classmethod
     def of(cls, status: np.ndarray, reason: np.ndarray, roles: np.ndarray, flipped: np.ndarray) -> Counts:
-        """Counts from the (n,) status, reason, role and flipped columns of the items."""
+        """Counts from the status, reason, role and flipped columns of the items.
+
+        Args:
+            status: each item's status (labelled / unlabelled / excluded), shape (n,).
+            reason: each item's exclusion reasons ("; "-joined), shape (n,).
+            roles: each item's role ("P", "P-filtered", "holdout", "U", "calibration", ...), shape (n,).
+            flipped: whether each item was flipped, shape (n,) bool.
+        """
         excluded = status == EXCLUDED
         reasons = (
             pd.Series(reason[excluded]).str.split("; ").explode().value_counts().astype(int).to_dict()

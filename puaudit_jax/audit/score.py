@@ -80,9 +80,21 @@ class Scores:
 def scored(
     scorer, zp: np.ndarray, zu: np.ndarray, m: float, config: AuditConfig, group, warn: bool = True
 ) -> tuple[np.ndarray, np.ndarray, object]:
-    """(raw scores (k,), normalised s / max s (k,), scorer result) of pool ``zu`` (k, d) against ``zp``.
+    """(raw scores (k,), normalised s / max s (k,), scorer result) of pool ``zu`` against ``zp``.
 
-    All-zero scores normalise to zeros (with a warning). Invalid scores raise.
+    All-zero scores normalise to zeros (with a warning when ``warn``).
+
+    Args:
+        scorer: the scorer (``scorer(zp, zu, m)``).
+        zp: the reference (positive) rows, shape (n_P, d).
+        zu: the pool rows, shape (k, d).
+        m: the mass to transport, in (0, 1].
+        config: the audit's settings (names the scorer in errors).
+        group: the group's name, for errors and the warning.
+        warn: whether to warn on all-zero scores.
+
+    Raises:
+        ValueError: scores that are not k finite values >= 0.
     """
     result = scorer(zp, zu, m)
     s = np.asarray(result.scores, np.float64)

@@ -37,7 +37,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable
-from dataclasses import InitVar, dataclass, field
+from dataclasses import KW_ONLY, InitVar, dataclass, field
 from typing import Protocol
 
 import jax.numpy as jnp
@@ -192,7 +192,24 @@ _OTT_NAMES = {"max_iterations": "max_iter", "threshold": "tol"}
 
 
 @dataclass(frozen=True)
-class BalancedOTScorer:
+class _OttKeywords:
+    """The ott-jax scorers' deprecated keywords (one release), mapped onto their ``solver`` with a warning.
+
+    Keyword-only, so a subclass's own fields keep their positions.
+    """
+
+    _: KW_ONLY
+    epsilon: InitVar[float] = UNSET
+    max_iterations: InitVar[int] = UNSET
+    threshold: InitVar[float] = UNSET
+
+    def __post_init__(self, epsilon, max_iterations, threshold):
+        legacy = dict(epsilon=epsilon, max_iterations=max_iterations, threshold=threshold)
+        _settle(self, ("solver",), legacy, _OTT_NAMES)
+
+
+@dataclass(frozen=True)
+class BalancedOTScorer(_OttKeywords):
     """Balanced entropic OT (ott-jax). Scores: plan-weighted cosine similarity to P', clipped at 0.
 
     ``solver``: epsilon, tol (ott-jax's ``threshold``) and max_iter (its ``max_iterations``) of the
@@ -203,13 +220,6 @@ class BalancedOTScorer:
 
     solver: PartialSinkhorn = PartialSinkhorn()
     name: str = "ot-balanced"
-    epsilon: InitVar[float] = UNSET
-    max_iterations: InitVar[int] = UNSET
-    threshold: InitVar[float] = UNSET
-
-    def __post_init__(self, epsilon, max_iterations, threshold):
-        legacy = dict(epsilon=epsilon, max_iterations=max_iterations, threshold=threshold)
-        _settle(self, ("solver",), legacy, _OTT_NAMES)
 
     def __call__(self, zp, zu, m):
         """Scores (n_U,): 1 - the plan-weighted mean cost of each pool item, clipped at 0 (m unused)."""
@@ -223,7 +233,7 @@ class BalancedOTScorer:
 
 
 @dataclass(frozen=True)
-class UnbalancedOTScorer:
+class UnbalancedOTScorer(_OttKeywords):
     """KL-unbalanced entropic OT (ott-jax): tau_a = 1, tau_b = rho / (rho + epsilon). s_j = mass_j / b_j.
 
     The paper defines no unbalanced baseline; rho = 0.5, epsilon = 0.05 were picked on the cone
@@ -236,13 +246,6 @@ class UnbalancedOTScorer:
     solver: PartialSinkhorn = PartialSinkhorn(epsilon=0.05)
     rho: float = 0.5
     name: str = "ot-unbalanced"
-    epsilon: InitVar[float] = UNSET
-    max_iterations: InitVar[int] = UNSET
-    threshold: InitVar[float] = UNSET
-
-    def __post_init__(self, epsilon, max_iterations, threshold):
-        legacy = dict(epsilon=epsilon, max_iterations=max_iterations, threshold=threshold)
-        _settle(self, ("solver",), legacy, _OTT_NAMES)
 
     def __call__(self, zp, zu, m):
         """Scores (n_U,): the mass each pool item receives divided by its weight 1/n_U (m unused)."""

@@ -65,7 +65,26 @@ def cone_comparisons(
     radius: float = 1.0,
     seed: int = 0,
 ) -> ConeData:
-    """Draw a cone-model comparison set (see the module docstring). Types are assigned round robin."""
+    """Draw a cone-model comparison set (see the module docstring). Types are assigned round robin.
+
+    Args:
+        n_labelled: rows with the human verdict (the first ones).
+        n_unlabelled: rows with it missing.
+        d: the embeddings' dimension.
+        alpha: the probability the judge is correct, in [0, 1].
+        tau: the cone's cosine bound: correct items have <z_h, z̄_t> uniform in [tau, 1).
+        neg_range: (lo, hi), the range of <z_j, z̄_t> of bias-flipped items, -1 < lo <= hi < tau.
+        types: the question types.
+        type_spread: how far the types' directions z̄_t scatter around a shared one.
+        radius: the length r of e_w - e_l = r z_h.
+        seed: the numpy seed.
+
+    Returns:
+        The :class:`ConeData` (the table, its embeddings and the hidden truth).
+
+    Raises:
+        ValueError: ``neg_range`` and ``tau`` not ordered -1 < lo <= hi < tau < 1.
+    """
     lo, hi = neg_range
     if not -1 < lo <= hi < tau < 1:
         raise ValueError(f"need -1 < low <= high < tau < 1, got neg_range={neg_range}, tau={tau}")

@@ -41,8 +41,14 @@ RULE_FIELDS, RULE_RENAME = ("threshold", "confidence"), {"threshold": "flip_thre
 def scorer_of(name: str, mesh, dtype: str):
     """A scorer name, or for the entropic partial-OT scorer an instance with the mesh and the float type.
 
-    The mesh (--devices / --mesh, :func:`~.inputs.mesh_of`) and the float type (--solver-dtype) of its
-    Sinkhorn solve.
+    Args:
+        name: the scorer's name (--scorer).
+        mesh: the devices of its Sinkhorn solve (--devices / --mesh, :func:`~.inputs.mesh_of`), or None.
+        dtype: the float type of its Sinkhorn solve (--solver-dtype).
+
+    Returns:
+        ``name`` itself, unless it is "pot" with a mesh or a dtype other than the default: then the
+        configured scorer.
     """
     from ..ot.solve import SolveOptions
 

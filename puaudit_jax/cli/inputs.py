@@ -17,10 +17,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from probes.encode_config import EncodeConfig
 from puaudit_runtime.flags import DeviceFlags, add_device_arguments, build_mesh
 
 from .. import datasets
-from ..audit.config import EmbedConfig
+from ..audit.config import ENCODE_OPTIONS, EmbedConfig
 from ..datasets.names import BUNDLED
 from ..datasets.read_config import READ_DEFAULTS, ReadConfig
 from .options import add_options, options_from_args
@@ -31,7 +32,12 @@ if TYPE_CHECKING:
 
 READ_RENAME = {"read_as": "as"}
 """``ReadConfig.read_as`` is spelt ``--as`` (``--as judge``)."""
-EMBED_FIELDS = ("cache_dir", "no_cache", "batch_size", "max_length", "long_inputs")
+EMBED_OWN_FIELDS = ("cache_dir", "no_cache")
+"""The options set from :class:`EmbedConfig`'s own fields (``--encoder`` stands apart: it excludes --embeddings)."""
+ENCODE_FIELDS = tuple(ENCODE_OPTIONS)
+"""The options set from fields of its ``encoding`` (an ``EncodeConfig``): --batch-size, --max-length, --long-inputs."""
+EMBED_FIELDS = (*EMBED_OWN_FIELDS, *ENCODE_FIELDS)
+"""Destinations of every embedding option but --encoder."""
 DEVICE_FIELDS = tuple(f.name for f in dataclasses.fields(DeviceFlags))
 """Destinations of the device and cluster flags (:func:`puaudit_runtime.flags.add_device_arguments`)."""
 
@@ -150,9 +156,22 @@ def writes() -> bool:
 
 def embed_config(args) -> EmbedConfig:
     """The :class:`EmbedConfig` of the command line, validated."""
-    config = EmbedConfig(encoder=args.encoder, **options_from_args(args, EmbedConfig, include=EMBED_FIELDS))
+    encoding = EncodeConfig(**options_from_args(args, EncodeConfig, include=ENCODE_FIELDS))
+    own = options_from_args(args, EmbedConfig, include=EMBED_OWN_FIELDS)
+    config = EmbedConfig(encoder=args.encoder, **own, encoding=encoding)
     config.validate()
     return config
+
+
+def _embed_options(args) -> dict:
+    """``{destination: value}`` of the embedding options but --encoder (:data:`EMBED_FIELDS`)."""
+    return {**options_from_args(args, EmbedConfig, include=EMBED_OWN_FIELDS),
+            **options_from_args(args, EncodeConfig, include=ENCODE_FIELDS)}  # fmt: skip
+
+
+def _setting(config: EmbedConfig, name: str):
+    """The value of option destination ``name`` in ``config`` (an encoding setting read from ``config.encoding``)."""
+    return getattr(config.encoding if name in ENCODE_FIELDS else config, name)
 
 
 def check_out(folder: str) -> None:
@@ -191,8 +210,8 @@ def checked_first(args) -> None:
     if not args.embeddings:
         embed_config(args)
     else:  # the embeddings are given: an encoding setting changed from its default would be ignored
-        given = options_from_args(args, EmbedConfig, include=EMBED_FIELDS)
-        ignored = [name for name, value in given.items() if value != getattr(EmbedConfig, name)]
+        default = EmbedConfig()
+        ignored = [name for name, value in _embed_options(args).items() if value != _setting(default, name)]
         if ignored:
             options = ", ".join("--" + name.replace("_", "-") for name in ignored)
             verb = "applies" if len(ignored) == 1 else "apply"
@@ -286,7 +305,8 @@ def add_data_options(p: argparse.ArgumentParser, data: bool = True) -> None:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--embeddings", help=".npz with arrays id, a, b (F(x, o_A), F(x, o_B))")
     add_options(src, EmbedConfig, include=("encoder",))
-    add_options(p, EmbedConfig, include=EMBED_FIELDS)
+    add_options(p, EmbedConfig, include=EMBED_OWN_FIELDS)
+    add_options(p, EncodeConfig, include=ENCODE_FIELDS, overrides={k: {"help": v} for k, v in ENCODE_OPTIONS.items()})
     p.add_argument("--save-embeddings", help="also write the computed embeddings to this .npz")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--no-figures", action="store_true", help="write no figures")

@@ -5,6 +5,7 @@
     demo       the protocol on MT-Bench, end to end               (cli/evaluate.py)
     quantify   estimates with intervals, PPI++                    (cli/quantify.py)
     plan-labels  which items to label next (active sampling)      (cli/plan.py)
+    monitor    a judge's agreement as labels arrive, with alarm   (cli/monitor.py)
     attack     attack the judge's losers and re-judge             (cli/judges.py)
     judge      re-judge every comparison                          (cli/judges.py)
     serve-local  llama.cpp's OpenAI-compatible server             (cli/judges.py)
@@ -44,6 +45,7 @@ from .consensus import add_consensus_parser
 from .convert import add_convert_parser
 from .evaluate import add_demo_parser, add_evaluate_parser
 from .judges import add_attack_parsers
+from .monitor import add_monitor_parser
 from .plan import add_plan_parser
 from .probe import add_probe_parser
 from .quantify import add_quantify_parser
@@ -81,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_demo_parser(sub)
     add_quantify_parser(sub)
     add_plan_parser(sub)
+    add_monitor_parser(sub)
     add_attack_parsers(sub)
     add_consensus_parser(sub)
     add_probe_parser(sub)

@@ -94,11 +94,18 @@ def option_name(name: str, rename: dict | None = None) -> str:
 
 
 def add_options(parser: argparse.ArgumentParser, cls, *, include=None, exclude=(), rename=None, overrides=None) -> None:
-    """Add one option per field of dataclass ``cls`` (``include``: these fields only, in this order).
+    """Add one option per field of dataclass ``cls``.
 
-    ``rename``: field -> option stem (``{"threshold": "flip_threshold"}``); ``overrides``: field ->
-    ``help`` and / or ``metavar`` to use instead (a default stays the field's). Booleans become
-    ``store_true`` flags; ``str | None`` fields with ``choices`` metadata accept ``none`` for None.
+    Booleans become ``store_true`` flags; ``str | None`` fields with ``choices`` metadata accept ``none``
+    for None; the help of each is the field's entry in the class docstring's ``Attributes:`` section.
+
+    Args:
+        parser: the argparse parser (or argument group) the options are added to.
+        cls: the frozen config dataclass.
+        include: these fields only, in this order (None: all fields).
+        exclude: fields left out.
+        rename: field -> option stem (``{"threshold": "flip_threshold"}``).
+        overrides: field -> ``help`` and / or ``metavar`` to use instead (a default stays the field's).
 
     Raises:
         ValueError: a field without an entry in the ``Attributes:`` section, or an override of
@@ -133,7 +140,15 @@ def add_options(parser: argparse.ArgumentParser, cls, *, include=None, exclude=(
 
 
 def options_from_args(args: argparse.Namespace, cls, *, include=None, exclude=(), rename=None) -> dict:
-    """``{field: value}`` of the options :func:`add_options` added (``"none"`` choices -> None)."""
+    """``{field: value}`` of the options :func:`add_options` added (``"none"`` choices -> None).
+
+    Args:
+        args: the parsed namespace.
+        cls: the config dataclass, as given to :func:`add_options`.
+        include: as given to :func:`add_options`.
+        exclude: as given to :func:`add_options`.
+        rename: as given to :func:`add_options`.
+    """
     fields, names = _selected(cls, include, exclude)
     out = {}
     for name in names:

@@ -132,6 +132,8 @@ def cmd_quantify(args) -> int:
     with inputs.output_folder(args) as run:
         table = inputs.data_table(args, config.other_judges)
         inputs.check_columns(table, args.data, {"--cluster-by": options["cluster_by"]})
+        for rater in options["raters"]:  # alpha's raters, named before any estimate
+            inputs.check_columns(table, args.data, {"--raters": rater})
         audit_items = _with_p_wrong(args, audit_items_of(args, table, config, mesh))
         plan = None if args.plan is None else read_plan(args.plan)
         result = quantify(table, audit_items=audit_items, plan=plan, **options)

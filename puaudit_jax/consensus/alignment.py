@@ -82,8 +82,14 @@ class AlignResult:
 def self_preference_flags(judges, models, family: dict[str, str]) -> pd.DataFrame:
     """Self-preference flags, a judges x models 0/1 matrix: 1 where judge and model belong to the same family.
 
-    ``family`` maps a judge or model name to a family label; names without a label belong to no
-    family (never flagged).
+    Args:
+        judges: the judges' names (the rows).
+        models: the models' names (the columns).
+        family: maps a judge or model name to a family label; names without a label belong to no
+            family (never flagged).
+
+    Returns:
+        The flags, judges x models floats in {0, 1}, indexed "judge" / "model".
     """
     flags = [[float(j in family and m in family and family[j] == family[m]) for m in models] for j in judges]
     return pd.DataFrame(flags, index=pd.Index(judges, name="judge"), columns=pd.Index(models, name="model"))
@@ -123,7 +129,17 @@ def _masked_pearson(x, y, mask):
 
 
 def loss_terms(aligned, anchor, mask):
-    """The three terms on standardised matrices (M, N): anchor MSE, 1 - mean Pearson, consensus MSE."""
+    """The three terms on standardised matrices: anchor MSE, 1 - mean Pearson, consensus MSE.
+
+    Args:
+        aligned: the aligned scores, shape (M, N) (judges x models), standardised.
+        anchor: the anchor scores, shape (M, N), standardised.
+        mask: 1 where the anchor counts, 0 where it is left out, shape (M, N).
+
+    Returns:
+        (anchor MSE over the masked cells, 1 - mean Pearson to the anchor over the judges with more than
+        2 masked cells, mean squared deviation from the aligned consensus), scalars.
+    """
     anchor_mse = ((aligned - anchor) ** 2 * mask).sum() / jnp.maximum(mask.sum(), 1.0)
     has = mask.sum(axis=1) > 2
     rank = 1.0 - (jnp.where(has, _masked_pearson(aligned, anchor, mask), 0.0).sum() / jnp.maximum(has.sum(), 1))
@@ -132,7 +148,17 @@ def loss_terms(aligned, anchor, mask):
 
 
 def objective(aligned, anchor, mask, weights):
-    """Weighted sum of :func:`loss_terms`; weights = (w_anchor, w_rank, w_consensus)."""
+    """Weighted sum of :func:`loss_terms`.
+
+    Args:
+        aligned: the aligned scores, shape (M, N) (judges x models), standardised.
+        anchor: the anchor scores, shape (M, N), standardised.
+        mask: 1 where the anchor counts, 0 where it is left out, shape (M, N).
+        weights: (w_anchor, w_rank, w_consensus), shape (3,).
+
+    Returns:
+        The objective (scalar).
+    """
     a, r, c = loss_terms(aligned, anchor, mask)
     return weights[0] * a + weights[1] * r + weights[2] * c
 
@@ -221,9 +247,22 @@ def align(
 ) -> AlignResult:
     """Train the adapter on ``scores`` (judges x models, Elo) and return the aligned matrix.
 
-    anchor: a per-model Series overriding ``config.anchor``. self_preference: judges x models 0/1
-    (:func:`self_preference_flags`). text: optional (M, N, t) features of the (judge, model) cell
-    (e.g. similarity of the model's answers to the judge's own answers).
+    Args:
+        scores: the judges x models score matrix, in Elo points.
+        config: the objective's weights, the anchor, the adapter and its training.
+        anchor: a per-model Series (Elo points; NaN leaves a model out, at least 3 finite) overriding
+            ``config.anchor``, or None.
+        self_preference: judges x models 0/1 flags (:func:`self_preference_flags`), an input feature
+            of each cell, or None.
+        text: features of the (judge, model) cells, shape (M, N, t) (e.g. similarity of the model's
+            answers to the judge's own answers), or None.
+
+    Returns:
+        The :class:`AlignResult` (aligned scores in Elo points).
+
+    Raises:
+        ValueError: an unknown anchor, or an anchor Series without an entry for a model or with fewer
+            than 3 finite scores.
     """
     z, mu, s = _standardise(scores)
     n_j, n_m = z.shape
@@ -298,7 +337,21 @@ def fit_shrinkage(
 ) -> ShrinkResult:
     """Learn alpha_k = sigmoid(a_k) (one per judge, or one common alpha) on the objective of :class:`AlignConfig`.
 
-    Trained with adam; a_k starts at 0 (alpha 1/2).
+    Trained with adam; a_k starts at 0 (alpha 1/2). A judge's row is shrunk to alpha_k z_k + (1 - alpha_k)
+    times the consensus (standardised).
+
+    Args:
+        scores: the judges x models score matrix, in Elo points.
+        config: the objective's weights, the anchor, the learning rate and the steps.
+        anchor: a per-model Series (Elo points) overriding ``config.anchor``, or None.
+        common: whether all judges share one alpha.
+
+    Returns:
+        The :class:`ShrinkResult` (alpha in (0, 1) per judge, the shrunk matrix in Elo points, the
+        training loss per step).
+
+    Raises:
+        ValueError: an unknown anchor, or a bad anchor Series (as :func:`align`).
     """
     z, mu, s = _standardise(scores)
     a_mat, mask = _anchor_matrix(scores, z, config.anchor if anchor is None else anchor, mu, s)
@@ -345,9 +398,20 @@ def tradeoff_curve(
 ) -> tuple[pd.DataFrame, dict]:
     """Train the adapter for each consensus weight in ``weights`` (other settings from ``config``).
 
-    Returns (table, matrices): one row per weight with :func:`metrics.summary` of the aligned matrix
-    (against the baseline consensus and ``human``), and the per-judge Pearson to human as columns
-    ``pearson_human[<judge>]``; matrices maps weight -> aligned scores.
+    Args:
+        scores: the judges x models score matrix, in Elo points.
+        weights: the consensus weights (``w_consensus``) to train at.
+        config: the other settings of each training.
+        human: human scores per model (Elo points), for the evaluation columns only, or None.
+        self_preference: judges x models 0/1 flags, as :func:`align`.
+        text: (M, N, t) cell features, as :func:`align`.
+        anchor: a per-model Series overriding ``config.anchor``, as :func:`align`.
+        progress: whether to show a progress bar over the weights.
+
+    Returns:
+        (table, matrices): one row per weight with :func:`metrics.summary` of the aligned matrix
+        (against the baseline consensus and ``human``), the final loss and its terms, and the per-judge
+        Pearson to human as columns ``pearson_human[<judge>]``; matrices maps weight -> aligned scores.
     """
     from dataclasses import replace
 

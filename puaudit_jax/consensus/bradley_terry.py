@@ -116,7 +116,17 @@ def encode_comparisons(table: pd.DataFrame, models: list[str] | None = None) -> 
 
 
 def count_matrices(codes: np.ndarray, n: int, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(wins, ties): wins[i, j] = (weighted) wins of i over j; ties[i, j] = ties between i and j (symmetric)."""
+    """(wins, ties): wins[i, j] = (weighted) wins of i over j; ties[i, j] = ties between i and j (symmetric).
+
+    Args:
+        codes: the comparisons, shape (n_c, 3) int (:func:`encode_comparisons`: index of a, index of b,
+            outcome 1 = a won, 0 = b won, 2 = tie).
+        n: the number of models.
+        weights: a weight per comparison, shape (n_c,) (None: 1 each).
+
+    Returns:
+        (wins, ties), each shape (n, n).
+    """
     w = np.ones(len(codes)) if weights is None else np.asarray(weights, float)
     wins, ties = np.zeros((n, n)), np.zeros((n, n))
     i, j, o = codes[:, 0], codes[:, 1], codes[:, 2]
@@ -127,7 +137,17 @@ def count_matrices(codes: np.ndarray, n: int, weights: np.ndarray | None = None)
 
 
 def check_identifiable(wins: np.ndarray, ties: np.ndarray, models: list[str]) -> None:
-    """Raise :class:`ComparisonGraphError` unless the beat graph is strongly connected."""
+    """Raise :class:`ComparisonGraphError` unless the beat graph is strongly connected.
+
+    Args:
+        wins: wins[i, j] = wins of model i over model j, shape (n, n).
+        ties: ties between i and j, shape (n, n), symmetric.
+        models: the n model names, to name them in the error.
+
+    Raises:
+        ComparisonGraphError: a model never compared, a graph in disconnected groups, or a beat graph
+            that is not strongly connected (infinite maximum-likelihood strengths).
+    """
     n = len(models)
     seen = (wins + wins.T + ties).sum(axis=1) > 0
     if not seen.all():
@@ -251,7 +271,20 @@ def _counts_for_mode(wins: np.ndarray, ties: np.ndarray, mode: str) -> tuple[np.
 
 
 def to_elo(theta: np.ndarray, models: list[str], anchor: str | None = None, anchor_value: float = 1000.0) -> pd.Series:
-    """Strengths (natural log) -> Elo points anchored as described in the module docstring."""
+    """Strengths (natural log) -> Elo points anchored as described in the module docstring.
+
+    Args:
+        theta: strengths in natural-log odds, shape (n,) or (B, n) (e.g. bootstrap samples).
+        models: the n model names.
+        anchor: the model set to ``anchor_value``, or None (the mean is).
+        anchor_value: the anchor's Elo score.
+
+    Returns:
+        Elo points: a Series indexed by model for (n,) strengths, else a (B, n) array.
+
+    Raises:
+        ValueError: an anchor not among the models.
+    """
     theta = np.asarray(theta, float)
     if anchor is None:
         ref = theta.mean(axis=-1, keepdims=True)
@@ -270,8 +303,19 @@ def to_elo(theta: np.ndarray, models: list[str], anchor: str | None = None, anch
 def fit_bt(table: pd.DataFrame, config: BTConfig = BTConfig(), *, models: list[str] | None = None) -> BTResult:
     """Fit Bradley-Terry to a comparison table (``model_a``, ``model_b``, ``winner`` in A | B | tie).
 
-    Optional column ``weight`` (>= 0) weights the rows. ``models`` fixes the order (and may add
-    models without comparisons, which need ``ridge > 0``). Returns Elo scores per model.
+    Args:
+        table: one row per comparison; an optional column ``weight`` (>= 0) weights the rows.
+        config: the tie model, ridge, anchor and Newton settings.
+        models: fixes the order of the models (and may add models without comparisons, which need
+            ``ridge > 0``); None: the table's, at their first appearance in
+            ``model_a``, then in ``model_b``.
+
+    Returns:
+        The :class:`BTResult`: Elo scores per model, the strengths and the fit's diagnostics.
+
+    Raises:
+        ValueError: a bad table (:func:`encode_comparisons`) or weight column.
+        ComparisonGraphError: with ``ridge = 0``, a comparison graph that does not identify the strengths.
     """
     names, codes = encode_comparisons(table, models)
     weights = table["weight"].to_numpy(float) if "weight" in table.columns else None
@@ -352,9 +396,22 @@ def bootstrap_bt(
     All refits run as one ``vmap`` of the Newton solver. With ``ridge = 0`` a resample whose graph is
     not identifiable cannot be fitted: it is counted in ``n_degenerate`` and left out.
 
+    Args:
+        table: one row per comparison, as :func:`fit_bt`.
+        config: the Bradley-Terry settings, as :func:`fit_bt`.
+        n_boot: resamples (>= 1).
+        level: coverage of the percentile intervals, in (0, 1).
+        seed: the numpy seed (>= 0).
+        models: the order of the models, as :func:`fit_bt`.
+
+    Returns:
+        The :class:`BootstrapResult`: per model the full fit's Elo and the interval (``lo``, ``hi``) and
+        standard error of the resamples, in Elo points; the (kept, n) resampled scores.
+
     Raises:
         ValueError: ``n_boot`` not an integer >= 1, ``seed`` not an integer >= 0, ``level`` outside (0, 1),
             or a bad table (see :func:`fit_bt`).
+        ComparisonGraphError: no resample is identifiable (with ``ridge = 0``).
     """
     check_int("n_boot", n_boot, 1, "bootstrap resamples")
     check_int("seed", seed, 0, "numpy seed")

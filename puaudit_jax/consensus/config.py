@@ -152,8 +152,13 @@ ONLY_BT, ONLY_ELO = ("n_boot", "ties", "ridge", "max_iter", "tol"), ("k", "n_ord
 def refuse_other_method(config: ScoresConfig, bt: BTConfig, elo: EloConfig) -> None:
     """Raise ValueError naming the settings changed from their defaults that ``config.method`` would ignore.
 
-    Bradley-Terry's (its tie model, ridge, bootstrap, Newton settings) with method "elo", Elo's (K, orders,
-    shuffle, start rating) with method "bt".
+    Args:
+        config: the scores settings (its ``method``: "bt" or "elo").
+        bt: the Bradley-Terry settings (its tie model, ridge, bootstrap, Newton settings: ignored by "elo").
+        elo: the Elo settings (K, orders, shuffle, start rating: ignored by "bt").
+
+    Raises:
+        ValueError: the changed settings the method ignores, named.
     """
     values = {**asdict(config), **asdict(bt), **{f: getattr(elo, f) for f in ONLY_ELO}}
     defaults = {**asdict(ScoresConfig()), **asdict(BTConfig()), **{f: getattr(EloConfig(), f) for f in ONLY_ELO}}

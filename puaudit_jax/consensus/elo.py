@@ -52,7 +52,21 @@ _runs = jit(jax.vmap(_run, in_axes=(None, 0, 0, 0, None)))
 
 
 def online_elo(table: pd.DataFrame, config: EloConfig = EloConfig(), *, models: list[str] | None = None) -> EloResult:
-    """Online Elo of a comparison table (``model_a``, ``model_b``, ``winner`` in A | B | tie)."""
+    """Online Elo of a comparison table (``model_a``, ``model_b``, ``winner`` in A | B | tie).
+
+    Args:
+        table: one row per comparison.
+        config: K, the number of orders, shuffle, seed, start rating and anchor.
+        models: fixes the order of the models; None: the table's, at their first appearance in
+            ``model_a``, then in ``model_b``.
+
+    Returns:
+        The :class:`EloResult`: per model the mean over the orders of the final rating (Elo points,
+        anchored), its spread (std over the orders) and the games played.
+
+    Raises:
+        ValueError: a bad table (:func:`encode_comparisons`) or an anchor not among the models.
+    """
     names, codes = encode_comparisons(table, models)
     n, g = len(names), len(codes)
     score = np.where(codes[:, 2] == 1, 1.0, np.where(codes[:, 2] == 0, 0.0, 0.5))

@@ -34,8 +34,18 @@ VERDICT_COLUMNS = ("judge", "model_a", "model_b", "winner")
 def verdicts_from_comparisons(table: pd.DataFrame, judge_name: str, *, verdict_col: str = "judge") -> pd.DataFrame:
     """Long verdicts of one judge named ``judge_name`` from a comparison table.
 
-    The table has model_a, model_b, and a verdict column in A | B | tie | missing. Missing verdicts are
-    excluded; their count is in ``attrs["excluded"]``.
+    Missing verdicts are excluded; their count is in ``attrs["excluded"]``.
+
+    Args:
+        table: the comparison table (columns ``model_a``, ``model_b`` and ``verdict_col``).
+        judge_name: the judge's name, the ``judge`` column of the result.
+        verdict_col: the column of verdicts in A | B | tie | missing.
+
+    Returns:
+        Columns judge, model_a, model_b, winner: one row per row with a verdict.
+
+    Raises:
+        ValueError: a missing column.
     """
     for col in ("model_a", "model_b", verdict_col):
         if col not in table.columns:
@@ -156,11 +166,22 @@ def score_matrices(
     n_boot: int = 0,
     seed: int = 0,
 ) -> ScoreMatrices:
-    """Fit each judge of a long verdict table on one model list (default: all models, first seen).
+    """Fit each judge of a long verdict table on one model list.
 
-    method: "bt" (Bradley-Terry, :class:`BTConfig`) or "elo" (online Elo, :class:`EloConfig`).
-    n_boot > 0 adds percentile bootstrap intervals (BT only; seed ``seed + judge position``).
     A judge that never compared some model raises unless ``bt.ridge > 0``.
+
+    Args:
+        verdicts: long verdicts (columns judge, model_a, model_b, winner in A | B | tie).
+        method: "bt" (Bradley-Terry, :class:`BTConfig`) or "elo" (online Elo, :class:`EloConfig`).
+        bt: the Bradley-Terry settings.
+        elo: the Elo settings.
+        models: the models' order (None: all models, first seen).
+        n_boot: > 0 adds percentile bootstrap intervals (BT only; seed ``seed + judge position``);
+            0 for none.
+        seed: the bootstrap's numpy seed (>= 0).
+
+    Returns:
+        The :class:`ScoreMatrices` (judges x models scores in Elo points, the intervals and fits).
 
     Raises:
         ValueError: ``n_boot`` not an integer >= 0 or ``seed`` not one (checked before any fit), an

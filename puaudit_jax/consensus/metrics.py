@@ -78,9 +78,17 @@ def aggregate_bias(scores: pd.DataFrame, truth: pd.Series) -> pd.Series:
 def summary(scores: pd.DataFrame, *, base_consensus: pd.Series | None = None, human: pd.Series | None = None) -> dict:
     """Scalars of one matrix: agreement with the consensus and with human scores, spread, and bias.
 
-    Mean Pearson / MSE / Kendall to the baseline consensus (default: its own), to its own consensus, to
-    human scores (when given), inter-judge std (mean over models), S (sum over models of the aggregate
-    absolute bias against human), and the consensus row's own Pearson to human.
+    Mean Pearson / MSE / Kendall to the baseline consensus, to its own consensus, to human scores (when
+    given), inter-judge std (mean over models), S (sum over models of the aggregate absolute bias against
+    human), and the consensus row's own Pearson to human.
+
+    Args:
+        scores: a judges x models score matrix, in Elo points.
+        base_consensus: the baseline consensus per model, in Elo points (None: the matrix's own).
+        human: human scores per model, in Elo points, or None.
+
+    Returns:
+        Name -> float: the MSEs in squared Elo points, the std and the bias in Elo points.
     """
     base = consensus(scores) if base_consensus is None else base_consensus
     to_base = judge_metrics(scores, base).mean()

@@ -20,7 +20,16 @@ import pandas as pd  # noqa: E402
 def heatmaps(matrices: dict[str, pd.DataFrame], *, center: pd.Series | None = None, title: str = ""):
     """One panel per named judges x models matrix, drawn as deviation from ``center`` in Elo points.
 
-    ``center`` is per model (default the first matrix's column mean); one shared symmetric colour scale.
+    One shared symmetric colour scale.
+
+    Args:
+        matrices: panel title -> judges x models scores (Elo points).
+        center: per-model scores subtracted from every row (Elo points; None: the first matrix's
+            column mean).
+        title: the figure's title ("" for none).
+
+    Returns:
+        The matplotlib figure.
     """
     names = list(matrices)
     first = matrices[names[0]]
@@ -54,8 +63,18 @@ def tradeoff(
 
     Left: mean Pearson to human and to the baseline consensus vs the consensus weight (log x), with
     per-judge Pearson to human for ``judges`` (thin lines). Right: inter-judge std vs mean Pearson to
-    human for the adapter sweep, the common-alpha shrinkage curve (``shrink``: columns alpha,
-    pearson_human, inter_judge_std) and named reference points (e.g. the paper's UDA).
+    human for the adapter sweep, the common-alpha shrinkage curve and named reference points.
+
+    Args:
+        table: :func:`~puaudit_jax.consensus.alignment.tradeoff_curve`'s table (one row per weight).
+        x: the column of the weights (0 is drawn at half the smallest positive one).
+        shrink: the common-alpha shrinkage curve (columns alpha, pearson_human, inter_judge_std), or None.
+        references: name -> point with ``inter_judge_std`` and ``pearson_human`` (e.g. the paper's UDA).
+        judges: judges whose per-judge Pearson to human (``pearson_human[<judge>]``) is drawn.
+        title: the figure's title ("" for none).
+
+    Returns:
+        The matplotlib figure.
     """
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.3))
     xs = table[x].to_numpy(float)
@@ -100,7 +119,15 @@ def tradeoff(
 def judge_scatter(scores: pd.DataFrame, reference: str, *, intervals: dict | None = None, title: str = ""):
     """One panel per judge other than ``reference``: its BT Elo against the reference judge's.
 
-    With bootstrap intervals (``intervals[judge]`` tables with lo/hi) when given.
+    Args:
+        scores: a judges x models score matrix, in Elo points.
+        reference: the judge on every panel's x axis.
+        intervals: judge -> bootstrap table (columns model, lo, hi; Elo points), drawn as error bars
+            when both judges have one; None for points only.
+        title: the figure's title ("" for none).
+
+    Returns:
+        The matplotlib figure.
     """
     others = [j for j in scores.index if j != reference]
     fig, axes = plt.subplots(1, len(others), figsize=(4.6 * len(others), 4.2), squeeze=False)

@@ -149,6 +149,16 @@ def judge_scores(
 ) -> JudgeScores:
     """Bradley-Terry (or online Elo) per judge, and each judge against ``config.reference`` (default the consensus).
 
+    Args:
+        verdicts: long verdicts (columns judge, model_a, model_b, winner in A | B | tie).
+        config: the method, bootstrap, seed and reference judge.
+        bt: the Bradley-Terry settings (defaults unless the method is "bt").
+        elo: the Elo settings (defaults unless the method is "elo").
+
+    Returns:
+        The :class:`JudgeScores`: the score matrices (Elo points), each judge's agreement with the
+        reference, and the settings.
+
     Raises:
         ValueError: a non-identifiable comparison graph, an unknown reference judge, a setting the method
             ignores changed from its default (:func:`.config.refuse_other_method`), or bad settings,
@@ -168,7 +178,16 @@ def judge_scores(
 
 
 def write_judge_scores(run: JudgeScores, out: str | Path, *, source: str) -> list[str]:
-    """scores.csv, intervals.csv (with bootstrap), agreement.csv and run.json in ``out``; their names."""
+    """Write scores.csv, intervals.csv (with bootstrap), agreement.csv and run.json in ``out``.
+
+    Args:
+        run: :func:`judge_scores`'s result.
+        out: the output folder.
+        source: the verdicts' path, recorded in run.json.
+
+    Returns:
+        The names of the files written.
+    """
     out, res = Path(out), run.matrices
     write_csv(res.scores.reset_index(), out / "scores.csv")
     files = ["scores.csv", "agreement.csv", "run.json"]
@@ -211,7 +230,17 @@ def split_human(matrix: pd.DataFrame, human: str | None) -> tuple[pd.DataFrame, 
 
 
 def align_matrix(matrix: pd.DataFrame, config: AlignConfig, human: pd.Series | None = None) -> Alignment:
-    """Align ``matrix`` (judges x models) towards its consensus; ``human`` scores for evaluation only."""
+    """Align ``matrix`` (judges x models) towards its consensus.
+
+    Args:
+        matrix: a judges x models score matrix, in Elo points.
+        config: the alignment's settings.
+        human: human scores per model (Elo points), for the before / after summaries only, or None.
+
+    Returns:
+        The :class:`Alignment`: the matrix, the aligned result and the :func:`~.metrics.summary`
+        before and after.
+    """
     res = align(matrix, config)
     base = consensus(matrix)
     before, after = summary(matrix, human=human), summary(res.scores, base_consensus=base, human=human)
@@ -219,7 +248,17 @@ def align_matrix(matrix: pd.DataFrame, config: AlignConfig, human: pd.Series | N
 
 
 def write_alignment(run: Alignment, out: str | Path, *, source: str, figures: bool = True) -> list[str]:
-    """aligned.csv, metrics.json and (``figures``) heatmaps.png in ``out``; their names."""
+    """Write aligned.csv, metrics.json and (``figures``) heatmaps.png in ``out``.
+
+    Args:
+        run: :func:`align_matrix`'s result.
+        out: the output folder.
+        source: the matrix's path, recorded in metrics.json.
+        figures: whether to draw heatmaps.png (before / after).
+
+    Returns:
+        The names of the files written.
+    """
     out, res = Path(out), run.result
     write_csv(res.scores.reset_index(names="judge"), out / "aligned.csv")
     write_json({"command": "consensus align", "matrix": source, "config": asdict(run.config), "before": run.before,

@@ -31,7 +31,20 @@ from .reading import Read, report_of
 
 
 def load_bundled(name: str, *, include_unlabelled: bool | None = None, vote_rule: str = "plurality") -> pd.DataFrame:
-    """Validated comparison table of a bundled set (names in :data:`BUNDLED`)."""
+    """Validated comparison table of a bundled set (names in :data:`BUNDLED`).
+
+    Args:
+        name: the set's name: "mtbench", "llmfao-gpt4" or "llmfao-gpt3".
+        include_unlabelled: add the judge-only comparisons (None: the set's default, yes for MT-Bench and
+            no for LLMFAO).
+        vote_rule: how several human votes make one verdict (:data:`~.votes.VOTE_RULES`).
+
+    Returns:
+        The validated comparison table.
+
+    Raises:
+        ValueError: an unknown set.
+    """
     if name == "mtbench":
         return load_mtbench(
             include_unlabelled=True if include_unlabelled is None else include_unlabelled, vote_rule=vote_rule
@@ -83,5 +96,19 @@ def load_data(
     limit: int | None = None,
     read: ReadConfig = READ_DEFAULTS,
 ) -> pd.DataFrame:
-    """The table of :func:`read_data` (a bundled set by name, or files of any format the registry reads)."""
+    """The table of :func:`read_data` (a bundled set by name, or files of any format the registry reads).
+
+    Args:
+        data: a bundled set's name (:data:`BUNDLED`), a file, or files of one format.
+        include_unlabelled: bundled sets: add the judge-only comparisons (None: the set's default).
+        limit: the first rows only (None: all).
+        read: how files are read (:class:`~.read_config.ReadConfig`).
+
+    Returns:
+        The validated comparison table (the read report dropped: :func:`read_data` keeps it).
+
+    Raises:
+        FileNotFoundError: naming ``data`` when it is neither a file nor a bundled set.
+        ValueError: a file that reads to no comparison, or any reading problem, by name.
+    """
     return read_data(data, include_unlabelled, limit, read).table

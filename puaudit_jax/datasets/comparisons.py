@@ -181,8 +181,16 @@ def comparisons_to_frame(items: Iterable[Comparison], *, source: str = "comparis
 def conversation(question, history, response) -> list[dict[str, str]]:
     """A side's full chat as ``[{"role": "user" | "assistant", "content": str}, ...]``.
 
-    ``question`` is the user text or the list of user turns; ``history`` the side's earlier answers
-    (one fewer than the user turns; None or [] for single-turn); ``response`` the judged answer.
+    Args:
+        question: the user text, or the list of user turns.
+        history: the side's earlier answers (one fewer than the user turns; None or [] for single-turn).
+        response: the judged answer (the last assistant turn).
+
+    Returns:
+        The messages, user and assistant alternating.
+
+    Raises:
+        ValueError: a number of earlier answers other than the user turns less one.
     """
     turns = [question] if isinstance(question, str) else list(question)
     earlier = [] if history is None else list(history)
@@ -206,8 +214,19 @@ def validate_comparisons(
 
     Normal form: core columns first (absent optional ones added), ids as str, verdicts normalised,
     missing text as None, list questions as ``list[str]``, ``turn`` as nullable Int64, a fresh
-    RangeIndex; extra columns unchanged. Raises :class:`ComparisonValidationError` listing every
-    problem; ``row_labels`` names rows in messages (default "row <1-based position>").
+    RangeIndex; extra columns unchanged.
+
+    Args:
+        frame: a comparison table.
+        source: names the table in the error.
+        row_labels: names rows in messages: one label per row, or a function of the 0-based position
+            (None: "row <1-based position>").
+
+    Returns:
+        The table in normal form.
+
+    Raises:
+        ComparisonValidationError: listing every problem (a ValueError).
     """
     label = _labeller(row_labels)
     _check_column_names(frame, source)
@@ -595,7 +614,19 @@ def save_comparisons(frame: pd.DataFrame, path: str | os.PathLike, *, format: st
     """Validate ``frame`` and write it atomically (temp file + rename) as jsonl, json, csv or parquet.
 
     :func:`load_comparisons` reads the file back to an equal table (extra columns may come back
-    with pandas' inferred dtypes in csv). Returns the path written.
+    with pandas' inferred dtypes in csv).
+
+    Args:
+        frame: a comparison table.
+        path: the file to write.
+        format: "jsonl", "json", "csv" or "parquet" (None: from the file name).
+
+    Returns:
+        The path written.
+
+    Raises:
+        ComparisonValidationError: a table that does not validate.
+        ValueError: an unknown format.
     """
     path = Path(path)
     kind = format or encoding_of(path)

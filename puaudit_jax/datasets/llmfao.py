@@ -17,16 +17,17 @@ verdicts, plus 1,097 pairs nobody voted on), ``results.jsonl`` (response texts b
 - human: the crowd votes on the pair (1-5 per pair), aggregated by
   :func:`puaudit_jax.datasets.votes.aggregate_votes`: by default the plurality verdict, and a split
   (largest count shared, e.g. 2 left / 2 right / 1 tie) -> ``"tie"`` with ``human_split`` True.
-  Counts kept in ``n_votes``, ``votes_a``, ``votes_b``, ``votes_tie``. Half of the crowd pairs end up
-  as ties under plurality because "tie" is the crowd's most frequent vote; ``vote_rule="decisive"``
-  (tie votes abstain) gives fewer ties.
+  Counts kept in ``n_votes``, ``votes_a``, ``votes_b``, ``votes_tie``; the votes themselves, in the
+  file's order, in ``votes`` ("A,tie,tie"; None where nobody voted), for Krippendorff's alpha. Half of
+  the crowd pairs end up as ties under plurality because "tie" is the crowd's most frequent vote;
+  ``vote_rule="decisive"`` (tie votes abstain) gives fewer ties.
 - ``include_unlabelled=True`` reads ``<judge>-comparisons.csv`` instead: the 1,097 pairs without crowd
   votes join as human = ``"missing"`` (an unlabelled pool for PU learning). Those pairs are all on
   the 6 prompts the crowd never saw (ids 1, 3, 14, 15, 18, 19; 780 of them ``code``, a type with no
   labelled pair), so the pool is shifted relative to the labelled pairs.
 - Extra columns: pair_id, prompt (prompt id: group splits by it, since the same responses recur in
   many pairs of a prompt), prompt_slug, model_x, model_y (model ids), model_a, model_b (model names),
-  judge_raw, the vote counts and human_split.
+  judge_raw, the vote counts, votes and human_split.
 
 Consistency checks (raise ``ValueError``, never drop): every crowd pair has an LLM verdict with the
 same prompt and models; every (prompt, model) of a pair has a text record.
@@ -55,6 +56,8 @@ def _crowd_verdicts(folder, vote_rule: str) -> pd.DataFrame:
     if (pairs_per_id > 1).any().any():
         raise ValueError("crowd-comparisons.csv: one pair id names different prompts or models")
     human = aggregate_votes(crowd, ["id"], rule=vote_rule)
+    human = human.merge(crowd.groupby("id")["vote"].agg(",".join).rename("votes").reset_index(), on="id",
+                        validate="one_to_one")  # fmt: skip
     return human.merge(crowd.drop_duplicates("id")[["id"] + _PAIR], on="id", validate="one_to_one")
 
 
@@ -106,11 +109,24 @@ def _comparison_row(record: dict, prompts: pd.DataFrame, texts: dict) -> dict:
         "model_b": record["right"],
         "judge_raw": record["winner"],
         **{c: record[c] for c in ("n_votes", "votes_a", "votes_b", "votes_tie", "human_split")},
+        "votes": record["votes"] if isinstance(record["votes"], str) else None,
     }
 
 
 def load_llmfao(judge: str, *, include_unlabelled: bool = False, vote_rule: str = "plurality") -> pd.DataFrame:
-    """The LLMFAO comparison table for ``judge`` in {"gpt4", "gpt3"}; see the module docstring."""
+    """The LLMFAO comparison table for ``judge`` in {"gpt4", "gpt3"}; see the module docstring.
+
+    Args:
+        judge: "gpt4" or "gpt3", the judge whose verdicts fill ``judge``.
+        include_unlabelled: whether to add the judge's comparisons without crowd votes.
+        vote_rule: how the crowd votes make one verdict (:data:`~.votes.VOTE_RULES`).
+
+    Returns:
+        The validated comparison table.
+
+    Raises:
+        ValueError: an unknown judge, or repeated (prompt, model) records in the bundled files.
+    """
     if judge not in JUDGES:
         raise ValueError(f"unknown LLMFAO judge {judge!r}; use one of {sorted(JUDGES)}")
     folder = data_path("llmfao")

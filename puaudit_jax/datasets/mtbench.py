@@ -14,8 +14,10 @@ author votes).
 - human: the votes sharing the key, aggregated by :func:`puaudit_jax.datasets.votes.aggregate_votes`
   (default plurality; a split such as one A and one B vote -> ``"tie"`` with ``human_split`` True).
   Counts in ``n_votes``, ``votes_a``, ``votes_b``, ``votes_tie``; voter names in ``voters``
-  (comma-separated; None when unlabelled). GPT-4 verdicts without any vote (8 in the bundled files,
-  all turn 2) are kept with human = ``"missing"`` (unlabelled) unless ``include_unlabelled=False``.
+  (comma-separated; None when unlabelled) and their votes, in the same order, in ``votes`` ("A,tie";
+  Krippendorff's alpha reads them: :mod:`puaudit_jax.quantify.raters`). GPT-4 verdicts without any
+  vote (8 in the bundled files, all turn 2) are kept with human = ``"missing"`` (unlabelled) unless
+  ``include_unlabelled=False``.
 - Identical responses and empty answers are kept (excluded later by ``item_status``): 9 pairs have
   identical judged texts, and llama-13b's turn-1 answer to question 127 is empty. "Identical" looks
   at the judged texts only; on turn 2 the two histories may still differ.
@@ -28,7 +30,7 @@ author votes).
   second answers (what was judged); ``history_a`` / ``history_b`` = [that model's first answer].
   So the response fields hold exactly the compared text, and
   :func:`puaudit_jax.datasets.comparisons.conversation` rebuilds each side's full two-turn chat.
-- Extra columns: question_id, model_a, model_b, judge_raw, vote counts, human_split, voters,
+- Extra columns: question_id, model_a, model_b, judge_raw, vote counts, human_split, voters, votes,
   history_a, history_b.
 - An answer missing from ``model_answer`` (vicuna-13b-v1.2 has none for question 144; no verdict
   involves it) would give response None -> excluded later as missing text, never dropped here.
@@ -94,7 +96,7 @@ def _comparison_row(record: dict, questions: dict, answers: dict) -> dict:
         "model_a": record["model_a"],
         "model_b": record["model_b"],
         "judge_raw": record["judge_raw"],
-        **{c: record[c] for c in ("n_votes", "votes_a", "votes_b", "votes_tie", "human_split", "voters")},
+        **{c: record[c] for c in ("n_votes", "votes_a", "votes_b", "votes_tie", "human_split", "voters", "votes")},
         "history_a": side["history_a"],
         "history_b": side["history_b"],
     }
@@ -113,7 +115,7 @@ def load_mtbench(*, include_unlabelled: bool = True, vote_rule: str = "plurality
         raise ValueError(f"gpt4_pair_partial.jsonl: {int(duplicated.sum())} repeated (question, pair, turn) keys")
     votes["vote"] = [normalize_verdict(w, allow_missing=False) for w in votes["winner"]]
     human = aggregate_votes(votes, KEY, rule=vote_rule)
-    voters = votes.groupby(KEY)["judge"].agg(lambda names: ",".join(names)).rename("voters").reset_index()
+    voters = votes.groupby(KEY).agg(voters=("judge", ",".join), votes=("vote", ",".join)).reset_index()
     human = human.merge(voters, on=KEY, how="left", validate="one_to_one")
 
     orphans = human[KEY].merge(verdicts[KEY], on=KEY, how="left", indicator=True)
@@ -127,7 +129,7 @@ def load_mtbench(*, include_unlabelled: bool = True, vote_rule: str = "plurality
     unlabelled = table["_merge"] == "left_only"
     table = table.drop(columns="_merge")
     table.loc[unlabelled, "human"] = MISSING
-    table.loc[unlabelled, "voters"] = None
+    table.loc[unlabelled, ["voters", "votes"]] = None
     for column in ("n_votes", "votes_a", "votes_b", "votes_tie"):
         table[column] = table[column].fillna(0).astype("int64")
     table["human_split"] = table["human_split"].fillna(False).astype(bool)

@@ -181,7 +181,17 @@ class Read:
 
 
 def report_of(format: str, files, records: int, table: pd.DataFrame, ids: str, unreadable=(), notes=()) -> ReadReport:
-    """The :class:`ReadReport` of ``table`` read from ``records`` records of ``files``."""
+    """The :class:`ReadReport` of ``table`` read from ``records`` records of ``files``.
+
+    Args:
+        format: the format's name (a key of :data:`puaudit_jax.datasets.formats.FORMATS`).
+        files: the files read, in order.
+        records: records read from all files.
+        table: the comparison table they made (its ``judge`` and ``human`` verdicts are counted).
+        ids: the rule that made the ids.
+        unreadable: verdicts that could not be used, each "file line N: why".
+        notes: other facts of the format worth a line.
+    """
     return ReadReport(
         format=format,
         files=tuple(str(f) for f in files),

@@ -37,8 +37,17 @@ def load_uda_scores() -> pd.DataFrame:
 def score_matrix(scores: pd.DataFrame, dataset: str, matrix: str) -> pd.DataFrame:
     """Judges x models matrix (rows and columns in file order) of one (dataset, matrix).
 
-    Raises ``KeyError`` listing the available pairs when there is no such matrix, and
-    ``ValueError`` when a cell is missing.
+    Args:
+        scores: the long scores (columns dataset, matrix, judge, model, score).
+        dataset: the dataset's name.
+        matrix: the matrix's name within the dataset.
+
+    Returns:
+        The judges x models scores, indexed "judge" / "model".
+
+    Raises:
+        KeyError: no such matrix (the available pairs listed).
+        ValueError: a missing cell.
     """
     part = scores[(scores["dataset"] == dataset) & (scores["matrix"] == matrix)]
     if part.empty:

@@ -31,8 +31,17 @@ VOTE_COLUMNS = ("n_votes", "votes_a", "votes_b", "votes_tie", "human_split")
 def aggregate_votes(votes: pd.DataFrame, key: list[str], *, rule: str = "plurality") -> pd.DataFrame:
     """One row per ``key`` with the human verdict and the vote counts.
 
-    ``votes``: one row per vote, with the ``key`` columns and ``vote`` in {"A", "B", "tie"}.
-    Returns ``key`` columns + ``human`` + :data:`VOTE_COLUMNS` (counts as int64).
+    Args:
+        votes: one row per vote, with the ``key`` columns and ``vote`` in {"A", "B", "tie"}.
+        key: the columns that identify a comparison.
+        rule: "plurality" (the most votes; tie when the top is shared) or "decisive" (A or B by the
+            more A / B votes, tie votes not counted; tie when they are equal).
+
+    Returns:
+        ``key`` columns + ``human`` + :data:`VOTE_COLUMNS` (counts as int64).
+
+    Raises:
+        ValueError: an unknown rule, or votes other than A / B / tie.
     """
     if rule not in VOTE_RULES:
         raise ValueError(f"unknown vote rule {rule!r}; use one of {VOTE_RULES}")

@@ -19,10 +19,20 @@ ALL = "all"
 def consistency(pool: pd.DataFrame, truth: pd.Series, guarantee: float | None = None) -> pd.DataFrame:
     """Cons_orig, Cons_adj and the flip rate of ``pool`` (audit items) against ``truth`` per type + all.
 
-    With a guaranteed audit's ``decision`` column, also ``coverage`` (share trusted or flipped),
+    With a guaranteed audit's ``decision`` column, also ``coverage`` (share trusted or flipped) and
     ``certified_agreement`` (agreement of their final verdicts with the hidden ones; NaN when none is
-    certified) and, on the "all" row when ``guarantee`` (A) is given, ``violated``: certified rows whose
-    agreement is below A (an empty certified set violates nothing).
+    certified).
+
+    Args:
+        pool: the audit's pool rows (columns id, question_type, judge, adjusted, flipped, and
+            ``decision`` for a guaranteed audit); rows without a hidden verdict are left out.
+        truth: the hidden human verdicts, indexed by id.
+        guarantee: the agreement A the audit guaranteed, in (0, 1), or None. When given (and the pool
+            has ``decision``), the "all" row gets ``violated``: 1 when the certified rows' agreement is
+            below A, else 0 (an empty certified set violates nothing).
+
+    Returns:
+        One row per question type and one "all" row; agreements and rates in [0, 1].
     """
     pool = pool[pool["id"].isin(truth.index)]
     t = truth.loc[pool["id"]].to_numpy()
@@ -88,7 +98,13 @@ def hindsight_flips(pool: pd.DataFrame, truth: pd.Series) -> np.ndarray:
 def with_hidden_labels(result, truth: pd.Series, share: float):
     """``result`` with the hidden verdicts in an ``items`` column ``human_hidden`` and their consistency in the report.
 
-    ``result``: an :class:`~puaudit_jax.audit.AuditResult` of a table with hidden labels.
+    Args:
+        result: an :class:`~puaudit_jax.audit.AuditResult` of a table with hidden labels.
+        truth: the hidden human verdicts, indexed by id.
+        share: the share of the labels that were hidden, in (0, 1) (recorded in the report).
+
+    Returns:
+        A new result (the given one unchanged).
     """
     cons = consistency(result.pool, truth)
     report = replace(result.report, hidden_labels=HiddenLabels(share, tuple(cons.to_dict(orient="records"))))

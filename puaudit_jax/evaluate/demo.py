@@ -25,14 +25,23 @@ def run_demo(
 ) -> EvalResult:
     """The three protocol runs; the first two concatenated, the guaranteed one in ``meta["guarantee"]``.
 
-    ``scorers``: the grid's scorers (names or objects; the first is the default audit's);
-    ``default_rule``: the default rule (name or configured object);
-    ``paper_scorer``: the paper configuration's scorer (``"pot"`` or a configured instance);
-    ``guarantee``: the agreement A of the third run (its delta: ``options`` / ``config``, default 0.1);
-    ``options``: :class:`Protocol` / :class:`AuditConfig` fields. The first two runs compare the audits
-    without a guarantee (``config``'s guarantee and the settings only a guarantee reads -- delta, cascade,
-    human_ties, certify, spot_checks -- do not reach them). When the third
-    cannot run (too few labels per split for A and delta), ``meta["guarantee"]`` says why.
+    The first two runs compare the audits without a guarantee (``config``'s guarantee and the settings
+    only a guarantee reads -- delta, cascade, human_ties, certify, spot_checks -- do not reach them).
+    When the third cannot run (too few labels per split for A and delta), ``meta["guarantee"]`` says why.
+
+    Args:
+        table: the comparison table.
+        emb: its pair embeddings.
+        scorers: the grid's scorers (names or objects; the first is the default audit's).
+        default_rule: the default rule (name or configured object).
+        paper_scorer: the paper configuration's scorer (``"pot"`` or a configured instance).
+        guarantee: the agreement A of the third run, in (0, 1) (its delta: ``options`` / ``config``,
+            default 0.1).
+        **options: :class:`Protocol` / :class:`AuditConfig` fields, and ``config`` (an AuditConfig).
+
+    Returns:
+        The :class:`EvalResult` of the grid and the paper configuration, with the guaranteed run's
+        summary in ``meta["guarantee"]``.
     """
     config = options.pop("config", None) or AuditConfig()
     certified_config = replace(config, guarantee=guarantee, delta=options.pop("delta", config.delta))
@@ -100,6 +109,16 @@ def demo_text(res: EvalResult, *, first_scorer: str, eta: float, p_ratio: float,
 
     Both configurations per category beside the paper's Table 5, the overall table, a one-line verdict and
     what the guaranteed run kept on the same splits (``meta["guarantee"]``).
+
+    Args:
+        res: :func:`run_demo`'s result.
+        first_scorer: the default audit's scorer (the first of the grid).
+        eta: the paper rule's flip threshold on normalised scores, for the text.
+        p_ratio: the share of labels kept per split, for the text.
+        source: where the embeddings came from, for the text.
+
+    Returns:
+        The text, lines joined by newlines.
     """
     summ = res.summary[res.summary.question_type == "all"].set_index(["scorer", "rule"])
     seed_row, default_row = summ.loc[(PAPER_SCORER, PAPER_RULE)], summ.loc[(first_scorer, DEFAULT_RULE)]

@@ -23,10 +23,20 @@ from ..audit.plots import C_FLIP, C_OK, calibration_figure, figure2  # noqa: E40
 
 
 def figure3(panels: dict[str, pd.DataFrame], path: str | Path | None = None, *, title: str = "", ncols: int = 4):
-    """Seed Figure 3: one radar per entry of ``panels``.
+    """Seed Figure 3: one radar per entry of ``panels`` (grouped bars with fewer than 3 question types).
 
-    ``panels``: title -> frame with question_type, cons_orig_mean, cons_adj_mean; the "all" row is left
-    out of the radar and put in the title.
+    Args:
+        panels: title -> frame with question_type, cons_orig_mean, cons_adj_mean (agreements in
+            [0, 1]); the "all" row is left out of the radar and put in the title.
+        path: the image to write, or None.
+        title: the figure's title ("" for the default).
+        ncols: panels per row.
+
+    Returns:
+        The matplotlib figure.
+
+    Raises:
+        ValueError: no panels.
     """
     k = len(panels)
     if k == 0:
@@ -79,6 +89,11 @@ def evaluation_figures(res, out: str | Path, *, data: str) -> list[str]:
 
     figure3.png (radar per scorer, its first rule), figure2.png (the first scorer's audit on the first
     seed) and, for a calibrated rule, calibration.png. A sweep or a table without question types draws none.
+
+    Args:
+        res: the protocol's result.
+        out: the output folder.
+        data: names the data in the titles.
     """
     summ, out = res.summary, Path(out)
     if "question_type" not in summ or "param" in res.meta or res.first_audit is None:

@@ -63,7 +63,15 @@ class EvalResult:
 def reapply_rule(result: AuditResult, rule, *, seed: int | None = None):
     """The pool of an audit result with flips / adjusted verdicts recomputed by another rule.
 
-    On the same scores (or cross-fitted features): (pool rows of the items, calibrated decision summary).
+    On the same scores (or cross-fitted features).
+
+    Args:
+        result: the audit's result.
+        rule: a rule name, a :class:`~puaudit_jax.audit.rules.CalibratedRule` or a score-rule callable.
+        seed: seed of the calibrated rule's bootstrap (None: the audit's).
+
+    Returns:
+        (pool rows of the items, the calibrated rule's decision summary or None).
     """
     cfg = result.config
     items, info = apply_rule(
@@ -109,8 +117,17 @@ def summarize_runs(per_seed: pd.DataFrame, by=("scorer", "rule", "question_type"
 def pairs_by_scorer(pairs=None, scorers=None, rules=None) -> list[tuple[object, list]]:
     """[(scorer, [rules])] in order of first appearance.
 
-    ``pairs`` of (scorer, rule), or the grid ``scorers`` x ``rules`` when either is given, else
-    :data:`DEFAULT_PAIRS`.
+    Args:
+        pairs: (scorer, rule) pairs, or None.
+        scorers: the grid's scorers (None with ``rules`` given: :data:`GRID_SCORERS`).
+        rules: the grid's rules (None with ``scorers`` given: :data:`GRID_RULES`); with neither given,
+            ``pairs`` or :data:`DEFAULT_PAIRS`.
+
+    Returns:
+        One (scorer, rules) entry per scorer name.
+
+    Raises:
+        ValueError: both pairs and a grid, an unknown rule, or no pair.
     """
     if scorers is not None or rules is not None:
         if pairs is not None:
@@ -235,15 +252,26 @@ def evaluate(
 ) -> EvalResult:
     """Run the protocol (module docstring) on the (scorer, rule) pairs or the grid of scorers x rules.
 
-    The pairs are ``pairs`` (default :data:`DEFAULT_PAIRS`) or the grid ``scorers`` x ``rules``; scorers
-    and rules are names, callables or :class:`~puaudit_jax.audit.rules.CalibratedRule` objects.
-    ``options``: fields of :class:`Protocol` (seeds=3, p_ratio=0.4, split_by=..., ceiling=True) or of
-    :class:`~puaudit_jax.audit.AuditConfig` (m=0.9, holdout=0.3, cluster_by=...); they override
-    ``protocol`` and ``config``.
-
     With a guarantee, each scorer's audit runs with its first calibrated rule, which the guarantee
     certifies; the pairs of a rule that gives no P(judge wrong) (``paper``, ``budget``) are compared
     uncertified, their coverage columns NaN; ``meta["guarantee"]`` names both (:func:`guarantee_scope`).
+
+    Args:
+        comparisons: the comparison table.
+        embeddings: its pair embeddings.
+        pairs: (scorer, rule) pairs (default :data:`DEFAULT_PAIRS`); scorers and rules are names,
+            callables or :class:`~puaudit_jax.audit.rules.CalibratedRule` objects.
+        scorers: the grid's scorers, instead of ``pairs``.
+        rules: the grid's rules, instead of ``pairs``.
+        protocol: the protocol's settings (None: :class:`Protocol`'s defaults).
+        config: the audit's settings (None: :class:`~puaudit_jax.audit.AuditConfig`'s defaults).
+        progress: whether to show a progress bar.
+        **options: fields of :class:`Protocol` (seeds, p_ratio, split_by, ceiling) or of
+            :class:`~puaudit_jax.audit.AuditConfig` (m, holdout, cluster_by, ...); they override
+            ``protocol`` and ``config``.
+
+    Returns:
+        The :class:`EvalResult` (agreements in [0, 1]; ``meta["wall_time_s"]`` in seconds).
 
     Raises:
         ValueError: a setting out of range, or a guarantee where no rule compared is calibrated.
@@ -288,7 +316,23 @@ def evaluate(
 def sweep(
     comparisons: pd.DataFrame, embeddings: PairEmbeddings, *, param: str, values, progress: bool = True, **kwargs
 ) -> EvalResult:
-    """The protocol for each value of ``param`` ("p_ratio" or "m"); results carry a ``param`` column."""
+    """The protocol for each value of ``param``; results carry a ``param`` column.
+
+    Args:
+        comparisons: the comparison table.
+        embeddings: its pair embeddings.
+        param: "p_ratio" or "m".
+        values: the values of ``param`` to run.
+        progress: whether to show a progress bar over the values.
+        **kwargs: the other arguments of :func:`evaluate`.
+
+    Returns:
+        The :class:`EvalResult` of all values (summary by param, scorer, rule, question type; no figures'
+        inputs).
+
+    Raises:
+        ValueError: another ``param``, or what :func:`evaluate` raises.
+    """
     if param not in ("p_ratio", "m"):
         raise ValueError(f"param must be 'p_ratio' or 'm', got {param!r}")
     per_seed, metas = [], []

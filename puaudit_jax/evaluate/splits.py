@@ -25,8 +25,20 @@ class LabelSplit:
 def split_labels(table: pd.DataFrame, *, p_ratio: float, seed: int, split_by: str | None = None) -> LabelSplit:
     """Hide the human labels of all but a ``p_ratio`` share of each question type's labelled rows.
 
-    ``split_by``: of each type's groups of rows sharing that column's value; the share is then counted in
-    groups, floor, at least one kept and one hidden when the type has two groups.
+    Args:
+        table: the comparison table.
+        p_ratio: the share of each type's labelled rows (or groups) that stay labelled, in (0, 1).
+        seed: the numpy seed of the split.
+        split_by: a column whose groups of rows are kept or hidden together (None: rows); the share is
+            then counted in groups, floor, at least one kept and one hidden when the type has two groups.
+
+    Returns:
+        The :class:`LabelSplit`: the table with the hidden labels missing, the evaluation ids and their
+        hidden verdicts.
+
+    Raises:
+        ValueError: a bad ``p_ratio``, a ``split_by`` column absent or missing on rows, or fewer than 2
+            labelled rows.
     """
     check_fraction("p_ratio", p_ratio)
     table = table.reset_index(drop=True)

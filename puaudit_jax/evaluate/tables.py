@@ -44,7 +44,16 @@ def _published() -> dict:
 
 
 def demo_table(summary: pd.DataFrame, scorer: str = "pot", rule: str = "paper") -> str:
-    """Our Cons_orig / Cons_adj per MT-Bench category beside the paper's published Table 5."""
+    """Our Cons_orig / Cons_adj per MT-Bench category beside the paper's published Table 5.
+
+    Args:
+        summary: the protocol's summary table (mean / std over seeds).
+        scorer: the scorer whose rows are shown.
+        rule: the rule whose rows are shown.
+
+    Returns:
+        The table as text, one line per category.
+    """
     pub = _published()
     part = summary[(summary.scorer == scorer) & (summary.rule == rule)]
     lines = [

@@ -12,7 +12,16 @@ FILES = ("results.csv", "results.json", "per_seed.csv")
 
 
 def write_evaluation(res: EvalResult, folder: str | Path, *, data: str) -> list[str]:
-    """The summary (csv, and json with the settings in ``meta``) and the per-seed rows of ``res``."""
+    """Write the summary (csv, and json with the settings in ``meta``) and the per-seed rows of ``res``.
+
+    Args:
+        res: the protocol's result.
+        folder: the output folder.
+        data: names the data in results.json.
+
+    Returns:
+        The names of the files written (:data:`FILES`).
+    """
     folder = Path(folder)
     write_csv(res.summary, folder / "results.csv")
     write_csv(res.per_seed, folder / "per_seed.csv")

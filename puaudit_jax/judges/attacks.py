@@ -50,7 +50,13 @@ class Distraction:
         return fill(template("distraction"), assistant=side)
 
     def apply(self, response: str, side: str, generator=None) -> str:
-        """``response`` with the paragraph appended (no generator needed)."""
+        """``response`` with the paragraph appended (no generator needed).
+
+        Args:
+            response: the loser's answer.
+            side: the loser's assistant label ("A" or "B"), named in the paragraph.
+            generator: unused (the operators share one signature).
+        """
         return response.rstrip() + self.separator + self.paragraph(side)
 
 
@@ -295,9 +301,21 @@ def run_attack(
 ) -> AttackResult:
     """Seed Algorithm 2, Phase 2 on ``comparisons`` (a comparison table).
 
-    ``original``: id -> the judge's verdict on the clean pair; None -> judged here with ``judge``
-    (the protocol compares a judge with itself; the table's ``judge`` column may come from another
-    judge). ``attack``: an operator or its name. ``generator``: needed by length / sentiment.
+    Args:
+        comparisons: the comparison table (unique ids; rows without texts are skipped, with the reason).
+        judge: the judge that judges the attacked pairs (and the clean ones when ``original`` is None).
+        attack: an operator or its name.
+        generator: the text generator the operator rewrites with (needed by length / sentiment), or None.
+        original: id -> the judge's verdict on the clean pair; None -> judged here with ``judge``
+            (the protocol compares a judge with itself; the table's ``judge`` column may come from another
+            judge).
+        progress: whether to show progress bars.
+
+    Returns:
+        The :class:`AttackResult` (one row per input comparison, the counts and the flip rates in [0, 1]).
+
+    Raises:
+        ValueError: an attack that needs a generator without one, repeated ids, or an unknown attack name.
     """
     if isinstance(attack, str):
         attack = get_attack(attack)
@@ -365,7 +383,18 @@ def combine_results(earlier: AttackResult, later: AttackResult) -> AttackResult:
 def read_result(table: pd.DataFrame, attack, judge: str) -> AttackResult:
     """An AttackResult from a result table read back from a file (``RESULT_COLUMNS``).
 
-    E.g. the rows of an earlier run of ``attack``, an operator instance, by ``judge``, its name.
+    E.g. the rows of an earlier run.
+
+    Args:
+        table: the result table (the columns of ``RESULT_COLUMNS``; others are dropped).
+        attack: the operator instance of the run (its name and parameters are recorded).
+        judge: the judge's name.
+
+    Returns:
+        The :class:`AttackResult`, its counts and rates recomputed from the table.
+
+    Raises:
+        ValueError: a missing column.
     """
     missing = [c for c in RESULT_COLUMNS if c not in table.columns]
     if missing:
@@ -432,7 +461,15 @@ class AttackReport:
 def attack_report(
     res: AttackResult, *, data: str, generator: str | None, original: str, seconds: float
 ) -> AttackReport:
-    """The :class:`AttackReport` of a :func:`run_attack` result."""
+    """The :class:`AttackReport` of a :func:`run_attack` result.
+
+    Args:
+        res: the attack's result.
+        data: the attacked table (file or bundled set).
+        generator: the rewriting generator's name (None for distraction).
+        original: where the verdicts before the attack came from ("rejudge" or "column").
+        seconds: wall time of the run, in seconds.
+    """
     by_type = flip_rates_by(res) if "question_type" in res.table else pd.DataFrame()
     return AttackReport(
         data=data,
@@ -476,8 +513,13 @@ def write_attack(res: AttackResult, source: pd.DataFrame, report: AttackReport, 
     """Write an attack's files into ``out``; returns their names.
 
     ``out``/attacked.csv (the result table), ``out``/comparisons.csv (``source`` with the attacked
-    verdicts and texts: an input of ``puaudit evaluate``) and
-    ``out``/attack.json.
+    verdicts and texts: an input of ``puaudit evaluate``) and ``out``/attack.json.
+
+    Args:
+        res: the attack's result.
+        source: the comparison table that was attacked.
+        report: the run's :class:`AttackReport`.
+        out: the output folder.
     """
     out = Path(out)
     write_csv(res.table, out / "attacked.csv")

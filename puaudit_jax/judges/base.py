@@ -72,7 +72,13 @@ class Judge(Protocol):
     name: str
 
     def judge(self, question: str, response_a: str, response_b: str) -> Verdict:
-        """The verdict on one pair: which of ``response_a`` / ``response_b`` answers ``question`` better."""
+        """The verdict on one pair: which of ``response_a`` / ``response_b`` answers ``question`` better.
+
+        Args:
+            question: the user question (the judge prompt's question text).
+            response_a: the answer shown as assistant A.
+            response_b: the answer shown as assistant B.
+        """
         ...
 
     def judge_many(self, items: Sequence[tuple[str, str, str]], *, progress: bool = False) -> list[Verdict]:
@@ -120,7 +126,13 @@ def fill(text: str, **values: str) -> str:
 
 
 def judge_messages(question: str, response_a: str, response_b: str) -> list[dict[str, str]]:
-    """The paper's Figure 10 judge prompt as chat messages [system, user]."""
+    """The paper's Figure 10 judge prompt as chat messages [system, user].
+
+    Args:
+        question: the user question (the judge prompt's question text).
+        response_a: the answer shown as assistant A.
+        response_b: the answer shown as assistant B.
+    """
     user = fill(template("judge_user"), question=question, response_a=response_a, response_b=response_b)
     return [{"role": "system", "content": template("judge_system")}, {"role": "user", "content": user}]
 
@@ -130,9 +142,18 @@ def judge_inputs(
 ) -> tuple[str, str, str]:
     """(question, response_a, response_b) texts for the judge prompt from a comparison row.
 
-    Single-turn: unchanged. Multi-turn (``question`` a list of k user turns, the histories the
-    sides' k - 1 earlier answers): every user turn and each side's answers are labelled
+    Single-turn: unchanged (None as ""). Multi-turn: every user turn and each side's answers are labelled
     ``### Turn i``, so the judge sees both full conversations (the judged answer is the last one).
+
+    Args:
+        question: the user text, or the list of k user turns (None: "").
+        response_a: side A's judged answer (None: "").
+        response_b: side B's judged answer (None: "").
+        history_a: side A's k - 1 earlier answers (None or [] for single-turn).
+        history_b: side B's k - 1 earlier answers.
+
+    Raises:
+        ValueError: a history whose length is not the user turns less one.
     """
     if isinstance(question, str) or question is None:
         return question or "", response_a or "", response_b or ""
@@ -219,9 +240,14 @@ NO_MARGIN = "the log-probabilities of A and B give no margin (a NaN, or the same
 def logprob_winner(logp: Sequence[float], *, tie_margin: float = 0.0, c_is_tie: bool = False) -> str:
     """Winner of (log p("A"), log p("B"), log p("C")): the sign of the A - B margin (nats).
 
-    A tie when ``|margin|`` < ``tie_margin`` or the margin is 0, or (``c_is_tie``) when "C" is the most
-    likely of the three; ``MISSING`` when the margin is NaN (:data:`NO_MARGIN`): a NaN read as B was
-    recorded as a verdict.
+    Args:
+        logp: (log p("A"), log p("B"), log p("C")), natural logs.
+        tie_margin: a tie when ``|margin|`` is below this (nats); a margin of 0 is a tie too.
+        c_is_tie: whether a "C" more likely than both "A" and "B" is a tie.
+
+    Returns:
+        "A", "B", "tie", or ``MISSING`` when the margin is NaN (:data:`NO_MARGIN`): a NaN read as B was
+        recorded as a verdict.
     """
     la, lb, lc = (float(x) for x in logp)
     margin = la - lb
@@ -239,10 +265,18 @@ def two_order_verdict(
 ) -> tuple[str, dict]:
     """(winner, details) of a pair judged in both presentation orders.
 
-    ``logp_ab``: log p(A, B, C) with the pair shown as (A, B); ``logp_ba``: shown as (B, A), already
-    swapped back so that the original A comes first. The winner is :func:`logprob_winner` of the
-    two orders' mean; details: verdict_ab, verdict_ba (per order, original labels), logp_ab,
-    logp_ba, margin (mean log p(A) - log p(B), nats), consistent (both orders agree).
+    The winner is :func:`logprob_winner` of the two orders' mean.
+
+    Args:
+        logp_ab: log p(A, B, C) with the pair shown as (A, B) (nats).
+        logp_ba: log p(A, B, C) with the pair shown as (B, A), already swapped back so that the original
+            A comes first.
+        tie_margin: as :func:`logprob_winner`.
+        c_is_tie: as :func:`logprob_winner`.
+
+    Returns:
+        (winner, details); details: verdict_ab, verdict_ba (per order, original labels), logp_ab,
+        logp_ba, margin (mean log p(A) - log p(B), nats), consistent (both orders agree).
     """
     ab, ba = [float(x) for x in logp_ab], [float(x) for x in logp_ba]
     mean = [(x + y) / 2 for x, y in zip(ab, ba)]
@@ -304,7 +338,14 @@ class ResponseCache:
 
 
 def progress_iter(iterable: Iterable, total: int | None, enabled: bool, desc: str):
-    """``tqdm`` over ``iterable`` when enabled (stderr), else the iterable itself."""
+    """``tqdm`` over ``iterable`` when enabled (stderr), else the iterable itself.
+
+    Args:
+        iterable: what to iterate over.
+        total: its length, or None when unknown.
+        enabled: whether to show the bar.
+        desc: the bar's label.
+    """
     if not enabled:
         return iterable
     from tqdm.auto import tqdm

@@ -159,13 +159,27 @@ class LocalJudge:
 
     # -- prompts ---------------------------------------------------------------------------------
     def prompt_ids(self, question: str, response_a: str, response_b: str, continuation: str = "") -> list[int]:
-        """Token ids of the chat-templated Figure 10 prompt + the assistant prefix ``[[`` (+ continuation)."""
+        """Token ids of the chat-templated Figure 10 prompt + the assistant prefix ``[[`` (+ continuation).
+
+        Args:
+            question: the user question (the judge prompt's question text).
+            response_a: the answer shown as assistant A.
+            response_b: the answer shown as assistant B.
+            continuation: text appended after the assistant prefix.
+        """
         tok = self.pre.tokenizer
         text = tok.apply_chat_template(judge_messages(question, response_a, response_b), add_generation_prompt=True)
         return tok.encode(text + self.assistant_prefix + continuation, add_special_tokens=False)
 
     def type_prompt_ids(self, question: str, response_a: str, response_b: str, verdict: str) -> list[int]:
-        r"""The prompt with the verdict line written and the type line opened: ... ``[[X]]\n[[TYPE:``."""
+        r"""The prompt with the verdict line written and the type line opened: ... ``[[X]]\n[[TYPE:``.
+
+        Args:
+            question: the user question (the judge prompt's question text).
+            response_a: the answer shown as assistant A.
+            response_b: the answer shown as assistant B.
+            verdict: the verdict written ("A", "B" or "tie", as its letter A / B / C).
+        """
         return self.prompt_ids(question, response_a, response_b, TYPE_CONTINUATION.format(VERDICT_LETTER[verdict]))
 
     def _fit(self, question: str, a: str, b: str) -> tuple[str, str, int]:
@@ -227,7 +241,18 @@ class LocalJudge:
     def next_logprobs(self, seqs: Sequence[list[int]], cand: Sequence[int], *, progress: bool = False) -> np.ndarray:
         """Log-probabilities log p(c) of each candidate token id c as the next token of each prompt.
 
-        Prompts start with the judge's system turn; (n, len(cand)) float32, cached on disk by content.
+        Cached on disk by content.
+
+        Args:
+            seqs: the n prompts' token ids, each starting with the judge's system turn.
+            cand: the candidate token ids.
+            progress: whether to show a progress bar.
+
+        Returns:
+            The natural-log probabilities, shape (n, len(cand)), float32.
+
+        Raises:
+            RuntimeError: a prompt that does not start with the judge's system prefix tokens.
         """
         cand = [int(c) for c in cand]
         out = np.zeros((len(seqs), len(cand)), np.float32)
@@ -271,7 +296,13 @@ class LocalJudge:
 
     # -- judging ---------------------------------------------------------------------------------
     def judge(self, question: str, response_a: str, response_b: str) -> Verdict:
-        """The verdict on one pair (:meth:`judge_many` of one item)."""
+        """The verdict on one pair (:meth:`judge_many` of one item).
+
+        Args:
+            question: the user question (the judge prompt's question text).
+            response_a: the answer shown as assistant A.
+            response_b: the answer shown as assistant B.
+        """
         return self.judge_many([(question, response_a, response_b)])[0]
 
     def judge_many(self, items: Sequence[tuple[str, str, str]], *, progress: bool = False) -> list[Verdict]:

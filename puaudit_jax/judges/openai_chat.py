@@ -210,7 +210,13 @@ class ChatClient:
     def post(self, url: str, payload: dict, extract):
         """``extract`` of the JSON answer to ``payload``, retried as the module docstring says.
 
-        Raises :class:`ChatAPIError` after the retries (or at once once the server is unreachable).
+        Args:
+            url: the endpoint.
+            payload: the request's JSON body.
+            extract: JSON answer -> value (a KeyError / TypeError / ... means a malformed answer).
+
+        Raises:
+            ChatAPIError: after the retries (or at once once the server is unreachable).
         """
         if self._unreachable is not None:
             self.stats["not_sent"] += 1
@@ -288,13 +294,32 @@ class ChatClient:
     def complete_many(
         self, conversations: Sequence[list[dict]], *, progress: bool = False, desc: str = "chat"
     ) -> list[str | Exception]:
-        """Completions of many chats through ``concurrency`` threads; failed items are the exception."""
+        """Completions of many chats through ``concurrency`` threads; failed items are the exception.
+
+        Args:
+            conversations: the chats, each a list of ``{"role", "content"}`` messages.
+            progress: whether to show a progress bar.
+            desc: the bar's label.
+
+        Returns:
+            One completion text, or the :class:`ChatAPIError`, per chat, in order.
+        """
         return self._many(self.complete, conversations, progress, desc)
 
     def next_token_logprobs_many(
         self, prompts: Sequence[str], top: int = 20, *, progress: bool = False, desc: str = "logprobs"
     ) -> list[dict[str, float] | Exception]:
-        """:meth:`next_token_logprobs` of many prompts through ``concurrency`` threads."""
+        """:meth:`next_token_logprobs` of many prompts through ``concurrency`` threads.
+
+        Args:
+            prompts: the raw completion prompts.
+            top: next tokens per prompt (the most likely).
+            progress: whether to show a progress bar.
+            desc: the bar's label.
+
+        Returns:
+            Per prompt, token text -> log-probability (nats), or the :class:`ChatAPIError`, in order.
+        """
         return self._many(lambda p: self.next_token_logprobs(p, top), prompts, progress, desc)
 
 
@@ -316,7 +341,13 @@ class OpenAIChatJudge:
         self.name = f"openai:{model}"
 
     def judge(self, question: str, response_a: str, response_b: str) -> Verdict:
-        """The verdict on one pair (:meth:`judge_many` of one item)."""
+        """The verdict on one pair (:meth:`judge_many` of one item).
+
+        Args:
+            question: the user question (the judge prompt's question text).
+            response_a: the answer shown as assistant A.
+            response_b: the answer shown as assistant B.
+        """
         return self.judge_many([(question, response_a, response_b)])[0]
 
     def judge_many(self, items: Sequence[tuple[str, str, str]], *, progress: bool = False) -> list[Verdict]:
@@ -366,14 +397,26 @@ class OpenAILogprobJudge:
         self.rule = {"tie_margin": float(tie_margin), "c_is_tie": bool(c_is_tie)}
 
     def prompt(self, question: str, response_a: str, response_b: str) -> str:
-        """The raw completion prompt: the templated Figure 10 chat and the assistant's ``[[``."""
+        """The raw completion prompt: the templated Figure 10 chat and the assistant's ``[[``.
+
+        Args:
+            question: the user question (the judge prompt's question text).
+            response_a: the answer shown as assistant A.
+            response_b: the answer shown as assistant B.
+        """
         text = self.template.apply_chat_template(
             judge_messages(question, response_a, response_b), add_generation_prompt=True
         )
         return text + self.assistant_prefix
 
     def judge(self, question: str, response_a: str, response_b: str) -> Verdict:
-        """The verdict on one pair (:meth:`judge_many` of one item)."""
+        """The verdict on one pair (:meth:`judge_many` of one item).
+
+        Args:
+            question: the user question (the judge prompt's question text).
+            response_a: the answer shown as assistant A.
+            response_b: the answer shown as assistant B.
+        """
         return self.judge_many([(question, response_a, response_b)])[0]
 
     def judge_many(self, items: Sequence[tuple[str, str, str]], *, progress: bool = False) -> list[Verdict]:

@@ -261,7 +261,14 @@ def _agreement(labelled: pd.DataFrame, column: str) -> float | None:
 
 
 def judge_report(result: pd.DataFrame, judge: str, data: str, seconds: float) -> JudgeReport:
-    """The :class:`JudgeReport` of a :func:`judge_table` result."""
+    """The :class:`JudgeReport` of a :func:`judge_table` result.
+
+    Args:
+        result: the re-judged table (:func:`judge_table`).
+        judge: the judge's name.
+        data: the judged table (file or bundled set).
+        seconds: wall time of the run, in seconds.
+    """
     labelled = result[result.human.isin(JUDGE_VERDICTS) & (result.judge_status == "ok")]
     failed = result[result.judge_status.str.startswith("error")]
     swapped = result["judge_swapped_status"].astype(str) if "judge_swapped_status" in result else None
@@ -340,7 +347,13 @@ def first_error(messages: list[str]) -> str | None:
 
 
 def write_judging(result: pd.DataFrame, report: JudgeReport, out: str | Path) -> list[str]:
-    """``out``/comparisons.csv (the re-judged table) and ``out``/judge.json; their names."""
+    """Write ``out``/comparisons.csv (the re-judged table) and ``out``/judge.json; return their names.
+
+    Args:
+        result: the re-judged table (:func:`judge_table`).
+        report: the run's :class:`JudgeReport`.
+        out: the output folder.
+    """
     out = Path(out)
     save_comparisons(result, out / "comparisons.csv")
     write_json(report.to_json(), out / "judge.json")

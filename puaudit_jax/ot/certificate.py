@@ -96,6 +96,16 @@ def round_plan(prob: PartialProblem, f, g, eps) -> Rounding:
     """The rounding of the module docstring for the plan exp((f + g - C) / eps).
 
     Inside ``shard_map``, of this device's block.
+
+    Args:
+        prob: the partial problem (geometry, weights a (n,), b (k,), mass m).
+        f: row potentials, shape (n,), in cost units.
+        g: column potentials, shape (k,), in cost units.
+        eps: the entropic regularisation, in cost units.
+
+    Returns:
+        The :class:`Rounding`: the feasible plan in factored form, its row (n,) and column (k,) masses
+        and its cost (the upper bound).
     """
     geom, a, b, m = prob.geom, prob.a, prob.b, prob.m
     split = geom.split
@@ -144,13 +154,25 @@ def dual_bound(prob: PartialProblem, f, g, fd, gd, eps, steps: int = SEARCH_STEP
     """A lower bound on OPT from augmented potentials (module docstring).
 
     lam = -(fd + gd) and p = f + gd, moved together by a golden-section search over lam + d, d in
-    +-2 eps log(n m) (n, m the points of positive weight) (``steps`` evaluations), each point made
-    dual-feasible by c-transforms; the best is returned (every evaluated point is a valid bound).
+    +-2 eps log(n m) (n, m the points of positive weight), each point made dual-feasible by
+    c-transforms; the best is returned (every evaluated point is a valid bound).
 
     The start is clipped to where the dual optimum lies, lam in [-M, M] and p in [-2 M, 0] with
     ``M = max |C_ij|`` (a larger lam loses ``|a| - m`` per unit, a smaller one gains nothing over p = q = 0),
     and so is the search: at a large eps (potentials of order eps) the dual's terms would otherwise
     cancel far beyond float32's precision, and a "lower bound" above OPT was seen at eps = 1e6.
+
+    Args:
+        prob: the partial problem (geometry, weights a (n,), b (k,), mass m).
+        f: row potentials, shape (n,), in cost units.
+        g: column potentials, shape (k,), in cost units.
+        fd: the dummy row's potential (scalar; -inf when empty).
+        gd: the dummy column's potential (scalar; -inf when empty).
+        eps: the entropic regularisation, in cost units.
+        steps: evaluations of the golden-section search.
+
+    Returns:
+        The lower bound on the optimal cost (scalar, cost units).
     """
     fd0, gd0 = (jnp.where(jnp.isfinite(d), d, 0.0) for d in (fd, gd))
     big = prob.geom.max_abs_cost()
@@ -185,7 +207,18 @@ def dual_bound(prob: PartialProblem, f, g, fd, gd, eps, steps: int = SEARCH_STEP
 def certify(prob: PartialProblem, f, g, fd, gd, eps, steps: int = SEARCH_STEPS) -> Certificate:
     """:class:`Certificate` of the entropic solution with potentials (f, g, fd, gd) at ``eps``.
 
-    ``steps``: evaluations of the dual bound's search over lam (3 passes over C each).
+    Args:
+        prob: the partial problem (geometry, weights a (n,), b (k,), mass m); no gradient flows through it.
+        f: row potentials, shape (n,), in cost units.
+        g: column potentials, shape (k,), in cost units.
+        fd: the dummy row's potential (scalar).
+        gd: the dummy column's potential (scalar).
+        eps: the entropic regularisation, in cost units.
+        steps: evaluations of the dual bound's search over lam (3 passes over C each).
+
+    Returns:
+        The rounded plan's cost (upper), the dual bound (lower), their gap, and the rounded plan's
+        largest violation of the caps or the mass (float rounding only).
     """
     prob = jax.tree.map(jax.lax.stop_gradient, prob)
     rounding = round_plan(prob, f, g, eps)
@@ -200,15 +233,33 @@ def certify(prob: PartialProblem, f, g, fd, gd, eps, steps: int = SEARCH_STEPS) 
 
 
 def rounded_plan(prob: PartialProblem, rounding: Rounding, eps) -> jax.Array:
-    """The dense (n, m) rounded plan (this device's block when split)."""
+    """The dense (n, k) rounded plan (this device's block when split).
+
+    Args:
+        prob: the partial problem the rounding is of.
+        rounding: :func:`round_plan`'s output.
+        eps: the entropic regularisation, in cost units.
+
+    Returns:
+        The plan, shape (n, k).
+    """
     plan = rounding.t * prob.geom.plan(rounding.u, rounding.v, eps)
     return plan + rounding.w * rounding.r[:, None] * rounding.c[None, :]
 
 
 def round_dense(plan, a, b, m):
-    """The rounding of the module docstring applied to any dense (n, m) plan (numpy, float64).
+    """The rounding of the module docstring applied to any dense (n, k) plan (numpy, float64).
 
-    E.g. a plan from POT's entropic partial solvers. Returns the feasible plan (n, m).
+    E.g. a plan from POT's entropic partial solvers.
+
+    Args:
+        plan: a nonnegative plan, shape (n, k).
+        a: row caps, shape (n,).
+        b: column caps, shape (k,).
+        m: the mass to transport, ``0 < m <= min(|a|, |b|)``.
+
+    Returns:
+        The feasible plan, shape (n, k), float64: row sums <= a, column sums <= b, total m.
     """
     import numpy as np
 

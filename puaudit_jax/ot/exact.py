@@ -36,7 +36,18 @@ class ExactOutput:
 
 
 def augmented(C: np.ndarray, a: np.ndarray, b: np.ndarray, m: float):
-    """The balanced problem of the dummy-point reduction: (a~, b~, C~)."""
+    """The balanced problem of the dummy-point reduction: (a~, b~, C~).
+
+    Args:
+        C: the cost matrix, shape (n, k).
+        a: row weights, shape (n,).
+        b: column weights, shape (k,).
+        m: the mass to transport.
+
+    Returns:
+        (a~ (n + 1,), b~ (k + 1,), C~ (n + 1, k + 1)), float64: a dummy row of weight ``|b| - m`` and a
+        dummy column of weight ``|a| - m`` (each at least 0), the dummy-dummy cell costing ``2 max |C| + 1``.
+    """
     n, k = C.shape
     big = 2.0 * float(np.max(np.abs(C))) + 1.0
     Ct = np.zeros((n + 1, k + 1), dtype=np.float64)
@@ -48,10 +59,19 @@ def augmented(C: np.ndarray, a: np.ndarray, b: np.ndarray, m: float):
 
 
 def solve_emd(C, a, b, m, num_iter_max: int | None = None) -> ExactOutput:
-    """Exact partial OT by POT's network simplex on the augmented problem (C (n, m), a (n,), b (m,), mass m).
+    """Exact partial OT by POT's network simplex on the augmented problem.
 
-    ``num_iter_max``: the simplex's iteration cap (default max(1e5, 50 (n + m + 2)^1.5)). A warning is
-    set when the simplex reports one or the dummy-dummy cell carries mass.
+    A warning is set when the simplex reports one or the dummy-dummy cell carries mass.
+
+    Args:
+        C: the cost matrix, shape (n, k).
+        a: row weights, shape (n,).
+        b: column weights, shape (k,).
+        m: the mass to transport, ``0 < m <= min(|a|, |b|)``.
+        num_iter_max: the simplex's iteration cap (None: max(1e5, 50 (n + k + 2)^1.5)).
+
+    Returns:
+        :class:`ExactOutput` with the (n, k) plan, its cost and ``backend="emd"``.
     """
     import ot  # POT
 
@@ -68,9 +88,18 @@ def solve_emd(C, a, b, m, num_iter_max: int | None = None) -> ExactOutput:
 
 
 def solve_highs(C, a, b, m) -> ExactOutput:
-    """Exact partial OT by scipy's HiGHS on the partial LP (C (n, m), a (n,), b (m,), mass m).
+    """Exact partial OT by scipy's HiGHS on the partial LP.
 
     A failed solve returns a NaN plan and cost with HiGHS's status as the warning.
+
+    Args:
+        C: the cost matrix, shape (n, k).
+        a: row weights, shape (n,).
+        b: column weights, shape (k,).
+        m: the mass to transport, ``0 < m <= min(|a|, |b|)``.
+
+    Returns:
+        :class:`ExactOutput` with the (n, k) plan, its cost and ``backend="highs"``.
     """
     from scipy import optimize, sparse
 
@@ -99,7 +128,21 @@ def solve_highs(C, a, b, m) -> ExactOutput:
 
 
 def solve_exact(C, a, b, m, backend: str = "emd") -> ExactOutput:
-    """Exact partial OT plan for the (n, m) cost matrix C."""
+    """Exact partial OT plan for the (n, k) cost matrix C.
+
+    Args:
+        C: the cost matrix, shape (n, k).
+        a: row weights, shape (n,).
+        b: column weights, shape (k,).
+        m: the mass to transport, ``0 < m <= min(|a|, |b|)``.
+        backend: "emd" (:func:`solve_emd`) or "highs" (:func:`solve_highs`).
+
+    Returns:
+        The backend's :class:`ExactOutput`.
+
+    Raises:
+        ValueError: another backend.
+    """
     if backend == "emd":
         return solve_emd(C, a, b, m)
     if backend == "highs":

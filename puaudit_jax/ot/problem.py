@@ -31,6 +31,11 @@ def compiles_fast(n: int, k: int, solves: int = 1) -> bool:
     """Whether a program of ``solves`` (n, k) problems takes the fast-compile options (:data:`FAST_COMPILE_CELLS`).
 
     A batch or a mass path runs a solve per problem or mass: its cells count once per solve.
+
+    Args:
+        n: rows of each problem.
+        k: columns of each problem.
+        solves: problems (or masses) the program solves.
     """
     return solves * n * k <= FAST_COMPILE_CELLS
 
@@ -80,6 +85,17 @@ def pad_points(z: np.ndarray, w: np.ndarray, size: int) -> tuple[np.ndarray, np.
 
     The solvers give zero-weight points potential -inf and no mass, so padding changes no iterate;
     callers pad to a few shapes (one compiled loop for many sizes) or to a multiple of a device count.
+
+    Args:
+        z: the points, shape (n, d).
+        w: their weights, shape (n,).
+        size: the padded number of points (>= n).
+
+    Returns:
+        (z (size, d), w (size,)).
+
+    Raises:
+        ValueError: ``size`` below n.
     """
     extra = size - len(z)
     if extra < 0:
@@ -91,9 +107,18 @@ def unit_rows(x: np.ndarray, y: np.ndarray, cost, dtype=None) -> tuple[np.ndarra
     """For the cosine cost, x (n, d) and y (k, d) with rows scaled to unit norm; other costs: unchanged.
 
     One pass for the norms, accumulated in float64 (a float32 sum of squares overflows for rows
-    scaled by 1e20 and underflows for rows scaled by 1e-30), and one for the scaled copy, written in
-    ``dtype`` (None: the input's precision, float32 or float64): no float64 copy of float32 points.
+    scaled by 1e20 and underflows for rows scaled by 1e-30), and one for the scaled copy.
     The solvers then build their geometry with ``normalised=True``.
+
+    Args:
+        x: source points, shape (n, d).
+        y: target points, shape (k, d).
+        cost: the cost ("cosine" scales; any other string, callable or matrix leaves x, y unchanged).
+        dtype: the scaled copies' dtype (None: the input's precision, float32 or float64): no float64
+            copy of float32 points.
+
+    Returns:
+        (x, y), scaled for the cosine cost.
 
     Raises:
         ValueError: naming the first zero row of x or y (the cosine cost is undefined there).
@@ -201,9 +226,20 @@ def validate(x, y, m, a=None, b=None, cost="cosine", dtype=np.float64):
 
 
 def checked_mass(m, a: np.ndarray, b: np.ndarray) -> float:
-    """The mass m as a float in ``(0, min(|a|, |b|)]`` (rounding above the cap clipped to it); ValueError otherwise.
+    """The mass m as a float in ``(0, min(|a|, |b|)]`` (rounding above the cap clipped to it).
 
     A bool or a string is not a mass (``float(True)`` and ``float("0.5")`` would read as one).
+
+    Args:
+        m: the mass to transport.
+        a: source weights, shape (n,).
+        b: target weights, shape (k,).
+
+    Returns:
+        ``float(m)``, at most ``min(|a|, |b|)``.
+
+    Raises:
+        ValueError: m not a number, not finite, <= 0 or above ``min(|a|, |b|)`` (beyond relative 1e-12).
     """
     if isinstance(m, (bool, np.bool_, str, bytes)) or getattr(m, "dtype", None) == np.bool_:
         raise ValueError(f"m must be a number (the mass to transport); got {m!r}")

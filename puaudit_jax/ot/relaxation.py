@@ -81,12 +81,20 @@ def plain_rate(rho: jax.Array, omega: jax.Array) -> jax.Array:
 
 
 def update(state: Relaxation, it: jax.Array, err: jax.Array) -> Relaxation:
-    """The controller after iteration ``it`` with marginal error ``err`` (scalars).
+    """The controller after iteration ``it`` with marginal error ``err``.
 
     It acts only at checkpoints (it a multiple of WINDOW). Adaptive: when the error shrank over the window
     (rate rho = (err / mark)^(1 / WINDOW) < 1), omega rises to omega*(eta) for the plain rate eta
     that rho implies (:func:`plain_rate`). Safeguard: an error BLOWUP times the best one halves
     omega towards 1 (and becomes the new best).
+
+    Args:
+        state: the controller before the iteration.
+        it: the iteration's index (scalar int).
+        err: its marginal error (scalar; a non-finite one changes nothing).
+
+    Returns:
+        The new :class:`Relaxation` (the old one between checkpoints).
     """
     at_mark = (it % WINDOW == 0) & jnp.isfinite(err)
     measured = jnp.isfinite(state.mark) & (state.mark > 0) & (err > 0)
@@ -112,5 +120,13 @@ def scaled(old: jax.Array, plain: jax.Array, omega: jax.Array) -> jax.Array:
     """The relaxed scaling old^(1 - omega) plain^omega = old (plain / old)^omega; exactly ``plain`` while omega = 1.
 
     For positive scalings; callers mask the entries pinned to 0 or 1.
+
+    Args:
+        old: the scaling before the update (positive).
+        plain: the plain Sinkhorn update of it (positive, same shape).
+        omega: the relaxation factor, in [1, 2) (scalar).
+
+    Returns:
+        The relaxed scaling, ``plain``'s shape.
     """
     return jnp.where(omega == 1.0, plain, old * (plain / old) ** omega)

@@ -59,9 +59,18 @@ class Layout:
         Default axes: a 1-axis mesh splits the columns; a 2-axis mesh (r, c) splits rows over
         its first axis and columns over its second; the names "p" / "u" are used when present.
 
-        Raises ValueError when ``mesh`` is not a Mesh, an axis name is not one of the mesh's,
-        both sides name the same axis, or a mesh axis with more than one device splits nothing
-        (its devices would repeat the same solve).
+        Args:
+            mesh: a ``jax.sharding.Mesh`` (a :class:`Layout` is returned as it is).
+            rows: the mesh axis that splits the rows (P), or None (the default axes when ``cols`` is None too).
+            cols: the mesh axis that splits the columns (U), or None.
+
+        Returns:
+            The :class:`Layout`.
+
+        Raises:
+            ValueError: ``mesh`` is not a Mesh, an axis name is not one of the mesh's, both sides name the
+                same axis, or a mesh axis with more than one device splits nothing (its devices would repeat
+                the same solve).
         """
         if isinstance(mesh, Layout):
             return mesh
@@ -315,15 +324,29 @@ def solve_process_local(
 ):
     """A cluster solve where each process holds only its share of U.
 
-    Every process passes the same x (n, d) (and a (n,), default uniform 1/n) and its own rows
-    y_local (k_i, d) of U (b_local (k_i,), default uniform 1 / sum_i k_i), in process order
-    (process 0 holds the first rows: ``puaudit_runtime.cluster.process_rows``). The columns axis of
-    ``layout`` must span the processes, with the same number of devices on each; every share is
-    padded to the same size with zero-weight points.
+    The columns axis of ``layout`` must span the processes, with the same number of devices on each;
+    every share is padded to the same size with zero-weight points.
+
+    Args:
+        solver: the Sinkhorn settings.
+        x: source points, shape (n, d), the same on every process.
+        y_local: this process's rows of U, shape (k_i, d), in process order (process 0 holds the first
+            rows: ``puaudit_runtime.cluster.process_rows``).
+        m: the mass to transport, ``0 < m <= min(|a|, |b|)``.
+        layout: the mesh and its rows / columns axes (:meth:`Layout.of`).
+        a: source weights, shape (n,), the same on every process (None: uniform 1/n).
+        b_local: this process's target weights, shape (k_i,) (None: uniform 1 / sum_i k_i).
+        cost: "cosine" (rows scaled to unit norm here), "sqeuclidean" or a callable, as
+            :func:`~puaudit_jax.ot.solve_partial`.
+        block_size: rows/columns per block when the cost matrix is not materialised (None: materialised).
+        dtype: the solve's dtype, "float32" or "float64".
 
     Returns:
-      (SinkhornOutput with f, row_mass of all n rows and g, col_mass of this process's k_i rows;
-      the scalars are the whole problem's, the same on every process).
+        (SinkhornOutput with f, row_mass of all n rows and g, col_mass of this process's k_i rows;
+        the scalars are the whole problem's, the same on every process).
+
+    Raises:
+        ValueError: a process's share disagrees with the others' (the same error on every process).
     """
     x, y_local = np.asarray(x, np.float64), np.asarray(y_local, np.float64)
     a = np.full(len(x), 1.0 / len(x)) if a is None else np.asarray(a, np.float64)
@@ -425,8 +448,22 @@ def reg_cost(
 ) -> jax.Array:
     """The regularised cost of ``solver`` on (x, y, a, b, m), split over ``layout``.
 
-    Jittable and differentiable in x (n, d) and y (k, d) (envelope gradient, as on one device).
+    Jittable and differentiable in x and y (envelope gradient, as on one device).
     Zero-weight padding is added here (its gradient is cut).
+
+    Args:
+        solver: the Sinkhorn settings.
+        x: source points, shape (n, d).
+        y: target points, shape (k, d).
+        a: source weights, shape (n,).
+        b: target weights, shape (k,).
+        m: the mass to transport (scalar).
+        layout: the mesh and its rows / columns axes (:meth:`Layout.of`).
+        cost: "cosine", "sqeuclidean" or a callable, as :func:`~puaudit_jax.ot.solve_partial`.
+        block_size: rows/columns per block when the cost matrix is not materialised (None: materialised).
+
+    Returns:
+        The regularised cost (scalar, cost units).
     """
     n, k = x.shape[0], y.shape[0]
     N, K = pad_to_multiple(n, layout.count("rows")), pad_to_multiple(k, layout.count("cols"))
@@ -456,11 +493,23 @@ def reg_cost(
 def solve_batch(
     solver: PartialSinkhorn, xs, ys, m, mesh: Mesh, *, cost="cosine", block_size: int | None = None
 ) -> SinkhornOutput:
-    """Solve B independent problems (xs (B, n, d), ys (B, k, d), m (B,)), uniform weights, split over ``mesh``.
+    """Solve B independent problems with uniform weights, split over ``mesh``.
 
     The problems are split over every device of ``mesh`` (each device runs ``jax.vmap`` of the
     solver on its problems: no communication). B is padded to a multiple of the device count with
-    copies of the first problem. Returns a batched SinkhornOutput (leading axis B).
+    copies of the first problem.
+
+    Args:
+        solver: the Sinkhorn settings.
+        xs: source points, shape (B, n, d).
+        ys: target points, shape (B, k, d).
+        m: the masses, shape (B,).
+        mesh: the devices; the problems are split over all its axes.
+        cost: "cosine", "sqeuclidean" or a callable, as :func:`~puaudit_jax.ot.solve_partial`.
+        block_size: rows/columns per block when the cost matrix is not materialised (None: materialised).
+
+    Returns:
+        A batched SinkhornOutput (leading axis B).
     """
     B = xs.shape[0]
     D = mesh.size
@@ -495,8 +544,21 @@ def memory_per_device(
 ) -> dict:
     """XLA's buffer assignment for one device of the compiled sharded solve of an (n, k) problem.
 
-    In d dimensions, nothing runs: bytes of its arguments, outputs and temporaries, and their
-    total (``peak``, an upper bound: XLA may alias outputs with temporaries).
+    Nothing runs: the program is only compiled.
+
+    Args:
+        solver: the Sinkhorn settings.
+        layout: the mesh and its rows / columns axes (:meth:`Layout.of`).
+        n: rows of the problem (padded to a multiple of the rows axis).
+        k: columns of the problem (padded to a multiple of the columns axis).
+        d: the points' dimension.
+        cost: "cosine", "sqeuclidean" or a callable, as :func:`~puaudit_jax.ot.solve_partial`.
+        block_size: rows/columns per block when the cost matrix is not materialised (None: materialised).
+        dtype: the solve's dtype, "float32" or "float64".
+
+    Returns:
+        Bytes per device: ``arguments``, ``outputs``, ``temporaries`` and their total ``peak`` (an
+        upper bound: XLA may alias outputs with temporaries).
     """
     N, K = pad_to_multiple(n, layout.count("rows")), pad_to_multiple(k, layout.count("cols"))
     sp = layout.specs

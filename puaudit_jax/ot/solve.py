@@ -24,6 +24,7 @@ from puaudit_jax.ot.settings import check_fields, replace_deprecated
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn, SinkhornOutput, with_certificate
 from puaudit_runtime.jit import jit
 from puaudit_runtime.mesh import make_mesh
+from puaudit_runtime.phases import phase
 
 #: Default cap on a materialised cost matrix: "auto" (:func:`memory_budget_of`); above the cap the
 #: cosine / callable costs are computed block by block and the plan is not returned.
@@ -226,6 +227,14 @@ def check_sqeuclidean_range(x: np.ndarray, y: np.ndarray, dtype) -> None:
 
     Vanish: every cost would read 0 and the plan be arbitrary, though the points differ (e.g.
     coordinates of 1e-30 in float32). Overflow: a squared distance would be inf (coordinates of 1e200).
+
+    Args:
+        x: source points, shape (n, d).
+        y: target points, shape (k, d).
+        dtype: the dtype the costs are computed in ("float32" or "float64").
+
+    Raises:
+        ValueError: the coordinates' magnitude (saying how to rescale).
     """
     scale = max(float(np.abs(x).max()), float(np.abs(y).max()))
     if scale == 0:
@@ -294,9 +303,10 @@ def solve_partial(
     """
     solver, options = _configs("solve_partial", solver, options, deprecated)
     method, dtype = options.method, options.dtype
-    x, y, matrix, a, b, m = validate(x, y, m, a=a, b=b, cost=cost, dtype=np.float64)
+    x, y, matrix, a, b, m = phase("validation", validate, x, y, m, a=a, b=b, cost=cost, dtype=np.float64)
     if matrix is None:  # float32 points stay float32 unless the solve is in float64
-        x, y = unit_rows(x, y, cost, dtype=np.float64 if dtype == "float64" or method == "exact" else None)
+        precision = np.float64 if dtype == "float64" or method == "exact" else None
+        x, y = phase("normalisation", unit_rows, x, y, cost, dtype=precision)
     layout = layout_for(mesh)
     if isinstance(cost, str) and cost == "sqeuclidean":
         check_sqeuclidean_range(x, y, "float64" if method == "exact" else dtype)
@@ -352,8 +362,8 @@ def _sinkhorn(x, y, matrix, a, b, m, solver, options: SolveOptions, cost, layout
         solver, rounds = dataclasses.replace(solver, epsilon=solver.epsilon / 4), rounds + 1
         out, plan = run(solver, (out.f, out.g, out.fd, out.gd))
     gap_met = None if gap_tol is None else bool(float(out.certificate.gap) <= gap_tol)
-    result = dataclasses.replace(_from_sinkhorn(out, plan, a, b, m, blocked), gap_met=gap_met, rounds=rounds)
-    return result, out
+    result = phase("finalisation", _from_sinkhorn, out, plan, a, b, m, blocked)
+    return dataclasses.replace(result, gap_met=gap_met, rounds=rounds), out
 
 
 def _solve_one_device(x, y, matrix, a, b, m, solver, cost, block_size, with_plan, dtype, init=None):
@@ -363,19 +373,29 @@ def _solve_one_device(x, y, matrix, a, b, m, solver, cost, block_size, with_plan
     certificate, when asked for, is a program of its own, so the solve's serves both.
     """
     with jax.enable_x64(dtype == "float64"):
-        cast = functools.partial(np.asarray, dtype=dtype)
-        init = None if init is None else tuple(map(cast, init))
-        args = (cast(a), cast(b), cast(m), init, dataclasses.replace(solver, certify=False))
+        x, y, matrix, a, b, m, init = phase("transfer", _on_device, dtype, x, y, matrix, a, b, m, init)
+        args = (a, b, m, init, dataclasses.replace(solver, certify=False))
         if matrix is not None:
-            matrix = cast(matrix)
-            out, plan = _run_matrix(matrix, *args, with_plan=with_plan)
+            out, plan = phase("iterations", _run_matrix, matrix, *args, with_plan=with_plan)
         else:
-            x, y = cast(x), cast(y)
-            out, plan = run_points(x, y, *args, cost=cost, block_size=block_size, with_plan=with_plan)
+            out, plan = phase("iterations", run_points, x, y, *args, cost=cost, block_size=block_size,
+                              with_plan=with_plan)  # fmt: skip
         if solver.certify:
             points_cost = None if matrix is not None else cost  # a matrix ``cost`` is ``matrix``
-            out = _certified(x, y, matrix, *args[:3], out, cost=points_cost, block_size=block_size)
-        return jax.tree.map(np.asarray, out), None if plan is None else np.asarray(plan)
+            out = phase("certificate", _certified, x, y, matrix, *args[:3], out, cost=points_cost,
+                        block_size=block_size)  # fmt: skip
+        return phase("host copies", _on_host, out, plan)
+
+
+def _on_device(dtype: str, *arrays):
+    """``arrays`` (None, numpy or JAX arrays, or a tuple of them) as device arrays of ``dtype``, None kept."""
+    cast = functools.partial(jnp.asarray, dtype=dtype)
+    return jax.tree.map(cast, arrays)
+
+
+def _on_host(out: SinkhornOutput, plan):
+    """The solve's output and plan (or None) as numpy arrays."""
+    return jax.tree.map(np.asarray, out), None if plan is None else np.asarray(plan)
 
 
 def _certified_fast(x, y, matrix, *_, **__) -> bool:
@@ -415,10 +435,18 @@ def _auto_fallback(result, out, x, y, matrix, cost, a, b, m, tol, exact_backend,
 
 
 def nonfinite_error(epsilon: float, dtype: str, remedy: str) -> ValueError:
-    """The error of a Sinkhorn solve that produced NaN or inf at ``epsilon`` in ``dtype``, ``remedy`` appended.
+    """The error of a Sinkhorn solve that produced NaN or inf at ``epsilon`` in ``dtype``.
 
     Below 1 (cost units) epsilon is too small (C / epsilon overflows: 1e-40 in float32), above it too large
     (the potentials, of order epsilon, overflow: 1e300); float64 holds both further out.
+
+    Args:
+        epsilon: the entropic regularisation of the failed solve, in cost units.
+        dtype: the solve's dtype ("float32" or "float64").
+        remedy: a further remedy appended to the message (e.g. "or method='auto' (...)").
+
+    Returns:
+        The ValueError (to raise).
     """
     small = epsilon < 1.0
     why = "too small: C / epsilon overflows" if small else "too large: the potentials, of order epsilon, overflow"
@@ -483,8 +511,21 @@ def entropic_partial_cost(
 ) -> jax.Array:
     """Regularised partial OT cost (dual objective), jittable and differentiable in x, y.
 
-    No input validation (call inside ``jax.grad`` / ``jax.jit``); weights default to uniform.
-    ``mesh``: as in ``solve_partial`` (the solve split over the devices; same gradient).
+    No input validation (call inside ``jax.grad`` / ``jax.jit``).
+
+    Args:
+        x: source points, shape (n, d).
+        y: target points, shape (k, d).
+        m: the mass to transport, ``0 < m <= min(|a|, |b|)``.
+        a: source weights, shape (n,) (None: uniform 1/n).
+        b: target weights, shape (k,) (None: uniform 1/k).
+        cost: "cosine", "sqeuclidean" or a callable, as :func:`solve_partial`.
+        solver: the Sinkhorn settings.
+        block_size: rows/columns per block when the cost matrix is not materialised (None: materialised).
+        mesh: as in :func:`solve_partial` (the solve split over the devices; same gradient).
+
+    Returns:
+        The regularised cost (scalar, cost units).
     """
     a = jnp.full(x.shape[0], 1.0 / x.shape[0], x.dtype) if a is None else a
     b = jnp.full(y.shape[0], 1.0 / y.shape[0], y.dtype) if b is None else b
@@ -500,11 +541,21 @@ def solve_partial_batch(
 ) -> SinkhornOutput:
     """``jax.vmap`` of the Sinkhorn solver over a batch of same-shaped problems.
 
-    xs: (B, n, d), ys: (B, k, d), m: scalar or (B,). Uniform weights. Returns a batched
-    :class:`SinkhornOutput` (leading axis B). Under vmap ``lax.cond`` evaluates both
-    branches, so the default solver here uses the stable two-pass reductions only.
-    ``mesh``: None, "all", a device count or a ``Mesh``: the problems are split over all its
-    devices (each device solves its share; no communication).
+    Uniform weights. Under vmap ``lax.cond`` evaluates both branches, so the default solver here uses
+    the stable two-pass reductions only.
+
+    Args:
+        xs: source points, shape (B, n, d).
+        ys: target points, shape (B, k, d).
+        m: the mass to transport, a scalar or shape (B,).
+        cost: "cosine", "sqeuclidean" or a callable, as :func:`solve_partial`.
+        solver: the Sinkhorn settings (None: ``PartialSinkhorn(one_pass=False)``).
+        block_size: rows/columns per block when the cost matrix is not materialised (None: materialised).
+        mesh: None, "all", a device count or a ``Mesh``: the problems are split over all its
+            devices (each device solves its share; no communication).
+
+    Returns:
+        A batched :class:`SinkhornOutput` (leading axis B).
     """
     solver = solver or PartialSinkhorn(one_pass=False)
     m = jnp.broadcast_to(jnp.asarray(m, xs.dtype), xs.shape[:1])

@@ -11,11 +11,16 @@ M-estimation (vmappable); ``leaderboard.py``: Bradley-Terry on the Elo scale, ra
 style-controlled; ``ranks.py``: simultaneous rank-sets; ``targets.py``: the targets and the
 predictions; ``active.py``: inverse-probability-weighted (active) estimators and sampling
 probabilities; ``plan.py``: :func:`plan_labels`, which items to label next; ``sample_check.py``: is
-the labelled set a random sample?; ``pipeline.py``: :func:`quantify` and the leaderboard files;
+the labelled set a random sample?; ``chance.py``: agreement beyond chance, Cohen's kappa and
+Krippendorff's alpha with delta-method, cluster-bootstrap and PPI++ intervals; ``raters.py``: their
+raters (columns, several votes per cell) and rows; ``pipeline.py``: :func:`quantify` and the leaderboard files;
 ``robustness.py``: how many comparisons must be dropped to change the #1;
 ``coverage.py``: the coverage study; ``plots.py``: the forest plot and the plan's power curve. The
 audit's predictions for PPI++ come from :mod:`puaudit_jax.audit.predictions` (this package never
 imports the audit).
+
+``monitor.py``: :func:`monitor`, the judge's agreement followed as labels arrive, anytime-valid (the
+betting maths in ``betting.py``, the settings in ``monitor_config.py``).
 """
 
 from puaudit_runtime.lazy import lazy_package
@@ -26,7 +31,7 @@ __all__ = [
     "RobustnessRow", "TargetEstimate",
     "audit_agreement", "audit_predictions", "human_only", "judge_bias", "judge_only", "plan_labels", "ppi_lambda",
     "ppi_logistic", "ppi_logistic_splits", "ppi_mean", "quantify", "rank_sets", "stratified_ppi_mean",
-    "write_quantification",
+    "write_quantification", "MonitorConfig", "Monitoring", "monitor", "write_monitoring",
 ]  # fmt: skip
 
 __getattr__, __dir__ = lazy_package(
@@ -50,6 +55,8 @@ __getattr__, __dir__ = lazy_package(
             "stratified_ppi_mean",
         ),
         ".m_estimation": ("MFit", "ppi_logistic", "ppi_logistic_splits"),
+        ".monitor": ("Monitoring", "monitor", "write_monitoring"),
+        ".monitor_config": ("MonitorConfig",),
         ".pipeline": ("Quantification", "quantify", "write_quantification"),
         ".plan": ("LabelPlanReport", "plan_labels"),
         ".ranks": ("RankSets", "rank_sets"),

@@ -30,6 +30,11 @@ class QuantifyConfig:
         cluster_by: column grouping rows that share texts (e.g. prompt): cluster-robust intervals
         style: style features controlled for in a second, style-controlled leaderboard (comma list;
             "" for none): normalised A - B differences of tokens, headers, list items, bold, ...
+        raters: columns whose verdicts Krippendorff's alpha compares (comma list; a cell may hold several
+            votes, "A,tie,B"); "" for the judge and the human votes (judge,votes where the table has a
+            votes column, else judge,human)
+        resamples: bootstrap resamples of the kappa and alpha intervals (clusters: --cluster-by, else the question)
+        seed: random seed of the bootstrap
         robustness: also count how many comparisons must be dropped to change each leaderboard's #1 and
             adjacent pairs (first-order influence confirmed by refit; robustness.csv)
     """
@@ -38,11 +43,16 @@ class QuantifyConfig:
     cluster_by: str | None = None
     style: tuple[str, ...] = field(default=("tokens", "headers", "list_items", "bold"),
                                    metadata={"choices": STYLE_FEATURES})  # fmt: skip
+    raters: tuple[str, ...] = ()
+    resamples: int = 1000
+    seed: int = 0
     robustness: bool = False
 
     def __post_init__(self):
         check_level(self.level)
         _check_style(tuple(self.style))
+        check_int("resamples", self.resamples, 10, "bootstrap resamples")
+        check_int("seed", self.seed, 0, "a numpy Generator seed")
 
 
 def _check_style(style: tuple[str, ...]) -> None:

@@ -106,7 +106,17 @@ class CoverageRow:
 
 
 def split_masks(rows: int, fraction: float, splits: int, seed: int) -> np.ndarray:
-    """(splits, rows) bool: each row of the result keeps exactly round(fraction rows) True."""
+    """Random label masks of the coverage study: which rows keep their human label in each split.
+
+    Args:
+        rows: R, the rows of the population.
+        fraction: share of the rows kept as labelled in each split, in (0, 1).
+        splits: S, the number of splits.
+        seed: seed of the numpy Generator that draws them.
+
+    Returns:
+        (S, R) bool: each split keeps exactly ``max(1, round(fraction R))`` rows True.
+    """
     keep = max(1, int(round(fraction * rows)))
     order = np.argsort(np.random.default_rng(seed).random((splits, rows)), axis=1)
     return order < keep
@@ -278,9 +288,15 @@ def coverage_study(table: pd.DataFrame, config: CoverageConfig = CoverageConfig(
                    leaderboard: bool = True) -> CoverageStudy:  # fmt: skip
     """The coverage study of the module docstring on ``table``.
 
-    ``table``: comparisons (only the rows with a judge and a human verdict take part: :func:`population`);
-    ``predictions``: extra estimator -> (S, R) predicted A-outcomes per split (e.g.
-    :func:`audit_split_predictions` on :func:`split_masks`); ``leaderboard``: include Bradley-Terry.
+    Args:
+        table: comparisons; only the R rows with a judge and a human verdict take part (:func:`population`).
+        config: the study's settings (level, fraction kept, splits, seed).
+        predictions: extra estimator -> (S, R) predicted A-outcomes in [0, 1] per split (e.g.
+            :func:`audit_split_predictions` on :func:`split_masks`), or None.
+        leaderboard: include the Bradley-Terry targets (when the table names the models).
+
+    Returns:
+        The :class:`CoverageStudy`: coverage, mean width and mean estimate per (target, estimator).
     """
     config = config.validate()
     pop = population(table)

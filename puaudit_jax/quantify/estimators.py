@@ -87,7 +87,18 @@ def _interval(estimate: float, se: float, level: float) -> tuple[float, float]:
 
 
 def not_estimable(estimator: str, level: float, n: int, n_unl: int, why: str) -> Estimate:
-    """An :class:`Estimate` with NaN numbers and the note "not estimable: ``why``"."""
+    """An :class:`Estimate` with NaN numbers and the note "not estimable: ``why``".
+
+    Args:
+        estimator: the estimator's name (e.g. :data:`HUMAN_ONLY`).
+        level: the coverage the interval would have had, in (0, 1).
+        n: labelled items.
+        n_unl: unlabelled items.
+        why: the reason, said in the note.
+
+    Returns:
+        The not-estimable :class:`Estimate`.
+    """
     return Estimate(estimator, np.nan, np.nan, np.nan, level, n, n_unl, note=f"not estimable: {why}")
 
 
@@ -98,6 +109,14 @@ def wilson_interval(successes: float, n: int, level: float) -> tuple[float, floa
     """The Wilson score interval of a share from ``successes`` of ``n`` trials at ``level`` (inside [0, 1]).
 
     Unlike the normal interval it keeps a positive width at 0 and n successes (Wilson 1927).
+
+    Args:
+        successes: the count of successes (may be fractional: a sum of shares).
+        n: the trials, >= 1.
+        level: coverage, in (0, 1).
+
+    Returns:
+        (lower, upper) in [0, 1].
     """
     z2, p = z_value(level) ** 2, successes / n
     centre, half = (p + z2 / (2 * n)) / (1 + z2 / n), np.sqrt(p * (1 - p) / n + z2 / (4 * n**2)) / (1 + z2 / n)
@@ -429,9 +448,18 @@ def stratified_ppi_mean(y, yhat, yhat_unlabelled, strata, strata_unlabelled, lev
 def mean_splits(y, yhat, labelled, unlabelled, level: float) -> dict:
     """Human-only and PPI++ means for S splits at once (the coverage study).
 
-    y / yhat (R,), labelled / unlabelled (S, R) masks -> {HUMAN_ONLY: (estimate, lower, upper), PPI:
-    (...)}, each an (S,) array, equal split by split to :func:`human_only` and :func:`ppi_mean` (tests
-    check it); NaN where a split has < 2 labelled or no unlabelled item.
+    Equal split by split to :func:`human_only` and :func:`ppi_mean` (tests check it); NaN where a split
+    has < 2 labelled or no unlabelled item.
+
+    Args:
+        y: (R,) human outcomes in [0, 1] (NaN where unknown: only read on labelled rows).
+        yhat: (R,) predicted outcomes in [0, 1].
+        labelled: (S, R) masks of each split's labelled rows.
+        unlabelled: (S, R) masks of each split's unlabelled rows.
+        level: coverage, in (0, 1).
+
+    Returns:
+        {HUMAN_ONLY: (estimate, lower, upper), PPI: (...)}, each an (S,) array.
     """
     y, yhat = np.nan_to_num(np.asarray(y, np.float64)), np.asarray(yhat, np.float64)
     lab, unl = np.asarray(labelled, np.float64), np.asarray(unlabelled, np.float64)

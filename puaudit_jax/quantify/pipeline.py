@@ -10,6 +10,7 @@ import pandas as pd
 from ..datasets.verdicts import MISSING
 from .config import BIAS, QuantifyConfig, _check_style  # light, for the CLI
 from .plan import planned_probabilities
+from .raters import beyond_chance
 from .robustness import Robustness, table_robustness, write_robustness
 from .sample_check import SampleCheck, sample_check
 from .targets import (
@@ -71,12 +72,15 @@ class Quantification:
 def quantify(table: pd.DataFrame, *, level: float = QuantifyConfig.level,
              cluster_by: str | None = QuantifyConfig.cluster_by, style: tuple[str, ...] = QuantifyConfig.style,
              audit_items: pd.DataFrame | None = None, plan: pd.DataFrame | None = None,
-             robustness: bool = QuantifyConfig.robustness) -> Quantification:  # fmt: skip
-    """Agreement m, the share of A wins, and per-model win rates and the Bradley-Terry leaderboard.
+             raters: tuple[str, ...] = QuantifyConfig.raters, resamples: int = QuantifyConfig.resamples,
+             seed: int = QuantifyConfig.seed, robustness: bool = QuantifyConfig.robustness,
+             ) -> Quantification:  # fmt: skip
+    """Agreement m, the share of A wins, kappa and alpha, and per-model win rates and the Bradley-Terry leaderboard.
 
     The per-model targets come when the table names the models; each target by every estimator of
     :mod:`.targets`, and for each share the judge estimates, the judge's bias ("judge bias: <target>",
-    :attr:`Quantification.judge_bias`).
+    :attr:`Quantification.judge_bias`); agreement beyond chance ("beyond chance: kappa (judge vs human)",
+    "beyond chance: alpha (<raters>)") by the delta method, the cluster bootstrap and PPI++ (:mod:`.raters`).
 
     Args:
         table: a validated comparison table (columns ``id``, ``judge``, ``human``; ``question_type``
@@ -90,6 +94,10 @@ def quantify(table: pd.DataFrame, *, level: float = QuantifyConfig.level,
         plan: the label plan the newer labels were drawn by (:func:`.plan.plan_labels`'s frame, e.g.
             ``plan.csv``): every planned label is weighted by 1 / its sampling probability
             (:mod:`.active`); the random-sample checks are skipped (the plan is not random by design).
+        raters: the columns of the agreement beyond chance, Krippendorff's alpha (:mod:`.raters`;
+            empty: the judge and the human votes).
+        resamples: bootstrap resamples of the kappa and alpha intervals.
+        seed: the bootstrap's random seed.
         robustness: also count the comparisons whose removal changes each leaderboard's #1 and adjacent
             pairs (:func:`.robustness.table_robustness`: first-order influence confirmed by refit).
 
@@ -107,7 +115,7 @@ def quantify(table: pd.DataFrame, *, level: float = QuantifyConfig.level,
     inp = inputs(table, level, cluster_by, audit_items)
     if plan is not None:
         inp = replace(inp, probability=planned_probabilities(table, plan))
-    rows = agreement(inp) + a_share(inp)
+    rows = agreement(inp) + a_share(inp) + beyond_chance(table, inp, tuple(raters), resamples, seed, cluster_by)
     if all(c in table.columns for c in MODEL_COLUMNS):
         rows += win_rates(table, inp) + leaderboard(table, inp) + style_leaderboard(table, inp, tuple(style))
     checks = [sample_check(inp.strata, inp.labelled, inp.unlabelled, "question_type")] if inp.strata is not None else []

@@ -2,6 +2,7 @@
 
 - :func:`forest_plot` -- estimates with intervals, one row per target, one marker per estimator.
 - :func:`power_plot` -- a label plan's predicted interval half-width against the budget, planned and random.
+- :func:`monitor_plot` -- a monitored stream: the estimate in its confidence sequence, the e-value and the alarm.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from .estimators import ESTIMATORS  # noqa: E402
 
 #: Panels of the forest plot, by target prefix (the first panel takes every other target).
 PANELS = ("share", "Elo score", "Elo score at equal style", "style coefficient, Elo points (only A has it)",
-          "judge bias: the judge's share minus the humans'")  # fmt: skip
-_PREFIXES = ("elo: ", "elo (style-controlled): ", "style: ", "judge bias: ")
+          "judge bias: the judge's share minus the humans'", "agreement beyond chance (kappa, alpha)")  # fmt: skip
+_PREFIXES = ("elo: ", "elo (style-controlled): ", "style: ", "judge bias: ", "beyond chance: ")
 _NO_BIAS = PANELS[4]  # its 0 is marked: a judge without bias
 
 
@@ -34,11 +35,18 @@ def _panel_of(target: str) -> int:
 def forest_plot(frame: pd.DataFrame, path: str | Path | None = None, *, title: str = ""):
     """Estimates with intervals, one row per target, one marker per estimator.
 
-    ``frame`` is a :meth:`~puaudit_jax.quantify.Quantification.to_frame` table; one panel per kind of
-    target (:data:`PANELS`: proportions, the Elo leaderboard and the style-controlled one, each score
-    with its simultaneous rank-set "#1-3", the style coefficients and the judge's bias, 0 marked), its
-    legend beside it;
-    not-estimable rows are skipped.
+    One panel per kind of target (:data:`PANELS`: proportions, the Elo leaderboard and the
+    style-controlled one, each score with its simultaneous rank-set "#1-3", the style coefficients,
+    the judge's bias with 0 marked, agreement beyond chance), its legend beside it; not-estimable
+    rows are skipped.
+
+    Args:
+        frame: a :meth:`~puaudit_jax.quantify.Quantification.to_frame` table.
+        path: where to save the figure (PNG), or None.
+        title: the figure's title ("" for the default).
+
+    Returns:
+        The matplotlib figure.
     """
     frame = frame[frame["note"].fillna("") == ""]
     kind = frame["target"].map(_panel_of)
@@ -90,8 +98,14 @@ def _forest_panel(ax, frame: pd.DataFrame, estimators: list[str]) -> None:
 def power_plot(report, path: str | Path | None = None, *, title: str = ""):
     """Predicted interval half-width of a label plan's target against the number of labels.
 
-    ``report`` is a :class:`~puaudit_jax.quantify.plan.LabelPlanReport`: its ``power`` table (budget,
-    planned, random) as two curves, the chosen budget marked.
+    Args:
+        report: a :class:`~puaudit_jax.quantify.plan.LabelPlanReport`: its ``power`` table (budget,
+            planned, random) drawn as two curves, the chosen budget marked.
+        path: where to save the figure (PNG), or None.
+        title: the figure's title ("" for the default).
+
+    Returns:
+        The matplotlib figure.
     """
     power = report.power
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
@@ -102,6 +116,46 @@ def power_plot(report, path: str | Path | None = None, *, title: str = ""):
     ax.set(xlabel="new labels (expected budget)", ylabel=f"predicted half-width: {report.target}",
            title=title or "label plan: power")  # fmt: skip
     ax.legend(fontsize=8)
+    fig.tight_layout()
+    if path is not None:
+        save_figure(fig, path, dpi=120)
+    return fig
+
+
+def monitor_plot(result, path: str | Path | None = None, *, title: str = ""):
+    """A monitored stream: the running estimate in its confidence sequence, and the e-value with the alarm.
+
+    Args:
+        result: a :class:`~puaudit_jax.quantify.monitor.Monitoring`. Top panel: the estimate and its band
+            against n (labels), with the threshold; bottom panel (with a threshold): the e-value on a log
+            axis with 1 / alpha and the alarm marked.
+        path: where to save the figure (PNG), or None.
+        title: the figure's title ("" for the default).
+
+    Returns:
+        The matplotlib figure.
+    """
+    config, n = result.config, np.arange(1, len(result.estimate) + 1)
+    rows = 2 if result.e_value is not None else 1
+    fig, axes = plt.subplots(rows, 1, figsize=(6.5, 2.6 * rows + 0.6), sharex=True, squeeze=False)
+    ax = axes[0, 0]
+    ax.fill_between(n, result.lower, result.upper, color="C0", alpha=0.25, lw=0,
+                    label=f"confidence sequence ({1 - config.alpha:.0%}, every n at once)")  # fmt: skip
+    ax.plot(n, result.estimate, color="C0", lw=1, label=f"running {config.target}")
+    if config.threshold is not None:
+        ax.axhline(config.threshold, color="C3", lw=0.8, ls="--", label=f"threshold {config.threshold:g}")
+    ax.set(ylabel=config.target, ylim=(0, 1), title=title or f"{config.target} as labels arrive")
+    if result.e_value is not None:
+        low = axes[1, 0]
+        low.semilogy(n, np.maximum(result.e_value, 1e-6), color="C2", lw=1, label=f"e-value ({config.design})")
+        low.axhline(1 / config.alpha, color="C3", lw=0.8, ls="--", label=f"1/alpha = {1 / config.alpha:g}")
+        low.set(ylabel="e-value (log)")
+        low.legend(fontsize=7, loc="upper left")
+    if result.alarm is not None:
+        for a in axes[:, 0]:
+            a.axvline(result.alarm.n, color="C3", lw=1, label=f"alarm at n={result.alarm.n}" if a is ax else None)
+    ax.legend(fontsize=7, loc="lower left")
+    axes[-1, 0].set_xlabel(f"labels in the order of {config.order}")
     fig.tight_layout()
     if path is not None:
         save_figure(fig, path, dpi=120)

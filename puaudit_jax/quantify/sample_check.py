@@ -61,10 +61,21 @@ class SampleCheck:
 
 
 def sample_check(groups, labelled, unlabelled, by: str, strata=None, within: str | None = None) -> SampleCheck:
-    """:class:`SampleCheck` of rows with (R,) ``groups`` labels and (R,) labelled / unlabelled masks.
+    """Is the labelled set a random sample? The share labelled per group, and a test of equal shares.
 
-    With (R,) ``strata`` (named ``within``) the test is made inside each stratum: the chi-square statistics
-    and degrees of freedom are summed over the strata where a test is defined (independent under the null).
+    With ``strata`` the test is made inside each stratum: the chi-square statistics and degrees of
+    freedom are summed over the strata where a test is defined (independent under the null).
+
+    Args:
+        groups: (R,) each row's group label (e.g. its question type).
+        labelled: (R,) bool, the labelled rows.
+        unlabelled: (R,) bool, the unlabelled rows (other rows take no part).
+        by: the grouping's name, reported.
+        strata: (R,) stratum labels, or None.
+        within: the strata's name, reported.
+
+    Returns:
+        The :class:`SampleCheck` (p-value None where no test is defined).
     """
     groups = np.asarray(groups).astype(str)
     names, counts = _counts(groups, labelled, unlabelled)
@@ -120,9 +131,17 @@ def independence_p_value(counts: np.ndarray) -> float:
 def audit_sample_checks(types, status, table, cluster_by: str | None) -> tuple[SampleCheck, ...]:
     """The checks of an audit's rows, by question type, by the judge's verdict and by the cluster column.
 
-    ``types`` / ``status`` (n,) (status "labelled" / "unlabelled"; excluded rows take no part), by
-    question type and by ``table``'s ``judge`` column (within question types) when either has several
-    values among them, and by ``cluster_by``'s column of ``table`` when the audit clusters.
+    By question type and by ``table``'s ``judge`` column (within question types) when either has several
+    values among the rows, and by ``cluster_by``'s column when the audit clusters.
+
+    Args:
+        types: (n,) each row's question type.
+        status: (n,) "labelled" / "unlabelled" (excluded rows take no part).
+        table: the audited table, n rows (its ``judge`` column and the cluster column).
+        cluster_by: the audit's cluster column, or None.
+
+    Returns:
+        The :class:`SampleCheck` of each grouping checked.
     """
     labelled, unlabelled = np.asarray(status) == "labelled", np.asarray(status) == "unlabelled"
     checks = []

@@ -213,7 +213,22 @@ class Inputs:
 
 
 def inputs(table: pd.DataFrame, level: float, cluster_by: str | None = None, audit_items=None) -> Inputs:
-    """:class:`Inputs` of ``table``; ``audit_items`` adds the ``ppi++ (audit)`` predictions."""
+    """The per-row arrays of ``table`` that every target reads.
+
+    Args:
+        table: a validated comparison table, R rows (``id``, ``judge``, ``human``; ``question_type``
+            stratifies when it has several values among the usable rows).
+        level: coverage of the intervals, in (0, 1).
+        cluster_by: the column whose values cluster the rows (cluster-robust intervals), or None.
+        audit_items: an audit's items table of the same rows (adds the ``ppi++ (audit)`` predictions),
+            or None.
+
+    Returns:
+        The :class:`Inputs` (masks and outcomes of shape (R,)).
+
+    Raises:
+        ValueError: a bad level, a missing cluster column or value, or audit items that do not match.
+    """
     lab, unl = usable_rows(table)
     human, judge = table["human"].to_numpy(dtype=object), table["judge"].to_numpy(dtype=object)
     predictions = {PPI: _score(judge, A)}

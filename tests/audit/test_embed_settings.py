@@ -30,7 +30,7 @@ def test_the_api_defaults_are_the_cli_defaults(tiny_as_minilm, tmp_path):
     cli = probes_encoder(config=_cli_config(tmp_path), progress=False)
     api = probes_encoder("minilm", cache_dir=tmp_path, progress=False)
     assert api.config == cli.config == EmbedConfig(encoder="minilm", cache_dir=str(tmp_path)).resolved()
-    assert (api.config.max_length, api.config.long_inputs) == (256, "middle_out")
+    assert (api.config.encoding.max_length, api.config.encoding.long_inputs) == (256, "middle_out")
     assert api.encode_config.cache_settings() == cli.encode_config.cache_settings()
 
 
@@ -60,3 +60,18 @@ def test_long_inputs_are_said_in_one_line_not_a_warning(tiny_as_minilm, tmp_path
 def test_unknown_settings_are_refused(tiny_as_minilm):
     with pytest.raises(TypeError, match=r"unknown settings \['pooling'\]"):
         probes_encoder("minilm", pooling="cls")
+
+
+def test_the_encoding_settings_are_written_once_in_probes():
+    """EmbedConfig holds probes' EncodeConfig instead of restating its fields; the keywords land there."""
+    from dataclasses import fields
+
+    from probes.encode_config import EncodeConfig
+    from puaudit_jax.audit.embed import _embed_settings
+
+    assert not {f.name for f in fields(EmbedConfig)} & {f.name for f in fields(EncodeConfig)}
+    assert EmbedConfig().encoding == EncodeConfig()
+    cfg = _embed_settings("smollm2", None, {"batch_size": 4, "long_inputs": "truncate", "no_cache": True})
+    assert cfg.encoding == EncodeConfig(batch_size=4, long_inputs="truncate") and cfg.no_cache
+    with pytest.raises(ValueError, match="one vector per input"):
+        EmbedConfig(encoding=EncodeConfig(layers=(1, 2)), no_cache=True).validate()

@@ -14,7 +14,7 @@ from puaudit_jax.audit.embed import PairEmbeddings
 from puaudit_jax.audit.rules import CalibratedRule, get_rule
 from puaudit_jax.audit.scorers import CentroidScorer
 from puaudit_jax.audit.synthetic import cone_comparisons
-from puaudit_jax.evaluate import consistency, evaluate, split_labels
+from puaudit_jax.evaluate import consistency, split_labels
 
 # ------------------------------------------------------------------------------------------------
 # calibration maps, folds, bootstrap
@@ -267,27 +267,6 @@ def test_grouped_split_keeps_each_group_on_one_side():
     assert result.report.decision.evidence.bootstrap_unit == "cluster"
     with pytest.raises(ValueError, match="cluster_by"):
         audit(split.table, data.embeddings, scorer="centroid", rule="calibrated", cluster_by="nope")
-
-
-def test_evaluate_grid_with_ceiling_and_calibrated_rules():
-    data = cone_comparisons(400, 0, d=32, seed=3)
-    res = evaluate(
-        data.table,
-        data.embeddings,
-        scorers=["centroid"],
-        seeds=3,
-        p_ratio=0.4,
-        progress=False,
-        rules=["none", "budget", "calibrated", "two-sided"],
-        ceiling=True,
-    )
-    per = res.per_seed[res.per_seed.question_type == "all"].pivot_table(index="seed", columns="rule", values="cons_adj")
-    assert (per["hindsight"] >= per["budget"] - 1e-12).all() and (per["hindsight"] >= per["none"] - 1e-12).all()
-    assert (per["calibrated"] > per["none"] + 0.15).all()
-    summary = res.summary.set_index(["rule", "question_type"])
-    assert summary.loc[("calibrated", "all"), "abstained"] == 0
-    assert summary.loc[("calibrated", "all"), "flip_precision"] > 0.9
-    assert np.isnan(summary.loc[("budget", "all"), "abstained"])
 
 
 def test_the_papers_rule_is_named_paper_and_its_old_name_still_works_with_a_warning():

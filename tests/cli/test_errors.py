@@ -239,6 +239,7 @@ def no_encoding(monkeypatch):
         (["evaluate", "{data}", "--cluster-by", "prompt"], "--cluster-by prompt: no such column"),
         (["audit", "{data}", "--cluster-by", "prompt"], "--cluster-by prompt: no such column"),
         (["quantify", "{data}", "--cluster-by", "prompt"], "--cluster-by prompt: no such column"),
+        (["quantify", "{data}", "--raters", "judge,crowd"], "--raters crowd: no such column"),
     ],
 )  # fmt: skip
 def test_columns_the_options_name_are_checked_before_encoding(tmp_path, capsys, no_encoding, argv, expected):

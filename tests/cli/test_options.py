@@ -9,29 +9,32 @@ from dataclasses import dataclass, field, fields
 import pytest
 
 from probes.config import FitConfig
+from probes.encode_config import EncodeConfig
 from puaudit_jax.audit import AuditConfig
 from puaudit_jax.audit.embed import EmbedConfig
 from puaudit_jax.audit.rules import CalibratedRule
 from puaudit_jax.cli import build_parser
 from puaudit_jax.cli.audit import AUDIT_FIELDS, RULE_FIELDS, RULE_RENAME
-from puaudit_jax.cli.inputs import EMBED_FIELDS
+from puaudit_jax.cli.inputs import embed_config
 from puaudit_jax.cli.options import add_options, field_docs, options_from_args
 from puaudit_jax.consensus import AlignConfig, BTConfig, EloConfig
 from puaudit_jax.consensus.runs import ScoresConfig
 from puaudit_jax.datasets.read_config import ReadConfig
 from puaudit_jax.evaluate import Protocol
 from puaudit_jax.judges.serve import ServeConfig
+from puaudit_jax.quantify.monitor_config import MonitorConfig
 from puaudit_jax.quantify.pipeline import QuantifyConfig
 from puaudit_jax.quantify.plan import PlanConfig
 from puaudit_runtime.flags import DeviceFlags
 
-DATA_CONFIGS = (AuditConfig, CalibratedRule, EmbedConfig, DeviceFlags)
+DATA_CONFIGS = (AuditConfig, CalibratedRule, EmbedConfig, EncodeConfig, DeviceFlags)
 CONFIGS = {
     "audit": (*DATA_CONFIGS, ReadConfig),
     "evaluate": (*DATA_CONFIGS, Protocol, ReadConfig),
     "demo": (*DATA_CONFIGS, Protocol),
-    "quantify": (QuantifyConfig, AuditConfig, EmbedConfig, DeviceFlags, ReadConfig),
-    "plan-labels": (PlanConfig, AuditConfig, EmbedConfig, DeviceFlags, ReadConfig),
+    "quantify": (QuantifyConfig, AuditConfig, EmbedConfig, EncodeConfig, DeviceFlags, ReadConfig),
+    "plan-labels": (PlanConfig, AuditConfig, EmbedConfig, EncodeConfig, DeviceFlags, ReadConfig),
+    "monitor": (MonitorConfig, ReadConfig),
     "convert": (ReadConfig,),
     "attack": (ReadConfig,),
     "judge": (ReadConfig,),
@@ -58,7 +61,7 @@ def test_cli_defaults_are_the_dataclass_defaults(command):
     assert AuditConfig(**options_from_args(args, AuditConfig, include=AUDIT_FIELDS)) == AuditConfig()
     rule = options_from_args(args, CalibratedRule, include=RULE_FIELDS, rename=RULE_RENAME)
     assert rule == {"threshold": CalibratedRule.threshold, "confidence": CalibratedRule.confidence}
-    assert EmbedConfig(**options_from_args(args, EmbedConfig, include=EMBED_FIELDS)) == EmbedConfig()
+    assert embed_config(args) == EmbedConfig()
     if command == "evaluate":
         assert Protocol(**options_from_args(args, Protocol)) == Protocol()
 
@@ -91,7 +94,7 @@ def test_cli_parses_values_and_none_choices():
     cfg = AuditConfig(**options_from_args(args, AuditConfig, include=AUDIT_FIELDS))
     assert (cfg.m, cfg.group_by, cfg.min_group_size) == (0.8, None, 3)
     assert options_from_args(args, CalibratedRule, include=("threshold",), rename=RULE_RENAME) == {"threshold": 0.6}
-    assert options_from_args(args, EmbedConfig, include=("long_inputs",)) == {"long_inputs": "truncate"}
+    assert options_from_args(args, EncodeConfig, include=("long_inputs",)) == {"long_inputs": "truncate"}
     with pytest.raises(SystemExit):
         build_parser().parse_args(["audit", "D", "--group-by", "model"])
 

@@ -123,7 +123,7 @@ def test_batch_settings_reach_the_batches(tiny_decoder, monkeypatch):
     """batch_size, padding_side, micro_batch_tokens and progress (which change no value) reach the
     padding, the jitted forward and the progress bar."""
     seen = dict(pad=[], micro=[], bars=[])
-    pad, forward, bar = extract.pad_batch, extract.pooled_forward, extract.tqdm
+    pad, forward, bar = extract.forward.pad_batch, extract.forward.pooled_forward, extract.encoding.tqdm
 
     def spy_pad(group, length, rows, pad_id, side):
         seen["pad"].append((rows, side))
@@ -137,9 +137,9 @@ def test_batch_settings_reach_the_batches(tiny_decoder, monkeypatch):
         seen["bars"].append(kwargs["disable"])
         return bar(*args, **kwargs)
 
-    monkeypatch.setattr(extract, "pad_batch", spy_pad)
-    monkeypatch.setattr(extract, "pooled_forward", spy_forward)
-    monkeypatch.setattr(extract, "tqdm", spy_bar)
+    monkeypatch.setattr(extract.forward, "pad_batch", spy_pad)
+    monkeypatch.setattr(extract.forward, "pooled_forward", spy_forward)
+    monkeypatch.setattr(extract.encoding, "tqdm", spy_bar)
     seqs = _random_ids(np.random.default_rng(5), [5] * 8)
     config = EncodeConfig(batch_size=4, padding_side="left", micro_batch_tokens=32, progress=True)
     extract.encode_ids(tiny_decoder, seqs, config)
@@ -179,7 +179,7 @@ class _RecordingBar:
 @pytest.mark.parametrize("cache", [False, True])
 def test_the_progress_bar_moves_after_every_batch(tiny_char_decoder, tmp_path, monkeypatch, cache):
     """One bar counts the inputs and moves after every batch of the encoder, cache shards or not."""
-    monkeypatch.setattr(extract, "tqdm", _RecordingBar)
+    monkeypatch.setattr(extract.encoding, "tqdm", _RecordingBar)
     monkeypatch.setattr(_RecordingBar, "bars", [])
     texts = [f"text number {k} " + "x" * (3 * k) for k in range(12)]
     config = EncodeConfig(batch_size=2, cache_every=5, max_length=20, long_inputs="middle_out", progress=True)
@@ -193,7 +193,7 @@ def test_the_progress_bar_moves_after_every_batch(tiny_char_decoder, tmp_path, m
 
 def test_chunked_inputs_advance_the_bar_when_their_last_window_is_encoded():
     bar = _RecordingBar(total=3)
-    on_batch = extract._inputs_done(bar, [0, 0, 0, 1, 2, 2])  # input 0: three windows, 2: two
+    on_batch = extract.encoding._inputs_done(bar, [0, 0, 0, 1, 2, 2])  # input 0: three windows, 2: two
     for batch in ([0, 1], [2, 3], [4, 5]):
         on_batch(batch)
     assert bar.steps == [0, 2, 1]

@@ -67,7 +67,8 @@ def test_bad_levels_and_missing_model_columns_are_errors():
     with pytest.raises(ValueError, match="need the columns"):
         win_rates(table.drop(columns="model_b"), inputs(table, 0.9))
     targets = set(quantify(table.drop(columns="model_b")).to_frame()["target"])
-    assert targets == {"agreement m", "share of A wins", "judge bias: share of A wins"}
+    assert targets == {"agreement m", "share of A wins", "judge bias: share of A wins",
+                       "beyond chance: kappa (judge vs human)", "beyond chance: alpha (judge, human)"}  # fmt: skip
 
 
 def test_non_finite_outcomes_are_errors_that_name_the_argument():
@@ -85,7 +86,8 @@ def test_the_cli_writes_the_leaderboard_of_a_bundled_set(tmp_path):
     out = tmp_path / "q"
     assert main(["quantify", "llmfao-gpt4", "--include-unlabelled", "--level", "0.8", "--out", str(out)]) == 0
     frame = pd.read_csv(out / "leaderboard.csv", keep_default_na=False, na_values=[""])
-    assert set(frame["estimator"]) == {JUDGE_ONLY, HUMAN_ONLY, PPI, STRATIFIED, JUDGE_BIAS}
+    chance = {"delta method", "bootstrap", "ppi++ (delta method)"}  # kappa and alpha
+    assert set(frame["estimator"]) == {JUDGE_ONLY, HUMAN_ONLY, PPI, STRATIFIED, JUDGE_BIAS} | chance
     assert (frame["level"] == 0.8).all()
     assert frame["target"].str.startswith("elo: ").any()
     ok = frame[frame["note"].isna()]

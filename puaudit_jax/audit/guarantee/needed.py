@@ -58,6 +58,19 @@ def certify_share(candidates, pool, human, agreement, delta, scale: float, rng, 
 
     Each candidate's calibration rows are redrawn with replacement, ``scale`` times as many, and tested at
     its share of D with exact binomial p-values on the pool's grid (computed once).
+
+    Args:
+        candidates: the judge's :class:`~.candidates.Candidate` s.
+        pool: the pool rows' indices.
+        human: every row's human verdict, shape (n,).
+        agreement: the agreement A to certify, in (0, 1).
+        delta: the level D (the probability the guarantee may fail), in (0, 1).
+        scale: calibration rows drawn per row at hand (>= 1: 1 + extra labels / labelled rows).
+        rng: the numpy generator of the draws.
+        draws: simulated samples.
+
+    Returns:
+        The share in [0, 1].
     """
     total, hits, fixed = sum(c.share for c in candidates), 0, []
     for c in candidates:

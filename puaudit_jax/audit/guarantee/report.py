@@ -150,8 +150,18 @@ def notes_for(certified: bool, needed: LabelsNeeded | None, judge_agreement: flo
               warnings: list[str], pool: int = 1, other_judges: bool = False) -> tuple[str, ...]:  # fmt: skip
     """The report's advice: broken assumptions first, then (nothing ``certified``) what would certify some.
 
-    ``pool``: the number of pool rows; with none there is nothing to decide, which is all it says then.
-    ``other_judges``: the audit has other judges' verdicts already (the advice then asks for more evidence).
+    Args:
+        certified: whether some pool row was certified.
+        needed: the extra labels that would certify some rows, or None when not even labelling the whole
+            pool would (in most simulated samples).
+        judge_agreement: the judge's agreement on the calibrating rows, in [0, 1].
+        agreement: the target A, in (0, 1).
+        warnings: the broken assumptions (each voids the guarantee).
+        pool: the number of pool rows; with none there is nothing to decide, which is all it says then.
+        other_judges: the audit has other judges' verdicts already (the advice then asks for more evidence).
+
+    Returns:
+        The notes, one sentence each.
     """
     notes = [f"does not apply: {w}; no row is trusted or flipped" for w in warnings]
     if pool == 0:
@@ -175,7 +185,17 @@ def notes_for(certified: bool, needed: LabelsNeeded | None, judge_agreement: flo
 
 
 def tie_notes(human_ties: str, ties: int, tie_calibration: int, sided: int) -> tuple[str, ...]:
-    """What the guarantee means for human ties: ``ties`` rows a human tied, ``sided`` rows a human picked a side on."""
+    """What the guarantee means for human ties.
+
+    Args:
+        human_ties: the setting ("disagree" counts a human tie as disagreement; else ties are left out).
+        ties: the labelled rows a human tied.
+        tie_calibration: the calibrating rows that are human ties (with "disagree").
+        sided: the labelled rows a human picked a side on.
+
+    Returns:
+        The notes (none when there are no ties to speak of).
+    """
     if human_ties == "disagree":
         return (f"a human tie counts as disagreement: {tie_calibration} of the calibrating rows are human ties",)
     if not ties:
@@ -198,7 +218,13 @@ def candidate_rows(choice) -> tuple:
 
 
 def stage_rows(names: list[str], certification: Certification, pool: np.ndarray) -> tuple:
-    """Per stage of a cascade: (judge, candidate, threshold, pool rows it decides, pool rows that reached it)."""
+    """Per stage of a cascade: (judge, candidate, threshold, pool rows it decides, pool rows that reached it).
+
+    Args:
+        names: the stages' judge names, in cascade order.
+        certification: what :func:`~.certify.certify` decided.
+        pool: the pool rows' indices.
+    """
     return tuple((names[k], choice.kept, None if choice.selection is None else choice.selection.threshold,
                   int((certification.stage[pool] == k).sum()), certification.reached[k])
                  for k, choice in enumerate(certification.choices))  # fmt: skip

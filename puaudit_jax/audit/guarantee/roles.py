@@ -75,6 +75,11 @@ def calibrating_status(table: pd.DataFrame, judges: tuple[str, ...], human_ties:
 
     Such a row is one the cascade decides (it would be in the pool without its label) that a human labelled
     without picking a side: with "disagree" it calibrates as a row every final verdict disagrees with.
+
+    Args:
+        table: the comparison table.
+        judges: the cascade's later judges' columns (empty for the judge alone).
+        human_ties: the setting; "disagree" turns those tied rows labelled.
     """
     status = cascade_status(table, judges)
     if human_ties != "disagree":

@@ -148,7 +148,13 @@ def thresholds(q_pool: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def counts_above(q_cal: np.ndarray, correct: np.ndarray, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(n (m,), errors (m,)): calibration rows with q >= t, and their errors, at each threshold of ``grid``."""
+    """(n (m,), errors (m,)): calibration rows with q >= t, and their errors, at each threshold of ``grid``.
+
+    Args:
+        q_cal: the calibration rows' confidences, shape (k,).
+        correct: whether each calibration row's final verdict agrees with the human's, shape (k,) bool.
+        grid: the thresholds, shape (m,).
+    """
     q_cal, correct = np.asarray(q_cal, float), np.asarray(correct, bool)
     order = np.argsort(-q_cal, kind="stable")
     n = np.searchsorted(-q_cal[order], -grid, side="right")
@@ -210,7 +216,19 @@ def fallback(p_value: np.ndarray, alpha: np.ndarray) -> tuple[np.ndarray, np.nda
 
 
 def select_on(curve: Curve, n_cal: int, agreement: float, level: float, weights=WEIGHTS) -> Selection:
-    """The :class:`Selection` of a curve: its shares placed, the fallback run, the loosest rejection kept."""
+    """The :class:`Selection` of a curve: its shares placed, the fallback run, the loosest rejection kept.
+
+    Args:
+        curve: the candidate's :class:`Curve`.
+        n_cal: its calibration rows.
+        agreement: A in (0, 1).
+        level: the candidate's level.
+        weights: (where, share) pairs, as :func:`place`.
+
+    Returns:
+        The :class:`Selection`: per threshold its Clopper-Pearson lower bound on the agreement at the level
+        it was tested at, and the loosest rejected threshold (None if none).
+    """
     rejected, tested = fallback(curve.p_value, place(curve, n_cal, agreement, level, weights))
     at = np.where(tested > 0, tested, level)
     ok = curve.n - curve.errors
@@ -246,6 +264,15 @@ def plug_in(q_cal: np.ndarray, correct: np.ndarray, q_pool: np.ndarray, agreemen
 
     A baseline for comparisons only: it ignores sampling error, so its guarantee fails about half the time
     where the agreement curve crosses A (``tests/audit/test_guarantee.py`` shows it).
+
+    Args:
+        q_cal: the calibration rows' confidences, shape (k,).
+        correct: whether each calibration row's final verdict agrees with the human's, shape (k,) bool.
+        q_pool: the pool rows' confidences, shape (n_pool,) (they make the grid).
+        agreement: A in (0, 1).
+
+    Returns:
+        The threshold, or None when no threshold with calibration rows reaches A.
     """
     curve = binomial_curve(q_cal, correct, q_pool, agreement)
     ok = (curve.n > 0) & (curve.n - curve.errors >= agreement * curve.n)

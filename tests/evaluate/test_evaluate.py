@@ -280,3 +280,24 @@ def test_the_demo_takes_the_guarantees_own_settings_for_its_guaranteed_run_only(
     g = res.meta["guarantee"]
     assert "error" not in g and (g["splits"], g["human_ties"], g["certify"]) == (2, "disagree", "fitted")
     assert res.meta["audit_config"]["human_ties"] == "exclude" and res.meta["audit_config"]["certify"] == "auto"
+
+
+def test_evaluate_grid_with_ceiling_and_calibrated_rules():
+    data = cone_comparisons(400, 0, d=32, seed=3)
+    res = evaluate(
+        data.table,
+        data.embeddings,
+        scorers=["centroid"],
+        seeds=3,
+        p_ratio=0.4,
+        progress=False,
+        rules=["none", "budget", "calibrated", "two-sided"],
+        ceiling=True,
+    )
+    per = res.per_seed[res.per_seed.question_type == "all"].pivot_table(index="seed", columns="rule", values="cons_adj")
+    assert (per["hindsight"] >= per["budget"] - 1e-12).all() and (per["hindsight"] >= per["none"] - 1e-12).all()
+    assert (per["calibrated"] > per["none"] + 0.15).all()
+    summary = res.summary.set_index(["rule", "question_type"])
+    assert summary.loc[("calibrated", "all"), "abstained"] == 0
+    assert summary.loc[("calibrated", "all"), "flip_precision"] > 0.9
+    assert np.isnan(summary.loc[("budget", "all"), "abstained"])
