@@ -5,7 +5,7 @@
 Puts the labelled rows in the order of COLUMN (rows with the same value form a batch, shuffled with
 --seed) and follows the judge's agreement with an anytime-valid confidence sequence; with
 --threshold, an e-process alarm rings the first time the agreement is shown to be below A
-(:mod:`puaudit_jax.quantify.monitor`). Writes ``monitor.csv`` (one row per label), ``report.json``
+(:mod:`puaudit_jax.quantify.monitoring`). Writes ``monitor.csv`` (one row per label), ``report.json``
 (the alarm, the settings, the rows left out and why) and ``monitor.png``.
 """
 
@@ -19,7 +19,7 @@ from .run_folder import wrote
 
 def cmd_monitor(args) -> int:
     """``puaudit monitor``: settings checked, DATA read, the stream followed, the files written."""
-    from ..quantify.monitor import monitor, write_monitoring
+    from ..quantify.monitoring import monitor, write_monitoring
 
     config = MonitorConfig(**options_from_args(args, MonitorConfig))  # its checks, before any data is read
     inputs.check_out(args.out)

@@ -19,7 +19,7 @@ raters (columns, several votes per cell) and rows; ``pipeline.py``: :func:`quant
 audit's predictions for PPI++ come from :mod:`puaudit_jax.audit.predictions` (this package never
 imports the audit).
 
-``monitor.py``: :func:`monitor`, the judge's agreement followed as labels arrive, anytime-valid (the
+``monitoring.py``: :func:`monitor`, the judge's agreement followed as labels arrive, anytime-valid (the
 betting maths in ``betting.py``, the settings in ``monitor_config.py``).
 """
 
@@ -55,7 +55,7 @@ __getattr__, __dir__ = lazy_package(
             "stratified_ppi_mean",
         ),
         ".m_estimation": ("MFit", "ppi_logistic", "ppi_logistic_splits"),
-        ".monitor": ("Monitoring", "monitor", "write_monitoring"),
+        ".monitoring": ("Monitoring", "monitor", "write_monitoring"),
         ".monitor_config": ("MonitorConfig",),
         ".pipeline": ("Quantification", "quantify", "write_quantification"),
         ".plan": ("LabelPlanReport", "plan_labels"),
