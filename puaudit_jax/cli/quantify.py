@@ -162,11 +162,26 @@ def cmd_quantify(args) -> int:
 PRINTED_ROWS = 40  # a leaderboard of many models is read from leaderboard.csv, not the terminal
 
 
+NOTE_WIDTH = 70  # a printed note's most characters (the whole note is in leaderboard.csv)
+
+
 def _table_text(frame, run_folder: str) -> str:
-    """The estimates as text: every row up to :data:`PRINTED_ROWS`, else the first ones and where the rest are."""
+    """The estimates as text: every row up to :data:`PRINTED_ROWS`, else the first ones and where the rest are.
+
+    Notes longer than :data:`NOTE_WIDTH` are cut (with "...", and a line says where they are whole) and
+    left-aligned, so that one long reason does not pad every line of the table.
+    """
+    cut = False
+    if "note" in frame.columns:
+        notes = frame["note"].fillna("")
+        cut = bool((notes.map(len) > NOTE_WIDTH).any())
+        notes = notes.map(lambda n: n if len(n) <= NOTE_WIDTH else n[: NOTE_WIDTH - 3] + "...")
+        frame = frame.assign(note=notes.map(lambda n: n.ljust(max(notes.map(len).max(), len("note")))))
     shown = frame.head(PRINTED_ROWS).to_string(index=False, float_format="{:.4f}".format)
+    shown = "\n".join(line.rstrip() for line in shown.splitlines())
     more = len(frame) - PRINTED_ROWS
-    return shown if more <= 0 else f"{shown}\n... {more} more rows in {run_folder}/leaderboard.csv"
+    shown = shown if more <= 0 else f"{shown}\n... {more} more rows in {run_folder}/leaderboard.csv"
+    return shown + (f"\n(notes cut to {NOTE_WIDTH} characters: {run_folder}/leaderboard.csv has them whole)" * cut)
 
 
 def _bias_text(frame, level: float, run_folder: str) -> str:

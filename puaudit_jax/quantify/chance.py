@@ -435,7 +435,7 @@ def alpha_bootstrap(counts, level: float, clusters=None, *, resamples: int = 100
     return _bootstrap_estimate(point, stat, per_cluster, level, resamples, seed, len(o_u), n_other)
 
 
-ALPHA_NO_PPI = ("alpha's expected disagreement pools the values of the pairable units, each rater weighted by the "
-                "ratings it gives there; a pool row holds one rating (the judge's) and is no pairable unit, so using "
-                "it would change what alpha measures, not only its precision (for a judge-vs-human PPI form, see "
-                "kappa)")  # fmt: skip
+# Why: alpha's expected disagreement pools the values of the pairable units, each rater weighted by the
+# ratings it gives there; a pool row holds one rating (the judge's) and is no pairable unit, so using it
+# would change what alpha measures, not only its precision (docs/guide/quantify.md says it at length).
+ALPHA_NO_PPI = "alpha has no PPI form (a pool row, one rating, pairs with none; see kappa's)"
