@@ -18,6 +18,8 @@ import dataclasses
 import time
 from collections.abc import Callable, Iterator
 
+__all__ = ["PhaseTable", "is_recording", "phase", "recording"]
+
 _TABLE: contextvars.ContextVar[PhaseTable | None] = contextvars.ContextVar("puaudit_phases", default=None)
 
 
