@@ -10,9 +10,10 @@ The parts are shared across commands: :class:`DataRequest` (DATA and how it is r
 ``quantify`` / ``plan-labels`` read), next to each command's engine configs (:class:`AuditConfig`,
 :class:`QuantifyConfig`, :class:`PlanConfig`, :class:`MonitorConfig`, :class:`Protocol`).
 
-Building a request checks nothing that the command checked later before (the configs are made, not
-validated; an :class:`EncodeConfig`, which checks its values when made, is made by
-:meth:`FeatureRequest.config`): ``run_x`` makes the checks in the order and with the messages they
+A builder makes the configs without validating them, except where making one was the command's first
+check already (:class:`QuantifyConfig`, :class:`MonitorConfig`, the consensus configs, serve-local's
+``ServeConfig``); an :class:`EncodeConfig`, which checks its values when made, is made by
+:meth:`FeatureRequest.config`. ``run_x`` makes the other checks in the order and with the messages they
 always had. No numerical library is imported here: the parser imports this module.
 """
 
