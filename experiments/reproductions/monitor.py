@@ -32,7 +32,7 @@ from experiments.common import RESULTS, wilson
 from puaudit_jax.datasets.bundled import load_bundled
 from puaudit_jax.quantify import MonitorConfig, monitor
 from puaudit_jax.quantify.betting import drop_bets, e_process, hedged_cs
-from puaudit_jax.quantify.monitor import values_of
+from puaudit_jax.quantify.monitoring import values_of
 from puaudit_runtime.files import markdown_table, write_csv, write_json, write_text
 
 A, ALPHA, BATCH, WINDOW = 0.8, 0.05, 20, 100

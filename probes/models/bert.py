@@ -29,7 +29,7 @@ class BertSelfAttention(nn.Module):
         q = Linear(c.hidden_size, dtype=self.dtype, name="query")(h).reshape(shape)
         k = Linear(c.hidden_size, dtype=self.dtype, name="key")(h).reshape(shape)
         v = Linear(c.hidden_size, dtype=self.dtype, name="value")(h).reshape(shape)
-        return attention(q, k, v, mask).reshape(b, t, c.hidden_size)
+        return attention(q, k, v, mask, kind=c.attention).reshape(b, t, c.hidden_size)
 
 
 class BertDenseLN(nn.Module):

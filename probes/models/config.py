@@ -52,6 +52,7 @@ class EncoderConfig:
     pad_token_id: int = 0
     pooling: str = "cls"
     model_type: str = "bert"
+    attention: str = "auto"  # layers.ATTENTION_KINDS: "blocked" on the CPU, "fused" elsewhere
 
     @property
     def is_decoder(self) -> bool:
@@ -98,6 +99,7 @@ class DecoderConfig:
     num_labels: int = 1
     pad_token_id: int | None = None
     bos_token_id: int | None = None
+    attention: str = "auto"  # layers.ATTENTION_KINDS: "blocked" on the CPU, "fused" elsewhere
     eos_token_ids: tuple[int, ...] = ()
     model_type: str = "llama"
 

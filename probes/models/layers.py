@@ -165,8 +165,27 @@ def divisor_at_most(n: int, cap: int) -> int:
     return cap
 
 
-def attention(q, k, v, mask, block_bytes: int = ATTENTION_BLOCK_BYTES):
-    """Grouped-query scaled dot-product attention, blocked over (batch, kv heads, query rows).
+#: How :func:`attention` runs: "auto" ("blocked" on the CPU, "fused" on any other backend), "blocked"
+#: (a loop over cache-sized blocks: the CPU's), "fused" (``jax.nn.dot_product_attention``: cuDNN's fused
+#: kernel where the backend and dtype have one, e.g. bf16 / fp16 on NVIDIA GPUs, else XLA's one program,
+#: which a GPU runs as a few large kernels instead of the blocked loop's many small ones).
+ATTENTION_KINDS = ("auto", "blocked", "fused")
+
+
+def attention_kind(kind: str = "auto") -> str:
+    """The kind of attention that runs: ``kind``, with "auto" resolved by JAX's default backend."""
+    if kind not in ATTENTION_KINDS:
+        raise ValueError(f"attention: {kind!r} is not one of {', '.join(ATTENTION_KINDS)}")
+    if kind == "auto":
+        return "blocked" if jax.default_backend() == "cpu" else "fused"
+    return kind
+
+
+def attention(q, k, v, mask, block_bytes: int = ATTENTION_BLOCK_BYTES, kind: str = "auto"):
+    """Grouped-query scaled dot-product attention: blocked on the CPU, fused elsewhere (:data:`ATTENTION_KINDS`).
+
+    The fused kind is ``jax.nn.dot_product_attention`` (scores and softmax in float32 there too); the
+    blocked kind is written below, blocked over (batch, kv heads, query rows).
 
     Scores and softmax in float32.
 
@@ -185,11 +204,14 @@ def attention(q, k, v, mask, block_bytes: int = ATTENTION_BLOCK_BYTES):
         k: keys, shape (B, K, Hkv, Dh).
         v: values, shape (B, K, Hkv, Dh).
         mask: which keys each query may attend to, shape (B, T, K) bool (True = may attend).
-        block_bytes: the most bytes of float32 scores one step of the loop holds.
+        block_bytes: the most bytes of float32 scores one step of the loop holds (blocked kind).
+        kind: one of :data:`ATTENTION_KINDS`.
 
     Returns:
         The attention output, shape (B, T, H, Dh), in q's dtype.
     """
+    if attention_kind(kind) == "fused":
+        return jax.nn.dot_product_attention(q, k, v, mask=mask[:, None], implementation=None).astype(q.dtype)
     b, t, h, dh = q.shape
     s, hkv = k.shape[1], k.shape[2]
     g = h // hkv

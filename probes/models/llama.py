@@ -67,7 +67,7 @@ class LlamaAttention(nn.Module):
             k_buf, v_buf = cache_kv
             k = jax.lax.dynamic_update_slice_in_dim(k_buf, k.astype(k_buf.dtype), write_index, axis=1)
             v = jax.lax.dynamic_update_slice_in_dim(v_buf, v.astype(v_buf.dtype), write_index, axis=1)
-        o = attention(q, k, v, mask).reshape(b, t, c.num_heads * c.head_dim)
+        o = attention(q, k, v, mask, kind=c.attention).reshape(b, t, c.num_heads * c.head_dim)
         return Linear(c.hidden_size, c.o_bias, self.dtype, name="o_proj")(o), (k, v)
 
 

@@ -5,7 +5,7 @@
 Puts the labelled rows in the order of COLUMN (rows with the same value form a batch, shuffled with
 --seed) and follows the judge's agreement with an anytime-valid confidence sequence; with
 --threshold, an e-process alarm rings the first time the agreement is shown to be below A
-(:mod:`puaudit_jax.quantify.monitor`). Writes ``monitor.csv`` (one row per label), ``report.json``
+(:mod:`puaudit_jax.quantify.monitoring`). Writes ``monitor.csv`` (one row per label), ``report.json``
 (the alarm, the settings, the rows left out and why) and ``monitor.png``.
 """
 
@@ -25,7 +25,7 @@ def cmd_monitor(args) -> int:
 
 def run_monitor(request: MonitorRequest) -> int:
     """DATA read, the stream followed, the files written (the settings were checked when the request was made)."""
-    from ..quantify.monitor import monitor, write_monitoring
+    from ..quantify.monitoring import monitor, write_monitoring
 
     config, data, output = request.monitor, request.data.name, request.output
     inputs.check_out(output.out)

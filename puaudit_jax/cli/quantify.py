@@ -1,7 +1,7 @@
 """``puaudit quantify DATA``: agreement, A share, win rates and the Elo leaderboard with intervals.
 
     puaudit quantify DATA [--level 0.9] [--cluster-by COLUMN] [--style tokens,...] [--with-audit | --audit DIR]
-                          [--plan DIR] [--out DIR]
+                          [--plan DIR] [--robustness] [--out DIR]
 
 Estimators side by side (judge only, human only, PPI++ with the judge's verdicts, and with
 ``--with-audit`` / ``--audit`` PPI++ with an audit's expected human verdicts), the judge's bias on
@@ -175,6 +175,8 @@ def _print_result(result, out: str, files: list[str]) -> None:
     print(_table_text(frame.loc[~biased, list(COLUMNS)], run_folder=out))
     if biased.any():
         print("\n" + _bias_text(frame[biased], result.level, run_folder=out))
+    for line in [] if result.robustness is None else result.robustness.summary():
+        print(line)
     for warning in result.warnings:
         print(f"warning: {warning}")
     print(wrote(out, files))

@@ -14,11 +14,12 @@ probabilities; ``plan.py``: :func:`plan_labels`, which items to label next; ``sa
 the labelled set a random sample?; ``chance.py``: agreement beyond chance, Cohen's kappa and
 Krippendorff's alpha with delta-method, cluster-bootstrap and PPI++ intervals; ``raters.py``: their
 raters (columns, several votes per cell) and rows; ``pipeline.py``: :func:`quantify` and the leaderboard files;
+``robustness.py``: how many comparisons must be dropped to change the #1;
 ``coverage.py``: the coverage study; ``plots.py``: the forest plot and the plan's power curve. The
 audit's predictions for PPI++ come from :mod:`puaudit_jax.audit.predictions` (this package never
 imports the audit).
 
-``monitor.py``: :func:`monitor`, the judge's agreement followed as labels arrive, anytime-valid (the
+``monitoring.py``: :func:`monitor`, the judge's agreement followed as labels arrive, anytime-valid (the
 betting maths in ``betting.py``, the settings in ``monitor_config.py``).
 """
 
@@ -26,7 +27,8 @@ from puaudit_runtime.lazy import lazy_package
 
 __all__ = [
     "AUDIT_PPI", "ESTIMATORS", "HUMAN_ONLY", "JUDGE_BIAS", "JUDGE_ONLY", "PPI", "STRATIFIED", "Estimate",
-    "LabelPlanReport", "MFit", "PlanConfig", "Quantification", "QuantifyConfig", "RankSets", "TargetEstimate",
+    "LabelPlanReport", "MFit", "PlanConfig", "Quantification", "QuantifyConfig", "RankSets", "Robustness",
+    "RobustnessRow", "TargetEstimate",
     "audit_agreement", "audit_predictions", "human_only", "judge_bias", "judge_only", "plan_labels", "ppi_lambda",
     "ppi_logistic", "ppi_logistic_splits", "ppi_mean", "quantify", "rank_sets", "stratified_ppi_mean",
     "write_quantification", "MonitorConfig", "Monitoring", "monitor", "write_monitoring",
@@ -53,11 +55,12 @@ __getattr__, __dir__ = lazy_package(
             "stratified_ppi_mean",
         ),
         ".m_estimation": ("MFit", "ppi_logistic", "ppi_logistic_splits"),
-        ".monitor": ("Monitoring", "monitor", "write_monitoring"),
+        ".monitoring": ("Monitoring", "monitor", "write_monitoring"),
         ".monitor_config": ("MonitorConfig",),
         ".pipeline": ("Quantification", "quantify", "write_quantification"),
         ".plan": ("LabelPlanReport", "plan_labels"),
         ".ranks": ("RankSets", "rank_sets"),
+        ".robustness": ("Robustness", "RobustnessRow"),
         ".targets": ("TargetEstimate", "audit_agreement", "audit_predictions"),
     },
 )

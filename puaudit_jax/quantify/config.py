@@ -35,6 +35,8 @@ class QuantifyConfig:
             votes column, else judge,human)
         resamples: bootstrap resamples of the kappa and alpha intervals (clusters: --cluster-by, else the question)
         seed: random seed of the bootstrap
+        robustness: also count how many comparisons must be dropped to change each leaderboard's #1 and
+            adjacent pairs (first-order influence confirmed by refit; robustness.csv)
     """
 
     level: float = 0.9
@@ -44,6 +46,7 @@ class QuantifyConfig:
     raters: tuple[str, ...] = ()
     resamples: int = 1000
     seed: int = 0
+    robustness: bool = False
 
     def __post_init__(self):
         check_level(self.level)

@@ -159,7 +159,8 @@ class _Fits:
     models: the scored models (the first K-1 coefficients, :func:`design`); dropped: models with too few
     labelled comparisons; fits: estimator -> (MFit or None, why not); n / n_unl: labelled / unlabelled rows
     used; caveat: the rows left out, or ""; judge: where models were dropped, the judge-only fit over every
-    model compared (it needs no label), or why the judge's verdicts do not score them (a str).
+    model compared (it needs no label), or why the judge's verdicts do not score them (a str); rows: (R,) bool
+    mask of the table's rows the fits read (:mod:`.robustness` drops from them).
     """
 
     models: list
@@ -169,6 +170,7 @@ class _Fits:
     n_unl: int
     caveat: str
     judge: _Fits | str | None = None
+    rows: np.ndarray | None = None
 
 
 def _bt_fits(model_a, model_b, y, predictions: dict, labelled, unlabelled, clusters, covariates,
@@ -185,7 +187,7 @@ def _bt_fits(model_a, model_b, y, predictions: dict, labelled, unlabelled, clust
     lab, unl = labelled & keep, unlabelled & keep
     left_out = int((used & ~keep).sum())
     caveat = f"{left_out} rows with a model of < {MIN_LABELLED} labelled comparisons left out" if dropped else ""
-    out = _Fits(models, dropped, {}, int(lab.sum()), int(unl.sum()), caveat)
+    out = _Fits(models, dropped, {}, int(lab.sum()), int(unl.sum()), caveat, rows=keep)
     judge = np.asarray(next(iter(predictions.values())), float)
     if dropped:
         out = replace(out, judge=_judge_fits(model_a, model_b, judge, used, labelled, clusters, covariates))
@@ -236,7 +238,7 @@ def _judge_fits(model_a, model_b, judge, used, labelled, clusters, covariates) -
     every, none = np.ones(len(y), bool), np.zeros(len(y), bool)
     fit, why = _fit_or_note(X, y, y, every, none, 0.0, None if clusters is None else clusters[used])
     n = int((labelled & used).sum())
-    return why or _Fits(models, [], {JUDGE_ONLY: (fit, "")}, n, len(y) - n, "")
+    return why or _Fits(models, [], {JUDGE_ONLY: (fit, "")}, n, len(y) - n, "", rows=used)
 
 
 def _flat_labels(y) -> str:

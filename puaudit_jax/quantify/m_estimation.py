@@ -55,11 +55,12 @@ def _fit(X, y, yhat, lab, unl, lam):
     return _newton(X, y, yhat, *_weights(lab, unl, lam))
 
 
-def _newton(X, y, yhat, w_y, w_hat):
+def _newton(X, y, yhat, w_y, w_hat, theta0=None):
     """The argmin of sum_i w_y,i l(theta; x_i, y_i) + w_hat,i l(theta; x_i, yhat_i) -> (theta, converged).
 
-    Damped Newton from theta = 0: at most NEWTON_STEPS steps, stopping once the largest step is below
-    1e-10 (max(1, |theta|)) or |theta| passes DIVERGED. The per-row curvature w_y + w_hat must be >= 0.
+    Damped Newton from theta = 0 (or ``theta0``, a warm start): at most NEWTON_STEPS steps, stopping once
+    the largest step is below 1e-10 (max(1, |theta|)) or |theta| passes DIVERGED. The per-row curvature
+    w_y + w_hat must be >= 0.
     """
     curvature = w_y + w_hat  # PPI++: lam/N on unlabelled rows, (1 - lam)/n on labelled ones
 
@@ -76,7 +77,8 @@ def _newton(X, y, yhat, w_y, w_hat):
         i, theta, size = state  # |theta| > DIVERGED: an unbounded objective (a model never lost), give up
         return (i < NEWTON_STEPS) & (size > 1e-10) & (jnp.max(jnp.abs(theta)) < DIVERGED)
 
-    init = (jnp.asarray(0), jnp.zeros(X.shape[1], X.dtype), jnp.asarray(jnp.inf, X.dtype))
+    start = jnp.zeros(X.shape[1], X.dtype) if theta0 is None else jnp.asarray(theta0, X.dtype)
+    init = (jnp.asarray(0), start, jnp.asarray(jnp.inf, X.dtype))
     _, theta, size = jax.lax.while_loop(going, step, init)
     return theta, (size <= 1e-10) & (jnp.max(jnp.abs(theta)) < DIVERGED)
 
@@ -201,6 +203,31 @@ def ppi_logistic(X, y, yhat, labelled, unlabelled, *, lam: float | None = None, 
         )
         theta, cov, used, ok = (np.asarray(v) for v in out)
     return MFit(theta, cov, float(used), bool(ok))
+
+
+def logistic_refit(X, y, yhat, labelled, unlabelled, lam: float, theta0) -> tuple[np.ndarray, bool]:
+    """The argmin of L_lam (module docstring) at a fixed ``lam``, by damped Newton from ``theta0``.
+
+    One Newton solve warm-started near the answer (no lam tuning, no covariance): the refits of
+    :mod:`.robustness`, which drop a few rows from a fit and ask where its optimum moved (L_lam is convex
+    for lam in [0, 1], so the start changes the path, not the answer).
+
+    Args:
+        X: (R, d) covariates.
+        y: (R,) outcomes in [0, 1] (read on labelled rows).
+        yhat: (R,) predictions in [0, 1].
+        labelled: (R,) bool mask of the labelled rows.
+        unlabelled: (R,) bool mask of the unlabelled rows.
+        lam: the lam, in [0, 1] (0 with no unlabelled row: the classical fit).
+        theta0: (d,) the start (e.g. the fit on every row).
+
+    Returns:
+        (theta (d,) float64, converged).
+    """
+    with jax.enable_x64(True):
+        X, y, yhat, lab, unl = _as_f64(X, y, yhat, labelled, unlabelled)
+        theta, ok = _newton_jit(X, y, yhat, *_weights(lab, unl, float(lam)), np.asarray(theta0, np.float64))
+        return np.asarray(theta), bool(ok)
 
 
 def ppi_logistic_splits(X, y, yhat, labelled, unlabelled, *, lam: float | None = None, clusters=None):

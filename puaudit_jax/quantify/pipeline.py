@@ -11,6 +11,7 @@ from ..datasets.verdicts import MISSING
 from .config import BIAS, QuantifyConfig, _check_style  # light, for the CLI
 from .plan import planned_probabilities
 from .raters import beyond_chance
+from .robustness import Robustness, table_robustness, write_robustness
 from .sample_check import SampleCheck, sample_check
 from .targets import (
     MODEL_COLUMNS,
@@ -36,6 +37,8 @@ class Quantification:
         cluster_by: the cluster column, or None.
         no_judge_verdict: rows left out because the judge gave no verdict ("missing": a failed
             request), said in :attr:`warnings`.
+        robustness: with ``robustness=True``, how many comparisons must be dropped to change each
+            leaderboard's #1 and adjacent pairs (:mod:`.robustness`), else None.
     """
 
     rows: tuple[TargetEstimate, ...]
@@ -43,6 +46,7 @@ class Quantification:
     checks: tuple[SampleCheck, ...] = ()
     cluster_by: str | None = None
     no_judge_verdict: int = 0
+    robustness: Robustness | None = None
 
     def to_frame(self) -> pd.DataFrame:
         """The leaderboard table: one row per (target, estimator), the estimate's fields as columns."""
@@ -69,7 +73,8 @@ def quantify(table: pd.DataFrame, *, level: float = QuantifyConfig.level,
              cluster_by: str | None = QuantifyConfig.cluster_by, style: tuple[str, ...] = QuantifyConfig.style,
              audit_items: pd.DataFrame | None = None, plan: pd.DataFrame | None = None,
              raters: tuple[str, ...] = QuantifyConfig.raters, resamples: int = QuantifyConfig.resamples,
-             seed: int = QuantifyConfig.seed) -> Quantification:  # fmt: skip
+             seed: int = QuantifyConfig.seed, robustness: bool = QuantifyConfig.robustness,
+             ) -> Quantification:  # fmt: skip
     """Agreement m, the share of A wins, kappa and alpha, and per-model win rates and the Bradley-Terry leaderboard.
 
     The per-model targets come when the table names the models; each target by every estimator of
@@ -93,6 +98,8 @@ def quantify(table: pd.DataFrame, *, level: float = QuantifyConfig.level,
             empty: the judge and the human votes).
         resamples: bootstrap resamples of the kappa and alpha intervals.
         seed: the bootstrap's random seed.
+        robustness: also count the comparisons whose removal changes each leaderboard's #1 and adjacent
+            pairs (:func:`.robustness.table_robustness`: first-order influence confirmed by refit).
 
     Returns:
         The :class:`Quantification` (win rates and shares in [0, 1], leaderboard scores in Elo points).
@@ -115,11 +122,14 @@ def quantify(table: pd.DataFrame, *, level: float = QuantifyConfig.level,
     checks = [] if plan is not None else checks
     if inp.clusters is not None and plan is None:
         checks.append(sample_check(inp.clusters, inp.labelled, inp.unlabelled, cluster_by))
-    return Quantification(tuple(rows), inp.level, tuple(checks), cluster_by, unjudged)
+    robust = table_robustness(table, inp) if robustness else None
+    return Quantification(tuple(rows), inp.level, tuple(checks), cluster_by, unjudged, robust)
 
 
 def write_quantification(result: Quantification, folder, *, data: str) -> list[str]:
-    """Write leaderboard.csv and leaderboard.json (with the level and the data's name) in ``folder``.
+    """Write leaderboard.csv, leaderboard.json (with the level and the data's name) and robustness.csv in ``folder``.
+
+    robustness.csv only when the result has :attr:`Quantification.robustness`.
 
     Args:
         result: the quantification.
@@ -137,4 +147,5 @@ def write_quantification(result: Quantification, folder, *, data: str) -> list[s
     write_json({"data": data, "level": result.level, "cluster_by": result.cluster_by, "random_sample_checks": checks,
                 "no_judge_verdict": result.no_judge_verdict, "rows": frame.to_dict(orient="records")},
                Path(folder) / "leaderboard.json")  # fmt: skip
-    return ["leaderboard.csv", "leaderboard.json"]
+    robust = [] if result.robustness is None else [write_robustness(result.robustness, folder)]
+    return ["leaderboard.csv", "leaderboard.json", *robust]

@@ -126,7 +126,7 @@ def monitor_plot(result, path: str | Path | None = None, *, title: str = ""):
     """A monitored stream: the running estimate in its confidence sequence, and the e-value with the alarm.
 
     Args:
-        result: a :class:`~puaudit_jax.quantify.monitor.Monitoring`. Top panel: the estimate and its band
+        result: a :class:`~puaudit_jax.quantify.monitoring.Monitoring`. Top panel: the estimate and its band
             against n (labels), with the threshold; bottom panel (with a threshold): the e-value on a log
             axis with 1 / alpha and the alarm marked.
         path: where to save the figure (PNG), or None.

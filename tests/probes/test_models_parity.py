@@ -146,12 +146,14 @@ def test_reward_head_parity(tmp_path):
     np.testing.assert_allclose(ours, ref, atol=TOL)
 
 
-# with these shapes: one block; 2 sequences x 2 kv heads per step; 1 kv head per step; 1 query row per step
-@pytest.mark.parametrize("block_bytes", [1 << 30, 1200, 300, 48])
-def test_blocked_attention_matches_dense(block_bytes):
+# with these shapes: one block; 2 sequences x 2 kv heads per step; 1 kv head per step; 1 query row per step;
+# and the fused kind (jax.nn.dot_product_attention: XLA's on the CPU)
+@pytest.mark.parametrize(("block_bytes", "kind"), [(1 << 30, "blocked"), (1200, "blocked"), (300, "blocked"),
+                                                   (48, "blocked"), (1 << 20, "fused")])  # fmt: skip
+def test_blocked_and_fused_attention_match_dense(block_bytes, kind):
     """`attention` loops over (sequence, kv-head, query-row) blocks sized by `block_bytes`; every
-    split (one block, head/batch chunks, query chunks down to single rows) equals dense softmax
-    attention, with GQA, padding and a fully masked query row."""
+    split (one block, head/batch chunks, query chunks down to single rows) and the fused kind equal
+    dense softmax attention, with GQA, padding and a fully masked query row."""
     from probes.models.layers import attention, causal_mask
 
     rng = np.random.default_rng(0)
@@ -168,6 +170,39 @@ def test_blocked_attention_matches_dense(block_bytes):
     s = np.where(mask[:, None], s, -1e30)
     p = np.exp(s - s.max(-1, keepdims=True))
     ref = np.einsum("bhts,bshd->bthd", p / p.sum(-1, keepdims=True), vr)
-    out = np.asarray(attention(jnp.asarray(q), jnp.asarray(k), jnp.asarray(v), jnp.asarray(mask), block_bytes))
+    out = np.asarray(attention(jnp.asarray(q), jnp.asarray(k), jnp.asarray(v), jnp.asarray(mask), block_bytes, kind))
     assert np.isfinite(out).all()
     np.testing.assert_allclose(out, ref, atol=1e-5)
+
+
+def test_attention_auto_is_blocked_on_the_cpu_and_a_bad_kind_is_refused():
+    from probes.models.layers import attention_kind
+
+    assert attention_kind("auto") == "blocked" and attention_kind("fused") == "fused"
+    with pytest.raises(ValueError, match="'flash' is not one of auto, blocked, fused"):
+        attention_kind("flash")
+
+
+@pytest.mark.parametrize("family", ["bert", "mistral_sliding"])
+def test_the_fused_attention_keeps_parity_with_pytorch(family, tmp_path):
+    """The whole model with ``attention="fused"`` (the accelerators' default) against transformers."""
+    import dataclasses
+
+    if family == "bert":
+        cfg = transformers.BertConfig(**SMALL, type_vocab_size=2, attn_implementation="eager")
+        tm = _torch_model(transformers.BertModel, cfg)
+    else:
+        cfg_cls, extra = DECODERS[family]
+        cfg = cfg_cls(**SMALL, **extra, attn_implementation="eager")
+        tm = _torch_model(transformers.AutoModelForCausalLM.from_config(cfg).__class__, cfg, seed=1)
+    pre = _save(tm, tmp_path)
+    model = pre.model.clone(cfg=dataclasses.replace(pre.model.cfg, attention="fused"))
+    ids, valid = _batch(np.random.default_rng(3), 97, [12, 9, 4])
+    with torch.no_grad():
+        ref = tm(torch.tensor(ids), attention_mask=torch.tensor(valid.astype(np.int64)), output_hidden_states=True)
+    if family == "bert":
+        out = model.apply(pre.params, jnp.asarray(ids), jnp.asarray(valid), jnp.zeros_like(jnp.asarray(ids)))
+    else:
+        pos = np.maximum(np.cumsum(valid, 1) - 1, 0)
+        out = model.apply(pre.params, jnp.asarray(ids), jnp.asarray(pos), jnp.asarray(valid))
+    _compare_hidden(out["hidden"], ref.hidden_states, valid)

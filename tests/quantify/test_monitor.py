@@ -12,7 +12,7 @@ import pytest
 
 from puaudit_jax.quantify import MonitorConfig, monitor
 from puaudit_jax.quantify.betting import TRUNCATION, drop_bets, e_process, hedged_cs, plugin_bets
-from puaudit_jax.quantify.monitor import NO_LABEL, NO_ORDER, NO_VERDICT, stream_of
+from puaudit_jax.quantify.monitoring import NO_LABEL, NO_ORDER, NO_VERDICT, stream_of
 
 
 def _capital(x, m, alpha):
