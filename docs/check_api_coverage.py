@@ -35,12 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MIN_PARAMETERS = 3  # a public function with this many parameters or more needs an Args: section
 # Files being rewritten on other branches when the Args: rule came in; their docstrings follow on
 # the merge. To be emptied: delete each entry once its file passes.
-IN_FLIGHT = {
-    "puaudit_jax/quantify/",
-    "puaudit_jax/cli/quantify.py",
-    "puaudit_jax/cli/main.py",
-    "puaudit_jax/cli/inputs.py",
-}
+IN_FLIGHT = {"puaudit_jax/quantify/", "puaudit_jax/cli/main.py"}
 _ENTRY = re.compile(r"^(\s+)\**(\w+)(?: \([^)]*\))?:")
 
 

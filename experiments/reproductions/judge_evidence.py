@@ -38,10 +38,11 @@ import pandas as pd
 
 from experiments.common import LOCAL_JUDGE_CSV, RESULTS
 from experiments.reproductions.puaudit_protocol import embeddings_for
+from puaudit_jax.audit import AuditConfig
 from puaudit_jax.audit.evidence import EVIDENCE_KINDS
 from puaudit_jax.audit.rules import CalibratedRule
 from puaudit_jax.datasets import load_bundled, load_comparisons, load_judgebench
-from puaudit_jax.evaluate import evaluate
+from puaudit_jax.evaluate import Protocol, evaluate
 from puaudit_jax.judges.base import Verdict
 from puaudit_jax.judges.run import evidence_columns
 from puaudit_runtime.files import markdown_table, write_csv, write_json, write_text
@@ -94,8 +95,9 @@ def run_set(name: str, args) -> pd.DataFrame:
     frames = []
     for p_ratio in args.p_ratios:
         t0 = time.perf_counter()
-        res = evaluate(table, emb, pairs=pairs, seeds=args.seeds, p_ratio=p_ratio, split_by=group,
-                       cluster_by=group, other_judges=others, ceiling=True, progress=False)  # fmt: skip
+        protocol = Protocol(seeds=args.seeds, p_ratio=p_ratio, split_by=group, ceiling=True)
+        res = evaluate(table, emb, pairs=pairs, protocol=protocol, config=AuditConfig(cluster_by=group,
+                       other_judges=others), progress=False)  # fmt: skip
         frames.append(res.summary.assign(set=name, p_ratio=p_ratio, held_out=name in HELD_OUT))
         print(f"{name} p_ratio {p_ratio}: {time.perf_counter() - t0:.0f}s", flush=True)
     return pd.concat(frames, ignore_index=True)

@@ -25,7 +25,7 @@ from experiments.common import RESULTS
 from puaudit_jax.audit.embed import embed_comparisons, load_embeddings, probes_encoder, save_embeddings
 from puaudit_jax.audit.scorers import SCORERS
 from puaudit_jax.datasets import load_bundled, reference_path
-from puaudit_jax.evaluate import evaluate, sweep
+from puaudit_jax.evaluate import Protocol, evaluate, sweep
 from puaudit_jax.evaluate.plots import figure3
 from puaudit_runtime.files import write_csv, write_json
 
@@ -62,7 +62,9 @@ def main(argv=None):
     for name in args.sets.split(","):
         table = load_bundled(name)
         emb, t_embed = embeddings_for(name, table, args.embeddings_dir, args.cache_dir)
-        res = evaluate(table, emb, scorers=scorers, rules=rules, seeds=args.seeds, p_ratio=args.p_ratio)
+        res = evaluate(
+            table, emb, scorers=scorers, rules=rules, protocol=Protocol(seeds=args.seeds, p_ratio=args.p_ratio)
+        )
         frames.append(res.summary.assign(data=name))
         meta[name] = {**res.meta, "embed_time_s": t_embed}
         panels[name] = res.summary[(res.summary.scorer == scorers[0]) & (res.summary.rule == rules[0])]
@@ -104,7 +106,8 @@ def main(argv=None):
             ("p_ratio", [0.01, 0.02, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 0.99], "puaudit_table6_p_ratio.csv"),
             ("m", [0.01, 0.05, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99], "puaudit_table7_mass_m.csv"),
         ):
-            res = sweep(table, emb, param=param, values=values, scorers=["pot"], rules=["seed"], seeds=args.seeds)
+            protocol = Protocol(seeds=args.seeds)
+            res = sweep(table, emb, param=param, values=values, scorers=["pot"], rules=["seed"], protocol=protocol)
             ours = res.summary[res.summary.question_type == "all"].set_index(param)
             paper = pd.read_csv(reference_path(ref)).set_index(param)
             both = pd.DataFrame(

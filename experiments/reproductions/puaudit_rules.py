@@ -30,8 +30,9 @@ import pandas as pd
 
 from experiments.common import RESULTS
 from experiments.reproductions.puaudit_protocol import embeddings_for
+from puaudit_jax.audit import AuditConfig
 from puaudit_jax.datasets import load_bundled, load_comparisons
-from puaudit_jax.evaluate import evaluate
+from puaudit_jax.evaluate import Protocol, evaluate
 from puaudit_runtime.files import write_csv, write_json, write_text
 
 RULES = ("none", "paper", "budget", "calibrated", "calibrated-platt", "two-sided", "two-sided-platt")
@@ -122,12 +123,10 @@ def main(argv=None):
                 emb,
                 scorers=args.scorers.split(","),
                 rules=args.rules.split(","),
-                seeds=args.seeds,
-                p_ratio=args.p_ratio,
-                ceiling=True,
-                split_by=cluster if grouped else None,
-                cluster_by=cluster if grouped else None,
-            )
+                protocol=Protocol(seeds=args.seeds, p_ratio=args.p_ratio, ceiling=True,
+                                  split_by=cluster if grouped else None),
+                config=AuditConfig(cluster_by=cluster if grouped else None),
+            )  # fmt: skip
             summary = res.summary.assign(data=name, split=split)
             frames.append(summary)
             meta[f"{name}/{split}"] = {**res.meta, "embed_time_s": t_embed, "wall_s": time.perf_counter() - t}

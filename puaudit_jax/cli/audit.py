@@ -18,6 +18,7 @@ are shared with ``evaluate`` and ``demo``.
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from puaudit_runtime.checks import check_fraction
 
@@ -26,16 +27,13 @@ from ..audit.names import RULE_NAMES, SCORER_NAMES, current_rule
 from ..audit.rules import CalibratedRule
 from ..datasets.names import BUNDLED
 from . import inputs
-from .options import add_options, options_from_args
+from .options import add_options
+from .requests import AUDIT_FIELDS, RULE_FIELDS, RULE_RENAME, AuditRequest, ScoringRequest, audit_request
 from .run_folder import wrote
 
-AUDIT_FIELDS = ("m", "eta", "alpha1", "alpha2", "holdout", "group_by", "min_group_size", "folds", "cluster_by", "seed",
-                "evidence", "other_judges", "guarantee", "delta", "cascade", "human_ties", "certify",
-                "spot_checks")  # fmt: skip
 # ot.settings.DTYPES and SolveOptions.dtype (its first), written here so that --help imports no solver
 # (tests/cli/test_options.py checks that they agree)
 SOLVER_DTYPES = ("float32", "float64")
-RULE_FIELDS, RULE_RENAME = ("threshold", "confidence"), {"threshold": "flip_threshold"}
 
 
 def scorer_of(name: str, mesh, dtype: str):
@@ -59,18 +57,25 @@ def scorer_of(name: str, mesh, dtype: str):
     return get_scorer(name, mesh=mesh, options=SolveOptions(dtype=dtype))
 
 
-def rule_of(name: str, args):
-    """A rule by name; calibrated rules take --flip-threshold and --confidence."""
+def rule_of(name: str, scoring: ScoringRequest):
+    """A rule by name; calibrated rules take --flip-threshold and --confidence (``scoring.rule_options``)."""
     from ..audit.rules import get_rule, needs_crossfit
 
     if needs_crossfit(name):
-        return get_rule(name, **options_from_args(args, CalibratedRule, include=RULE_FIELDS, rename=RULE_RENAME))
+        return get_rule(name, **dict(scoring.rule_options))
     return name
 
 
-def audit_config(args, **fields) -> AuditConfig:
-    """The :class:`AuditConfig` of the command line (``fields`` override), validated."""
-    config = AuditConfig(**{**options_from_args(args, AuditConfig, include=AUDIT_FIELDS), **fields})
+def audit_config(config: AuditConfig, scoring: ScoringRequest, mesh) -> AuditConfig:
+    """``config`` with its scorer and rule made (:func:`scorer_of`, :func:`rule_of`), validated.
+
+    Args:
+        config: the audit's settings, its scorer and rule by name.
+        scoring: the scorer's float type and the calibrated rule's settings.
+        mesh: the devices of the pot scorer's solve (:func:`~.inputs.mesh_of`), or None.
+    """
+    scorer = scorer_of(config.scorer, mesh, scoring.solver_dtype)
+    config = replace(config, scorer=scorer, rule=rule_of(config.rule, scoring))
     config.validate()
     return config
 
@@ -89,64 +94,77 @@ def add_audit_options(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_audit(args) -> int:
-    """``puaudit audit``: options checked, then the audit in a locked output folder."""
-    check_fraction("--hide-labels", args.hide_labels, optional=True)
-    mesh = inputs.mesh_of(args)
-    config = audit_config(args, scorer=scorer_of(args.scorer, mesh, args.solver_dtype), rule=rule_of(args.rule, args))
+    """``puaudit audit``: the request read from the command line (:func:`~.requests.audit_request`), then run."""
+    return run_audit_command(audit_request(args))
+
+
+def run_audit_command(request: AuditRequest) -> int:
+    """Options checked, then the audit in a locked output folder."""
+    check_fraction("--hide-labels", request.hide_labels, optional=True)
+    mesh = inputs.mesh_of(request.devices)
+    config = audit_config(request.audit, request.scoring, mesh)
     config.check_evidence_is_read()
-    inputs.checked_first(args)
-    with inputs.output_folder(args) as run:
-        return _audit_command(args, config, run, mesh)
+    inputs.checked_first(request.features, request.output)
+    with inputs.output_folder(request.output) as run:
+        return _audit_command(request, config, run, mesh)
 
 
-def _u_hint(args) -> str:
+def _u_hint(data: str) -> str:
     """What to do when no unlabelled row is left: hide labels, or (a bundled set) add its judge-only rows."""
-    bundled = " or --include-unlabelled" if args.data in BUNDLED else ""
+    bundled = " or --include-unlabelled" if data in BUNDLED else ""
     return f" (use --hide-labels F to audit a share of the labelled items{bundled})"
 
 
-def _audit_command(args, config: AuditConfig, run, mesh) -> int:
-    from ..audit import run_audit, write_result
+def _audit_command(request: AuditRequest, config: AuditConfig, run, mesh) -> int:
+    from ..audit import run_audit
     from ..datasets.verdicts import MISSING
     from ..evaluate import split_labels
     from ..evaluate.consistency import with_hidden_labels
 
-    table = inputs.data_table(args, config.other_judges)
-    inputs.check_columns(table, args.data, {"--cluster-by": config.cluster_by})
-    inputs.check_labelled(table, args.data)
-    if not (args.embeddings or args.hide_labels or (table["human"] == MISSING).any()):  # before embedding it
-        raise ValueError(f"{args.data}: every row is labelled, so no judge verdict is left to audit{_u_hint(args)}")
-    embedded = inputs.to_embed(table, config, every=bool(args.save_embeddings))  # one file serves quantify too
-    emb = inputs.features(args, embedded, mesh, judges=config.other_judges if config.cascade else ())
+    data, hide, output = request.data.name, request.hide_labels, request.output
+    table = inputs.data_table(request.data, output.quiet, config.other_judges)
+    inputs.check_columns(table, data, {"--cluster-by": config.cluster_by})
+    inputs.check_labelled(table, data)
+    if not (request.features.embeddings or hide or (table["human"] == MISSING).any()):  # before embedding it
+        raise ValueError(f"{data}: every row is labelled, so no judge verdict is left to audit{_u_hint(data)}")
+    embedded = inputs.to_embed(table, config, every=bool(request.features.save_embeddings))  # serves quantify too
+    judges = config.other_judges if config.cascade else ()
+    emb = inputs.features(request.features, embedded, data, mesh, output.quiet, judges)
     truth = None
-    if args.hide_labels:
-        split = split_labels(table, p_ratio=1 - args.hide_labels, seed=args.seed)
+    if hide:
+        split = split_labels(table, p_ratio=1 - hide, seed=config.seed)
         table, truth = split.table, split.truth
     try:
         result = run_audit(table, emb, config)
     except ValueError as err:
         if "U is empty" not in str(err):
             raise
-        raise ValueError(f"{err}{_u_hint(args)}") from None
+        raise ValueError(f"{err}{_u_hint(data)}") from None
     if truth is not None:
-        result = with_hidden_labels(result, truth, args.hide_labels)
-    if run is None:
-        return 0
+        result = with_hidden_labels(result, truth, hide)
+    return 0 if run is None else _report(result, table, truth, run, request)
+
+
+def _report(result, table, truth, run, request: AuditRequest) -> int:
+    """The audit's files in the run folder, its summary and where the files are (the process that writes)."""
+    from ..audit import write_result
+
+    out = request.output.out
     files, to_label = write_result(result, run.path), None
     if result.report.guarantee is not None:
         to_label = _write_escalation(result, table, run.path)
         files += ["plan.csv", "to_label.csv"]
-    if not args.no_figures:
+    if not request.output.no_figures:
         from ..audit.plots import audit_figures
 
-        files += audit_figures(result, truth, run.path, title=args.data)
+        files += audit_figures(result, truth, run.path, title=request.data.name)
     run.finish(files)
     print(result.report.summary())
     if truth is not None:
         print(result.report.hidden_labels.table())
-    print(wrote(args.out, files))
+    print(wrote(out, files))
     if to_label is not None:
-        print(_escalation_note(to_label, table, args.out))
+        print(_escalation_note(to_label, table, out))
     return 0
 
 

@@ -21,12 +21,10 @@ import argparse
 import time
 
 from ..consensus.config import AlignConfig, BTConfig, EloConfig, ScoresConfig, refuse_other_method
-from .options import add_options, options_from_args
+from .options import add_options
+from .requests import ALIGN_FIELDS, BT_FIELDS, ELO_FIELDS, ELO_RENAME, ConsensusRequest, consensus_request
 from .run_folder import RunFolder, wrote
 
-BT_FIELDS = ("ties", "ridge", "anchor")
-ELO_FIELDS, ELO_RENAME = ("k", "n_orders"), {"n_orders": "orders"}
-ALIGN_FIELDS = ("anchor", "mode", "w_anchor", "w_rank", "w_consensus", "steps", "seed")
 SEED_HELP = {"seed": {"help": "seed of the bootstrap resamples and of Elo's shuffled orders"}}
 
 
@@ -63,44 +61,41 @@ def add_consensus_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def _scores(args) -> int:
+def _scores(request: ConsensusRequest) -> int:
     from ..consensus.runs import judge_scores, load_verdicts, write_judge_scores
 
     t0 = time.perf_counter()
-    config = ScoresConfig(**options_from_args(args, ScoresConfig))
-    bt = BTConfig(**options_from_args(args, BTConfig, include=BT_FIELDS))
-    elo = EloConfig(**options_from_args(args, EloConfig, include=ELO_FIELDS, rename=ELO_RENAME),
-                    anchor=bt.anchor, seed=config.seed)  # fmt: skip
-    refuse_other_method(config, bt, elo)
-    with RunFolder(args.out, getattr(args, "argv", [])) as folder:
-        run = judge_scores(load_verdicts(args.verdicts), config, bt=bt, elo=elo)
-        files = write_judge_scores(run, folder.path, source=args.verdicts)
+    config, output = request.scores, request.output
+    refuse_other_method(config, request.bt, request.elo)
+    with RunFolder(output.out, list(output.argv)) as folder:
+        run = judge_scores(load_verdicts(request.source), config, bt=request.bt, elo=request.elo)
+        files = write_judge_scores(run, folder.path, source=request.source)
         folder.finish(files)
     print(run.matrices.scores.T.round(1).to_string())
     print(f"\nagreement with {config.reference or 'the consensus'}:\n{run.agreement.round(4).to_string(index=False)}")
-    print("\n" + wrote(args.out, files) + f" ({time.perf_counter() - t0:.0f}s)")
+    print("\n" + wrote(output.out, files) + f" ({time.perf_counter() - t0:.0f}s)")
     return 0
 
 
-def _align(args) -> int:
+def _align(request: ConsensusRequest) -> int:
     import pandas as pd
 
     from ..consensus.runs import align_matrix, load_matrix, split_human, write_alignment
 
-    config = AlignConfig(**options_from_args(args, AlignConfig, include=ALIGN_FIELDS))
-    with RunFolder(args.out, getattr(args, "argv", [])) as folder:
-        matrix = load_matrix(args.matrix)
-        human_row = args.human or ("human" if args.matrix == "uda-transfer" else None)
+    output = request.output
+    with RunFolder(output.out, list(output.argv)) as folder:
+        matrix = load_matrix(request.source)
+        human_row = request.human or ("human" if request.source == "uda-transfer" else None)
         matrix, human = split_human(matrix, human_row)
-        run = align_matrix(matrix, config, human)
-        files = write_alignment(run, folder.path, source=args.matrix, figures=not args.no_figures)
+        run = align_matrix(matrix, request.align, human)
+        files = write_alignment(run, folder.path, source=request.source, figures=not output.no_figures)
         folder.finish(files)
     print(pd.DataFrame({"before": run.before, "after": run.after}).round(4).to_string())
-    print("\n" + wrote(args.out, files))
+    print("\n" + wrote(output.out, files))
     return 0
 
 
-def _table4(_args) -> int:
+def _table4(_request: ConsensusRequest) -> int:
     from ..consensus.runs import table4
 
     table, means = table4()
@@ -114,5 +109,10 @@ def _table4(_args) -> int:
 
 
 def cmd_consensus(args) -> int:
+    """``puaudit consensus <scores | align | table4>``: the request (:func:`~.requests.consensus_request`), then run."""
+    return run_consensus(consensus_request(args))
+
+
+def run_consensus(request: ConsensusRequest) -> int:
     """Dispatch ``puaudit consensus <scores | align | table4>``."""
-    return {"scores": _scores, "align": _align, "table4": _table4}[args.consensus_command](args)
+    return {"scores": _scores, "align": _align, "table4": _table4}[request.command](request)

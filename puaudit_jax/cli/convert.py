@@ -13,21 +13,29 @@ from __future__ import annotations
 import sys
 
 from . import inputs
+from .requests import ConvertRequest, convert_request
 
 SUFFIXES = (".csv", ".jsonl", ".ndjson", ".json", ".parquet", ".pq")
 
 
 def run(args) -> int:
+    """``puaudit convert``: the request read from the command line (:func:`~.requests.convert_request`), then run."""
+    return run_convert(convert_request(args))
+
+
+def run_convert(request: ConvertRequest) -> int:
     """Read DATA, print what was read, write the table to --out."""
     from ..datasets import save_comparisons
 
-    if not args.out.lower().endswith(SUFFIXES):
-        raise ValueError(f"--out {args.out}: name a table file ending in one of {', '.join(SUFFIXES)}")
-    inputs.check_file_out("--out", args.out)
-    read = inputs.read_config(args)  # what was read is the point of this command: its report, whatever the format
-    table = inputs.load_data(inputs.data_of(args), args.include_unlabelled, read=read, always_report=True)
-    save_comparisons(table, args.out)
-    print(f"wrote {args.out}: {len(table):,} comparisons, {len(table.columns)} columns", file=sys.stderr)
+    out = request.output.out
+    if not out.lower().endswith(SUFFIXES):
+        raise ValueError(f"--out {out}: name a table file ending in one of {', '.join(SUFFIXES)}")
+    inputs.check_file_out("--out", out)
+    data = request.data
+    read = inputs.read_config(data)  # what was read is the point of this command: its report, whatever the format
+    table = inputs.load_data(list(data.files), data.include_unlabelled, read=read, always_report=True)
+    save_comparisons(table, out)
+    print(f"wrote {out}: {len(table):,} comparisons, {len(table.columns)} columns", file=sys.stderr)
     return 0
 
 

@@ -23,10 +23,19 @@ from dataclasses import replace
 
 from ..audit.config import DEFAULT_RULE, DEFAULT_SCORER, PAPER_RULE, AuditConfig
 from ..audit.names import RULE_NAMES, SCORER_NAMES, current_rule
-from ..evaluate.config import DEFAULT_PAIRS, DEMO_GUARANTEE, DEMO_SCORERS, Protocol
+from ..evaluate.config import DEFAULT_PAIRS, DEMO_SCORERS, Protocol
 from . import inputs
-from .audit import AUDIT_FIELDS, add_audit_options, audit_config, rule_of, scorer_of
-from .options import add_options, options_from_args
+from .audit import add_audit_options, rule_of, scorer_of
+from .options import add_options
+from .requests import (
+    CompareRequest,
+    DemoRequest,
+    EvaluateRequest,
+    OutputRequest,
+    ScoringRequest,
+    demo_request,
+    evaluate_request,
+)
 from .run_folder import wrote
 
 DEFAULT_RULES = f"{DEFAULT_RULE},{PAPER_RULE}"  # --rules without a value: the default audit's rule, the paper's
@@ -67,28 +76,27 @@ def _sweep(value: str | None) -> tuple[str, list[float]] | None:
     return param, values
 
 
-def _checked_settings(args, proto: dict, swept) -> AuditConfig:
-    """The :class:`AuditConfig` of the options; it and the protocol validated with each --sweep value.
+def _checked_settings(config: AuditConfig, protocol: Protocol, swept) -> AuditConfig:
+    """``config`` and ``protocol`` validated with each --sweep value; ``config`` returned.
 
     A swept m replaces the config's per run (so --holdout 0 may go with --sweep m=...).
     """
     param, values = swept or (None, [None])
-    config = AuditConfig(**options_from_args(args, AuditConfig, include=AUDIT_FIELDS))
     for value in values:
-        Protocol(**{**proto, **({param: value} if param == "p_ratio" else {})}).validate()
+        (replace(protocol, p_ratio=value) if param == "p_ratio" else protocol).validate()
         (replace(config, m=value) if param == "m" else config).validate()
     return config
 
 
-def _compared(args, mesh) -> dict:
+def _compared(compare: CompareRequest, scoring: ScoringRequest, mesh) -> dict:
     """{"pairs": [...]} or the grid {"scorers": [...], "rules": [...]} the options ask for."""
-    scorer = functools.partial(scorer_of, mesh=mesh, dtype=args.solver_dtype)
-    if args.scorers or args.rules:
+    scorer = functools.partial(scorer_of, mesh=mesh, dtype=scoring.solver_dtype)
+    if compare.scorers or compare.rules:
         return {
-            "scorers": [scorer(s) for s in _names(args.scorers or DEFAULT_SCORER, SCORER_NAMES, "scorers")],
-            "rules": [rule_of(r, args) for r in _names(args.rules or DEFAULT_RULES, RULE_NAMES, "rules")],
+            "scorers": [scorer(s) for s in _names(compare.scorers or DEFAULT_SCORER, SCORER_NAMES, "scorers")],
+            "rules": [rule_of(r, scoring) for r in _names(compare.rules or DEFAULT_RULES, RULE_NAMES, "rules")],
         }
-    return {"pairs": [(scorer(s), rule_of(r, args)) for s, r in _pairs(args.pairs)]}
+    return {"pairs": [(scorer(s), rule_of(r, scoring)) for s, r in _pairs(compare.pairs)]}
 
 
 def _check_guarantee_scope(compared: dict, guarantee: float | None) -> None:
@@ -100,12 +108,12 @@ def _check_guarantee_scope(compared: dict, guarantee: float | None) -> None:
     guarantee_scope(pairs_by_scorer(**compared), guarantee)
 
 
-def _write(res, args, data: str, run) -> list[str]:
+def _write(res, output: OutputRequest, data: str, run) -> list[str]:
     """The evaluation's files and figures in --out, recorded in the run folder's manifest."""
     from ..evaluate import write_evaluation
 
     files = write_evaluation(res, run.path, data=data)
-    if not args.no_figures:
+    if not output.no_figures:
         from ..evaluate.plots import evaluation_figures
 
         files += evaluation_figures(res, run.path, data=data)
@@ -114,39 +122,44 @@ def _write(res, args, data: str, run) -> list[str]:
 
 
 def cmd_evaluate(args) -> int:
-    """``puaudit evaluate``: options checked, then the protocol in a locked output folder."""
-    mesh = inputs.mesh_of(args)
-    swept = _sweep(args.sweep)
-    proto = options_from_args(args, Protocol, include=("seeds", "p_ratio", "split_by", "ceiling"))
-    config, compared = _checked_settings(args, proto, swept), _compared(args, mesh)
+    """``puaudit evaluate``: the request read from the command line (:func:`~.requests.evaluate_request`), then run."""
+    return run_evaluate(evaluate_request(args))
+
+
+def run_evaluate(request: EvaluateRequest) -> int:
+    """Options checked, then the protocol in a locked output folder."""
+    mesh = inputs.mesh_of(request.devices)
+    swept = _sweep(request.compare.sweep)
+    config = _checked_settings(request.audit, request.protocol, swept)
+    compared = _compared(request.compare, request.scoring, mesh)
     _check_guarantee_scope(compared, config.guarantee)
-    inputs.checked_first(args)
-    with inputs.output_folder(args) as run:
-        return _evaluate_command(args, config, compared, swept, proto, run, mesh)
+    inputs.checked_first(request.features, request.output)
+    with inputs.output_folder(request.output) as run:
+        return _evaluate_command(request, config, compared, swept, run, mesh)
 
 
-def _evaluate_command(args, config: AuditConfig, compared: dict, swept, proto: dict, run, mesh) -> int:
+def _evaluate_command(request: EvaluateRequest, config: AuditConfig, compared: dict, swept, run, mesh) -> int:
     from ..evaluate import evaluate, summary_table, sweep
 
-    table = inputs.data_table(args, config.other_judges)
-    columns = {"--split-by": proto["split_by"], "--cluster-by": config.cluster_by}
-    inputs.check_columns(table, args.data, columns, complete=("--split-by",))
-    inputs.check_labelled(table, args.data)
-    emb = inputs.features(args, inputs.to_embed(table, config), mesh)
-    kwargs = dict(config=config, progress=not args.quiet, **compared, **proto)
+    data, output, protocol = request.data.name, request.output, request.protocol
+    table = inputs.data_table(request.data, output.quiet, config.other_judges)
+    columns = {"--split-by": protocol.split_by, "--cluster-by": config.cluster_by}
+    inputs.check_columns(table, data, columns, complete=("--split-by",))
+    inputs.check_labelled(table, data)
+    emb = inputs.features(request.features, inputs.to_embed(table, config), data, mesh, output.quiet)
+    settings = dict(protocol=protocol, config=config, progress=not output.quiet, **compared)
     if swept:
-        kwargs.pop(swept[0], None)
-        res = sweep(table, emb, param=swept[0], values=swept[1], **kwargs)
+        res = sweep(table, emb, param=swept[0], values=swept[1], **settings)
     else:
-        res = evaluate(table, emb, **kwargs)
+        res = evaluate(table, emb, **settings)
     if run is None:
         return 0
-    files = _write(res, args, args.data, run)
+    files = _write(res, output, data, run)
     overall = res.summary[res.summary.question_type == "all"]
     print(summary_table(res.summary) if not swept else overall.to_string(index=False, float_format="{:.4f}".format))
     if res.meta.get("guarantee", {}).get("not_applicable"):
         print(_not_certified(res.meta["guarantee"]))
-    print(wrote(args.out, files))
+    print(wrote(output.out, files))
     return 0
 
 
@@ -159,34 +172,41 @@ def _not_certified(scope: dict) -> str:
 
 
 def cmd_demo(args) -> int:
-    """``puaudit demo``: MT-Bench GPT-4 vs the experts, the default audit beside the paper's, then with a guarantee."""
+    """``puaudit demo``: the request read from the command line (:func:`~.requests.demo_request`), then run."""
+    return run_demo_command(demo_request(args))
+
+
+def run_demo_command(request: DemoRequest) -> int:
+    """MT-Bench GPT-4 vs the experts, the default audit beside the paper's, then with a guarantee."""
     t0 = time.perf_counter()
-    mesh = inputs.mesh_of(args)
-    config = audit_config(args, guarantee=DEMO_GUARANTEE if args.guarantee is None else args.guarantee)
-    Protocol(seeds=args.seeds, p_ratio=args.p_ratio).validate()
-    names = _names(args.scorers, SCORER_NAMES, "scorers")
-    inputs.checked_first(args)
-    with inputs.output_folder(args) as run:
-        return _demo_command(args, config, names, run, t0, mesh)
+    mesh = inputs.mesh_of(request.devices)
+    config = request.audit
+    config.validate()
+    request.protocol.validate()
+    names = _names(request.scorers, SCORER_NAMES, "scorers")
+    inputs.checked_first(request.features, request.output)
+    with inputs.output_folder(request.output) as run:
+        return _demo_command(request, names, run, t0, mesh)
 
 
-def _demo_command(args, config: AuditConfig, names: list[str], run, t0: float, mesh) -> int:
+def _demo_command(request: DemoRequest, names: list[str], run, t0: float, mesh) -> int:
     from ..evaluate.demo import demo_text, run_demo
 
+    config, output, protocol = request.audit, request.output, request.protocol
     table = inputs.load_data("mtbench", None, other_judges=config.other_judges)
     inputs.check_columns(table, "mtbench", {"--cluster-by": config.cluster_by})  # before the encoder loads
-    emb = inputs.features(args, inputs.to_embed(table, config), mesh, source="mtbench")
+    emb = inputs.features(request.features, inputs.to_embed(table, config), "mtbench", mesh, output.quiet)
     t_embed = time.perf_counter() - t0
-    scorer = functools.partial(scorer_of, mesh=mesh, dtype=args.solver_dtype)
-    res = run_demo(table, emb, scorers=[scorer(s) for s in names], default_rule=rule_of(DEFAULT_RULE, args),
-                   paper_scorer=scorer("pot"), guarantee=config.guarantee, config=config, seeds=args.seeds,
-                   p_ratio=args.p_ratio, progress=not args.quiet)  # fmt: skip
+    scorer = functools.partial(scorer_of, mesh=mesh, dtype=request.scoring.solver_dtype)
+    res = run_demo(table, emb, scorers=[scorer(s) for s in names], default_rule=rule_of(DEFAULT_RULE, request.scoring),
+                   paper_scorer=scorer("pot"), guarantee=config.guarantee, protocol=protocol, config=config,
+                   progress=not output.quiet)  # fmt: skip
     if run is None:
         return 0
-    files = _write(res, args, "mtbench", run)
-    print(demo_text(res, first_scorer=names[0], eta=args.eta, p_ratio=args.p_ratio, source=emb.source))
+    files = _write(res, output, "mtbench", run)
+    print(demo_text(res, first_scorer=names[0], eta=config.eta, p_ratio=protocol.p_ratio, source=emb.source))
     total = time.perf_counter() - t0
-    print(wrote(args.out, files) + f" (embeddings {t_embed:.0f}s, total {total:.0f}s)")
+    print(wrote(output.out, files) + f" (embeddings {t_embed:.0f}s, total {total:.0f}s)")
     return 0
 
 

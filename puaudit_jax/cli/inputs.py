@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import sys
 import tempfile
 import time
@@ -24,22 +23,13 @@ from .. import datasets
 from ..audit.config import ENCODE_OPTIONS, EmbedConfig
 from ..datasets.names import BUNDLED
 from ..datasets.read_config import READ_DEFAULTS, ReadConfig
-from .options import add_options, options_from_args
+from .options import add_options
+from .requests import EMBED_OWN_FIELDS, ENCODE_FIELDS, READ_RENAME, DataRequest, FeatureRequest, OutputRequest
+from .requests import embed_config as embed_config  # a request builder (it reads ``args``), named here as before
 from .run_folder import RunFolder
 
 if TYPE_CHECKING:
     import pandas as pd
-
-READ_RENAME = {"read_as": "as"}
-"""``ReadConfig.read_as`` is spelt ``--as`` (``--as judge``)."""
-EMBED_OWN_FIELDS = ("cache_dir", "no_cache")
-"""The options set from :class:`EmbedConfig`'s own fields (``--encoder`` stands apart: it excludes --embeddings)."""
-ENCODE_FIELDS = tuple(ENCODE_OPTIONS)
-"""The options set from fields of its ``encoding`` (an ``EncodeConfig``): --batch-size, --max-length, --long-inputs."""
-EMBED_FIELDS = (*EMBED_OWN_FIELDS, *ENCODE_FIELDS)
-"""Destinations of every embedding option but --encoder."""
-DEVICE_FIELDS = tuple(f.name for f in dataclasses.fields(DeviceFlags))
-"""Destinations of the device and cluster flags (:func:`puaudit_runtime.flags.add_device_arguments`)."""
 
 
 def load_data(
@@ -77,33 +67,31 @@ def load_data(
     return result.table
 
 
-def data_table(args, other_judges=(), include_unlabelled: bool | None = None) -> pd.DataFrame:
-    """DATA of a data command's ``args``, read as its options say (:func:`load_data`, its report unless --quiet).
+def data_table(
+    data: DataRequest, quiet: bool = False, other_judges=(), include_unlabelled: bool | None = None
+) -> pd.DataFrame:
+    """DATA read as its options say (:func:`load_data`, its report unless ``quiet``).
 
     Args:
-        args: the parsed command line (DATA, the read options, --include-unlabelled, --quiet).
+        data: DATA and its read options (:class:`~.requests.DataRequest`).
+        quiet: no read report (--quiet).
         other_judges: column names checked before any expensive step (:func:`load_data`).
         include_unlabelled: bundled sets: add the judge-only comparisons; None: as --include-unlabelled says.
     """
-    include = args.include_unlabelled if include_unlabelled is None else include_unlabelled
-    return load_data(data_of(args), include, other_judges=other_judges, read=read_config(args), quiet=args.quiet)
+    include = data.include_unlabelled if include_unlabelled is None else include_unlabelled
+    return load_data(list(data.files), include, other_judges=other_judges, read=read_config(data), quiet=quiet)
 
 
-def read_config(args) -> ReadConfig:
-    """The :class:`ReadConfig` of the command line (--format, --columns, --labels, --answers, --as, ...).
+def read_config(data: DataRequest) -> ReadConfig:
+    """The :class:`ReadConfig` of DATA's options (--format, --columns, --labels, --answers, --as, ...).
 
     Raises:
         ValueError: --include-unlabelled with files (it applies to the bundled sets; a file's rows are all read).
     """
-    if getattr(args, "include_unlabelled", None) and not set(data_of(args)) <= set(BUNDLED):
+    if data.include_unlabelled and not set(data.files) <= set(BUNDLED):
         raise ValueError("--include-unlabelled applies to the bundled sets only: a file's unlabelled rows are always "
                          "read")  # fmt: skip
-    return ReadConfig(**options_from_args(args, ReadConfig, rename=READ_RENAME))
-
-
-def data_of(args) -> list[str]:
-    """The files (or the bundled set's name) DATA names."""
-    return list(getattr(args, "data_files", None) or [args.data])
+    return data.read
 
 
 class _DataFiles(argparse.Action):
@@ -125,15 +113,10 @@ def add_read_options(p: argparse.ArgumentParser) -> None:
     add_options(p, ReadConfig, rename=READ_RENAME, overrides=metavars)
 
 
-def device_flags(args) -> DeviceFlags:
-    """The values of the device flags in ``args`` (a command without the cluster flags: their defaults)."""
-    return DeviceFlags(**{name: getattr(args, name) for name in DEVICE_FIELDS if hasattr(args, name)})
-
-
-def mesh_of(args):
+def mesh_of(devices: DeviceFlags):
     """The mesh of --devices / --mesh (joining the cluster the flags name first), or None."""
     try:
-        mesh = build_mesh(device_flags(args))
+        mesh = build_mesh(devices)
     except ValueError as err:
         raise SystemExit(f"error: {err}") from None
     if mesh is not None:
@@ -152,26 +135,6 @@ def writes() -> bool:
     import jax
 
     return jax.process_index() == 0
-
-
-def embed_config(args) -> EmbedConfig:
-    """The :class:`EmbedConfig` of the command line, validated."""
-    encoding = EncodeConfig(**options_from_args(args, EncodeConfig, include=ENCODE_FIELDS))
-    own = options_from_args(args, EmbedConfig, include=EMBED_OWN_FIELDS)
-    config = EmbedConfig(encoder=args.encoder, **own, encoding=encoding)
-    config.validate()
-    return config
-
-
-def _embed_options(args) -> dict:
-    """``{destination: value}`` of the embedding options but --encoder (:data:`EMBED_FIELDS`)."""
-    return {**options_from_args(args, EmbedConfig, include=EMBED_OWN_FIELDS),
-            **options_from_args(args, EncodeConfig, include=ENCODE_FIELDS)}  # fmt: skip
-
-
-def _setting(config: EmbedConfig, name: str):
-    """The value of option destination ``name`` in ``config`` (an encoding setting read from ``config.encoding``)."""
-    return getattr(config.encoding if name in ENCODE_FIELDS else config, name)
 
 
 def check_out(folder: str) -> None:
@@ -199,28 +162,31 @@ def _check_folder(option: str, value: str, folder: Path) -> None:
         raise ValueError(f"{option} {value}: cannot write there ({err.strerror or err})") from None
 
 
-def checked_first(args) -> None:
+def checked_first(features: FeatureRequest, output: OutputRequest) -> None:
     """Everything that can be checked before loading data or a model.
 
     The embedding settings unless --embeddings gives the embeddings (:meth:`EmbedConfig.validate`,
     e.g. a --cache-dir that is a file; with --embeddings, any of them changed is refused: it would be
     ignored), --save-embeddings (a file this process can write; refused
     with --embeddings, which computes nothing to save) and --out.
+
+    Args:
+        features: where the embeddings come from (:class:`~.requests.FeatureRequest`).
+        output: the output folder (:class:`~.requests.OutputRequest`).
     """
-    if not args.embeddings:
-        embed_config(args)
+    if not features.embeddings:
+        features.config()
     else:  # the embeddings are given: an encoding setting changed from its default would be ignored
-        default = EmbedConfig()
-        ignored = [name for name, value in _embed_options(args).items() if value != _setting(default, name)]
+        ignored = features.changed()
         if ignored:
             options = ", ".join("--" + name.replace("_", "-") for name in ignored)
             verb = "applies" if len(ignored) == 1 else "apply"
             raise ValueError(f"{options} only {verb} to computed embeddings, not with --embeddings")
-    if args.save_embeddings:
-        if args.embeddings:
+    if features.save_embeddings:
+        if features.embeddings:
             raise ValueError("--save-embeddings only applies to computed embeddings, not with --embeddings")
-        check_file_out("--save-embeddings", args.save_embeddings)
-    check_out(args.out)
+        check_file_out("--save-embeddings", features.save_embeddings)
+    check_out(output.out)
 
 
 def check_columns(table: pd.DataFrame, data: str, options: dict[str, str | None], complete: tuple = ()) -> None:
@@ -228,6 +194,15 @@ def check_columns(table: pd.DataFrame, data: str, options: dict[str, str | None]
 
     The options in ``complete`` also need a value on every row. Checked after loading DATA and before
     embedding it, so a misspelt column fails in seconds.
+
+    Args:
+        table: DATA's comparison table.
+        data: DATA, named in the errors.
+        options: option -> the column it names (None: the option was not given).
+        complete: the options whose column needs a value on every row (``--split-by``).
+
+    Raises:
+        ValueError: a column that is not in ``table``, or one of ``complete`` with a missing value (row and id named).
     """
     for option, column in options.items():
         if column is None:
@@ -255,6 +230,11 @@ def to_embed(table: pd.DataFrame, config, every: bool = False) -> pd.DataFrame:
     Hidden (so that a row a human tied is embedded too) where such a row is audited: under a guarantee with
     ``config.human_ties`` "disagree" it calibrates as a pool row; or with ``every`` (embeddings saved for
     ``quantify --with-audit``, which audits the ties with their labels hidden).
+
+    Args:
+        table: DATA's comparison table.
+        config: the audit's settings (an :class:`~puaudit_jax.audit.AuditConfig`: its guarantee and human_ties).
+        every: hide every human label (the embeddings are saved for ``quantify --with-audit``).
     """
     from ..datasets.verdicts import MISSING
 
@@ -262,34 +242,41 @@ def to_embed(table: pd.DataFrame, config, every: bool = False) -> pd.DataFrame:
     return table.assign(human=MISSING) if every or disagree else table
 
 
-def features(args, table: pd.DataFrame, mesh=None, source: str | None = None, judges: tuple[str, ...] = ()):
+def features(
+    request: FeatureRequest, table: pd.DataFrame, source: str, mesh=None, quiet: bool = False, judges: tuple = ()
+):
     """PairEmbeddings from --embeddings, or computed by the probes encoder the options name.
 
-    ``mesh`` (:func:`mesh_of`, None: one device) spreads the encoder's batches; ``source`` names the
-    table in errors (default: DATA); ``judges``: a cascade's other judges, whose usable rows are embedded too.
+    Args:
+        request: where the embeddings come from (:class:`~.requests.FeatureRequest`).
+        table: the comparison table whose usable rows are embedded.
+        source: names the table in errors (DATA).
+        mesh: spreads the encoder's batches (:func:`mesh_of`; None: one device).
+        quiet: no progress bar.
+        judges: a cascade's other judges, whose usable rows are embedded too.
     """
     from ..audit.embed import load_embeddings, save_embeddings, table_embeddings
     from ..datasets.comparisons import check_histories
 
-    if args.embeddings:
-        return load_embeddings(args.embeddings)
-    config = embed_config(args)
-    check_histories(table, source=source or args.data)  # what the encoder needs, checked before loading it
+    if request.embeddings:
+        return load_embeddings(request.embeddings)
+    config = request.config()
+    check_histories(table, source=source)  # what the encoder needs, checked before loading it
     t = time.perf_counter()
-    emb = table_embeddings(table, config, mesh=mesh, progress=not args.quiet, judges=judges)
+    emb = table_embeddings(table, config, mesh=mesh, progress=not quiet, judges=judges)
     print(
         f"embedded {len(emb.ids)} comparisons with {config.resolved().encoder} (d={emb.dim}) in "
         f"{time.perf_counter() - t:.1f}s",
         file=sys.stderr,
     )
-    if args.save_embeddings:
-        save_embeddings(emb, args.save_embeddings)
+    if request.save_embeddings:
+        save_embeddings(emb, request.save_embeddings)
     return emb
 
 
-def output_folder(args):
+def output_folder(output: OutputRequest):
     """The locked :class:`RunFolder` of --out for the process that writes, else a context of None."""
-    return RunFolder(args.out, getattr(args, "argv", [])) if writes() else contextlib.nullcontext(None)
+    return RunFolder(output.out, list(output.argv)) if writes() else contextlib.nullcontext(None)
 
 
 def add_data_options(p: argparse.ArgumentParser, data: bool = True) -> None:

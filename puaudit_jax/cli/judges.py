@@ -52,7 +52,8 @@ from puaudit_runtime.checks import check_fraction, check_int, check_real
 
 from ..judges.names import API_KEY_ENV
 from . import interrupts
-from .inputs import add_read_options, data_of, load_data, read_config
+from .inputs import add_read_options, load_data, read_config
+from .requests import JudgeRequest, JudgeSettings, judge_request, serve_config
 from .run_folder import RunFolder, wrote
 
 FAILED_RUN = 1
@@ -86,68 +87,72 @@ def _fraction(text: str) -> float:
     return _parsed(text, float, check_fraction, "[]", what="0: no failure allowed")
 
 
-def check_options(args) -> None:
+def check_options(settings: JudgeSettings) -> None:
     """What can be checked before loading data or a model: --judge openai's --base-url and --model.
 
     The base URLs (--base-url, --gen-base-url) must be http(s) URLs with a host (ValueError naming them).
     """
     from ..judges.openai_chat import check_base_url
 
-    if args.judge == "openai" and (not args.base_url or not args.model):
+    if settings.judge == "openai" and (not settings.base_url or not settings.model):
         raise SystemExit("error: --judge openai needs --base-url and --model")
-    if args.api_key_env != API_KEY_ENV and not os.environ.get(args.api_key_env):
-        raise ValueError(f"--api-key-env {args.api_key_env}: that environment variable is not set (or empty); set "
+    if settings.api_key_env != API_KEY_ENV and not os.environ.get(settings.api_key_env):
+        raise ValueError(f"--api-key-env {settings.api_key_env}: that environment variable is not set (or empty); set "
                          f"it, or leave --api-key-env out (${API_KEY_ENV}: optional)")  # fmt: skip
     for option in ("base_url", "gen_base_url"):
-        if getattr(args, option, None):
-            check_base_url(getattr(args, option), "--" + option.replace("_", "-"))
+        if getattr(settings, option, None):
+            check_base_url(getattr(settings, option), "--" + option.replace("_", "-"))
 
 
-def make_judge(args):
+def make_judge(settings: JudgeSettings):
     """The judge the parsed arguments name: a local judge, or an OpenAI-compatible text / logprob judge."""
-    if args.judge == "local":
+    if settings.judge == "local":
         from ..judges.local import LocalJudge
 
         return LocalJudge(
-            args.model or "smollm2",
-            max_length=args.max_length,
-            cache_dir=args.cache_dir,
-            predict_type=args.predict_type,
+            settings.model or "smollm2",
+            max_length=settings.max_length,
+            cache_dir=settings.cache_dir,
+            predict_type=settings.predict_type,
         )
-    check_options(args)
+    check_options(settings)
     from ..judges import OpenAIChatJudge, OpenAILogprobJudge
 
-    client = _client_options(args)
-    if args.verdict == "logprob":
+    client = _client_options(settings)
+    if settings.verdict == "logprob":
         return OpenAILogprobJudge(
-            args.base_url, args.model, chat_template=args.chat_template, top_logprobs=args.top_logprobs, **client
+            settings.base_url,
+            settings.model,
+            chat_template=settings.chat_template,
+            top_logprobs=settings.top_logprobs,
+            **client,
         )
-    return OpenAIChatJudge(args.base_url, args.model, **client)
+    return OpenAIChatJudge(settings.base_url, settings.model, **client)
 
 
-def make_generator(args, judge):
+def make_generator(settings: JudgeSettings, judge):
     """The rewrite model of the attacks: local (sharing ``judge``'s model when it is the same) or served."""
-    kind = args.generator or args.judge
+    kind = settings.generator or settings.judge
     if kind == "local":
         from ..judges.local import LocalGenerator
 
-        name = args.gen_model or (args.model if args.judge == "local" else None) or "smollm2"
+        name = settings.gen_model or (settings.model if settings.judge == "local" else None) or "smollm2"
         same = getattr(judge, "name", None) == f"local:{name}"
         return LocalGenerator(
-            name, pre=judge.pre if same else None, max_new_tokens=args.max_new_tokens, cache_dir=args.cache_dir
+            name, pre=judge.pre if same else None, max_new_tokens=settings.max_new_tokens, cache_dir=settings.cache_dir
         )
-    base, model = args.gen_base_url or args.base_url, args.gen_model or args.model
+    base, model = settings.gen_base_url or settings.base_url, settings.gen_model or settings.model
     if not base or not model:
         raise SystemExit("error: --generator openai needs --gen-base-url/--gen-model (or --base-url/--model)")
     from ..judges import OpenAIChatGenerator
 
-    return OpenAIChatGenerator(base, model, max_tokens=args.max_new_tokens, **_client_options(args))
+    return OpenAIChatGenerator(base, model, max_tokens=settings.max_new_tokens, **_client_options(settings))
 
 
-def _client_options(args) -> dict:
+def _client_options(settings: JudgeSettings) -> dict:
     """The HTTP client's settings of the command line (:func:`_client_arguments`), for a judge or a generator."""
-    return {"api_key_env": args.api_key_env, "timeout": args.timeout, "concurrency": args.concurrency,
-            "max_retries": args.max_retries, "cache_dir": args.cache_dir}  # fmt: skip
+    return {"api_key_env": settings.api_key_env, "timeout": settings.timeout, "concurrency": settings.concurrency,
+            "max_retries": settings.max_retries, "cache_dir": settings.cache_dir}  # fmt: skip
 
 
 def _client_arguments(p: argparse.ArgumentParser) -> None:
@@ -268,9 +273,9 @@ def add_judge_arguments(p: argparse.ArgumentParser) -> None:
     _judge_arguments(p)
 
 
-def _out_folder(args) -> RunFolder:
+def _out_folder(request: JudgeRequest) -> RunFolder:
     """The locked output folder of --out (lock and manifest.json: :class:`~.run_folder.RunFolder`)."""
-    return RunFolder(args.out, getattr(args, "argv", None) or ["puaudit", args.command])
+    return RunFolder(request.output.out, list(request.output.argv))
 
 
 def _exit_status(failures, max_failures: float) -> int:
@@ -282,28 +287,40 @@ def _exit_status(failures, max_failures: float) -> int:
 
 
 def cmd_attack(args) -> int:
-    """``puaudit attack``: the judge's verdicts, the losers attacked, the pairs re-judged."""
+    """``puaudit attack``: the request read from the command line (:func:`~.requests.judge_request`), then run."""
+    return run_attack_command(judge_request(args))
+
+
+def _table(request: JudgeRequest):
+    """DATA's first ``limit`` rows, read as its options say."""
+    data = request.data
+    return load_data(list(data.files), data.include_unlabelled, request.limit, read=read_config(data))
+
+
+def run_attack_command(request: JudgeRequest) -> int:
+    """The judge's verdicts, the losers attacked, the pairs re-judged."""
     from ..judges import Verdict
     from ..judges.attacks import attack_failures, attack_report, get_attack, run_attack, write_attack
 
-    check_options(args)
-    table = load_data(data_of(args), args.include_unlabelled, args.limit, read=read_config(args))
-    attack = get_attack(args.attack, **({"emotion": args.emotion} if args.attack == "sentiment" else {}))
-    with _out_folder(args) as run:
+    settings, output = request.judge, request.output
+    check_options(settings)
+    table = _table(request)
+    attack = get_attack(request.attack, **({"emotion": request.emotion} if request.attack == "sentiment" else {}))
+    with _out_folder(request) as run:
         t0 = time.perf_counter()
-        judge = make_judge(args)
-        generator = make_generator(args, judge) if attack.needs_generator else None
+        judge = make_judge(settings)
+        generator = make_generator(settings, judge) if attack.needs_generator else None
         original = None
-        if args.original == "column":
+        if request.original == "column":
             original = {str(r.id): Verdict(r.judge, None, "table judge column", "ok") for r in table.itertuples()}
-        res = run_attack(table, judge, attack, generator, original=original, progress=not args.quiet)
-        report = attack_report(res, data=args.data, generator=getattr(generator, "name", None),
-                               original=args.original, seconds=time.perf_counter() - t0)  # fmt: skip
+        res = run_attack(table, judge, attack, generator, original=original, progress=not output.quiet)
+        report = attack_report(res, data=request.data.name, generator=getattr(generator, "name", None),
+                               original=request.original, seconds=time.perf_counter() - t0)  # fmt: skip
         files = write_attack(res, table, report, run.path)
         run.finish(files)
     print(report.summary())
-    print(wrote(args.out, files))
-    return _exit_status(attack_failures(res, rejudged=original is None), args.max_failures)
+    print(wrote(output.out, files))
+    return _exit_status(attack_failures(res, rejudged=original is None), request.max_failures)
 
 
 def _print_errors(report) -> None:
@@ -322,23 +339,28 @@ def _print_errors(report) -> None:
 
 
 def cmd_judge(args) -> int:
-    """``puaudit judge``: every comparison re-judged."""
+    """``puaudit judge``: the request read from the command line (:func:`~.requests.judge_request`), then run."""
+    return run_judge_command(judge_request(args))
+
+
+def run_judge_command(request: JudgeRequest) -> int:
+    """Every comparison re-judged."""
     from ..judges import judge_table
     from ..judges.run import judge_failures, judge_report, write_judging
 
-    check_options(args)
-    table = load_data(data_of(args), args.include_unlabelled, args.limit, read=read_config(args))
-    with _out_folder(args) as run:
+    check_options(request.judge)
+    table = _table(request)
+    with _out_folder(request) as run:
         t0 = time.perf_counter()
-        judge = make_judge(args)
-        result = judge_table(table, judge, both_orders=not args.single_order, progress=not args.quiet)
-        report = judge_report(result, judge.name, args.data, time.perf_counter() - t0)
+        judge = make_judge(request.judge)
+        result = judge_table(table, judge, both_orders=not request.single_order, progress=not request.output.quiet)
+        report = judge_report(result, judge.name, request.data.name, time.perf_counter() - t0)
         files = write_judging(result, report, run.path)
         run.finish(files)
     print(report.summary())
     _print_errors(report)
-    print(wrote(args.out, files))
-    return _exit_status(judge_failures(result), args.max_failures)
+    print(wrote(request.output.out, files))
+    return _exit_status(judge_failures(result), request.max_failures)
 
 
 def add_serve_arguments(p: argparse.ArgumentParser) -> None:
@@ -350,16 +372,16 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_serve(args) -> int:
-    """``puaudit serve-local``: run llama.cpp's server until it exits (1) or Ctrl-C / SIGTERM (0)."""
+    """``puaudit serve-local``: the settings read from the command line (:func:`~.requests.serve_config`), then run."""
+    return run_serve(serve_config(args))
+
+
+def run_serve(config) -> int:
+    """Run llama.cpp's server with ``config`` (a ``ServeConfig``) until it exits (1) or Ctrl-C / SIGTERM (0)."""
     import signal
 
-    from ..judges.serve import LocalServer, ServeConfig
-    from .options import options_from_args
+    from ..judges.serve import LocalServer
 
-    try:
-        config = ServeConfig(**options_from_args(args, ServeConfig))
-    except ValueError as err:
-        raise SystemExit(f"error: {err}") from None
     server = LocalServer(config)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # `kill` ends it as Ctrl-C does
     try:  # from the start: a Ctrl-C just after the line below (or while starting) stops the server too

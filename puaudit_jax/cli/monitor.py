@@ -13,30 +13,36 @@ from __future__ import annotations
 
 from ..quantify.monitor_config import MonitorConfig
 from . import inputs
-from .options import add_options, options_from_args
+from .options import add_options
+from .requests import MonitorRequest, monitor_request
 from .run_folder import wrote
 
 
 def cmd_monitor(args) -> int:
-    """``puaudit monitor``: settings checked, DATA read, the stream followed, the files written."""
+    """``puaudit monitor``: the request read from the command line (:func:`~.requests.monitor_request`), then run."""
+    return run_monitor(monitor_request(args))
+
+
+def run_monitor(request: MonitorRequest) -> int:
+    """DATA read, the stream followed, the files written (the settings were checked when the request was made)."""
     from ..quantify.monitoring import monitor, write_monitoring
 
-    config = MonitorConfig(**options_from_args(args, MonitorConfig))  # its checks, before any data is read
-    inputs.check_out(args.out)
-    with inputs.output_folder(args) as run:
-        table = inputs.data_table(args, include_unlabelled=False)
+    config, data, output = request.monitor, request.data.name, request.output
+    inputs.check_out(output.out)
+    with inputs.output_folder(output) as run:
+        table = inputs.data_table(request.data, output.quiet, include_unlabelled=False)
         result = monitor(table, config)
-        files = write_monitoring(result, run.path, data=args.data)
-        if not args.no_figures:
+        files = write_monitoring(result, run.path, data=data)
+        if not output.no_figures:
             import matplotlib.pyplot as plt
 
             from ..quantify.plots import monitor_plot
 
-            plt.close(monitor_plot(result, run.path / "monitor.png", title=f"{args.data}: {config.target}"))
+            plt.close(monitor_plot(result, run.path / "monitor.png", title=f"{data}: {config.target}"))
             files.append("monitor.png")
         run.finish(files)
     print(summary(result))
-    print(wrote(args.out, files))
+    print(wrote(output.out, files))
     return 0
 
 

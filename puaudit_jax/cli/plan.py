@@ -19,12 +19,13 @@ from pathlib import Path
 from ..audit.config import AuditConfig
 from ..quantify.config import PlanConfig
 from . import inputs
-from .options import add_options, options_from_args
-from .quantify import AUDIT_EVIDENCE, add_audit_source, audit_items_of, refuse_unused_audit_options
+from .options import add_options
+from .quantify import add_audit_source, audit_items_of, refuse_unused_audit_options
+from .requests import AUDIT_EVIDENCE, PlanRequest, plan_request
 from .run_folder import wrote
 
 
-def _p_wrong(args, table, config: AuditConfig, mesh):
+def _p_wrong(request: PlanRequest, table, mesh):
     """The audit's P(judge wrong) per row (--with-audit / --audit), or None for random sampling.
 
     An audit that gave no P(judge wrong) (too few labels to calibrate) means random sampling, said.
@@ -33,7 +34,8 @@ def _p_wrong(args, table, config: AuditConfig, mesh):
 
     from ..quantify.targets import audit_p_wrong
 
-    items = audit_items_of(args, table, config, mesh)
+    items = audit_items_of(request.source, table, request.features, request.evidence, data=request.data.name,
+                           mesh=mesh, quiet=request.output.quiet)  # fmt: skip
     if items is None:
         return None
     if "p_wrong" not in items.columns or not np.isfinite(items["p_wrong"].to_numpy(float)).any():
@@ -59,32 +61,36 @@ def _write(report, table, folder: Path, data: str, config: PlanConfig) -> list[s
 
 
 def cmd_plan_labels(args) -> int:
-    """``puaudit plan-labels``: settings checked, the audit if asked, the draw, the files."""
+    """``puaudit plan-labels``: the request read from the command line (:func:`~.requests.plan_request`), then run."""
+    return run_plan_labels(plan_request(args))
+
+
+def run_plan_labels(request: PlanRequest) -> int:
+    """Settings checked, the audit if asked, the draw, the files."""
     from ..quantify.plan import plan_labels
 
-    config = PlanConfig(**options_from_args(args, PlanConfig))
+    config, data, output = request.plan, request.data.name, request.output
     config.validate()
-    audit_config = AuditConfig(**options_from_args(args, AuditConfig, include=AUDIT_EVIDENCE))
-    audit_config.validate()
-    refuse_unused_audit_options(args)
-    mesh = inputs.mesh_of(args) if args.with_audit else None
-    inputs.checked_first(args)
-    with inputs.output_folder(args) as run:
-        table = inputs.data_table(args, audit_config.other_judges, include_unlabelled=True)
-        report = plan_labels(table, _p_wrong(args, table, audit_config, mesh), config)
-        files = _write(report, table, run.path, args.data, config)
-        if not args.no_figures:
+    request.evidence.validate()
+    refuse_unused_audit_options(request.source)
+    mesh = inputs.mesh_of(request.devices) if request.source.with_audit else None
+    inputs.checked_first(request.features, output)
+    with inputs.output_folder(output) as run:
+        table = inputs.data_table(request.data, output.quiet, request.evidence.other_judges, include_unlabelled=True)
+        report = plan_labels(table, _p_wrong(request, table, mesh), config)
+        files = _write(report, table, run.path, data, config)
+        if not output.no_figures:
             import matplotlib.pyplot as plt
 
             from ..quantify.plots import power_plot
 
-            plt.close(power_plot(report, run.path / "power.png", title=args.data))
+            plt.close(power_plot(report, run.path / "power.png", title=data))
             files.append("power.png")
         run.finish(files)
     _print(report, config)
     if len(table) > len(report.frame):
         print(f"{len(table) - len(report.frame)} rows have no judge verdict (A/B/tie): not in the plan")
-    print(wrote(args.out, files))
+    print(wrote(output.out, files))
     return 0
 
 

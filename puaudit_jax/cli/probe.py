@@ -30,12 +30,10 @@ import warnings
 from pathlib import Path
 
 from probes.config import FitConfig
-from puaudit_runtime.flags import add_device_arguments, build_mesh
+from puaudit_runtime.flags import DeviceFlags, add_device_arguments, build_mesh
 
-from .inputs import device_flags
-from .options import add_options, options_from_args
-
-FIT_RENAME = {"n_components": "components"}
+from .options import add_options
+from .requests import FIT_RENAME, ProbeRequest, probe_request
 
 
 def add_probe_parser(subparsers) -> argparse.ArgumentParser:
@@ -61,12 +59,12 @@ def add_probe_parser(subparsers) -> argparse.ArgumentParser:
     return probe
 
 
-def _mesh(args):
+def _mesh(devices: DeviceFlags):
     """The Mesh that --devices / --mesh ask for, or None for one device."""
     try:
-        return build_mesh(device_flags(args), join_cluster=False)
+        return build_mesh(devices, join_cluster=False)
     except ValueError as err:
-        raise SystemExit(f"--devices {args.devices} --mesh {args.mesh}: {err}") from None
+        raise SystemExit(f"--devices {devices.devices} --mesh {devices.mesh}: {err}") from None
 
 
 def _describe(mesh) -> str:
@@ -84,65 +82,70 @@ def _probe_modules():
     return borp, fitted
 
 
-def _fit(args, mesh) -> int:
+def _fit(request: ProbeRequest, mesh) -> int:
     _, fitted = _probe_modules()
-    config = FitConfig(**options_from_args(args, FitConfig, rename=FIT_RENAME))
+    config, data, out = request.fit, request.data, request.out
     try:  # before the data are read and encoded
         config.validate()
     except ValueError as err:
         raise ValueError(f"--{err}") from None
-    table, dialogues = fitted.read_dialogues(args.data)
+    table, dialogues = fitted.read_dialogues(data)
     try:  # before any model is loaded: the rows alone bound the components
         fitted.check_components(config.n_components, len(table), name="--components")
     except ValueError as err:
-        raise ValueError(f"{err} in {args.data}") from None
+        raise ValueError(f"{err} in {data}") from None
     rubric = Path(config.rubric).read_text() if config.rubric else None
     spec = fitted.prompt_spec(config.encoder, config.layer, config.scale, rubric, config.criterion)
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=r"n_components=.*too few distinct rows")  # said below
-            probe = fitted.fit_probe(table, dialogues, args.target, spec, config.head_config(), mesh)
+            probe = fitted.fit_probe(table, dialogues, request.target, spec, config.head_config(), mesh)
     except ValueError as err:
-        raise ValueError(f"{args.data}: {err}") from None
-    fitted.save_probe(probe, args.out)
-    _report_fit(args, config, probe, mesh)
+        raise ValueError(f"{data}: {err}") from None
+    fitted.save_probe(probe, out)
+    _report_fit(out, config, probe, mesh)
     return 0
 
 
-def _report_fit(args, config: FitConfig, probe, mesh) -> None:
+def _report_fit(out: str, config: FitConfig, probe, mesh) -> None:
     """The fit's summary line on stdout, and a ``warning:`` line on stderr when a head got fewer components."""
     k = probe.components
     if min(k) < config.n_components:
         print(
             f"warning: --components {config.n_components}: the resampled training sets have too few distinct "
-            f"rows; the heads were fitted with {min(k)} to {max(k)} components (recorded in {args.out})",
+            f"rows; the heads were fitted with {min(k)} to {max(k)} components (recorded in {out})",
             file=sys.stderr,
         )
     r = probe.in_sample
     print(
         f"fitted on {probe.n_train} rows ({probe.n_features} features, {min(k)} components) on {_describe(mesh)}; "
         f"in-sample K-alpha {r.get('k_alpha', float('nan')):.3f} "
-        f"Pearson {r.get('pearson', float('nan')):.3f}; wrote {args.out}"
+        f"Pearson {r.get('pearson', float('nan')):.3f}; wrote {out}"
     )
 
 
-def _predict(args, mesh) -> int:
+def _predict(request: ProbeRequest, mesh) -> int:
     import numpy as np
     import pandas as pd
 
     from puaudit_runtime.files import write_csv
 
     _, fitted = _probe_modules()
-    probe = fitted.load_probe(args.model)
-    table, dialogues = fitted.read_dialogues(args.data)
+    probe = fitted.load_probe(request.model)
+    table, dialogues = fitted.read_dialogues(request.data)
     pred = probe.predict(dialogues, mesh)
     ids = table["id"] if "id" in table else np.arange(len(pred))
-    write_csv(pd.DataFrame({"id": ids, "prediction": pred}), args.out)
-    print(f"wrote {len(pred)} predictions to {args.out} (features on {_describe(mesh)})")
+    write_csv(pd.DataFrame({"id": ids, "prediction": pred}), request.out)
+    print(f"wrote {len(pred)} predictions to {request.out} (features on {_describe(mesh)})")
     return 0
 
 
 def cmd_probe(args) -> int:
-    """Dispatch ``puaudit probe <fit | predict>``."""
-    mesh = _mesh(args)
-    return {"fit": _fit, "predict": _predict}[args.probe_command](args, mesh)
+    """``puaudit probe <fit | predict>``: the request read from the command line (:func:`~.requests.probe_request`)."""
+    return run_probe(probe_request(args))
+
+
+def run_probe(request: ProbeRequest) -> int:
+    """The mesh, then the fit or the prediction."""
+    mesh = _mesh(request.devices)
+    return {"fit": _fit, "predict": _predict}[request.command](request, mesh)

@@ -13,18 +13,16 @@ weighted by 1 / its sampling probability. Writes the tables of
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from ..audit.config import AuditConfig
 from ..quantify.config import BIAS, QuantifyConfig
 from . import inputs
-from .options import add_options, option_name, options_from_args
+from .options import add_options
+from .requests import AUDIT_EVIDENCE, WITH_AUDIT_ONLY, AuditSource, FeatureRequest, QuantifyRequest, quantify_request
 from .run_folder import wrote
 
-AUDIT_EVIDENCE = ("evidence", "other_judges")  # what --with-audit weighs, as for `puaudit audit`
-WITH_AUDIT_ONLY = ("embeddings", "encoder", *inputs.EMBED_FIELDS, "save_embeddings", *inputs.DEVICE_FIELDS,
-                   *AUDIT_EVIDENCE)  # fmt: skip
-"""Destinations of the options only the audit --with-audit runs reads (its embeddings, devices and evidence)."""
 COLUMNS = (
     "target",
     "estimator",
@@ -54,39 +52,48 @@ def read_plan(path: str):
         raise ValueError(f"{path}: not a label plan ({why}; write one with `puaudit plan-labels`)") from None
 
 
-def audit_items_of(args, table, config: AuditConfig, mesh=None):
+def audit_items_of(source: AuditSource, table, features: FeatureRequest, config: AuditConfig, *, data: str,
+                   mesh=None, quiet: bool = False):  # fmt: skip
     """The items of the audit --audit names, or of the default audit --with-audit runs, or None.
 
-    ``mesh`` (None: one device) spreads the embedding of --with-audit.
+    Args:
+        source: --with-audit | --audit (:class:`~.requests.AuditSource`).
+        table: DATA's comparison table.
+        features: the embeddings of the --with-audit audit (:class:`~.requests.FeatureRequest`).
+        config: the evidence that audit weighs (--evidence, --other-judges).
+        data: DATA, named in errors.
+        mesh: spreads the embedding of --with-audit (None: one device).
+        quiet: no progress bar.
     """
     from ..audit.predictions import tie_hidden_audit
     from ..audit.write import read_items
     from ..datasets.verdicts import MISSING
 
-    if args.audit is not None:
+    if source.audit is not None:
         try:
-            return read_items(args.audit)
+            return read_items(source.audit)
         except ValueError as err:
             raise ValueError(f"--audit {err}") from None
-    if args.with_audit:
-        inputs.check_labelled(table, args.data)
-        result = tie_hidden_audit(table, inputs.features(args, table.assign(human=MISSING), mesh), config)
+    if source.with_audit:
+        inputs.check_labelled(table, data)
+        emb = inputs.features(features, table.assign(human=MISSING), data, mesh, quiet)
+        result = tie_hidden_audit(table, emb, config)
         for warning in result.report.evidence_warnings():  # evidence the audit left out, as `audit` says
             print(f"warning: {warning}")
         return result.items
     return None
 
 
-def _with_p_wrong(args, items):
+def _with_p_wrong(source: AuditSource, items):
     """The audit's items (or None), refused with advice for this command when they hold no P(judge wrong)."""
     import numpy as np
 
     if items is None or ("p_wrong" in items.columns and np.isfinite(items["p_wrong"].to_numpy(float)).any()):
         return items
-    if args.with_audit:
+    if source.with_audit:
         raise ValueError("--with-audit: the audit gave no P(judge wrong) (too few human labels to calibrate it; "
                          "its rule abstained): label more items, or quantify without --with-audit")  # fmt: skip
-    raise ValueError(f"--audit {args.audit}: the audit has no P(judge wrong); run `puaudit audit` with a calibrated "
+    raise ValueError(f"--audit {source.audit}: the audit has no P(judge wrong); run `puaudit audit` with a calibrated "
                      "rule (--rule calibrated) on enough labels, or quantify without --audit")  # fmt: skip
 
 
@@ -95,6 +102,11 @@ def add_audit_source(p, with_audit: str, audit: str) -> None:
 
     The options that only the audit --with-audit runs reads (:data:`WITH_AUDIT_ONLY`, added to
     ``p`` before) are recorded with their defaults, for :func:`refuse_unused_audit_options`.
+
+    Args:
+        p: the command's parser.
+        with_audit: the help text of --with-audit.
+        audit: the help text of --audit.
     """
     group = p.add_mutually_exclusive_group()
     group.add_argument("--with-audit", action="store_true", help=with_audit)
@@ -108,55 +120,66 @@ def _parsed_default(action):
     return action.type(default) if isinstance(default, str) and callable(action.type) else default
 
 
-def refuse_unused_audit_options(args) -> None:
+def refuse_unused_audit_options(source: AuditSource) -> None:
     """Without --with-audit, an option only the audit reads, given a value other than its default, is an error."""
-    if args.with_audit:
+    if source.with_audit:
         return
-    given = [option_name(dest) for dest, default in args.with_audit_only.items() if getattr(args, dest) != default]
+    given = source.unused
     if given:
-        read = " (--audit reads an audit, it runs none)" if args.audit is not None else ""
+        read = " (--audit reads an audit, it runs none)" if source.audit is not None else ""
         raise ValueError(f"{', '.join(given)} only appl{'ies' if len(given) == 1 else 'y'} with --with-audit{read}")
 
 
 def cmd_quantify(args) -> int:
-    """``puaudit quantify``: options checked, then the estimates in a locked output folder."""
+    """``puaudit quantify``: the request read from the command line (:func:`~.requests.quantify_request`), then run."""
+    return run_quantify(quantify_request(args))
+
+
+def run_quantify(request: QuantifyRequest) -> int:
+    """Options checked, then the estimates in a locked output folder."""
     from ..quantify import quantify, write_quantification
 
-    options = options_from_args(args, QuantifyConfig)
-    QuantifyConfig(**options)  # its checks, before any data is read
-    config = AuditConfig(**options_from_args(args, AuditConfig, include=AUDIT_EVIDENCE))
-    config.validate()
-    refuse_unused_audit_options(args)
-    mesh = inputs.mesh_of(args) if args.with_audit else None
-    inputs.checked_first(args)
-    with inputs.output_folder(args) as run:
-        table = inputs.data_table(args, config.other_judges)
-        inputs.check_columns(table, args.data, {"--cluster-by": options["cluster_by"]})
-        for rater in options["raters"]:  # alpha's raters, named before any estimate
-            inputs.check_columns(table, args.data, {"--raters": rater})
-        audit_items = _with_p_wrong(args, audit_items_of(args, table, config, mesh))
-        plan = None if args.plan is None else read_plan(args.plan)
-        result = quantify(table, audit_items=audit_items, plan=plan, **options)
-        files = write_quantification(result, run.path, data=args.data)
-        if not args.no_figures:
+    config, source, data, output = request.quantify, request.source, request.data.name, request.output
+    request.evidence.validate()
+    refuse_unused_audit_options(source)
+    mesh = inputs.mesh_of(request.devices) if source.with_audit else None
+    inputs.checked_first(request.features, output)
+    with inputs.output_folder(output) as run:
+        table = inputs.data_table(request.data, output.quiet, request.evidence.other_judges)
+        inputs.check_columns(table, data, {"--cluster-by": config.cluster_by})
+        for rater in config.raters:  # alpha's raters, named before any estimate
+            inputs.check_columns(table, data, {"--raters": rater})
+        items = audit_items_of(source, table, request.features, request.evidence, data=data, mesh=mesh,
+                               quiet=output.quiet)  # fmt: skip
+        audit_items = _with_p_wrong(source, items)
+        plan = None if request.plan is None else read_plan(request.plan)
+        settings = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+        result = quantify(table, audit_items=audit_items, plan=plan, **settings)
+        files = write_quantification(result, run.path, data=data)
+        if not output.no_figures:
             import matplotlib.pyplot as plt
 
             from ..quantify.plots import forest_plot
 
-            plt.close(forest_plot(result.to_frame(), run.path / "forest.png", title=f"{args.data}"))
+            plt.close(forest_plot(result.to_frame(), run.path / "forest.png", title=f"{data}"))
             files.append("forest.png")
         run.finish(files)
+    _print_result(result, output.out, files)
+    return 0
+
+
+def _print_result(result, out: str, files: list[str]) -> None:
+    """The estimates, the judge's bias, the warnings and where the files are."""
     frame = result.to_frame()
     biased = frame["target"].str.startswith(BIAS)
-    print(_table_text(frame.loc[~biased, list(COLUMNS)], run_folder=args.out))
+    print(_table_text(frame.loc[~biased, list(COLUMNS)], run_folder=out))
     if biased.any():
-        print("\n" + _bias_text(frame[biased], result.level, run_folder=args.out))
+        print("\n" + _bias_text(frame[biased], result.level, run_folder=out))
     for line in [] if result.robustness is None else result.robustness.summary():
         print(line)
     for warning in result.warnings:
         print(f"warning: {warning}")
-    print(wrote(args.out, files))
-    return 0
+    print(wrote(out, files))
 
 
 PRINTED_ROWS = 40  # a leaderboard of many models is read from leaderboard.csv, not the terminal

@@ -15,13 +15,23 @@ import pandas as pd
 
 from ..audit import DEFAULT_RULE, PAPER_RULE, PAPER_SCORER, AuditConfig
 from ..audit.guarantee import probability
-from .config import DEMO_GUARANTEE, DEMO_SCORERS  # noqa: F401  (re-exported: they live in the light config module)
-from .protocol import EvalResult, evaluate, uncertified
+from .config import DEMO_GUARANTEE, DEMO_SCORERS, Protocol  # noqa: F401  (re-exported: they live in the light config module)
+from .protocol import EvalResult, evaluate, settings_of, uncertified
 from .tables import demo_table, overall_table
 
 
 def run_demo(
-    table: pd.DataFrame, emb, *, scorers, default_rule, paper_scorer, guarantee: float = DEMO_GUARANTEE, **options
+    table: pd.DataFrame,
+    emb,
+    *,
+    scorers,
+    default_rule,
+    paper_scorer,
+    guarantee: float = DEMO_GUARANTEE,
+    protocol: Protocol | None = None,
+    config: AuditConfig | None = None,
+    progress: bool = True,
+    **options,
 ) -> EvalResult:
     """The three protocol runs; the first two concatenated, the guaranteed one in ``meta["guarantee"]``.
 
@@ -35,24 +45,26 @@ def run_demo(
         scorers: the grid's scorers (names or objects; the first is the default audit's).
         default_rule: the default rule (name or configured object).
         paper_scorer: the paper configuration's scorer (``"pot"`` or a configured instance).
-        guarantee: the agreement A of the third run, in (0, 1) (its delta: ``options`` / ``config``,
-            default 0.1).
-        **options: :class:`Protocol` / :class:`AuditConfig` fields, and ``config`` (an AuditConfig).
+        guarantee: the agreement A of the third run, in (0, 1) (its delta: ``config``'s, default 0.1).
+        protocol: the protocol's settings (seeds, p_ratio; None: :class:`Protocol`'s defaults).
+        config: the audit's settings (None: :class:`AuditConfig`'s defaults).
+        progress: whether to show progress bars.
+        **options: deprecated (for one release, with a DeprecationWarning): :class:`Protocol` /
+            :class:`AuditConfig` fields, set on ``protocol`` and ``config``.
 
     Returns:
         The :class:`EvalResult` of the grid and the paper configuration, with the guaranteed run's
         summary in ``meta["guarantee"]``.
     """
-    config = options.pop("config", None) or AuditConfig()
-    certified_config = replace(config, guarantee=guarantee, delta=options.pop("delta", config.delta))
-    options["config"] = uncertified(config)
-    grid = evaluate(
-        table, emb, scorers=list(scorers), rules=[default_rule, PAPER_RULE, "budget"], ceiling=True, **options
-    )
-    paper_cfg = evaluate(table, emb, pairs=[(paper_scorer, PAPER_RULE)], **options)
+    protocol, config = settings_of("run_demo", protocol, config, options)
+    certified_config = replace(config, guarantee=guarantee)
+    plain = {"config": uncertified(config), "progress": progress}
+    rules = [default_rule, PAPER_RULE, "budget"]
+    grid = evaluate(table, emb, scorers=list(scorers), rules=rules, protocol=replace(protocol, ceiling=True), **plain)
+    paper_cfg = evaluate(table, emb, pairs=[(paper_scorer, PAPER_RULE)], protocol=protocol, **plain)
     try:
-        certified = evaluate(table, emb, pairs=[(scorers[0], default_rule)], **{**options, "ceiling": False,
-                                                                               "config": certified_config})  # fmt: skip
+        certified = evaluate(table, emb, pairs=[(scorers[0], default_rule)], protocol=replace(protocol, ceiling=False),
+                             config=certified_config, progress=progress)  # fmt: skip
         kept = guarantee_summary(certified)
     except ValueError as err:  # e.g. "guarantee 0.97 at delta 0.1 needs at least N calibration rows"
         kept = {"A": guarantee, "delta": certified_config.delta, "error": str(err)}

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
+from puaudit_runtime.deprecation import replace_deprecated
+
 from ..audit import AuditConfig, AuditResult, apply_rule, run_audit, with_flips
 from ..audit.embed import PairEmbeddings
 from ..audit.rules import get_rule, needs_crossfit, rule_feature, rule_name
@@ -142,14 +144,34 @@ def pairs_by_scorer(pairs=None, scorers=None, rules=None) -> list[tuple[object, 
     return list(out.values())
 
 
-def _split_options(options: dict) -> tuple[dict, dict]:
-    """Keyword options -> (Protocol fields, AuditConfig fields); anything else is a TypeError."""
+def settings_of(
+    entry: str, protocol: Protocol | None, config: AuditConfig | None, options: dict, stacklevel: int = 4
+) -> tuple[Protocol, AuditConfig]:
+    """The protocol and the audit's settings of a call, its deprecated keyword ``options`` set on them.
+
+    Args:
+        entry: the function called, for the messages ("evaluate").
+        protocol: the :class:`Protocol` given (None: its defaults).
+        config: the :class:`~puaudit_jax.audit.AuditConfig` given (None: its defaults).
+        options: the keywords the function took before these objects (fields of either); each given one
+            is set on its object with a DeprecationWarning naming the objects to pass instead
+            (:func:`~puaudit_runtime.deprecation.replace_deprecated`; for one release).
+        stacklevel: of the warning: the frames up to the user's call.
+
+    Returns:
+        ``(protocol, config)``.
+
+    Raises:
+        TypeError: a keyword that is a field of neither.
+    """
     proto = {f.name for f in dataclasses.fields(Protocol)}
     audit = {f.name for f in dataclasses.fields(AuditConfig)}
     unknown = set(options) - proto - audit
     if unknown:
         raise TypeError(f"unknown option(s) {sorted(unknown)}: neither Protocol nor AuditConfig fields")
-    return ({k: v for k, v in options.items() if k in proto}, {k: v for k, v in options.items() if k in audit})
+    configs = {"protocol": protocol or Protocol(), "config": config or AuditConfig()}
+    out = replace_deprecated(entry, configs, options, stacklevel=stacklevel)
+    return out["protocol"], out["config"]
 
 
 def _outcome_rows(result: AuditResult, rules: list, truth: pd.Series, ceiling: bool) -> list[tuple]:
@@ -266,9 +288,9 @@ def evaluate(
         protocol: the protocol's settings (None: :class:`Protocol`'s defaults).
         config: the audit's settings (None: :class:`~puaudit_jax.audit.AuditConfig`'s defaults).
         progress: whether to show a progress bar.
-        **options: fields of :class:`Protocol` (seeds, p_ratio, split_by, ceiling) or of
-            :class:`~puaudit_jax.audit.AuditConfig` (m, holdout, cluster_by, ...); they override
-            ``protocol`` and ``config``.
+        **options: deprecated (for one release, with a DeprecationWarning): fields of :class:`Protocol`
+            (seeds, p_ratio, split_by, ceiling) or of :class:`~puaudit_jax.audit.AuditConfig` (m, holdout,
+            cluster_by, ...), set on ``protocol`` and ``config``; pass those objects instead.
 
     Returns:
         The :class:`EvalResult` (agreements in [0, 1]; ``meta["wall_time_s"]`` in seconds).
@@ -277,10 +299,8 @@ def evaluate(
         ValueError: a setting out of range, or a guarantee where no rule compared is calibrated.
     """
     t0 = time.perf_counter()
-    proto_opts, audit_opts = _split_options(options)
-    proto = replace(protocol or Protocol(), **proto_opts)
+    proto, base = settings_of("evaluate", protocol, config, options)
     proto.validate()
-    base = replace(config or AuditConfig(), **audit_opts)
     groups = pairs_by_scorer(pairs, scorers, rules)
     scope = guarantee_scope(groups, base.guarantee)
     frames, first = [], None
@@ -314,7 +334,15 @@ def evaluate(
 
 
 def sweep(
-    comparisons: pd.DataFrame, embeddings: PairEmbeddings, *, param: str, values, progress: bool = True, **kwargs
+    comparisons: pd.DataFrame,
+    embeddings: PairEmbeddings,
+    *,
+    param: str,
+    values,
+    protocol: Protocol | None = None,
+    config: AuditConfig | None = None,
+    progress: bool = True,
+    **kwargs,
 ) -> EvalResult:
     """The protocol for each value of ``param``; results carry a ``param`` column.
 
@@ -323,8 +351,11 @@ def sweep(
         embeddings: its pair embeddings.
         param: "p_ratio" or "m".
         values: the values of ``param`` to run.
+        protocol: the protocol's settings (its ``p_ratio`` replaced by each value when that is swept).
+        config: the audit's settings (its ``m`` replaced by each value when that is swept).
         progress: whether to show a progress bar over the values.
-        **kwargs: the other arguments of :func:`evaluate`.
+        **kwargs: :func:`evaluate`'s pairs, scorers or rules; and deprecated (with a DeprecationWarning, for
+            one release) the fields of :class:`Protocol` and :class:`~puaudit_jax.audit.AuditConfig`.
 
     Returns:
         The :class:`EvalResult` of all values (summary by param, scorer, rule, question type; no figures'
@@ -336,8 +367,13 @@ def sweep(
     if param not in ("p_ratio", "m"):
         raise ValueError(f"param must be 'p_ratio' or 'm', got {param!r}")
     per_seed, metas = [], []
+    kwargs.pop(param, None)  # the swept value wins
+    compared = {key: kwargs.pop(key) for key in ("pairs", "scorers", "rules") if key in kwargs}
+    protocol, config = settings_of("sweep", protocol, config, kwargs)
     for value in tqdm(list(values), desc=f"sweep {param}", disable=not progress):
-        res = evaluate(comparisons, embeddings, progress=False, **{**kwargs, param: value})
+        settings = ({"protocol": replace(protocol, p_ratio=value), "config": config} if param == "p_ratio" else
+                    {"protocol": protocol, "config": replace(config, m=value)})  # fmt: skip
+        res = evaluate(comparisons, embeddings, progress=False, **settings, **compared)
         part = res.per_seed.copy()
         if param == "m":  # the per-seed m column is the given m itself
             part = part.drop(columns="m")

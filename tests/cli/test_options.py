@@ -239,8 +239,11 @@ GIVEN = {"embeddings": "e.npz", "encoder": "smollm2", "cache_dir": "c", "no_cach
 def test_options_only_the_audit_reads_are_refused_without_with_audit(command):
     from puaudit_jax.cli.options import option_name
     from puaudit_jax.cli.quantify import WITH_AUDIT_ONLY, refuse_unused_audit_options
+    from puaudit_jax.cli.requests import audit_source
 
-    parse = build_parser().parse_args
+    def parse(argv):  # the request's part that says which options only the audit reads were given
+        return audit_source(build_parser().parse_args(argv))
+
     assert set(GIVEN) == set(WITH_AUDIT_ONLY)
     refuse_unused_audit_options(parse([command, "D"]))  # nothing given: the defaults pass (tuples included)
     for dest, value in GIVEN.items():
