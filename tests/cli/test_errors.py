@@ -460,6 +460,7 @@ BAD_INPUT = {  # a bad file or option value per command (a command missing here 
     "quantify": ["quantify", "{root}/missing.jsonl", "--out", "{root}/o"],
     "plan-labels": ["plan-labels", "{root}/missing.jsonl", "--out", "{root}/o"],
     "convert": ["convert", "{root}/missing.jsonl", "--out", "{root}/o.csv"],
+    "monitor": ["monitor", "{root}/missing.jsonl", "--order", "batch", "--out", "{root}/o"],
     "attack": ["attack", "{root}/missing.jsonl", "--attack", "length", "--out", "{root}/o"],
     "judge": ["judge", "{root}/missing.jsonl", "--out", "{root}/o"],
     "serve-local": ["serve-local", "--port", "-5"],
