@@ -133,7 +133,7 @@ def test_quantify_gives_three_kappa_and_three_alpha_rows(mtbench):
     chance = frame[frame["target"].str.startswith("beyond chance")]
     assert chance["target"].tolist() == [KAPPA] * 3 + ["beyond chance: alpha (judge, votes)"] * 3
     assert chance["estimator"].tolist() == [DELTA, BOOTSTRAP, PPI_DELTA] * 2
-    assert (chance["note"].iloc[:5] == "").all() and "pairable" in chance["note"].iloc[5]
+    assert (chance["note"].iloc[:5] == "").all() and "no PPI form" in chance["note"].iloc[5]
     lab = mtbench[mtbench["human"] != "missing"]
     assert chance["estimate"].iloc[0] == pytest.approx(cohen_kappa_score(lab["judge"], lab["human"]), abs=1e-9)
     reference = krippendorff.alpha(_slots(mtbench, ("judge", "votes")), level_of_measurement="nominal")
