@@ -29,19 +29,45 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
+from puaudit_jax.ot.settings import COST_PRECISIONS
 from puaudit_jax.ot.split import Split
 
 CostFn = Callable[[jax.Array, jax.Array], jax.Array]
 
 COST_KINDS = ("cosine", "sqeuclidean", "callable", "matrix")
 
+# COST_PRECISIONS (settings.py, where every setting's range lives): the precision of the products x y^T
+# behind the cosine and squared Euclidean costs. "default" is the backend's own for float32 (TF32 on
+# recent NVIDIA GPUs, bf16 passes on TPUs, float32 on the CPU), "highest" full float32, "bfloat16"
+# inputs rounded to bfloat16 with float32 accumulation (the accelerators' fast units; the same numbers
+# on the CPU). Certificates always use "highest" (:meth:`Geometry.exact`): a certified bound holds for
+# the true costs whatever precision the solve used.
+
 
 def _normalise_rows(z: jax.Array) -> jax.Array:
     return z / jnp.linalg.norm(z, axis=-1, keepdims=True)
 
 
-def _sqeuclidean(x: jax.Array, y: jax.Array) -> jax.Array:
-    sq = jnp.sum(x * x, axis=-1)[:, None] + jnp.sum(y * y, axis=-1)[None, :] - 2.0 * (x @ y.T)
+def _inner(x: jax.Array, y: jax.Array, precision: str) -> jax.Array:
+    """(bx, by) inner products x y^T at one of :data:`~puaudit_jax.ot.settings.COST_PRECISIONS`, in x's dtype."""
+    if precision == "bfloat16":  # the backend's default product is exact on bf16 values (TF32, bf16 passes)
+        return jnp.dot(_bfloat16_values(x), _bfloat16_values(y).T)
+    return jnp.dot(x, y.T, precision=None if precision == "default" else jax.lax.Precision.HIGHEST)
+
+
+def _bfloat16_values(z: jax.Array) -> jax.Array:
+    """``z`` rounded to the nearest bfloat16 (ties to even), in z's dtype.
+
+    On the bits: XLA may drop a float32 -> bfloat16 -> float32 round trip (excess precision), and did in
+    one of the blocked passes, which then disagreed with the other by the rounding itself.
+    """
+    bits = jax.lax.bitcast_convert_type(z.astype(jnp.float32), jnp.uint32)
+    bits = (bits + jnp.uint32(0x7FFF) + ((bits >> 16) & jnp.uint32(1))) & jnp.uint32(0xFFFF0000)
+    return jax.lax.bitcast_convert_type(bits, jnp.float32).astype(z.dtype)
+
+
+def _sqeuclidean(x: jax.Array, y: jax.Array, precision: str = "default") -> jax.Array:
+    sq = jnp.sum(x * x, axis=-1)[:, None] + jnp.sum(y * y, axis=-1)[None, :] - 2.0 * _inner(x, y, precision)
     return jnp.maximum(sq, 0.0)
 
 
@@ -59,6 +85,7 @@ class Geometry:
       fn: pairwise cost callable for ``kind == "callable"``.
       block_size: rows/columns per block when the matrix is not materialised.
       split: mesh axes splitting the rows / columns (inside ``shard_map``); default: none.
+      precision: one of :data:`~puaudit_jax.ot.settings.COST_PRECISIONS`, the products behind the point costs.
     """
 
     x: jax.Array | None
@@ -68,6 +95,7 @@ class Geometry:
     fn: CostFn | None = dataclasses.field(metadata=dict(static=True), default=None)
     block_size: int | None = dataclasses.field(metadata=dict(static=True), default=None)
     split: Split = dataclasses.field(metadata=dict(static=True), default=Split())
+    precision: str = dataclasses.field(metadata=dict(static=True), default="default")
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -80,6 +108,7 @@ class Geometry:
         block_size: int | None = None,
         split: Split = Split(),
         normalised: bool = False,
+        precision: str = "default",
     ) -> Geometry:
         """Build a geometry; materialises C unless ``block_size`` is given.
 
@@ -96,13 +125,17 @@ class Geometry:
             block_size: rows/columns per block; None materialises the (n, m) matrix.
             split: mesh axes splitting the rows / columns (inside ``shard_map``).
             normalised: the rows are unit vectors already (cosine cost only).
+            precision: one of :data:`~puaudit_jax.ot.settings.COST_PRECISIONS`: the products behind the
+                cosine and squared Euclidean costs (a callable cost computes its own).
 
         Returns:
             The :class:`Geometry`.
 
         Raises:
-            ValueError: an unknown cost name.
+            ValueError: an unknown cost name or precision.
         """
+        if precision not in COST_PRECISIONS:
+            raise ValueError(f"cost precision must be one of {', '.join(COST_PRECISIONS)}; got {precision!r}")
         if callable(cost):
             kind, fn = "callable", cost
         elif cost in ("cosine", "sqeuclidean"):
@@ -111,7 +144,7 @@ class Geometry:
             raise ValueError(f"cost must be 'cosine', 'sqeuclidean', a callable or a matrix; got {cost!r}")
         if kind == "cosine" and not normalised:
             x, y = _normalise_rows(x), _normalise_rows(y)
-        geom = cls(x=x, y=y, matrix=None, kind=kind, fn=fn, block_size=block_size, split=split)
+        geom = cls(x=x, y=y, matrix=None, kind=kind, fn=fn, block_size=block_size, split=split, precision=precision)
         if block_size is None:
             geom = dataclasses.replace(geom, matrix=geom.cost_block(x, y))
         return geom
@@ -139,12 +172,23 @@ class Geometry:
         """Whether C is computed block by block (no materialised matrix)."""
         return self.matrix is None
 
+    def exact(self) -> Geometry:
+        """This geometry with its point costs at "highest" precision (itself when they are already, or given).
+
+        What a certificate evaluates: its bounds then hold for the true costs, not for the rounded ones
+        a faster precision solved with. A materialised matrix is computed again.
+        """
+        if self.precision == "highest" or self.kind in ("matrix", "callable"):
+            return self
+        geom = dataclasses.replace(self, precision="highest", matrix=None)
+        return geom if self.is_blocked else dataclasses.replace(geom, matrix=geom.cost_block(self.x, self.y))
+
     def cost_block(self, xb: jax.Array, yb: jax.Array) -> jax.Array:
-        """(bx, by) costs between row blocks of x and y."""
+        """(bx, by) costs between row blocks of x and y (their products at :attr:`precision`)."""
         if self.kind == "cosine":
-            return 1.0 - xb @ yb.T
+            return 1.0 - _inner(xb, yb, self.precision)
         if self.kind == "sqeuclidean":
-            return _sqeuclidean(xb, yb)
+            return _sqeuclidean(xb, yb, self.precision)
         if self.kind == "callable":
             return self.fn(xb, yb)
         raise ValueError("a precomputed-matrix geometry has no point clouds")

@@ -27,6 +27,8 @@ from puaudit_runtime.deprecation import UNSET, replace_deprecated, spelled  # no
 METHODS = ("auto", "sinkhorn", "exact")
 DTYPES = ("float32", "float64")
 EXACT_BACKENDS = ("emd", "highs")
+#: The products behind a cost computed from points (``geometry.py`` says what each means).
+COST_PRECISIONS = ("default", "highest", "bfloat16")
 
 
 def _positive_finite(what: str):
@@ -79,6 +81,7 @@ RULES = {
     "method": _one_of(METHODS),
     "dtype": _one_of(DTYPES),
     "exact_backend": _one_of(EXACT_BACKENDS),
+    "cost_precision": _one_of(COST_PRECISIONS),
     "epsilon": _positive_finite("cost units"),
     "tol": _positive_finite("L1 marginal error; inf would call any result converged"),
     "gap_tol": _optional(_positive_finite("cost units, or None")),

@@ -612,8 +612,11 @@ def _solve(solver: PartialSinkhorn, prob: PartialProblem, init: tuple | None) ->
 def with_certificate(prob: PartialProblem, out: SinkhornOutput) -> SinkhornOutput:
     """``out`` with the :class:`~puaudit_jax.ot.certificate.Certificate` of its potentials for ``prob``.
 
-    Its own program: a solve without a certificate and one with it share the solve's.
+    Its own program: a solve without a certificate and one with it share the solve's. The certificate
+    evaluates the costs at "highest" precision (:meth:`~puaudit_jax.ot.geometry.Geometry.exact`): its
+    bounds hold for the true problem whatever precision the solve's products ran at.
     """
+    prob = dataclasses.replace(prob, geom=prob.geom.exact())
     cert = certify(prob, *(jax.lax.stop_gradient(p) for p in (out.f, out.g, out.fd, out.gd)), out.epsilon)
     return dataclasses.replace(out, certificate=cert)
 

@@ -64,6 +64,10 @@ class SolveOptions:
       gap_tol: None, or stop only when the certified gap is <= gap_tol (cost units): while it is
         larger, solve again with epsilon / 4 from the last round's potentials (on one device or
         sharded), at most ``MAX_GAP_ROUNDS`` solves; the solver certifies then whatever its ``certify``.
+      cost_precision: the products x y^T behind a cosine or squared Euclidean cost computed from points
+        during the solve (:data:`~puaudit_jax.ot.settings.COST_PRECISIONS`: "default", "highest",
+        "bfloat16"); one device only. The certificate always evaluates the costs at "highest", so its
+        gap also bounds what a faster precision cost.
     """
 
     method: str = "auto"
@@ -73,6 +77,7 @@ class SolveOptions:
     return_plan: bool = True
     exact_backend: str = "emd"
     gap_tol: float | None = None
+    cost_precision: str = "default"
 
     def __post_init__(self):
         check_fields(self, [f.name for f in dataclasses.fields(self)])
@@ -131,10 +136,10 @@ def _violation(row, col, a, b, m) -> float:
 
 @functools.partial(
     jit,
-    static_argnames=("cost", "block_size", "with_plan"),
+    static_argnames=("cost", "block_size", "with_plan", "precision"),
     when=lambda x, y, *_, **__: compiles_fast(x.shape[0], y.shape[0]),
 )
-def run_points(x, y, a, b, m, init, solver, *, cost, block_size, with_plan):
+def run_points(x, y, a, b, m, init, solver, *, cost, block_size, with_plan, precision="default"):
     """The jitted single-device solve of a problem given by its points.
 
     One program per shape, cost, block size and static setting of ``solver``: its epsilon, tol and
@@ -151,11 +156,12 @@ def run_points(x, y, a, b, m, init, solver, *, cost, block_size, with_plan):
         cost: cost name of ``Geometry.from_points``, e.g. "cosine" (static).
         block_size: None (dense (n, k) cost) or the block size of the recomputed cost (static).
         with_plan: also return the (n, k) plan (static).
+        precision: the cost's products, one of :data:`~puaudit_jax.ot.settings.COST_PRECISIONS` (static).
 
     Returns:
         (SinkhornOutput, plan (n, k) or None).
     """
-    geom = Geometry.from_points(x, y, cost, block_size=block_size, normalised=True)
+    geom = Geometry.from_points(x, y, cost, block_size=block_size, normalised=True, precision=precision)
     out = solver(PartialProblem(geom, a, b, m), init=init)
     plan = geom.plan(out.f, out.g, out.epsilon) if with_plan else None
     return out, plan
@@ -308,6 +314,9 @@ def solve_partial(
         precision = np.float64 if dtype == "float64" or method == "exact" else None
         x, y = phase("normalisation", unit_rows, x, y, cost, dtype=precision)
     layout = layout_for(mesh)
+    if layout is not None and options.cost_precision != "default":
+        raise ValueError(f"cost_precision={options.cost_precision!r} applies to one-device solves; "
+                         "leave it 'default' with a mesh")  # fmt: skip
     if isinstance(cost, str) and cost == "sqeuclidean":
         check_sqeuclidean_range(x, y, "float64" if method == "exact" else dtype)
     if method == "exact":
@@ -353,7 +362,8 @@ def _sinkhorn(x, y, matrix, a, b, m, solver, options: SolveOptions, cost, layout
         if layout is not None:
             return sharded.solve(solver, x, y, a, b, m, layout, cost=cost, matrix=matrix, block_size=block,
                                  with_plan=with_plan, dtype=dtype, init=init)  # fmt: skip
-        return _solve_one_device(x, y, matrix, a, b, m, solver, cost, block, with_plan, dtype, init)
+        return _solve_one_device(x, y, matrix, a, b, m, solver, cost, block, with_plan, dtype, init,
+                                 options.cost_precision)  # fmt: skip
 
     out, plan = run(solver)
     rounds = 1
@@ -366,11 +376,13 @@ def _sinkhorn(x, y, matrix, a, b, m, solver, options: SolveOptions, cost, layout
     return dataclasses.replace(result, gap_met=gap_met, rounds=rounds), out
 
 
-def _solve_one_device(x, y, matrix, a, b, m, solver, cost, block_size, with_plan, dtype, init=None):
+def _solve_one_device(x, y, matrix, a, b, m, solver, cost, block_size, with_plan, dtype, init=None,
+                      precision="default"):  # fmt: skip
     """The single-device Sinkhorn solve: (SinkhornOutput of numpy arrays, plan or None).
 
-    ``init``: None or potentials (f, g, fd, gd) to start from. Inputs are cast on the host; the
-    certificate, when asked for, is a program of its own, so the solve's serves both.
+    ``init``: None or potentials (f, g, fd, gd) to start from; ``precision``: the cost's products during
+    the solve (the certificate's are "highest"). The certificate, when asked for, is a program of its
+    own, so the solve's serves both.
     """
     with jax.enable_x64(dtype == "float64"):
         x, y, matrix, a, b, m, init = phase("transfer", _on_device, dtype, x, y, matrix, a, b, m, init)
@@ -379,7 +391,7 @@ def _solve_one_device(x, y, matrix, a, b, m, solver, cost, block_size, with_plan
             out, plan = phase("iterations", _run_matrix, matrix, *args, with_plan=with_plan)
         else:
             out, plan = phase("iterations", run_points, x, y, *args, cost=cost, block_size=block_size,
-                              with_plan=with_plan)  # fmt: skip
+                              with_plan=with_plan, precision=precision)  # fmt: skip
         if solver.certify:
             points_cost = None if matrix is not None else cost  # a matrix ``cost`` is ``matrix``
             out = phase("certificate", _certified, x, y, matrix, *args[:3], out, cost=points_cost,
@@ -408,7 +420,7 @@ def _certified(x, y, matrix, a, b, m, out: SinkhornOutput, *, cost, block_size) 
     if matrix is not None:
         geom = Geometry.from_matrix(matrix)
     else:
-        geom = Geometry.from_points(x, y, cost, block_size=block_size, normalised=True)
+        geom = Geometry.from_points(x, y, cost, block_size=block_size, normalised=True, precision="highest")
     return with_certificate(PartialProblem(geom, a, b, m), out)
 
 
