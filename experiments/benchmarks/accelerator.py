@@ -26,7 +26,9 @@ every section: a run cut short keeps what it measured. Sections:
               tiles, O((n_P + n_U) d) memory).
   iteration   time per solver iteration (a long minus a short fixed-iteration run), dense and blocked,
               at 20k x 100k and at the largest dense problem ``memory`` found, against the streaming
-              bound of ``device``.
+              bound of ``device``; and the blocked mode at each cost precision ("default", "highest",
+              "bfloat16": ``SolveOptions.cost_precision``) against the matmul bound, with the gap
+              certified at full precision.
   extract     MiniLM's forward (probes.extract's jitted pooled forward) against PyTorch transformers
               on the same device, tokens per second at batch 64 / 256 and length 128 / 512, ours with
               each kind of attention (``probes.models.layers.ATTENTION_KINDS``: blocked, the CPU's,
@@ -233,8 +235,41 @@ def pls_worker(spec: dict) -> dict:
     return dict(rows=[run_case(n, d, 16, spec["reps"], seed=0) for n, d in spec["pls"]])
 
 
+def precision_worker(spec: dict) -> dict:
+    """Time per blocked iteration of ``solve_partial`` at each cost precision (``SolveOptions.cost_precision``).
+
+    Fixed iterations (tol 0): (t_long - t_short) / (it_long - it_short), the fastest of ``repeats``; and
+    the certified gap of a run to tol 1e-4 at each precision (the certificate is at "highest" always).
+    """
+    import jax
+
+    from experiments.benchmarks.ot import make_problem
+    from puaudit_jax.ot import PartialSinkhorn, SolveOptions, solve_partial
+
+    x, y = make_problem(spec["n"], spec["k"])
+
+    def run(precision, iters, tol=1e-30, certify=False):
+        solver = PartialSinkhorn(epsilon=EPS, tol=tol, max_iter=iters, certify=certify)
+        options = SolveOptions(method="sinkhorn", block_size=spec["block_size"], cost_precision=precision,
+                               return_plan=False)  # fmt: skip
+        return jax.block_until_ready(solve_partial(x, y, 0.7, solver, options))
+
+    rows = []
+    for precision in ("default", "highest", "bfloat16"):
+        for iters in (spec["short"], spec["short"] + spec["iters"]):
+            run(precision, iters)  # compiled
+        short, long_ = (best_seconds(lambda it=it, p=precision: run(p, it), spec["repeats"])
+                        for it in (spec["short"], spec["short"] + spec["iters"]))  # fmt: skip
+        solved = run(precision, 10_000, tol=1e-4, certify=True)
+        cert = solved.certificate
+        rows.append(dict(precision=precision, per_iter=(long_ - short) / spec["iters"], iterations=solved.iterations,
+                         converged=solved.converged, gap=cert.gap, upper=cert.upper))  # fmt: skip
+    return dict(n=spec["n"], k=spec["k"], rows=rows)
+
+
 def worker(spec: dict) -> dict:
-    kinds = dict(device=device_worker, memory=memory_worker, extract=extract_worker, pls=pls_worker)
+    kinds = dict(device=device_worker, memory=memory_worker, extract=extract_worker, pls=pls_worker,
+                 precision=precision_worker)  # fmt: skip
     return kinds[spec["kind"]](spec)
 
 
@@ -321,7 +356,7 @@ def section_iteration(cfg, state) -> str:
         print(f"  {mode:7s} {n}x{k}: " + (r.get("failed") or r.get("skipped") or
               f"{r['per_iter'] * 1e3:.2f} ms/iter"), flush=True)  # fmt: skip
     state["iteration"] = rows
-    lines = [f"Time per iteration (d {D}, float32, eps {EPS}, tol 0: fixed iterations; (t_long - t_short) / "
+    lines = [f"Time per iteration (d {D}, float32, eps {EPS}, tol 1e-30: fixed iterations; (t_long - t_short) / "
              "(it_long - it_short), fastest of 3):", "",
              "| n_P x n_U | mode | ms / iteration | streaming bound (ms) | x bound | peak (GiB) | compile (s) |",
              "|---|---|---|---|---|---|---|"]  # fmt: skip
@@ -333,7 +368,35 @@ def section_iteration(cfg, state) -> str:
         lines.append(f"| {r['n']}x{r['k']} | {r['mode']} | {r['per_iter'] * 1e3:.3g} | {fmt(b * 1e3 if b else None)} "
                      f"| {fmt(r['per_iter'] / b if b else None, '.2f')} | {r['peak_per_device'] / GiB:.1f} | "
                      f"{r['compile_s']:.1f} |")  # fmt: skip
-    return "\n".join(lines)
+    return "\n".join(lines + _precision_table(cfg, state))
+
+
+def _precision_table(cfg, state) -> list[str]:
+    """The blocked mode at each cost precision (:func:`precision_worker`) against the matmul bound.
+
+    The bound: two recomputed cost products per iteration, 2 x 2 n k d FLOP, at the device section's
+    float32 matmul rate ("highest" for "highest", the default rate otherwise).
+    """
+    n, k = cfg["iteration"][0]
+    spec = dict(kind="precision", n=n, k=k, block_size=256, short=2, iters=4, repeats=2)
+    r = run_worker(MODULE, spec, timeout=cfg["timeout"])
+    state["precision"] = r
+    if "failed" in r:
+        return ["", f"cost precision: failed: {r['failed']}"]
+    device = state.get("device", {})
+    lines = ["", f"The blocked mode at each cost precision (`SolveOptions.cost_precision`), {n} x {k}, d {D}: time "
+             "per iteration against two cost products' FLOPs at the device's float32 matmul rate; the gap "
+             "certified at full precision after a solve to tol 1e-4:", "",
+             "| precision | ms / iteration | matmul bound (ms) | x bound | iterations | certified gap |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    flop = 2 * 2 * n * k * D
+    for row in r["rows"]:
+        rate = device.get("matmul_highest_tflops" if row["precision"] == "highest" else "matmul_default_tflops")
+        bound = flop / (rate * 1e12) if rate else None
+        lines.append(f"| {row['precision']} | {row['per_iter'] * 1e3:.3g} | {fmt(bound * 1e3 if bound else None)} | "
+                     f"{fmt(row['per_iter'] / bound if bound else None, '.2f')} | {row['iterations']} | "
+                     f"{row['gap']:.3g} |")  # fmt: skip
+    return lines
 
 
 def section_extract(cfg, state) -> str:
