@@ -53,7 +53,16 @@ def contrast(k: int) -> np.ndarray:
 
 
 def design(model_a, model_b, models: list[str]) -> np.ndarray:
-    """X (R, K-1): row i is (e_{a_i} - e_{b_i}) C for the comparison of model_a[i] and model_b[i]."""
+    """The Bradley-Terry design matrix in the sum-to-zero parametrisation.
+
+    Args:
+        model_a: (R,) the A side's model of each comparison.
+        model_b: (R,) the B side's model.
+        models: the K models, in the order of the strengths.
+
+    Returns:
+        X (R, K-1): row i is (e_{a_i} - e_{b_i}) C, C the :func:`contrast` (K, K-1).
+    """
     index = {m: k for k, m in enumerate(models)}
     onehot = np.zeros((len(model_a), len(models)))
     rows = np.arange(len(model_a))
@@ -63,7 +72,16 @@ def design(model_a, model_b, models: list[str]) -> np.ndarray:
 
 
 def scored_models(model_a, model_b, labelled) -> tuple[list[str], list[str]]:
-    """(models with >= MIN_LABELLED labelled comparisons, the rest), each sorted."""
+    """The models with enough labelled comparisons to be scored, and the rest.
+
+    Args:
+        model_a: (R,) the A side's model of each comparison.
+        model_b: (R,) the B side's model.
+        labelled: (R,) bool, the comparisons with a human label.
+
+    Returns:
+        (models with >= MIN_LABELLED labelled comparisons, the rest), each sorted.
+    """
     seen = pd.Series(np.concatenate([model_a, model_b])).value_counts()
     counts = pd.Series(np.concatenate([model_a[labelled], model_b[labelled]])).value_counts()
     counts = counts.reindex(seen.index, fill_value=0)
@@ -84,7 +102,16 @@ def _coefficient(fit: MFit, k: int, estimator: str, level: float, fits) -> Estim
 
 
 def centred(theta: np.ndarray, cov: np.ndarray, anchor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Strengths (K,) and covariance (K, K) shifted so that the ``anchor`` models (K,) bool average 0."""
+    """Strengths and their covariance shifted so that the ``anchor`` models average 0.
+
+    Args:
+        theta: (K,) strengths, in nats.
+        cov: (K, K) their covariance.
+        anchor: (K,) weights, 1.0 for an anchor model and 0.0 otherwise.
+
+    Returns:
+        (theta (K,), cov (K, K)) after the shift.
+    """
     shift = np.eye(len(theta)) - np.outer(np.ones(len(theta)), anchor / anchor.sum())
     return shift @ theta, shift @ cov @ shift.T
 
@@ -93,8 +120,18 @@ def elo_estimates(fit: MFit, models: list[str], estimator: str, level: float, n:
                   anchor: list[str] | None = None) -> list:  # fmt: skip
     """(model, Estimate) on the Elo scale for every model of a converged fit, with its rank-set.
 
-    ``anchor``: the models that average 1000 (default: all of ``models``), so that a fit over more models
-    shares the scale of the fits over these.
+    Args:
+        fit: the converged fit (its K-1 coefficients in the :func:`contrast` parametrisation).
+        models: the K models of the fit.
+        estimator: the estimator's name (e.g. ``human only``).
+        level: coverage of the intervals and of the simultaneous rank-sets, in (0, 1).
+        n: labelled comparisons, reported.
+        n_unl: unlabelled comparisons, reported.
+        anchor: the models that average 1000 Elo (None: all of ``models``), so that a fit over more
+            models shares the scale of the fits over these.
+
+    Returns:
+        [(model, Estimate in Elo points)] for the K models; not estimable where an interval has no width.
     """
     c = contrast(len(models))
     theta, cov = c @ fit.theta, c @ fit.cov @ c.T
@@ -123,7 +160,16 @@ def _human_graph_problem(model_a, model_b, y, models: list[str]) -> str:
 
 
 def components(model_a, model_b, models: list[str]) -> list[list[str]]:
-    """The groups of ``models`` linked by comparisons (connected components of the comparison graph), sorted."""
+    """The groups of ``models`` linked by comparisons (connected components of the comparison graph), sorted.
+
+    Args:
+        model_a: (R,) the A side's model of each comparison.
+        model_b: (R,) the B side's model.
+        models: the models (every model of ``model_a`` and ``model_b`` among them).
+
+    Returns:
+        The groups, each a sorted list of models.
+    """
     index = {m: k for k, m in enumerate(models)}
     a, b = [index[m] for m in model_a], [index[m] for m in model_b]
     graph = csr_matrix((np.ones(len(a)), (a, b)), shape=(len(models), len(models)))
