@@ -311,8 +311,8 @@ def solve_partial(
     method, dtype = options.method, options.dtype
     x, y, matrix, a, b, m = phase("validation", validate, x, y, m, a=a, b=b, cost=cost, dtype=np.float64)
     if matrix is None:  # float32 points stay float32 unless the solve is in float64
-        precision = np.float64 if dtype == "float64" or method == "exact" else None
-        x, y = phase("normalisation", unit_rows, x, y, cost, dtype=precision)
+        unit_dtype = np.float64 if dtype == "float64" or method == "exact" else None
+        x, y = phase("normalisation", unit_rows, x, y, cost, dtype=unit_dtype)
     layout = layout_for(mesh)
     if layout is not None and options.cost_precision != "default":
         raise ValueError(f"cost_precision={options.cost_precision!r} applies to one-device solves; "
