@@ -63,7 +63,7 @@ def synthetic(rows: int, models: int, labelled: float, seed: int) -> pd.DataFram
                          "model_a": names[a], "model_b": names[b]})  # fmt: skip
 
 
-def _linked(a: np.ndarray, b: np.ndarray, keep: np.ndarray, k: int) -> np.ndarray:
+def linked(a: np.ndarray, b: np.ndarray, keep: np.ndarray, k: int) -> np.ndarray:
     """(S,) whether the kept (S, n) comparisons of models a, b (n,) (codes < k) link every model."""
     edges = np.zeros((len(a), k, k))
     edges[np.arange(len(a)), a, b] = edges[np.arange(len(a)), b, a] = 1
@@ -93,7 +93,7 @@ def brute_force(table: pd.DataFrame, upto: int) -> int | None:
         keep[np.arange(len(subsets))[:, None], subsets] = False
         beta, _, _, ok = ppi_logistic_splits(X, y, y, keep, np.zeros_like(keep), lam=0.0)
         theta = beta @ c.T
-        ok = ok & (np.abs(beta).max(1) < 30) & _linked(a, b, keep, len(models))
+        ok = ok & (np.abs(beta).max(1) < 30) & linked(a, b, keep, len(models))
         if (ok & (np.delete(theta, leader, 1).max(1) >= theta[:, leader] - 1e-9)).any():
             return size
     return None

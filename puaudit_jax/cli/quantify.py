@@ -199,7 +199,8 @@ def _table_text(frame, run_folder: str) -> str:
         notes = frame["note"].fillna("")
         cut = bool((notes.map(len) > NOTE_WIDTH).any())
         notes = notes.map(lambda n: n if len(n) <= NOTE_WIDTH else n[: NOTE_WIDTH - 3] + "...")
-        frame = frame.assign(note=notes.map(lambda n: n.ljust(max(notes.map(len).max(), len("note")))))
+        width = max(notes.map(len).max(), len("note"))  # once, not per row
+        frame = frame.assign(note=notes.map(lambda n: n.ljust(width)))
     shown = frame.head(PRINTED_ROWS).to_string(index=False, float_format="{:.4f}".format)
     shown = "\n".join(line.rstrip() for line in shown.splitlines())
     more = len(frame) - PRINTED_ROWS

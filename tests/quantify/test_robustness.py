@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from experiments.reproductions.robustness import linked  # every model still linked: the brute forces share it
 from puaudit_jax.cli.main import main
 from puaudit_jax.quantify import HUMAN_ONLY, JUDGE_ONLY, PPI, quantify
 
@@ -50,19 +51,7 @@ def _bt_batch(a, b, y, keep, k, steps=30):
         beta = np.clip(beta - delta, -60, 60)
         step = np.abs(delta).max(1)
     theta = np.hstack([np.zeros((s, 1)), beta])
-    return theta, (step < 1e-8) & (np.abs(theta - theta.mean(1, keepdims=True)).max(1) < 30) & _linked(a, b, keep, k)
-
-
-def _linked(a, b, keep, k):
-    """(S,) whether the kept comparisons of each row connect all k models (k rounds of reachability)."""
-    edges = np.zeros((len(a), k, k))
-    edges[np.arange(len(a)), a, b] = edges[np.arange(len(a)), b, a] = 1
-    adjacent = np.einsum("sn,nij->sij", keep, edges) > 0
-    reach = np.zeros((keep.shape[0], k), bool)
-    reach[:, 0] = True
-    for _ in range(k):
-        reach = reach | np.einsum("si,sij->sj", reach, adjacent)
-    return reach.all(1)
+    return theta, (step < 1e-8) & (np.abs(theta - theta.mean(1, keepdims=True)).max(1) < 30) & linked(a, b, keep, k)
 
 
 def _human_arrays(table):
