@@ -475,12 +475,16 @@ def _check_finite(A: np.ndarray, name: str) -> np.ndarray:
     bad = ~np.isfinite(A)
     if bad.any():
         idx = np.argwhere(bad)[0]
-        what = "NaN" if np.isnan(A[tuple(idx)]) else "infinity"
-        raise ValueError(
-            f"{name} contains {what} (first at index {tuple(int(i) for i in idx)}); "
-            f"{int(bad.sum())} non-finite entries in total"
-        )
+        _raise_nonfinite(name, bool(np.isnan(A[tuple(idx)])), idx, int(bad.sum()))
     return A
+
+
+def _raise_nonfinite(name: str, nan: bool, idx, count: int):
+    """The ValueError of non-finite input: `name`, NaN or infinity at index `idx` first, `count` in total."""
+    raise ValueError(
+        f"{name} contains {'NaN' if nan else 'infinity'} (first at index {tuple(int(i) for i in idx)}); "
+        f"{count} non-finite entries in total"
+    )
 
 
 def _power_of_two(top):
@@ -556,6 +560,118 @@ def _to_compute(Z: np.ndarray, dtype, name: str, pad_columns: bool = True) -> np
             f"(max |value| {np.abs(Z).max():.3g}); use scale=True or rescale {name}"
         )
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Device-side standardisation (float32 input, float32 compute)
+
+
+def _pow2_floor(top):
+    """2**floor(log2(top)) of float32 top (p,) >= 0, exactly (top's exponent bits); 1 where top == 0.
+
+    A subnormal top gets 2**-126 (the smallest normal power of two), so dividing by it never overflows.
+    """
+    bits = lax.bitcast_convert_type(top, jnp.int32) & 0x7F800000
+    p = lax.bitcast_convert_type(bits, jnp.float32)
+    return jnp.where(top == 0, jnp.float32(1), jnp.where(bits == 0, jnp.finfo(jnp.float32).tiny, p))
+
+
+def _column_sum(A, blocked: bool):
+    """Column sums (p,) of A (m, p); `blocked`: in two levels, blocks of ~sqrt(m) rows, then the block sums.
+
+    The blocks bound float32 rounding by ~2 sqrt(m) ulps instead of m when the backend sums rows in order.
+    """
+    m = A.shape[0]
+    b = min(1 << (max(0, (m - 1).bit_length()) + 1) // 2, m & -m) if blocked and m > 0 else 1
+    if b <= 1:
+        return A.sum(axis=0)
+    return A.reshape(m // b, b, A.shape[1]).sum(axis=1).sum(axis=0)
+
+
+@functools.partial(jax.jit, static_argnames=("scale", "rows", "cols", "sharding"))
+def _device_standardize(X, *, scale: bool, rows: int, cols: int, sharding=None):
+    """`_host_standardize` and `_to_compute` for float32 X (n, d), in one float32 program on X's device.
+
+    Each column is divided by the power of two p below its largest ``|value|`` (exact), so its squares
+    neither overflow nor vanish. The mean is a blocked sum, corrected by the mean of the centred column
+    (its sum and sum of squares in one pass: the corrected two-pass algorithm of Chan, Golub and
+    LeVeque), the std ddof=1. Exactly-constant columns become exactly 0 with std 1 and their value as
+    mean. Without `scale`, X far outside [2**-40, 2**40] is divided by one power of two s. The result
+    is padded with zeros to (rows, cols), row-sharded by `sharding` (a NamedSharding; None: one device).
+
+    Args:
+        X: (n, d) float32, finite (checked: ``finite``).
+        scale: divide by the std.
+        rows: the padded number of rows, >= n (zero rows appended).
+        cols: the padded number of columns, >= d (zero columns appended).
+        sharding: None, or the NamedSharding of the result's rows over a mesh.
+
+    Returns:
+        dict: z (rows, cols) float32 standardised; mean_b, corr, std_b, p (d,) float32, constant (d,)
+        bool; so that (in float64, on the host) mean = (mean_b + corr) p and, with `scale`, std = std_b p
+        (1 for constant columns), without it std = std_b (all s); finite (bool: X has no NaN / inf;
+        else the rest is meaningless).
+    """
+    n, d = X.shape
+    top = jnp.max(jnp.abs(X), axis=0)  # NaN / inf propagate: the finite check
+    constant = jnp.max(X, axis=0) == jnp.min(X, axis=0)
+    p = _pow2_floor(top)
+    real = (jnp.arange(rows) < n)[:, None]
+    B = jnp.pad(X / p, ((0, rows - n), (0, 0)))  # zero rows add nothing to the sums
+    blocked = sharding is None
+    mean_b = jnp.where(constant, B[0], _column_sum(B, blocked) / n)  # a constant column's mean: its value
+    Bc = jnp.where(real & ~constant, B - mean_b, 0.0)
+    corr_sum, ss = _column_sum(Bc, blocked), _column_sum(Bc * Bc, blocked)  # one pass
+    corr = corr_sum / n
+    Bc = jnp.where(real & ~constant, Bc - corr, 0.0)
+    if scale:
+        std_b = jnp.sqrt(jnp.maximum(ss - corr_sum * corr, 0.0) / (n - 1))  # Chan, Golub and LeVeque's correction
+        std_b = jnp.where(constant | (std_b == 0), jnp.float32(1), std_b)
+        Z = Bc / std_b
+    else:
+        big = jnp.max(top)
+        s = jnp.where((big > 0) & ((big < 2.0**-40) | (big > 2.0**40)), _pow2_floor(big), jnp.float32(1))
+        std_b = jnp.full(d, s)
+        Z = Bc * (p / s)
+    Z = jnp.pad(Z, ((0, 0), (0, cols - d)))
+    if sharding is not None:
+        Z = lax.with_sharding_constraint(Z, sharding)
+    return dict(z=Z, mean_b=mean_b, corr=corr, std_b=std_b, p=p, constant=constant, finite=jnp.all(jnp.isfinite(top)))
+
+
+@jax.jit
+def _first_nonfinite(X):
+    """Of X (n, d) with a NaN / inf: (the count of them, the first one's (row, column), whether it is NaN)."""
+    bad = ~jnp.isfinite(X)
+    i = jnp.argmax(bad.any(axis=1))
+    j = jnp.argmax(bad[i])
+    return jnp.sum(bad, dtype=jnp.int32), jnp.stack([i, j]), jnp.isnan(X[i, j])
+
+
+def _standardize_on_device(X, scale: bool, mesh, name: str = "X"):
+    """float32 X (n, d) (numpy or a JAX array) standardised on the device: the float32 path of `fit`.
+
+    Returns:
+        (Z (bucket rows, bucket columns) float32 on the device(s), mean (d,) float64, std (d,) float64),
+        as `_host_standardize` followed by `_to_compute` and `_on_devices`, so that X = Z * std + mean.
+
+    Raises:
+        ValueError: NaN / inf in X, the first index and the count named (as `_check_finite`).
+    """
+    n, d = X.shape
+    rows = _bucket(n) if mesh is None else pad_to_multiple(_bucket(n), mesh.size)
+    sharding = None if mesh is None else NamedSharding(mesh, PartitionSpec(data_axes(mesh), None))
+    X = jax.device_put(X) if isinstance(X, np.ndarray) else X  # (faster than jit's own transfer on CPU)
+    r = _device_standardize(X, scale=bool(scale), rows=rows, cols=_bucket(d), sharding=sharding)
+    if not bool(r["finite"]):
+        count, idx, nan = _first_nonfinite(X)
+        _raise_nonfinite(name, bool(nan), np.asarray(idx), int(count))
+    p = np.asarray(r["p"], np.float64)
+    mean = (np.asarray(r["mean_b"], np.float64) + np.asarray(r["corr"], np.float64)) * p
+    std = np.asarray(r["std_b"], np.float64)
+    if scale:
+        std = np.where(np.asarray(r["constant"]), 1.0, std * p)
+    return r["z"], mean, std
 
 
 def _check_params(est) -> None:
@@ -653,16 +769,26 @@ class PLSRegression(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regressor
         return tags
 
     # fit --------------------------------------------------------------------------------------
-    def _validate_fit_data(self, X, y):
-        """(X (n, d), y (n,) or (n, q)) float64, validated; ValueError / TypeError as sklearn's."""
+    def _validate_fit_data(self, X, y, dt):
+        """(X (n, d), y (n,) or (n, q)) validated; ValueError / TypeError as sklearn's.
+
+        X is float64 numpy, except with the float32 compute dtype `dt`: then float32 X (numpy, or a
+        2-d float32 JAX array, left on its device) stays float32, and its NaN / inf check is left
+        to `_standardize_on_device`. y is numpy, checked here.
+        """
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
         check_consistent_length(X, y)
-        X, y = validate_data(
-            self, X, y, dtype=np.float64, multi_output=True, y_numeric=True, ensure_min_samples=2,
+        on_device = dt == np.float32 and isinstance(X, jax.Array) and X.dtype == jnp.float32 and X.ndim == 2
+        # a JAX array is validated as a zero-stride stand-in of its shape: no copy to the host
+        stand_in = np.broadcast_to(np.float32(0), X.shape) if on_device else X
+        dtypes = [np.float64, np.float32] if dt == np.float32 else np.float64
+        Xv, y = validate_data(
+            self, stand_in, y, dtype=dtypes, multi_output=True, y_numeric=True, ensure_min_samples=2,
             ensure_all_finite=False,
         )  # fmt: skip
-        return _check_finite(X, "X"), _check_finite(y, "y")
+        X = X if on_device else Xv
+        return (X if X.dtype == np.float32 else _check_finite(X, "X")), _check_finite(y, "y")
 
     def fit(self, X, y):
         """Fit the model.
@@ -682,17 +808,21 @@ class PLSRegression(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regressor
         _check_params(self)
         dt = _dtype(self.dtype)
         mesh = _local_mesh(self.mesh)
-        X, y = self._validate_fit_data(X, y)
+        X, y = self._validate_fit_data(X, y, dt)
         n, d = X.shape
         k = int(self.n_components)
         if k > min(n, d):
             raise ValueError(f"`n_components` upper bound is {min(n, d)}. Got {k} instead. Reduce `n_components`.")
         self._predict_1d = y.ndim == 1
         Y = y.reshape(n, -1)
-        Zx, self._x_mean, self._x_std = _host_standardize(X, bool(self.scale), "X")
-        Zy, self._y_mean, self._y_std = _host_standardize(Y, bool(self.scale), "y")
+        if X.dtype == np.float32:  # float32 input and compute: X is standardised on the device
+            Zx, self._x_mean, self._x_std = _standardize_on_device(X, bool(self.scale), mesh)
+        else:
+            Zx, self._x_mean, self._x_std = _host_standardize(X, bool(self.scale), "X")
+            Zx = _on_devices(_to_compute(Zx, dt, "X"), mesh)
+        Zy, self._y_mean, self._y_std = _host_standardize(Y.astype(np.float64), bool(self.scale), "y")
         r = pls_fit(
-            _on_devices(_to_compute(Zx, dt, "X"), mesh),
+            Zx,
             _on_devices(_to_compute(Zy, dt, "y", pad_columns=False), mesh),
             k,
             capacity=_capacity(k),

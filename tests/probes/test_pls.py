@@ -279,3 +279,116 @@ def test_a_model_pickled_before_the_sklearn_estimator_still_predicts():
     old.__setstate__(state)
     np.testing.assert_allclose(old.predict(X), pls.predict(X), rtol=1e-12)
     assert old.compute_dtype_ == pls.compute_dtype_ and old.get_feature_names_out().tolist()[-1] == "plsregression1"
+
+
+# ---------------------------------------------------------------------------------------------
+# float32 input with the float32 compute dtype: standardised on the device
+
+
+def _f32_data(n=600, d=24, q=1, seed=3):
+    """float32 X (n, d) with offsets up to 1e4 (std ~1) and scales 0.5..5; y (n,) or (n, q) float64."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * rng.uniform(0.5, 5, d) + rng.normal(0, 3, d)
+    X[:, 0] += 1e4  # a float32 mean taken as one running sum would be off by ~n ulps of 1e4
+    Y = X @ rng.normal(size=(d, q)) + rng.normal(size=(n, q))
+    return X.astype(np.float32), (Y[:, 0] if q == 1 else Y)
+
+
+@pytest.fixture
+def x_on_host(monkeypatch):
+    """The names (X / y) standardised by the host float64 path during the test."""
+    import probes.pls as pls
+
+    names = []
+    host = pls._host_standardize
+
+    def spy(A, scale, name):
+        names.append(name)
+        return host(A, scale, name)
+
+    monkeypatch.setattr(pls, "_host_standardize", spy)
+    return names
+
+
+@pytest.mark.parametrize("scale", [True, False])
+@pytest.mark.parametrize("q", [1, 3])
+def test_float32_input_is_standardised_on_the_device_and_predicts_as_the_float64_path(scale, q, x_on_host):
+    X, y = _f32_data(q=q)
+    X64 = X.astype(np.float64)
+    ref = PLSRegression(4, scale=scale, dtype="float64").fit(X64, y)
+    assert x_on_host == ["X", "y"]  # float64 input: the host path
+    for Xin in (X, jax.numpy.asarray(X)):
+        x_on_host.clear()
+        ours = PLSRegression(4, scale=scale, dtype="float32").fit(Xin, y)
+        assert x_on_host == ["y"]  # X went to the device
+        assert ours.compute_dtype_ == np.float32 and ours.coef_.dtype == ours._x_mean.dtype == np.float64
+        assert ours.n_features_in_ == 24 and not hasattr(ours, "feature_names_in_")
+        np.testing.assert_allclose((ours._x_mean - ref._x_mean) / ref._x_std, 0, atol=1e-5)
+        np.testing.assert_allclose(ours._x_std, ref._x_std, rtol=1e-5)
+        np.testing.assert_allclose(ours.predict(X64), ref.predict(X64), rtol=0, atol=1e-4 * np.std(y))
+        np.testing.assert_allclose(ours.x_scores_, ref.x_scores_, rtol=0, atol=1e-4 * np.abs(ref.x_scores_).max())
+
+
+def test_float32_dataframe_keeps_its_feature_names_and_is_standardised_on_the_device(x_on_host):
+    pd = pytest.importorskip("pandas")
+    X, y = _f32_data(d=5)
+    frame = pd.DataFrame(X, columns=list("abcde"))
+    ours = PLSRegression(2, dtype="float32").fit(frame, y)
+    assert x_on_host == ["y"] and ours.feature_names_in_.tolist() == list("abcde")
+    with pytest.raises(ValueError, match="X has 4 features, but PLSRegression is expecting 5"):
+        ours.predict(X[:, :4])
+
+
+@pytest.mark.parametrize("as_jax", [False, True])
+def test_float32_nan_and_inf_are_named_by_their_first_index(as_jax):
+    X, y = _f32_data(n=50, d=6)
+    X[7, 4], X[30, 1], X[31, 0] = np.nan, np.inf, -np.inf
+    Xin = jax.numpy.asarray(X) if as_jax else X
+    with pytest.raises(ValueError, match=r"X contains NaN \(first at index \(7, 4\)\); 3 non-finite entries in total"):
+        PLSRegression(2, dtype="float32").fit(Xin, y)
+    X[7, 4] = 1.0
+    with pytest.raises(ValueError, match=r"X contains infinity \(first at index \(30, 1\)\); 2 non-finite"):
+        PLSRegression(2, dtype="float32").fit(jax.numpy.asarray(X) if as_jax else X, y)
+
+
+def test_float32_columns_of_1e20_and_1e_20_fit_like_the_ordinary_columns(x_on_host):
+    """float32 holds 1e20 and 1e-20, not their squares (overflow, underflow): the per-column power of two."""
+    X, y = _f32_data(n=300, d=8)
+    X[:, 0] -= 1e4  # ordinary offsets
+    ref = PLSRegression(3, dtype="float32").fit(X, y)
+    Xs = X.copy()
+    Xs[:, 2] *= np.float32(1e20)
+    Xs[:, 5] *= np.float32(1e-20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # neither a rank nor an overflow warning
+        ours = PLSRegression(3, dtype="float32").fit(Xs, y)
+    assert "X" not in x_on_host
+    np.testing.assert_allclose(ours.predict(Xs), ref.predict(X), rtol=0, atol=1e-4 * np.std(y))
+    np.testing.assert_allclose(ours.coef_[:, [2, 5]] * [1e20, 1e-20], ref.coef_[:, [2, 5]], rtol=1e-4)
+    np.testing.assert_allclose(ours._x_std[[2, 5]] / [1e20, 1e-20], ref._x_std[[2, 5]], rtol=1e-6)
+
+
+@pytest.mark.parametrize("factor", [1e30, 1e-30])
+def test_float32_input_without_scaling_is_equivariant_at_extreme_magnitudes(factor):
+    X, y = _f32_data(n=300, d=8)
+    X[:, 0] -= 1e4
+    ref = PLSRegression(3, scale=False, dtype="float32").fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ours = PLSRegression(3, scale=False, dtype="float32").fit(X * np.float32(factor), y * factor)
+    np.testing.assert_allclose(ours.predict(X * np.float32(factor)) / factor, ref.predict(X), atol=1e-4 * np.std(y))
+
+
+def test_float32_constant_columns_get_exact_zero_weights_and_std_one(x_on_host):
+    X, y = _f32_data(n=100, d=6)
+    X[:, 2] = np.float32(0.1)  # not a power of two: its mean is rounded, its centred column must still be 0
+    X[:, 4] = 0.0
+    X64 = X.astype(np.float64)
+    ours = PLSRegression(3, dtype="float32").fit(X, y)
+    ref = PLSRegression(3, dtype="float64").fit(X64, y)
+    assert x_on_host == ["y", "X", "y"]
+    for j in (2, 4):
+        assert np.all(ours.x_weights_[j] == 0) and np.all(ours.x_loadings_[j] == 0) and np.all(ours.coef_[:, j] == 0)
+        assert ours._x_std[j] == 1.0
+    assert ours._x_mean[4] == 0.0 and ours._x_mean[2] == pytest.approx(X64[0, 2], rel=1e-7)
+    np.testing.assert_allclose(ours.predict(X64), ref.predict(X64), rtol=0, atol=1e-4 * np.std(y))
