@@ -39,14 +39,27 @@ arrays have a static capacity (a multiple of 8), so one compilation serves n_com
 given (n, d, q). Rotations, predict and transform are small or single matmuls, done in numpy.
 
 Precision: the fit computes in float64 when JAX's x64 mode is on (`jax.enable_x64(True)`), else
-float32; `dtype` overrides (float64 needs x64). The centring and scaling are done first, on the host
-in float64 (as sklearn), each column divided by a power of two near its largest ``|value|`` while its
-moments are taken, so a column of 1e20 or 1e-20 among columns of 1 loses nothing in float32 and
-values of 1e300 or 1e-300 (whose squares over- or underflow) fit like the unscaled data (sklearn
-itself fails there). Without `scale`, X (and y) far outside [2**-40, 2**40] is divided by one power
-of two (the fit is equivariant under it). The standardised arrays are zero-padded to shape buckets
-(zero rows and columns change nothing), so nearby shapes share one compilation. Fitted attributes
-are float64; predict / transform return their input's float dtype (float64 for integer input).
+float32; `dtype` overrides (float64 needs x64). The centring and scaling are done first, each column
+divided by a power of two near its largest ``|value|`` while its moments are taken, so a column of
+1e20 or 1e-20 among columns of 1 loses nothing in float32 and values of 1e300 or 1e-300 (whose
+squares over- or underflow) fit like the unscaled data (sklearn itself fails there). Without
+`scale`, X (and y) far outside [2**-40, 2**40] is divided by one power of two (the fit is
+equivariant under it). Where that happens:
+
+* float32 X (numpy, or a JAX array, which stays on its device) with the float32 compute dtype: on
+  the device, in float32, in one jitted program before the fit (`_device_standardize`): the NaN /
+  inf check (max ``|value|`` per column; the first bad index is then found on the device), the
+  power-of-two prescaling, the mean (blocked sums with a correction pass: the corrected two-pass
+  algorithm) and the ddof=1 std. No float64 copy of X is made; the means and stds are returned in
+  float64 (mean = the float32 mean plus its float32 correction, added in float64). A float32 column
+  is within float32's range by definition, and the prescaling keeps its squares in range.
+* any other X (float64, integers, a float64 compute dtype): on the host in float64 (as sklearn),
+  the results to ~1e-10 of sklearn's.
+* y (n, q) always on the host in float64 (q / d of X's cost).
+
+The standardised arrays are zero-padded to shape buckets (zero rows and columns change nothing), on
+the device for the float32 path, so nearby shapes share one compilation. Fitted attributes are
+float64; predict / transform return their input's float dtype (float64 for integer input).
 
 Bad input and degenerate cases (documented behaviour):
 
@@ -390,7 +403,8 @@ def pls_fit(
             (zero rows appended up to a multiple of mesh.size).
         n_rows: the samples are the first n_rows rows (default N); rows past them are padding,
             ignored (only with a mesh).
-        standardized: X and Y are already centred (and scaled), e.g. by the host in float64, with
+        standardized: X and Y are already centred (and scaled), by the host in float64 or by
+            `_device_standardize` in float32, with
             padding rows exactly 0; then ``scale`` is ignored and the returned means / stds are 0 / 1.
 
     Returns:
@@ -431,7 +445,7 @@ def _rotations(W, P, C, Q, x_std, y_std, eps: float):
 
 
 # ---------------------------------------------------------------------------------------------
-# Input checks and host-side standardisation (float64)
+# Input checks and host-side standardisation (float64; float32 X: on the device, below)
 
 
 def _dtype(dtype):
@@ -714,9 +728,11 @@ class PLSRegression(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regressor
     ``sklearn.utils.estimator_checks.check_estimator`` and works with ``clone``, ``Pipeline`` and
     ``GridSearchCV``. Inputs are validated by sklearn (``validate_data``): sparse, complex and
     non-numeric data are refused, ``predict`` / ``transform`` check the number of features and raise
-    ``NotFittedError`` before ``fit``. Centring and scaling are done on the host in float64, then the
-    NIPALS fit runs in the compute dtype; the fitted attributes are float64 and ``predict`` /
-    ``transform`` return the float dtype of their input (float64 for integer input).
+    ``NotFittedError`` before ``fit``. Centring and scaling of X are done on the device in float32 (one
+    jitted program, no float64 copy) when X is float32 (numpy or a JAX array) and the compute dtype is
+    float32; otherwise on the host in float64 (y always on the host in float64). Then the NIPALS fit
+    runs in the compute dtype; the fitted attributes are float64 and ``predict`` / ``transform``
+    return the float dtype of their input (float64 for integer input).
 
     Args:
         n_components: number of components k, 1 <= k <= min(n_samples, n_features) (else ValueError,
@@ -794,7 +810,8 @@ class PLSRegression(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regressor
         """Fit the model.
 
         Args:
-            X: (n, d) inputs (array-like, dense, real numbers).
+            X: (n, d) inputs (array-like, dense, real numbers); float32 X (numpy, or a JAX array, which
+                stays on its device) with the float32 compute dtype is standardised on the device.
             y: (n,) or (n, q) targets.
 
         Returns:

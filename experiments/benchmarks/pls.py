@@ -6,8 +6,10 @@
 For every (n, d): synthetic low-rank regression data (float64), PLS1 with 16 components.
 sklearn: one timed fit. Ours: the first fit (jit compilation included) and the median of the next
 `--repeats` fits, in float64 (JAX x64) and float32. Predictions are compared on held-out rows
-(max |ours - sklearn|, relative to the std of y). Prints the ratios side by side and writes
-results/bench_pls.json (+ .csv) atomically. A script, not a test: no timed assertions.
+(max |ours - sklearn|, relative to the std of y). With `--float32-input`, the float32 fits get X cast
+to float32 (then standardised on the device, not on the host in float64), the held-out X too.
+Prints the ratios side by side and writes results/bench_pls.json (+ .csv) atomically. A script, not
+a test: no timed assertions.
 
 With `--devices` / `--mesh` (puaudit_runtime.mesh.make_mesh) every fit of ours is also run row-sharded on
 that mesh (`PLSRegression(mesh=...)`), the single-device and mesh fits timed in turn; the table
@@ -43,9 +45,10 @@ def make_data(n: int, d: int, seed: int, rank: int = 32):
     return X[:n], y[:n], X[n:], y[n:]
 
 
-def run_case(n: int, d: int, k: int, repeats: int, seed: int, mesh=None) -> dict:
+def run_case(n: int, d: int, k: int, repeats: int, seed: int, mesh=None, float32_input: bool = False) -> dict:
     """One (n, d): sklearn, ours in float64 and float32 and, with a `mesh`, ours row-sharded on it
-    (each repeat times the single-device fit, then the mesh fit)."""
+    (each repeat times the single-device fit, then the mesh fit); `float32_input`: the float32 fits
+    get float32 X."""
     from sklearn.cross_decomposition import PLSRegression as SkPLS
 
     X, y, Xt, yt = make_data(n, d, seed)
@@ -54,14 +57,19 @@ def run_case(n: int, d: int, k: int, repeats: int, seed: int, mesh=None) -> dict
     row = dict(n=n, d=d, components=k, sklearn_s=t_sk)
     sides = {"": None} if mesh is None else {"": None, "_mesh": mesh}
     for dtype in ("float64", "float32"):
+        cast = float32_input and dtype == "float32"
+        Xd, Xtd = (X.astype(np.float32), Xt.astype(np.float32)) if cast else (X, Xt)
         with jax.enable_x64(dtype == "float64"):
-            fits = {s: (lambda m=m, dt=dtype: PLSRegression(k, dtype=dt, mesh=m).fit(X, y)) for s, m in sides.items()}
+            fits = {
+                s: (lambda m=m, dt=dtype, Xd=Xd: PLSRegression(k, dtype=dt, mesh=m).fit(Xd, y))
+                for s, m in sides.items()
+            }
             firsts = {s: timed(fit) for s, fit in fits.items()}
             times = {s: [] for s in sides}
             for _ in range(repeats):
                 for s, fit in fits.items():
                     times[s].append(timed(fit)[1])
-            preds = {s: model.predict(Xt) for s, (model, _) in firsts.items()}
+            preds = {s: model.predict(Xtd).astype(np.float64) for s, (model, _) in firsts.items()}
         for s in sides:
             row[f"jax_{dtype}{s}_first_s"] = firsts[s][1]
             row[f"jax_{dtype}{s}_s"] = float(np.median(times[s]))
@@ -89,6 +97,7 @@ def main(argv=None):
     ap.add_argument("--components", type=int, default=16)
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--float32-input", action="store_true", help="the float32 fits get X cast to float32")
     ap.add_argument("--out", default=None, help="default results/bench_pls.json (bench_pls_mesh.json with a mesh)")
     add_device_arguments(ap, cluster=False, what="a second, row-sharded fit of ours (compared with one device)")
     args = ap.parse_args(argv)
@@ -96,7 +105,7 @@ def main(argv=None):
     rows = []
     for spec in args.sizes.split(","):
         n, d = map(int, spec.lower().split("x"))
-        row = run_case(n, d, args.components, args.repeats, args.seed, mesh)
+        row = run_case(n, d, args.components, args.repeats, args.seed, mesh, args.float32_input)
         rows.append(row)
         print(
             f"n={n:>6} d={d:>5}: sklearn {row['sklearn_s']:7.2f}s | jax f64 {row['jax_float64_s']:6.2f}s "
@@ -109,6 +118,7 @@ def main(argv=None):
     table = pd.DataFrame(rows)
     meta = dict(
         seed=args.seed,
+        float32_input=args.float32_input,
         components=args.components,
         repeats=args.repeats,
         jax=jax.__version__,
