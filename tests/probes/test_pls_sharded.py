@@ -56,6 +56,9 @@ with jax.enable_x64(True):
                 res[f"{case}/{name}/{attr}"] = getattr(m, attr)
             res[f"{case}/{name}/pred"] = m.predict(X)
             n_iter[f"{case}/{name}"] = m.n_iter_
+    for name, mesh in meshes.items():  # float32 X: standardised on the mesh's devices
+        m = PLSRegression(4, dtype="float32", mesh=mesh).fit(X[:n_fit].astype(np.float32), Y[:n_fit, 0])
+        res[f"f32/{name}/pred"] = m.predict(X)
 
     def collectives(n):
         # every collective of the compiled sharded fit: (op, inside the loop over components, elements)
@@ -110,6 +113,17 @@ def test_sharded_fit_equals_single_device_and_sklearn(sharded, case):
     np.testing.assert_allclose(res[f"{case}/8/pred"], ref.predict(X), atol=TOL, rtol=0)
     np.testing.assert_allclose(res[f"{case}/2x4/coef_"], ref.coef_, atol=TOL, rtol=TOL)
     np.testing.assert_allclose(res[f"{case}/3/x_scores_"], ref.x_scores_, atol=TOL, rtol=TOL)
+
+
+@pytest.mark.slow  # the same 8-device fits as above
+def test_sharded_float32_input_fit_equals_single_device_and_float64(sharded):
+    """float32 X with the float32 compute dtype is standardised on the device, row-sharded on a mesh:
+    the predictions equal the single-device ones and the float64 fit's within float32 rounding."""
+    res = sharded[1]
+    scale = np.std(res["Y"][:N_FIT, 0])
+    for name in MESHES:
+        np.testing.assert_allclose(res[f"f32/{name}/pred"], res["f32/none/pred"], atol=1e-5 * scale, err_msg=name)
+    np.testing.assert_allclose(res["f32/none/pred"], res["pls1/none/pred"], atol=1e-3 * scale)
 
 
 @pytest.mark.slow  # the same 8-device fits as above
