@@ -93,7 +93,7 @@ def sizes(quick: bool) -> dict:
     if quick:
         return dict(stream=(2048, 4096), matmul=1024, solver=[(1000, 1000), (500, 5000)], ott_cloud=(1000, 1000),
                     first_call=500, memory_n=1000, iteration=[(1000, 8000)], extract=[(8, 128)],
-                    pls=[(2000, 768)], large=(1000, 1000, D), million=(1000, 10000, 128), large_block=256,
+                    pls=[(2000, 768)], large=(1000, 1000, D), million=(1000, 10000, 64), large_block=256,
                     timeout=300, budget=900)  # fmt: skip
     return dict(stream=(16384, 32768), matmul=8192, solver=[(20000, 20000), (2000, 100000), (20000, 100000)],
                 ott_cloud=(20000, 20000), first_call=1000, memory_n=20000, iteration=[(20000, 100000)],
