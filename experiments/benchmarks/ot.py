@@ -295,8 +295,10 @@ def worker(spec: dict) -> dict:
     if spec["solver"] == "ours-path":
         res.update(_independent_masses(x, y, kw, res))
     elif spec.get("short_iter") and spec["solver"].startswith("ours"):
-        res.update(_per_iteration(fn, x, y, spec))
-        res.update(_certified(fn, x, y, kw, med))
+        if spec.get("per_iteration", True):
+            res.update(_per_iteration(fn, x, y, spec))
+        phased = spec.get("with_phases") and spec["solver"] in PHASED  # the certified solve compiled there
+        res.update(_certified(fn, x, y, kw, med, compiled=phased))
     elif res["iterations"] and res["iterations"] > 0:
         res["per_iter"] = res["time"] / res["iterations"]
     if not np.isfinite(res["cost"]):
@@ -332,8 +334,8 @@ def _per_iteration(fn, x, y, spec) -> dict:
     n2 = n1 + spec.get("span", 40)
 
     def median_time(iters):
+        # tol and max_iter are arguments of the compiled solve (PartialSinkhorn is a pytree): nothing compiles
         run = functools.partial(fn, x, y, eps=spec["eps"], tol=1e-30, max_iter=iters)
-        run()  # compile this max_iter
         return median_seconds(run, spec["repeats"])
 
     t1, t2 = median_time(n1), median_time(n2)
@@ -357,10 +359,11 @@ def _independent_masses(x, y, kw, res) -> dict:
     return dict(out, path_ratio=out["independent_ratio"], path_col_diff=out["independent_col_diff"])
 
 
-def _certified(fn, x, y, kw, plain_time) -> dict:
+def _certified(fn, x, y, kw, plain_time, compiled=False) -> dict:
     """The same solve with the certificate (rounded feasible plan, dual bound, gap): its extra time
-    and the certificate's numbers."""
-    fn(x, y, certify=True, **kw)  # compile
+    and the certificate's numbers (``compiled``: the certified solve ran before, e.g. in :func:`_phases`)."""
+    if not compiled:
+        fn(x, y, certify=True, **kw)  # compile
     out, elapsed = timed(fn, x, y, certify=True, **kw)
     keys = ("cert_upper", "cert_lower", "cert_gap", "cert_violation")
     return dict({k: out[k] for k in keys if k in out}, cert_time=elapsed - plain_time)
@@ -609,11 +612,23 @@ def first_call_table(args) -> str:
     return text
 
 
-def first_call_rows(n: int, eps: float, tol: float, max_iter: int, repeats: int, timeout: float) -> tuple[str, dict]:
+def first_call_rows(
+    n: int, eps: float, tol: float, max_iter: int, repeats: int, timeout: float, deadline: float | None = None
+) -> tuple[str, dict]:
     """Seconds of a fresh process's first solve (compilation included), medians over ``repeats`` processes.
 
     The rows of ``FIRST_CALL`` run interleaved, one process each, on an n x n problem: ours without a
     persistent compilation cache, ours with one warmed by an untimed process, and ott-jax (no cache).
+
+    Args:
+        n: rows and columns of the problem.
+        eps: entropic regularisation (cost units).
+        tol: the solves' stopping tolerance.
+        max_iter: their iteration cap.
+        repeats: processes per row (the median is reported).
+        timeout: seconds per process.
+        deadline: None, or a ``time.perf_counter()`` time no process outlives: each one's timeout is cut
+            to it, and none starts after it (recorded as failed: "past the deadline").
 
     Returns:
         (the Markdown table, its numbers as a JSON-ready dict).
@@ -623,13 +638,21 @@ def first_call_rows(n: int, eps: float, tol: float, max_iter: int, repeats: int,
     cache = tempfile.mkdtemp(prefix="puaudit-first-call-")
     env = {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     base = dict(n=n, k=n, eps=eps, tol=tol, max_iter=max_iter, repeats=1)
+
+    def run(spec, limit):
+        if deadline is not None:
+            limit = min(limit, deadline - time.perf_counter())
+            if limit <= 0:
+                return dict(spec, failed="past the deadline")
+        return run_worker(MODULE, spec, env=env, timeout=limit)
+
     for certify in (False, True):  # fill the persistent cache, untimed
-        run_worker(MODULE, dict(base, solver="ours", certify=certify, compile_cache=cache), env=env)
+        run(dict(base, solver="ours", certify=certify, compile_cache=cache), 600)
     runs = {name: [] for name, *_ in FIRST_CALL}
     for _ in range(repeats):
         for name, solver, cached, certify in FIRST_CALL:
             spec = dict(base, solver=solver, certify=certify, compile_cache=cache if cached else None)
-            runs[name].append(run_worker(MODULE, spec, env=env, timeout=timeout))
+            runs[name].append(run(spec, timeout))
     firsts = [r["first"] for r in runs["ott-jax, cold"] if "first" in r]
     ott = statistics.median(firsts) if firsts else math.nan
     lines = [f"First call in a fresh process, {n} x {n}, d {D}, eps {eps}, tol {tol}: median of {repeats} "
