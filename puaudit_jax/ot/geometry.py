@@ -318,9 +318,18 @@ class Geometry:
         return self.split.max(local, "cols" if axis == 1 else "rows")
 
     def cost_matvec(self, v: jax.Array) -> jax.Array:
-        """The product C v, shape (n,), for v (m,) (one pass in blocked mode; summed over split columns)."""
+        """The product C v, shape (n,), for v (m,) (summed over split columns).
+
+        Dense: one pass over the matrix. Blocked cosine: ``C v = sum(v) - x (y^T v)``, two matrix-vector
+        products at full precision (of the points as :attr:`precision` rounds them), no pass over C.
+        Other blocked costs: one pass.
+        """
         if not self.is_blocked:
             local = self.matrix @ v
+        elif self.kind == "cosine":
+            x, y = (_bfloat16_values(z) if self.precision == "bfloat16" else z for z in (self.x, self.y))
+            highest = jax.lax.Precision.HIGHEST
+            local = jnp.sum(v) - jnp.dot(x, jnp.dot(v, y, precision=highest), precision=highest)
         else:
             local = self._blocks(1, lambda c, ub: c @ v, jnp.zeros(self.shape[0], self.dtype))
         return self.split.sum(local, "cols")

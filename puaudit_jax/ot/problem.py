@@ -13,6 +13,7 @@ augmented problem is a balanced OT problem whose real block carries exactly m.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -144,6 +145,86 @@ def _unit(name: str, z: np.ndarray, dtype) -> np.ndarray:
     return np.multiply(z, inv.astype(np.float32), dtype=np.float32)
 
 
+def float32_points(x, y) -> bool:
+    """Whether x and y are both float32 arrays (numpy or JAX): what :func:`checked_on_device` takes."""
+    return all(getattr(z, "dtype", None) == np.float32 for z in (x, y))
+
+
+def checked_on_device(x, y, cost) -> tuple[jax.Array, jax.Array, float]:
+    """float32 points checked on their device, and for the cosine cost scaled to unit rows there.
+
+    The host's O(n d) work (:func:`validate`'s NaN / inf check, :func:`unit_rows`' norms and scaling) as
+    one jitted program over both clouds (each row's sum of squares and largest ``|value|``, a NaN or inf
+    showing in the latter, and the scaled rows); only a few scalars come back, to raise the same errors.
+    A JAX array stays on its device; a numpy array is transferred once, as it is. Where a row's sum of
+    squares leaves float32's safe range (coordinates of 1e20 or 1e-30) the rows are scaled again, each
+    first divided by the power of two of its largest ``|value|`` (exact), so that no norm overflows or
+    vanishes. One difference from the host: a row whose every coordinate is below float32's smallest
+    normal (1.2e-38) counts as a zero row (devices flush subnormals).
+
+    Args:
+        x: (n, d) float32 source points (numpy or JAX), shapes checked by :func:`validate`.
+        y: (k, d) float32 target points.
+        cost: "cosine" scales the rows; any other cost leaves them as they are (checked only).
+
+    Returns:
+        (x, y, scale): the points as device arrays (unit rows for the cosine cost), and the largest
+        ``|coordinate|`` of both clouds (what the squared Euclidean cost's range check needs).
+
+    Raises:
+        ValueError: naming the cloud and the first index of a NaN / inf, or (cosine) the first zero row.
+    """
+    unit = isinstance(cost, str) and cost == "cosine"
+    x, y = jnp.asarray(x), jnp.asarray(y)
+    ux, uy, facts = _prepared(x, y, unit=unit, careful=False)
+    facts = jax.device_get(facts)
+    for name, z, (finite, zero_rows, first_zero, *_) in (("x", x, facts[0]), ("y", y, facts[1])):
+        if not finite:
+            row, col = jax.device_get(_first_nonfinite(z))
+            raise ValueError(f"{name} contains NaN or inf (first at index {[int(row), int(col)]})")
+        if unit and zero_rows:
+            raise ValueError(f"{name} row {int(first_zero)} is a zero vector: the cosine cost is undefined "
+                             f"({int(zero_rows)} zero rows)")  # fmt: skip
+    if unit and not all(_SAFE_SQUARES[0] <= f[3] and f[4] <= _SAFE_SQUARES[1] for f in facts):
+        ux, uy, _ = _prepared(x, y, unit=True, careful=True)
+    return ux, uy, float(max(facts[0][5], facts[1][5]))
+
+
+#: Row sums of squares in this range are normal float32 numbers whose reciprocal square root is exact to
+#: rounding; outside it every row is first scaled by a power of two.
+_SAFE_SQUARES = (2.0**-100, 2.0**100)
+
+
+@functools.partial(jax.jit, static_argnames=("unit", "careful"))
+def _prepared(x: jax.Array, y: jax.Array, *, unit: bool, careful: bool):
+    """(x, y, facts): the program of :func:`checked_on_device`.
+
+    The rows scaled to unit norm (``unit``; ``careful``: by a power of two first), and per cloud: all
+    finite, zero rows, the first, the smallest and largest row sum of squares, the largest ``|value|``.
+    """
+
+    def one(z):
+        top = jnp.max(jnp.abs(z), axis=1)  # (n,); NaN or inf where the row has one
+        zero = top == 0
+        if careful:
+            z = jnp.ldexp(z, -jnp.frexp(jnp.where(zero, 1.0, top))[1][:, None])
+        squares = jnp.sum(z * z, axis=1, keepdims=True)
+        facts = (jnp.all(jnp.isfinite(top)), jnp.sum(zero), jnp.argmax(zero), jnp.min(squares), jnp.max(squares),
+                 jnp.max(top))  # fmt: skip
+        return (z * jax.lax.rsqrt(squares) if unit else z), facts
+
+    (x, fx), (y, fy) = one(x), one(y)
+    return x, y, (fx, fy)
+
+
+@jax.jit
+def _first_nonfinite(z: jax.Array):
+    """(row, column) of the first NaN or inf of z (n, d): row then column, as a flat index may pass int32."""
+    bad = ~jnp.isfinite(z)
+    row = jnp.argmax(jnp.any(bad, axis=1))
+    return row, jnp.argmax(bad[row])
+
+
 def _finite(name: str, arr: np.ndarray) -> None:
     bad = ~np.isfinite(arr)
     if bad.any():
@@ -175,7 +256,7 @@ def _float_points(z, dtype) -> np.ndarray:
     return z if z.dtype in (np.float32, np.float64) else z.astype(dtype)
 
 
-def validate(x, y, m, a=None, b=None, cost="cosine", dtype=np.float64):
+def validate(x, y, m, a=None, b=None, cost="cosine", dtype=np.float64, on_device: bool = False):
     """Check and convert concrete inputs; raise ``ValueError`` naming the argument.
 
     Args:
@@ -186,11 +267,14 @@ def validate(x, y, m, a=None, b=None, cost="cosine", dtype=np.float64):
       b: nonnegative (m,) weights (default uniform 1/m).
       cost: "cosine", "sqeuclidean", a callable, or an (n, m) array.
       dtype: numpy dtype of the returned arrays.
+      on_device: float32 points (numpy or JAX arrays) are returned as they are and not checked for NaN / inf
+        here: the caller checks them where they will be used (:func:`checked_on_device`).
 
     Returns:
       (x, y, matrix, a, b, m) as numpy arrays of ``dtype`` (x, y or matrix may be None), except that
-      float32 and float64 points keep their precision (no host copy of large clouds). Zero rows under
-      the cosine cost are found by :func:`unit_rows`, which every caller applies next.
+      float32 and float64 points keep their precision (no host copy of large clouds), and with ``on_device``
+      float32 points are returned as given (JAX arrays stay JAX arrays). Zero rows under the cosine cost
+      are found by :func:`unit_rows` (or :func:`checked_on_device`), which every caller applies next.
     """
     matrix = None
     if not (isinstance(cost, str) or callable(cost)):
@@ -210,13 +294,16 @@ def validate(x, y, m, a=None, b=None, cost="cosine", dtype=np.float64):
             raise ValueError(f"cost must be 'cosine', 'sqeuclidean', a callable or a matrix; got {cost!r}")
         if x is None or y is None:
             raise ValueError("x and y are required unless cost is a precomputed matrix")
-        x, y = _float_points(x, dtype), _float_points(y, dtype)
+        deferred = on_device and float32_points(x, y)
+        if not deferred:
+            x, y = _float_points(x, dtype), _float_points(y, dtype)
         for name, z in (("x", x), ("y", y)):
             if z.ndim != 2:
-                raise ValueError(f"{name} must be 2-D (points x dims); got shape {z.shape}")
+                raise ValueError(f"{name} must be 2-D (points x dims); got shape {tuple(z.shape)}")
             if z.shape[0] == 0:
                 raise ValueError(f"{name}: empty point cloud")
-            _finite(name, z)
+            if not deferred:
+                _finite(name, z)
         if x.shape[1] != y.shape[1]:
             raise ValueError(f"dimension mismatch: x has d={x.shape[1]}, y has d={y.shape[1]}")
         n, k = x.shape[0], y.shape[0]

@@ -29,6 +29,8 @@ DTYPES = ("float32", "float64")
 EXACT_BACKENDS = ("emd", "highs")
 #: The products behind a cost computed from points (``geometry.py`` says what each means).
 COST_PRECISIONS = ("default", "highest", "bfloat16")
+#: Where :func:`~puaudit_jax.ot.solve.solve_partial` checks and normalises the points (``SolveOptions.prepare``).
+PREPARE_ON = ("auto", "host", "device")
 
 
 def _positive_finite(what: str):
@@ -82,6 +84,7 @@ RULES = {
     "dtype": _one_of(DTYPES),
     "exact_backend": _one_of(EXACT_BACKENDS),
     "cost_precision": _one_of(COST_PRECISIONS),
+    "prepare": _one_of(PREPARE_ON),
     "epsilon": _positive_finite("cost units"),
     "tol": _positive_finite("L1 marginal error; inf would call any result converged"),
     "gap_tol": _optional(_positive_finite("cost units, or None")),
@@ -103,7 +106,8 @@ def check_settings(**settings) -> None:
     """Raise ValueError naming the first bad setting among ``settings`` (name=value, in order).
 
     Accepted: ``method`` in :data:`METHODS`; ``dtype`` "float32" or "float64"; ``exact_backend`` "emd"
-    or "highs"; ``epsilon`` and ``tol`` positive finite numbers; ``gap_tol`` None or a positive finite
+    or "highs"; ``cost_precision`` in :data:`COST_PRECISIONS`; ``prepare`` in :data:`PREPARE_ON`;
+    ``epsilon`` and ``tol`` positive finite numbers; ``gap_tol`` None or a positive finite
     number; ``eps_init`` None or a positive finite number; ``absorb_threshold`` a finite number > 1;
     ``max_iter`` and ``eps_steps`` positive integers, ``memory_budget`` "auto" or one (bytes), ``block_size``
     None or one; ``eps_decay`` None or in (0, 1); ``relaxation`` "auto" or in [1, 2); ``certify``,

@@ -19,7 +19,7 @@ from puaudit_jax.ot import exact as exact_lib
 from puaudit_jax.ot import sharded
 from puaudit_jax.ot.certificate import Certificate
 from puaudit_jax.ot.geometry import Geometry
-from puaudit_jax.ot.problem import PartialProblem, compiles_fast, unit_rows, validate
+from puaudit_jax.ot.problem import PartialProblem, checked_on_device, compiles_fast, float32_points, unit_rows, validate
 from puaudit_jax.ot.settings import check_fields, replace_deprecated
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn, SinkhornOutput, with_certificate
 from puaudit_runtime.jit import jit
@@ -68,6 +68,12 @@ class SolveOptions:
         during the solve (:data:`~puaudit_jax.ot.settings.COST_PRECISIONS`: "default", "highest",
         "bfloat16"); one device only. The certificate always evaluates the costs at "highest", so its
         gap also bounds what a faster precision cost.
+      prepare: where the points are checked (NaN / inf, zero rows) and, for the cosine cost, scaled to unit
+        rows (:data:`~puaudit_jax.ot.settings.PREPARE_ON`): "host" (numpy, norms in float64), "device" (a
+        jitted pass where they are solved, ``problem.checked_on_device``: float32 points, a float32 solve on
+        one device; a JAX array is then never copied to the host), or "auto": the device on an accelerator,
+        the host on the CPU, where numpy's passes are the faster (two 20,000 x 768 clouds: 57 ms against
+        83 ms in XLA:CPU on 2 cores).
     """
 
     method: str = "auto"
@@ -78,6 +84,7 @@ class SolveOptions:
     exact_backend: str = "emd"
     gap_tol: float | None = None
     cost_precision: str = "default"
+    prepare: str = "auto"
 
     def __post_init__(self):
         check_fields(self, [f.name for f in dataclasses.fields(self)])
@@ -242,7 +249,20 @@ def check_sqeuclidean_range(x: np.ndarray, y: np.ndarray, dtype) -> None:
     Raises:
         ValueError: the coordinates' magnitude (saying how to rescale).
     """
-    scale = max(float(np.abs(x).max()), float(np.abs(y).max()))
+    check_sqeuclidean_scale(max(float(np.abs(x).max()), float(np.abs(y).max())), x.shape[1], dtype)
+
+
+def check_sqeuclidean_scale(scale: float, d: int, dtype) -> None:
+    """:func:`check_sqeuclidean_range` for points whose largest ``|coordinate|`` is ``scale``.
+
+    Args:
+        scale: the largest ``|coordinate|`` of both clouds.
+        d: the points' dimension.
+        dtype: the dtype the costs are computed in ("float32" or "float64").
+
+    Raises:
+        ValueError: the coordinates' magnitude (saying how to rescale).
+    """
     if scale == 0:
         return
     info, digits = np.finfo(dtype), 2 * np.log10(scale)  # the squares' decimal exponent, without computing them
@@ -252,7 +272,7 @@ def check_sqeuclidean_range(x: np.ndarray, y: np.ndarray, dtype) -> None:
             f"{dtype} ({info.tiny:.1e}): every cost would read 0. Rescale the points, pass dtype='float64' "
             "or method='exact'"
         )
-    if digits + np.log10(4 * x.shape[1]) > np.log10(info.max):
+    if digits + np.log10(4 * d) > np.log10(info.max):
         raise ValueError(
             f"x, y: coordinates of magnitude {scale:.1e} give squared distances above the largest {dtype} "
             f"({info.max:.1e}): the costs would overflow. Rescale the points"
@@ -309,16 +329,23 @@ def solve_partial(
     """
     solver, options = _configs("solve_partial", solver, options, deprecated)
     method, dtype = options.method, options.dtype
-    x, y, matrix, a, b, m = phase("validation", validate, x, y, m, a=a, b=b, cost=cost, dtype=np.float64)
-    if matrix is None:  # float32 points stay float32 unless the solve is in float64
-        unit_dtype = np.float64 if dtype == "float64" or method == "exact" else None
-        x, y = phase("normalisation", unit_rows, x, y, cost, dtype=unit_dtype)
     layout = layout_for(mesh)
     if layout is not None and options.cost_precision != "default":
         raise ValueError(f"cost_precision={options.cost_precision!r} applies to one-device solves; "
                          "leave it 'default' with a mesh")  # fmt: skip
-    if isinstance(cost, str) and cost == "sqeuclidean":
-        check_sqeuclidean_range(x, y, "float64" if method == "exact" else dtype)
+    on_device = _prepare_on_device(options.prepare, layout, dtype, method)
+    x, y, matrix, a, b, m = phase("validation", validate, x, y, m, a=a, b=b, cost=cost, dtype=np.float64,
+                                  on_device=on_device)  # fmt: skip
+    if matrix is None and on_device and float32_points(x, y):
+        x, y = phase("transfer", jax.device_put, (x, y))
+        x, y, scale = phase("normalisation", checked_on_device, x, y, cost)
+        if isinstance(cost, str) and cost == "sqeuclidean":
+            check_sqeuclidean_scale(scale, x.shape[1], dtype)
+    elif matrix is None:  # on the host: float32 points stay float32 unless the solve is in float64
+        unit_dtype = np.float64 if dtype == "float64" or method == "exact" else None
+        x, y = phase("normalisation", unit_rows, x, y, cost, dtype=unit_dtype)
+        if isinstance(cost, str) and cost == "sqeuclidean":
+            check_sqeuclidean_range(x, y, "float64" if method == "exact" else dtype)
     if method == "exact":
         return _exact(x, y, matrix, cost, a, b, m, options.exact_backend, options.return_plan, None)
     result, out = _sinkhorn(x, y, matrix, a, b, m, solver, options, cost, layout)
@@ -328,6 +355,13 @@ def solve_partial(
         return result
     return _auto_fallback(result, out, x, y, matrix, cost, a, b, m, solver.tol, options.exact_backend,
                           options.return_plan)  # fmt: skip
+
+
+def _prepare_on_device(prepare: str, layout, dtype: str, method: str) -> bool:
+    """Whether float32 points are checked and normalised on the device (``SolveOptions.prepare``)."""
+    if layout is not None or dtype != "float32" or method == "exact" or prepare == "host":
+        return False
+    return prepare == "device" or jax.default_backend() != "cpu"
 
 
 def _configs(entry: str, solver, options, deprecated: dict) -> tuple[PartialSinkhorn, SolveOptions]:

@@ -78,3 +78,16 @@ def test_a_bad_cost_precision_is_refused_by_name():
     mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("u",))
     with pytest.raises(ValueError, match="one-device solves"):
         solve_partial(x, y, 0.5, options=SolveOptions(cost_precision="bfloat16"), mesh=Layout.of(mesh))
+
+
+@pytest.mark.parametrize("precision", ["highest", "bfloat16"])
+def test_the_blocked_cost_matvec_equals_the_dense_product(precision):
+    """The blocked cosine geometry's ``C v`` (low rank: ``sum(v) - x (y^T v)``, no pass over C) equals the
+    materialised matrix's, at the precision the geometry's costs are computed in."""
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=(37, 16)).astype(np.float32), rng.normal(size=(53, 16)).astype(np.float32)
+    v = jnp.asarray(rng.uniform(-1.0, 1.0, 53).astype(np.float32))
+    blocked = Geometry.from_points(jnp.asarray(x), jnp.asarray(y), block_size=8, precision=precision)
+    dense = Geometry.from_points(jnp.asarray(x), jnp.asarray(y), precision=precision)
+    np.testing.assert_allclose(blocked.cost_matvec(v), dense.matrix @ v, rtol=0, atol=2e-5)
+    np.testing.assert_allclose(dense.cost_matvec(v), dense.matrix @ v, rtol=0, atol=1e-6)

@@ -58,6 +58,7 @@ X, Y = rng.normal(size=(5, 3)), rng.normal(size=(7, 3))
         (dict(memory_budget="big"), r"memory_budget must be 'auto' or a positive integer"),
         (dict(certify="yes"), r"certify must be True or False"),
         (dict(relaxation=2.5), r"relaxation must be 'auto' or a number in \[1, 2\)"),
+        (dict(prepare="gpu"), r"prepare must be one of"),
     ],
 )
 def test_bad_input_names_the_argument(kwargs, match):
@@ -194,12 +195,61 @@ def test_sinkhorn_plan_satisfies_the_constraints(p):
     assert res.cost >= exact.cost - 1e-7  # a feasible plan cannot beat the optimum
 
 
+def _as(kind: str, z: np.ndarray):
+    """``z`` as float64 numpy, float32 numpy or a float32 JAX array."""
+    return {"float64": z, "float32": z.astype(np.float32), "jax": jnp.asarray(z, jnp.float32)}[kind]
+
+
+# (points, SolveOptions.prepare): float32 points are checked and normalised where ``prepare`` says
+KINDS = [("float64", "auto"), ("float32", "host"), ("float32", "device"), ("jax", "device")]
+
+
+# float32 points are checked where they are solved; the errors are the host's, word for word
+DEVICE_CASES = [
+    (dict(x=np.vstack([X[:4], [np.nan, 0, 0]])), r"x contains NaN or inf \(first at index \[4, 0\]\)"),
+    (dict(y=np.vstack([Y[:6], [0, np.inf, np.nan]])), r"y contains NaN or inf \(first at index \[6, 1\]\)"),
+    (dict(x=np.vstack([X[:2], [0, 0, 0], X[3:4], [0, 0, 0]])), r"x row 2 is a zero vector: .* \(2 zero rows\)"),
+    (dict(y=np.vstack([[0, 0, 0], Y[1:]])), r"y row 0 is a zero vector"),
+    (dict(x=X * 1e-30, y=Y * 1e-30, cost="sqeuclidean"), r"every cost would read 0"),
+    (dict(x=X * 1e30, cost="sqeuclidean"), r"above the largest float32"),
+]
+
+
+@pytest.mark.parametrize("kind, prepare", KINDS)
+@pytest.mark.parametrize("kwargs, match", DEVICE_CASES)
+def test_bad_points_raise_the_same_error_on_the_host_and_on_the_device(kwargs, match, kind, prepare):
+    args = dict(x=X, y=Y, m=0.5, prepare=prepare)
+    args.update(kwargs)
+    x, y, m = _as(kind, args.pop("x")), _as(kind, args.pop("y")), args.pop("m")
+    with pytest.raises(ValueError, match=match):
+        solve_partial(x, y, m, **_configs(args))
+
+
+def test_float32_points_are_not_copied_to_the_host_to_be_checked():
+    """A JAX array passes validation untouched and is checked and normalised on its device: no implicit
+    device-to-host transfer (only the explicit read of a few scalars)."""
+    import jax
+
+    from puaudit_jax.ot.problem import checked_on_device, validate
+
+    x, y = _as("jax", X), _as("jax", Y)
+    with jax.transfer_guard_device_to_host("disallow"):
+        vx, vy, _, _, _, _ = validate(x, y, 0.5, on_device=True)
+        ux, uy, scale = checked_on_device(vx, vy, "cosine")
+    assert vx is x and vy is y and isinstance(ux, jax.Array)
+    np.testing.assert_allclose(np.asarray(ux), X / np.linalg.norm(X, axis=1, keepdims=True), rtol=0, atol=2e-7)
+    assert scale == pytest.approx(max(np.abs(X).max(), np.abs(Y).max()), rel=1e-6)
+
+
+@pytest.mark.parametrize("kind, prepare", KINDS)
 @pytest.mark.parametrize("scale", [1e20, 1e-30])
-def test_cosine_cost_ignores_the_scale_of_the_rows(scale):
-    """Rows are normalised in float64 before the float32 solve: scaled by 1e20 their float32 norm
-    overflowed (every cosine read 0: a wrong cost, converged=True), by 1e-30 it underflowed (NaN)."""
+def test_cosine_cost_ignores_the_scale_of_the_rows(scale, kind, prepare):
+    """Rows are normalised before the float32 solve, on the host in float64 or on the device after an exact
+    power-of-two scaling: scaled by 1e20 their float32 norm overflowed (every cosine read 0: a wrong cost,
+    converged=True), by 1e-30 it underflowed (NaN)."""
     ref = solve_partial(X, Y, 0.5, options=SolveOptions(method="sinkhorn"))
-    res = solve_partial(X * scale, Y, 0.5, options=SolveOptions(method="sinkhorn"))
+    options = SolveOptions(method="sinkhorn", prepare=prepare)
+    res = solve_partial(_as(kind, X * scale), _as(kind, Y), 0.5, options=options)
     assert res.converged and res.method == "sinkhorn"
     assert res.cost == pytest.approx(ref.cost, abs=1e-6)
     np.testing.assert_allclose(res.col_mass, ref.col_mass, atol=1e-6)

@@ -35,7 +35,7 @@ modes = dict(
     eps_scaling=dict(eps_decay=0.5),
     matrix=dict(matrix=True),
     relaxed=dict(relaxation="auto"),
-    gap_tol=dict(gap_tol=3e-3),
+    gap_tol=dict(gap_tol=1e-3),
 )
 meshes = {"8": make_mesh(8), "2x4": make_mesh(8, "2x4"), "4x2": make_mesh(8, "4x2")}
 C = 1.0 - (X / np.linalg.norm(X, axis=1, keepdims=True)) @ (Y / np.linalg.norm(Y, axis=1, keepdims=True)).T
