@@ -105,6 +105,7 @@ from sklearn.utils import check_consistent_length
 from sklearn.utils.validation import FLOAT_DTYPES, check_array, check_is_fitted, validate_data
 
 from puaudit_runtime.mesh import data_axes, pad_to_multiple
+from puaudit_runtime.nonfinite import first_nonfinite
 
 __all__ = ["PLSRegression", "pls_fit"]
 
@@ -653,15 +654,6 @@ def _device_standardize(X, *, scale: bool, rows: int, cols: int, sharding=None):
     return dict(z=Z, mean_b=mean_b, corr=corr, std_b=std_b, p=p, constant=constant, finite=jnp.all(jnp.isfinite(top)))
 
 
-@jax.jit
-def _first_nonfinite(X):
-    """Of X (n, d) with a NaN / inf: (the count of them, the first one's (row, column), whether it is NaN)."""
-    bad = ~jnp.isfinite(X)
-    i = jnp.argmax(bad.any(axis=1))
-    j = jnp.argmax(bad[i])
-    return jnp.sum(bad, dtype=jnp.int32), jnp.stack([i, j]), jnp.isnan(X[i, j])
-
-
 def _standardize_on_device(X, scale: bool, mesh, name: str = "X"):
     """float32 X (n, d) (numpy or a JAX array) standardised on the device: the float32 path of `fit`.
 
@@ -678,8 +670,8 @@ def _standardize_on_device(X, scale: bool, mesh, name: str = "X"):
     X = jax.device_put(X) if isinstance(X, np.ndarray) else X  # (faster than jit's own transfer on CPU)
     r = _device_standardize(X, scale=bool(scale), rows=rows, cols=_bucket(d), sharding=sharding)
     if not bool(r["finite"]):
-        count, idx, nan = _first_nonfinite(X)
-        _raise_nonfinite(name, bool(nan), np.asarray(idx), int(count))
+        count, row, col, nan = jax.device_get(first_nonfinite(X))
+        _raise_nonfinite(name, bool(nan), (row, col), int(count))
     p = np.asarray(r["p"], np.float64)
     mean = (np.asarray(r["mean_b"], np.float64) + np.asarray(r["corr"], np.float64)) * p
     std = np.asarray(r["std_b"], np.float64)

@@ -562,7 +562,7 @@ def _precision_table(cfg, state, budget: Budget) -> list[str]:
     """The blocked mode at each cost precision (:func:`precision_worker`) against the matmul bound.
 
     The bound: two recomputed cost products per iteration, 2 x 2 n k d FLOP, at the device section's
-    float32 matmul rate ("highest" for "highest", the default rate otherwise).
+    matmul rate for the precision (:func:`matmul_bound`).
     """
     n, k = cfg["iteration"][0]
     spec = dict(kind="precision", n=n, k=k, block_size=256, short=2, iters=4, repeats=2)
@@ -572,14 +572,12 @@ def _precision_table(cfg, state, budget: Budget) -> list[str]:
         return ["", f"cost precision: {_why(r)}"]
     device = state.get("device", {})
     lines = ["", f"The blocked mode at each cost precision (`SolveOptions.cost_precision`), {n} x {k}, d {D}: time "
-             "per iteration against two cost products' FLOPs at the device's float32 matmul rate; the gap "
+             "per iteration against two cost products' FLOPs at the device's matmul rate for the precision; the gap "
              "certified at full precision after a solve to tol 1e-4:", "",
              "| precision | ms / iteration | matmul bound (ms) | x bound | iterations | certified gap |",
              "|---|---|---|---|---|---|"]  # fmt: skip
-    flop = 2 * 2 * n * k * D
     for row in r["rows"]:
-        rate = device.get("matmul_highest_tflops" if row["precision"] == "highest" else "matmul_default_tflops")
-        bound = flop / (rate * 1e12) if rate else None
+        bound = matmul_bound(n, k, D, row["precision"], device)
         lines.append(f"| {row['precision']} | {row['per_iter'] * 1e3:.3g} | {fmt(bound * 1e3 if bound else None)} | "
                      f"{fmt(row['per_iter'] / bound if bound else None, '.2f')} | {row['iterations']} | "
                      f"{row['gap']:.3g} |")  # fmt: skip
@@ -615,10 +613,10 @@ def matmul_bound(n: int, k: int, d: int, precision: str, device: dict) -> float 
     """Seconds of one blocked iteration's two cost products, 2 x 2 n k d FLOP, at the device section's matmul
     rate for the cost precision (None without it).
 
-    "bfloat16" (``SolveOptions.cost_precision``) rounds the points to bfloat16 values and multiplies them in
-    float32 at default precision, so its rate is the default one, as for "default"; "highest" has its own.
+    "bfloat16" (``SolveOptions.cost_precision``) multiplies bfloat16 arrays with float32 accumulation off the
+    CPU (the device section's bfloat16 rate), "highest" full float32, "default" the backend's default.
     """
-    rate = device.get("matmul_highest_tflops" if precision == "highest" else "matmul_default_tflops")
+    rate = device.get(f"matmul_{'default' if precision not in ('highest', 'bfloat16') else precision}_tflops")
     return 2 * 2 * n * k * d / (rate * 1e12) if rate else None
 
 
@@ -632,8 +630,8 @@ def large_table(results: list[dict], device: dict) -> str:
              "`SolveOptions(method=\"sinkhorn\", block_size=B, cost_precision=P, return_plan=False)` and "
              "`PartialSinkhorn(certify=True)`). Per iteration: a fixed-iteration pair (12 - 2 iterations, tol "
              "1e-30); \"solve\": the certified solve's iterations phase / its iterations. Matmul bound: two cost "
-             "products per iteration, 2 x 2 n k d FLOP, at the device's default float32 matmul rate (\"bfloat16\" "
-             "multiplies bfloat16-rounded values at that rate). Certified solve: the last of the certified solves "
+             "products per iteration, 2 x 2 n k d FLOP, at the device's matmul rate for the precision (\"bfloat16\": "
+             "bfloat16 inputs, float32 accumulation). Certified solve: the last of the certified solves "
              "(the first compiles the certificate), phases waited for:", "",
              "| n_P x n_U | d | block | precision | first call (s) | certified solve (s) | iterations | ms / iteration "
              "| ms / iteration (solve) | matmul bound (ms) | x bound | certificate (s) | certified gap | host (s) "

@@ -50,8 +50,12 @@ def _normalise_rows(z: jax.Array) -> jax.Array:
 
 def _inner(x: jax.Array, y: jax.Array, precision: str) -> jax.Array:
     """(bx, by) inner products x y^T at one of :data:`~puaudit_jax.ot.settings.COST_PRECISIONS`, in x's dtype."""
-    if precision == "bfloat16":  # the backend's default product is exact on bf16 values (TF32, bf16 passes)
-        return jnp.dot(_bfloat16_values(x), _bfloat16_values(y).T)
+    if precision == "bfloat16":  # products of bf16 values are exact in float32: only the sums round
+        xb, yb = _bfloat16_values(x), _bfloat16_values(y)
+        if jax.default_backend() == "cpu":  # XLA:CPU has no fast bf16 product: the float32 one, same numbers
+            return jnp.dot(xb, yb.T)
+        bf16 = jnp.bfloat16  # the accelerators' bf16 units, accumulating in float32
+        return jnp.dot(xb.astype(bf16), yb.astype(bf16).T, preferred_element_type=x.dtype)
     return jnp.dot(x, y.T, precision=None if precision == "default" else jax.lax.Precision.HIGHEST)
 
 

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from puaudit_jax.ot.geometry import Geometry
+from puaudit_runtime.nonfinite import first_nonfinite
 
 #: Problems of at most this many cost cells (n x k) compile with XLA:CPU's fast-compile options
 #: (``puaudit_runtime.jit``): their first call's compilation (about 0.3 s saved) outweighs the 7-18 %
@@ -180,7 +181,7 @@ def checked_on_device(x, y, cost) -> tuple[jax.Array, jax.Array, float]:
     facts = jax.device_get(facts)
     for name, z, (finite, zero_rows, first_zero, *_) in (("x", x, facts[0]), ("y", y, facts[1])):
         if not finite:
-            row, col = jax.device_get(_first_nonfinite(z))
+            _, row, col, _ = jax.device_get(first_nonfinite(z))
             raise ValueError(f"{name} contains NaN or inf (first at index {[int(row), int(col)]})")
         if unit and zero_rows:
             raise ValueError(f"{name} row {int(first_zero)} is a zero vector: the cosine cost is undefined "
@@ -215,14 +216,6 @@ def _prepared(x: jax.Array, y: jax.Array, *, unit: bool, careful: bool):
 
     (x, fx), (y, fy) = one(x), one(y)
     return x, y, (fx, fy)
-
-
-@jax.jit
-def _first_nonfinite(z: jax.Array):
-    """(row, column) of the first NaN or inf of z (n, d): row then column, as a flat index may pass int32."""
-    bad = ~jnp.isfinite(z)
-    row = jnp.argmax(jnp.any(bad, axis=1))
-    return row, jnp.argmax(bad[row])
 
 
 def _finite(name: str, arr: np.ndarray) -> None:

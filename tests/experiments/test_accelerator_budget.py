@@ -63,10 +63,10 @@ def test_past_the_budget_a_run_skips_every_section_and_records_why(tmp_path):
 
 
 def test_the_matmul_bound_counts_two_products_at_the_precisions_rate():
-    device = dict(matmul_highest_tflops=50.0, matmul_default_tflops=400.0)
+    device = dict(matmul_highest_tflops=50.0, matmul_default_tflops=400.0, matmul_bfloat16_tflops=800.0)
     flop = 2 * 2 * 100_000 * 100_000 * 768
     assert acc.matmul_bound(100_000, 100_000, 768, "default", device) == pytest.approx(flop / 400e12)
-    assert acc.matmul_bound(100_000, 100_000, 768, "bfloat16", device) == pytest.approx(flop / 400e12)
+    assert acc.matmul_bound(100_000, 100_000, 768, "bfloat16", device) == pytest.approx(flop / 800e12)
     assert acc.matmul_bound(100_000, 100_000, 768, "highest", device) == pytest.approx(flop / 50e12)
     assert acc.matmul_bound(10, 10, 8, "default", {}) is None
 
@@ -79,7 +79,7 @@ def _row(precision, certified_s, per_iter, compiling=False):
 
 
 def test_the_large_table_says_whether_the_first_problem_meets_the_target():
-    device = dict(matmul_default_tflops=400.0)  # bound at 100k x 100k, d 768: 76.8 ms
+    device = dict(matmul_default_tflops=400.0, matmul_bfloat16_tflops=400.0)  # at 100k x 100k, d 768: 76.8 ms
     first = dict(
         n=100_000,
         k=100_000,

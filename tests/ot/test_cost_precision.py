@@ -91,3 +91,18 @@ def test_the_blocked_cost_matvec_equals_the_dense_product(precision):
     dense = Geometry.from_points(jnp.asarray(x), jnp.asarray(y), precision=precision)
     np.testing.assert_allclose(blocked.cost_matvec(v), dense.matrix @ v, rtol=0, atol=2e-5)
     np.testing.assert_allclose(dense.cost_matvec(v), dense.matrix @ v, rtol=0, atol=1e-6)
+
+
+def test_the_accelerators_bfloat16_product_equals_the_cpus(monkeypatch):
+    """Off the CPU "bfloat16" multiplies bfloat16 arrays on the bf16 units, accumulating in float32: the same
+    numbers as the CPU's float32 product of the rounded values, up to the order of the float32 sums (a
+    bfloat16 result, 3 significant digits, would be 1e-3 off)."""
+    from puaudit_jax.ot.geometry import _inner
+
+    rng = np.random.default_rng(4)
+    x, y = (jnp.asarray(rng.normal(size=s).astype(np.float32)) for s in ((40, 96), (30, 96)))
+    cpu = _inner(x, y, "bfloat16")
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    fast = _inner(x, y, "bfloat16")
+    assert fast.dtype == jnp.float32
+    np.testing.assert_allclose(fast, cpu, rtol=0, atol=1e-5)

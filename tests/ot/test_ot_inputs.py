@@ -201,7 +201,7 @@ def _as(kind: str, z: np.ndarray):
 
 
 # (points, SolveOptions.prepare): float32 points are checked and normalised where ``prepare`` says
-KINDS = [("float64", "auto"), ("float32", "host"), ("float32", "device"), ("jax", "device")]
+KINDS = [("float64", "device"), ("float32", "host"), ("float32", "device"), ("jax", "device")]
 
 
 # float32 points are checked where they are solved; the errors are the host's, word for word
