@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from puaudit_jax.ot.geometry import Geometry
+from puaudit_runtime.jit import jit
 from puaudit_runtime.nonfinite import first_nonfinite
 
 #: Problems of at most this many cost cells (n x k) compile with XLA:CPU's fast-compile options
@@ -196,7 +197,7 @@ def checked_on_device(x, y, cost) -> tuple[jax.Array, jax.Array, float]:
 _SAFE_SQUARES = (2.0**-100, 2.0**100)
 
 
-@functools.partial(jax.jit, static_argnames=("unit", "careful"))
+@functools.partial(jit, static_argnames=("unit", "careful"))  # one pass: XLA:CPU's fast-compile options always
 def _prepared(x: jax.Array, y: jax.Array, *, unit: bool, careful: bool):
     """(x, y, facts): the program of :func:`checked_on_device`.
 

@@ -30,7 +30,7 @@ EXACT_BACKENDS = ("emd", "highs")
 #: The products behind a cost computed from points (``geometry.py`` says what each means).
 COST_PRECISIONS = ("default", "highest", "bfloat16")
 #: Where :func:`~puaudit_jax.ot.solve.solve_partial` checks and normalises the points (``SolveOptions.prepare``).
-PREPARE_ON = ("device", "host")
+PREPARE_ON = ("auto", "device", "host")
 
 
 def _positive_finite(what: str):

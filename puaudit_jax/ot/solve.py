@@ -69,11 +69,12 @@ class SolveOptions:
         "bfloat16"); one device only. The certificate always evaluates the costs at "highest", so its
         gap also bounds what a faster precision cost.
       prepare: where the points are checked (NaN / inf, zero rows) and, for the cosine cost, scaled to unit
-        rows (:data:`~puaudit_jax.ot.settings.PREPARE_ON`): "device" (the default) does it where the solve
-        runs, as one jitted pass (``problem.checked_on_device``; a JAX array is never copied to the host),
-        for float32 points solved in float32 on one device, and on the host otherwise; "host" always on
-        the host (numpy, norms accumulated in float64). On this project's CPU "device" also takes
-        0.5-0.8x the host's time (it copies the points once where the host copies them twice).
+        rows (:data:`~puaudit_jax.ot.settings.PREPARE_ON`): "device" where the solve runs, as one jitted
+        pass (``problem.checked_on_device``; a JAX array is never copied to the host), for float32 points
+        solved in float32 on one device (others go to the host); "host" in numpy, norms accumulated in
+        float64; "auto" (the default) the device on an accelerator or for JAX arrays, the host for numpy
+        points on the CPU. There the device pass saves one copy of the points per solve (0.5-0.8x the
+        host's time) but its first call compiles a program (0.15 s), which a single solve does not repay.
     """
 
     method: str = "auto"
@@ -84,7 +85,7 @@ class SolveOptions:
     exact_backend: str = "emd"
     gap_tol: float | None = None
     cost_precision: str = "default"
-    prepare: str = "device"
+    prepare: str = "auto"
 
     def __post_init__(self):
         check_fields(self, [f.name for f in dataclasses.fields(self)])
@@ -335,7 +336,7 @@ def solve_partial(
     if layout is not None and options.cost_precision != "default":
         raise ValueError(f"cost_precision={options.cost_precision!r} applies to one-device solves; "
                          "leave it 'default' with a mesh")  # fmt: skip
-    on_device = _prepare_on_device(options.prepare, layout, dtype, method)
+    on_device = _prepare_on_device(options.prepare, layout, dtype, method, x, y)
     x, y, matrix, a, b, m = phase("validation", validate, x, y, m, a=a, b=b, cost=cost, dtype=np.float64,
                                   on_device=on_device)  # fmt: skip
     if matrix is None and on_device and float32_points(x, y):
@@ -359,9 +360,12 @@ def solve_partial(
                           options.return_plan)  # fmt: skip
 
 
-def _prepare_on_device(prepare: str, layout, dtype: str, method: str) -> bool:
-    """Whether float32 points may be checked and normalised on the device (``SolveOptions.prepare``)."""
-    return prepare == "device" and layout is None and dtype == "float32" and method != "exact"
+def _prepare_on_device(prepare: str, layout, dtype: str, method: str, x, y) -> bool:
+    """Whether float32 points x, y are checked and normalised on the device (``SolveOptions.prepare``)."""
+    if prepare == "host" or layout is not None or dtype != "float32" or method == "exact":
+        return False
+    points_there = isinstance(x, jax.Array) or isinstance(y, jax.Array)
+    return prepare == "device" or points_there or jax.default_backend() != "cpu"
 
 
 def _configs(entry: str, solver, options, deprecated: dict) -> tuple[PartialSinkhorn, SolveOptions]:

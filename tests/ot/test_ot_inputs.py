@@ -201,7 +201,7 @@ def _as(kind: str, z: np.ndarray):
 
 
 # (points, SolveOptions.prepare): float32 points are checked and normalised where ``prepare`` says
-KINDS = [("float64", "device"), ("float32", "host"), ("float32", "device"), ("jax", "device")]
+KINDS = [("float64", "auto"), ("float32", "host"), ("float32", "device"), ("jax", "auto")]
 
 
 # float32 points are checked where they are solved; the errors are the host's, word for word
@@ -261,3 +261,27 @@ def test_sqeuclidean_costs_that_vanish_in_float32_are_an_error_not_a_zero_cost()
     with pytest.raises(ValueError, match="every cost would read 0"):
         solve_partial(x, y, 0.5, cost="sqeuclidean")
     assert solve_partial(x, y, 0.5, options=SolveOptions(method="exact"), cost="sqeuclidean").cost > 0
+
+
+@pytest.mark.parametrize(
+    "kind, prepare, on_device",
+    [
+        ("float32", "auto", False),
+        ("jax", "auto", True),
+        ("float32", "device", True),
+        ("jax", "host", False),
+        ("float64", "device", False),
+    ],  # fmt: skip
+)
+def test_prepare_auto_keeps_jax_arrays_on_the_device_and_numpy_on_the_cpus_host(monkeypatch, kind, prepare, on_device):
+    """ "auto" on the CPU: a JAX array is checked where it is, numpy points on the host (no program to compile
+    for one solve); "device" and "host" force; float64 points always go to the host."""
+    import puaudit_jax.ot.solve as solve_module
+
+    calls = []
+    real = solve_module.checked_on_device
+    monkeypatch.setattr(solve_module, "checked_on_device", lambda *a: calls.append(a) or real(*a))
+    ref = solve_partial(X, Y, 0.5, options=SolveOptions(method="sinkhorn", prepare="host"))
+    res = solve_partial(_as(kind, X), _as(kind, Y), 0.5, options=SolveOptions(method="sinkhorn", prepare=prepare))
+    assert bool(calls) == on_device
+    assert res.cost == pytest.approx(ref.cost, abs=1e-6)
