@@ -28,7 +28,7 @@ so its maximum is at the b-weighted m-quantile of h (found by bisection: no sort
 when the columns are split over devices). Then p given q likewise, then q again (``DUAL_PASSES``
 passes); each step can only raise the objective and every step's point is dual-feasible, so the
 largest value is a valid bound. The same ascent runs from the columns' side too (q = min(g + fd, 0)
-first), and the larger bound is kept: one side's clip at 0 can stall the ascent (with m = |a| the
+first), and the larger bound is kept: one side's clip at 0 can stall the ascent (with ``m = |a|`` the
 row potentials may shift freely). When ``|b| = m`` the quantile is the largest h_j and q = h - max h.
 Points of zero weight take no part. The magnitudes stay of order ``M = max |C_ij|`` (the starts are
 clipped to [-2 M, 0]; h, lam and the next side follow), so float32 does not cancel the terms even
@@ -196,13 +196,13 @@ def dual_bound(prob: PartialProblem, p0, q0, passes: int = DUAL_PASSES) -> jax.A
     """A lower bound on OPT by coordinate ascent on the dual, from the rows' and from the columns' side.
 
     The module docstring has the steps. Two starts, because one side's clip at 0 can stall the ascent
-    (with m = |a| the row potentials are free to shift and a start at the clip stopped 10-17 % short of
+    (with ``m = |a|`` the row potentials are free to shift and a start at the clip stopped 10-17 % short of
     OPT where the columns' start reached 1 %).
 
     Args:
         prob: the partial problem (geometry, weights a (n,), b (k,), mass m).
         p0: (n,) starting row potentials of the dual (from Sinkhorn's: f + gd), in cost units; clipped
-            to [-2 M, 0], M = max |C_ij|.
+            to [-2 M, 0], ``M = max |C_ij|``.
         q0: (k,) starting column potentials (g + fd), likewise.
         passes: c-transforms from each start (one pass over C each).
 
