@@ -35,6 +35,10 @@ HOST_MEMORY_BUDGET = 1 << 30
 #: "auto" on an accelerator: this share of the device's memory (the dense scaling mode holds the cost,
 #: its kernel and, with ``return_plan``, the plan: three matrices of the budget's size, and XLA's temporaries).
 DEVICE_MEMORY_SHARE = 0.25
+#: ``prepare="auto"`` on an accelerator: numpy points of at least this many elements in all are checked and
+#: normalised on the device. Below it the host's two passes and copy (about 30 ms at 2^24 float32 elements)
+#: cost less than the first call's compilation of the device pass, which a single solve would pay.
+DEVICE_PREPARE_ELEMENTS = 2**24
 #: ``gap_tol``: at most this many solves (epsilon / 4 each time: 4^5 ~ 1000x smaller at the last).
 MAX_GAP_ROUNDS = 6
 #: The exact solvers are dense float64; refuse to build more than this for a fallback.
@@ -72,9 +76,10 @@ class SolveOptions:
         rows (:data:`~puaudit_jax.ot.settings.PREPARE_ON`): "device" where the solve runs, as one jitted
         pass (``problem.checked_on_device``; a JAX array is never copied to the host), for float32 points
         solved in float32 on one device (others go to the host); "host" in numpy, norms accumulated in
-        float64; "auto" (the default) the device on an accelerator or for JAX arrays, the host for numpy
-        points on the CPU. There the device pass saves one copy of the points per solve (0.5-0.8x the
-        host's time) but its first call compiles a program (0.15 s), which a single solve does not repay.
+        float64; "auto" (the default) the device for JAX arrays, and for numpy points on an accelerator
+        from :data:`DEVICE_PREPARE_ELEMENTS` elements on; else the host. The device pass saves a copy of
+        the points per solve (0.5-0.8x the host's time on this project's CPU) but its first call compiles
+        a program (0.15 s on the CPU), which a single small solve does not repay.
     """
 
     method: str = "auto"
@@ -364,8 +369,9 @@ def _prepare_on_device(prepare: str, layout, dtype: str, method: str, x, y) -> b
     """Whether float32 points x, y are checked and normalised on the device (``SolveOptions.prepare``)."""
     if prepare == "host" or layout is not None or dtype != "float32" or method == "exact":
         return False
-    points_there = isinstance(x, jax.Array) or isinstance(y, jax.Array)
-    return prepare == "device" or points_there or jax.default_backend() != "cpu"
+    if prepare == "device" or isinstance(x, jax.Array) or isinstance(y, jax.Array):
+        return True
+    return jax.default_backend() != "cpu" and np.size(x) + np.size(y) >= DEVICE_PREPARE_ELEMENTS
 
 
 def _configs(entry: str, solver, options, deprecated: dict) -> tuple[PartialSinkhorn, SolveOptions]:

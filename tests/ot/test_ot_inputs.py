@@ -285,3 +285,21 @@ def test_prepare_auto_keeps_jax_arrays_on_the_device_and_numpy_on_the_cpus_host(
     res = solve_partial(_as(kind, X), _as(kind, Y), 0.5, options=SolveOptions(method="sinkhorn", prepare=prepare))
     assert bool(calls) == on_device
     assert res.cost == pytest.approx(ref.cost, abs=1e-6)
+
+
+def test_prepare_auto_on_an_accelerator_takes_the_device_for_large_numpy_points(monkeypatch):
+    """On an accelerator "auto" sends numpy points to the device pass once they are large enough to repay its
+    compilation (``DEVICE_PREPARE_ELEMENTS`` in all); a mesh, float64 or the exact solver always go to the host."""
+    import jax
+
+    from puaudit_jax.ot.solve import DEVICE_PREPARE_ELEMENTS, _prepare_on_device
+
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    half = -(-DEVICE_PREPARE_ELEMENTS // (2 * 768))  # rows per cloud that reach it
+    small, large = (np.broadcast_to(np.float32(1), (rows, 768)) for rows in (half - 1, half))
+    assert not _prepare_on_device("auto", None, "float32", "sinkhorn", small, small)
+    assert _prepare_on_device("auto", None, "float32", "sinkhorn", large, large)
+    assert not _prepare_on_device("auto", None, "float64", "sinkhorn", large, large)
+    assert not _prepare_on_device("auto", None, "float32", "exact", large, large)
+    assert not _prepare_on_device("host", None, "float32", "sinkhorn", large, large)
+    assert not _prepare_on_device("device", object(), "float32", "sinkhorn", large, large)  # a layout: a mesh
