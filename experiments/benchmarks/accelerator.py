@@ -31,8 +31,8 @@ The sections run in this order, the most important first, so that a budget cut l
               and certified (``PartialSinkhorn(certify=True)``), and 20,000 x 1,000,000 (10^6 points of U;
               100,000 x 900,000 would cost 4.5x the FLOPs per iteration, about 0.8 s at 363 TFLOP/s, and a
               whole certified solve would not fit the budget), default precision: time per iteration from
-              a fixed-iteration pair against the matmul bound (2 x 2 n k d FLOP at the device's default
-              float32 rate), certified solves recorded phase by phase (the certificate's time, the host's
+              a fixed-iteration pair against the matmul bound (2 x 2 n k d FLOP at the device's matmul rate
+              for the precision), certified solves recorded phase by phase (the certificate's time, the host's
               share), the certified gap; the issue's target: the first problem certified in < 10 s, per
               iteration within 2x of the matmul bound. Third: the claim that the blocked mode scales.
   iteration   time per solver iteration (a long minus a short fixed-iteration run), dense and blocked,
