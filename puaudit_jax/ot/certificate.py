@@ -168,28 +168,21 @@ def _best_multiplier(h, w, m, split, over: str):
     return jnp.maximum(v_lo, v_hi), jnp.where(v_lo >= v_hi, lo, hi)
 
 
-def _ascent(prob: PartialProblem, start, side: str, passes: int) -> jax.Array:
-    """The best dual value of ``passes`` coordinate steps from potentials ``start`` on ``side`` ("rows": p, "cols": q).
+def _step(prob: PartialProblem, held, side: str):
+    """One coordinate step with the ``side`` ("rows": p, "cols": q) potentials ``held``: (the other side's, value).
 
-    Each step takes the c-transform of the side held fixed (one max-plus pass over C) and the best
-    multiplier lam for it (:func:`_best_multiplier`), which sets the other side; then the sides swap.
+    The c-transform of the held side (one max-plus pass over C), the best multiplier lam for it
+    (:func:`_best_multiplier`), and from them the other side's potentials and the dual value of the point.
     """
     geom, a, b, m = prob.geom, prob.a, prob.b, prob.m
-    split = geom.split
-    weights = dict(rows=a, cols=b)
-    other = dict(rows="cols", cols="rows")
-    zeros = dict(rows=jnp.zeros(geom.shape[0], start.dtype), cols=jnp.zeros(geom.shape[1], start.dtype))
-    held = jnp.where(weights[side] > 0, jnp.clip(start, -2.0 * geom.max_abs_cost(), 0.0), -jnp.inf)
-    best = jnp.asarray(-jnp.inf, start.dtype)
-    for _ in range(passes):
-        free = other[side]
-        u, v = (held, zeros["cols"]) if side == "rows" else (zeros["rows"], held)
-        h = -geom.max_plus(u, v, axis=0 if side == "rows" else 1)  # h = min over the held side of (C - held)
-        value, lam = _best_multiplier(h, weights[free], m, split, free)
-        held_term = split.sum(jnp.sum(jnp.where(weights[side] > 0, weights[side] * held, 0.0)), side)
-        best = jnp.maximum(best, value + held_term)
-        held, side = jnp.where(weights[free] > 0, jnp.minimum(h - lam, 0.0), -jnp.inf), free
-    return best
+    w_held, w_free, free = (a, b, "cols") if side == "rows" else (b, a, "rows")
+    if side == "rows":  # h = min over the held side of (C - held)
+        h = -geom.max_plus(held, jnp.zeros(geom.shape[1], held.dtype), axis=0)
+    else:
+        h = -geom.max_plus(jnp.zeros(geom.shape[0], held.dtype), held, axis=1)
+    value, lam = _best_multiplier(h, w_free, m, geom.split, free)
+    value = value + geom.split.sum(jnp.sum(jnp.where(w_held > 0, w_held * held, 0.0)), side)
+    return jnp.where(w_free > 0, jnp.minimum(h - lam, 0.0), -jnp.inf), value
 
 
 def dual_bound(prob: PartialProblem, p0, q0, passes: int = DUAL_PASSES) -> jax.Array:
@@ -197,7 +190,9 @@ def dual_bound(prob: PartialProblem, p0, q0, passes: int = DUAL_PASSES) -> jax.A
 
     The module docstring has the steps. Two starts, because one side's clip at 0 can stall the ascent
     (with ``m = |a|`` the row potentials are free to shift and a start at the clip stopped 10-17 % short of
-    OPT where the columns' start reached 1 %).
+    OPT where the columns' start reached 1 %). The ``2 passes`` steps are one loop whose body picks the
+    side with a ``lax.cond`` on the step's index (not on data: it stays a branch under vmap and in
+    ``shard_map``), so each side's step is compiled once.
 
     Args:
         prob: the partial problem (geometry, weights a (n,), b (k,), mass m).
@@ -209,7 +204,29 @@ def dual_bound(prob: PartialProblem, p0, q0, passes: int = DUAL_PASSES) -> jax.A
     Returns:
         The lower bound on the optimal cost (scalar, cost units): the largest dual value met.
     """
-    return jnp.maximum(_ascent(prob, p0, "rows", passes), _ascent(prob, q0, "cols", passes))
+    top = 2.0 * prob.geom.max_abs_cost()
+    p0 = jnp.where(prob.a > 0, jnp.clip(p0, -top, 0.0), -jnp.inf)
+    q0 = jnp.where(prob.b > 0, jnp.clip(q0, -top, 0.0), -jnp.inf)
+
+    def columns_from_rows(state):  # p held: sets q
+        p, _, best = state
+        q, value = _step(prob, p, "rows")
+        return p, q, jnp.maximum(best, value)
+
+    def rows_from_columns(state):  # q held: sets p
+        _, q, best = state
+        p, value = _step(prob, q, "cols")
+        return p, q, jnp.maximum(best, value)
+
+    def body(i, state):
+        second = i >= passes  # the columns' start: its q is q0, and its first step holds q
+        p, q, best = state
+        state = (p, jnp.where(i == passes, q0, q), best)
+        j = jnp.where(second, i - passes, i)
+        return jax.lax.cond((j % 2 == 0) != second, columns_from_rows, rows_from_columns, state)
+
+    state = (p0, q0, jnp.asarray(-jnp.inf, p0.dtype))
+    return jax.lax.fori_loop(0, 2 * passes, body, state)[2]
 
 
 def certify(prob: PartialProblem, f, g, fd, gd, eps, passes: int = DUAL_PASSES) -> Certificate:
