@@ -104,8 +104,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_consistent_length
 from sklearn.utils.validation import FLOAT_DTYPES, check_array, check_is_fitted, validate_data
 
+from puaudit_runtime.floats import first_nonfinite, power_of_two_below
 from puaudit_runtime.mesh import data_axes, pad_to_multiple
-from puaudit_runtime.nonfinite import first_nonfinite
 
 __all__ = ["PLSRegression", "pls_fit"]
 
@@ -581,16 +581,6 @@ def _to_compute(Z: np.ndarray, dtype, name: str, pad_columns: bool = True) -> np
 # Device-side standardisation (float32 input, float32 compute)
 
 
-def _pow2_floor(top):
-    """2**floor(log2(top)) of float32 top (p,) >= 0, exactly (top's exponent bits); 1 where top == 0.
-
-    A subnormal top gets 2**-126 (the smallest normal power of two), so dividing by it never overflows.
-    """
-    bits = lax.bitcast_convert_type(top, jnp.int32) & 0x7F800000
-    p = lax.bitcast_convert_type(bits, jnp.float32)
-    return jnp.where(top == 0, jnp.float32(1), jnp.where(bits == 0, jnp.finfo(jnp.float32).tiny, p))
-
-
 def _column_sum(A, blocked: bool):
     """Column sums (p,) of A (m, p); `blocked`: in two levels, blocks of ~sqrt(m) rows, then the block sums.
 
@@ -630,7 +620,7 @@ def _device_standardize(X, *, scale: bool, rows: int, cols: int, sharding=None):
     n, d = X.shape
     top = jnp.max(jnp.abs(X), axis=0)  # NaN / inf propagate: the finite check
     constant = jnp.max(X, axis=0) == jnp.min(X, axis=0)
-    p = _pow2_floor(top)
+    p = power_of_two_below(top)
     real = (jnp.arange(rows) < n)[:, None]
     B = jnp.pad(X / p, ((0, rows - n), (0, 0)))  # zero rows add nothing to the sums
     blocked = sharding is None
@@ -645,7 +635,7 @@ def _device_standardize(X, *, scale: bool, rows: int, cols: int, sharding=None):
         Z = Bc / std_b
     else:
         big = jnp.max(top)
-        s = jnp.where((big > 0) & ((big < 2.0**-40) | (big > 2.0**40)), _pow2_floor(big), jnp.float32(1))
+        s = jnp.where((big > 0) & ((big < 2.0**-40) | (big > 2.0**40)), power_of_two_below(big), jnp.float32(1))
         std_b = jnp.full(d, s)
         Z = Bc * (p / s)
     Z = jnp.pad(Z, ((0, 0), (0, cols - d)))

@@ -20,8 +20,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from puaudit_jax.ot.geometry import Geometry
+from puaudit_runtime.floats import first_nonfinite, power_of_two_below
 from puaudit_runtime.jit import jit
-from puaudit_runtime.nonfinite import first_nonfinite
 
 #: Problems of at most this many cost cells (n x k) compile with XLA:CPU's fast-compile options
 #: (``puaudit_runtime.jit``): their first call's compilation (about 0.3 s saved) outweighs the 7-18 %
@@ -209,7 +209,7 @@ def _prepared(x: jax.Array, y: jax.Array, *, unit: bool, careful: bool):
         top = jnp.max(jnp.abs(z), axis=1)  # (n,); NaN or inf where the row has one
         zero = top == 0
         if careful:
-            z = jnp.ldexp(z, -jnp.frexp(jnp.where(zero, 1.0, top))[1][:, None])
+            z = z / power_of_two_below(top)[:, None]  # exact; 1 for a zero row
         squares = jnp.sum(z * z, axis=1, keepdims=True)
         facts = (jnp.all(jnp.isfinite(top)), jnp.sum(zero), jnp.argmax(zero), jnp.min(squares), jnp.max(squares),
                  jnp.max(top))  # fmt: skip

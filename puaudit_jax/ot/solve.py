@@ -78,7 +78,7 @@ class SolveOptions:
         solved in float32 on one device (others go to the host); "host" in numpy, norms accumulated in
         float64; "auto" (the default) the device for JAX arrays, and for numpy points on an accelerator
         from :data:`DEVICE_PREPARE_ELEMENTS` elements on; else the host. The device pass saves a copy of
-        the points per solve (0.5-0.8x the host's time on this project's CPU) but its first call compiles
+        the points per solve (0.5-0.9x the host's time on this project's CPU) but its first call compiles
         a program (0.15 s on the CPU), which a single small solve does not repay.
     """
 
@@ -344,7 +344,7 @@ def solve_partial(
     on_device = _prepare_on_device(options.prepare, layout, dtype, method, x, y)
     x, y, matrix, a, b, m = phase("validation", validate, x, y, m, a=a, b=b, cost=cost, dtype=np.float64,
                                   on_device=on_device)  # fmt: skip
-    if matrix is None and on_device and float32_points(x, y):
+    if matrix is None and on_device:
         x, y = phase("transfer", jax.device_put, (x, y))
         x, y, scale = phase("normalisation", checked_on_device, x, y, cost)
         if isinstance(cost, str) and cost == "sqeuclidean":
@@ -366,8 +366,8 @@ def solve_partial(
 
 
 def _prepare_on_device(prepare: str, layout, dtype: str, method: str, x, y) -> bool:
-    """Whether float32 points x, y are checked and normalised on the device (``SolveOptions.prepare``)."""
-    if prepare == "host" or layout is not None or dtype != "float32" or method == "exact":
+    """Whether the points x, y (as given) are checked and normalised on the device (``SolveOptions.prepare``)."""
+    if prepare == "host" or layout is not None or dtype != "float32" or method == "exact" or not float32_points(x, y):
         return False
     if prepare == "device" or isinstance(x, jax.Array) or isinstance(y, jax.Array):
         return True
