@@ -39,8 +39,10 @@ The sections run in this order, the most important first, so that a budget cut l
               at 20k x 100k, against the streaming bound of ``device`` (and at the largest dense problem
               ``memory`` found, when ``memory`` ran before it: ``--sections memory,iteration``); and the
               blocked mode at each cost precision ("default", "highest", "bfloat16":
-              ``SolveOptions.cost_precision``) against the matmul bound, with the gap certified at full
-              precision. Fourth: the per-iteration bounds behind the solver's times.
+              ``SolveOptions.cost_precision``) against the matmul bound, with the gap certified; and the
+              certificate itself at "highest" and at "bfloat16x3" (three bf16 products with a proven error
+              bound, its default off the CPU) from the same potentials: seconds, gap, the widening the
+              error bound adds. Fourth: the per-iteration bounds behind the solver's times.
   extract     MiniLM's forward (probes.extract's jitted pooled forward) against PyTorch transformers
               on the same device, tokens per second at batch 64 / 256 and length 128 / 512, ours with
               each kind of attention (``probes.models.layers.ATTENTION_KINDS``: blocked, the CPU's,
@@ -333,7 +335,9 @@ def precision_worker(spec: dict) -> dict:
     """Time per blocked iteration of ``solve_partial`` at each cost precision (``SolveOptions.cost_precision``).
 
     Fixed iterations (tol 0): (t_long - t_short) / (it_long - it_short), the fastest of ``repeats``; and
-    the certified gap of a run to tol 1e-4 at each precision (the certificate is at "highest" always).
+    the certified gap of a run to tol 1e-4 at each precision (the certificate's precision is
+    ``Geometry.certified``'s: "bfloat16x3" off the CPU, else "highest"). Then the certificate at both of its
+    precisions from one solve's potentials (:func:`certificate_rows`).
     """
     import jax
 
@@ -358,7 +362,38 @@ def precision_worker(spec: dict) -> dict:
         cert = solved.certificate
         rows.append(dict(precision=precision, per_iter=(long_ - short) / spec["iters"], iterations=solved.iterations,
                          converged=solved.converged, gap=cert.gap, upper=cert.upper))  # fmt: skip
-    return dict(n=spec["n"], k=spec["k"], rows=rows)
+    return dict(n=spec["n"], k=spec["k"], rows=rows, certificates=certificate_rows(x, y, spec))
+
+
+def certificate_rows(x, y, spec: dict) -> list[dict]:
+    """The certificate of one blocked solve's potentials (tol 1e-3, eps 0.01, m 0.7) at "highest" and at
+    "bfloat16x3" (``Geometry.certified``): seconds (the fastest of ``spec["repeats"]`` after a compiling call),
+    the bounds, and the widening ``2 m cost_error`` each adds to its gap."""
+    import dataclasses
+
+    import jax
+    import jax.numpy as jnp
+
+    from puaudit_jax.ot import Geometry, PartialProblem, PartialSinkhorn
+    from puaudit_jax.ot.certificate import certify
+
+    geom = Geometry.from_points(jnp.asarray(x), jnp.asarray(y), block_size=spec["block_size"])
+    n, k = geom.shape
+    prob = PartialProblem(geom, jnp.full(n, 1 / n), jnp.full(k, 1 / k), jnp.asarray(0.7))
+    out = jax.block_until_ready(PartialSinkhorn(epsilon=EPS, tol=1e-3, max_iter=10_000)(prob))  # any potentials do
+    rows = []
+    for precision in ("highest", "bfloat16x3"):
+
+        @jax.jit
+        def bounds(prob, out, precision=precision):
+            prob = dataclasses.replace(prob, geom=prob.geom.certified(precision))
+            return certify(prob, out.f, out.g, out.fd, out.gd, out.epsilon), 2 * prob.m * prob.geom.cost_error()
+
+        (cert, widening), first_s = timed(lambda: jax.block_until_ready(bounds(prob, out)))
+        seconds = best_seconds(lambda: jax.block_until_ready(bounds(prob, out)), spec["repeats"])
+        rows.append(dict(precision=precision, first_s=first_s, seconds=seconds, widening=float(widening),
+                         **{name: float(getattr(cert, name)) for name in ("upper", "lower", "gap")}))  # fmt: skip
+    return rows
 
 
 def cone_points(n: int, k: int, d: int, seed: int = 0):
@@ -401,7 +436,8 @@ def large_worker(spec: dict) -> dict:
     untimed call that compiles the solve; per iteration = (t_long - t_short) / iters), then ``certified``
     solves to tol 1e-4 with the certificate (``PartialSinkhorn(certify=True)``), each recorded phase by phase
     (``puaudit_runtime.phases``; the last one reported). The first certified solve of the process compiles
-    the certificate's program (one for every precision: it evaluates the costs at "highest"), so the first
+    the certificate's program (one for every precision: it evaluates the costs at ``Geometry.certified``'s),
+    so the first
     precision runs up to ``certified`` of them (a second only while the worker's time, ``budget_s``, allows
     it) and the others one.
     """
@@ -414,7 +450,7 @@ def large_worker(spec: dict) -> dict:
     n, k, d = spec["n"], spec["k"], spec["d"]
     (x, y), data_s = timed(cone_points, n, k, d)
     res = dict(n=n, k=k, d=d, block_size=spec["block_size"], data_s=data_s, rows=[])
-    cert_compiled = False  # one certificate program serves every precision (its costs are at "highest")
+    cert_compiled = False  # one certificate program serves every solve precision (its costs are its own)
 
     def run(precision, iters, tol, certify):
         solver = PartialSinkhorn(epsilon=EPS, tol=tol, max_iter=iters, certify=certify)
@@ -581,6 +617,16 @@ def _precision_table(cfg, state, budget: Budget) -> list[str]:
         lines.append(f"| {row['precision']} | {row['per_iter'] * 1e3:.3g} | {fmt(bound * 1e3 if bound else None)} | "
                      f"{fmt(row['per_iter'] / bound if bound else None, '.2f')} | {row['iterations']} | "
                      f"{row['gap']:.3g} |")  # fmt: skip
+    lines += ["", "The certificate of one solve's potentials (tol 1e-3) at each of its precisions "
+              "(`Geometry.certified`; \"auto\" is \"bfloat16x3\" off the CPU): seconds, the fastest of 2 after a "
+              "compiling call; the widening 2 m cost_error is the share of the gap the costs' rounding takes:", "",
+              "| certificate precision | first call (s) | steady (s) | x highest | certified gap | widening |",
+              "|---|---|---|---|---|---|"]  # fmt: skip
+    certs = r.get("certificates", [])
+    for row in certs:
+        ratio = certs[0]["seconds"] / row["seconds"]
+        lines.append(f"| {row['precision']} | {row['first_s']:.2f} | {row['seconds']:.3f} | {ratio:.2f} | "
+                     f"{row['gap']:.4g} | {row['widening']:.2g} |")  # fmt: skip
     return lines
 
 

@@ -32,8 +32,14 @@ first), and the larger bound is kept: one side's clip at 0 can stall the ascent 
 row potentials may shift freely). When ``|b| = m`` the quantile is the largest h_j and q = h - max h.
 Points of zero weight take no part. The magnitudes stay of order ``M = max |C_ij|`` (the starts are
 clipped to [-2 M, 0]; h, lam and the next side follow), so float32 does not cancel the terms even
-where the potentials are huge (eps = 1e6). The certificate is computed in the solver's dtype: in
-float32 the bounds are exact up to ~1e-7 relative rounding.
+where the potentials are huge (eps = 1e6).
+
+Rounding. The costs are computed, not exact: with ``delta`` the geometry's bound on ``|C_ij - C*_ij|``
+(:meth:`~puaudit_jax.ot.geometry.Geometry.cost_error`; the float32 product's at "highest", or the
+bf16 units' three-product split), the plan's exact cost is at most ``upper + s delta`` (s its mass) and
+the dual point with lam - delta is feasible for C*, so the bounds are widened by ``m delta`` each
+(~1e-4 m at "bfloat16x3" and d 768, ~5e-5 m at "highest"). The rest, the sums of the plan's entries
+and the dual's terms, is computed in the solver's dtype: in float32 exact up to ~1e-7 relative.
 
 Pure ``jax.numpy`` on the geometry's reductions: the same code runs dense, blocked, inside
 ``shard_map`` (split geometries) and under ``vmap``.
@@ -232,6 +238,9 @@ def dual_bound(prob: PartialProblem, p0, q0, passes: int = DUAL_PASSES) -> jax.A
 def certify(prob: PartialProblem, f, g, fd, gd, eps, passes: int = DUAL_PASSES) -> Certificate:
     """:class:`Certificate` of the entropic solution with potentials (f, g, fd, gd) at ``eps``.
 
+    For the exact costs of ``prob``'s points: its geometry's computed costs, widened by their
+    :meth:`~puaudit_jax.ot.geometry.Geometry.cost_error` (module docstring).
+
     Args:
         prob: the partial problem (geometry, weights a (n,), b (k,), mass m); no gradient flows through it.
         f: row potentials, shape (n,), in cost units.
@@ -254,8 +263,11 @@ def certify(prob: PartialProblem, f, g, fd, gd, eps, passes: int = DUAL_PASSES) 
         jnp.maximum(split.max(jnp.max(rounding.row_mass - prob.a), "rows"), 0.0),
         jnp.maximum(split.max(jnp.max(rounding.col_mass - prob.b), "cols"), 0.0),
     )
-    violation = jnp.maximum(violation, jnp.abs(split.sum(jnp.sum(rounding.row_mass), "rows") - prob.m))
-    return Certificate(rounding.upper, lower, rounding.upper - lower, violation)
+    mass = split.sum(jnp.sum(rounding.row_mass), "rows")
+    violation = jnp.maximum(violation, jnp.abs(mass - prob.m))
+    delta = prob.geom.cost_error()
+    upper, lower = rounding.upper + jnp.maximum(mass, prob.m) * delta, lower - prob.m * delta
+    return Certificate(upper, lower, upper - lower, violation)
 
 
 def rounded_plan(prob: PartialProblem, rounding: Rounding, eps) -> jax.Array:

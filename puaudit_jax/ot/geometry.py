@@ -37,26 +37,26 @@ CostFn = Callable[[jax.Array, jax.Array], jax.Array]
 COST_KINDS = ("cosine", "sqeuclidean", "callable", "matrix")
 
 # COST_PRECISIONS (settings.py, where every setting's range lives): the precision of the products x y^T
-# behind the cosine and squared Euclidean costs. "default" is the backend's own for float32 (TF32 on
-# recent NVIDIA GPUs, bf16 passes on TPUs, float32 on the CPU), "highest" full float32, "bfloat16"
-# inputs rounded to bfloat16 with float32 accumulation (the accelerators' fast units; the same numbers
-# on the CPU). Certificates always use "highest" (:meth:`Geometry.exact`): a certified bound holds for
-# the true costs whatever precision the solve used.
+# behind the cosine and squared Euclidean costs during a solve. "default" is the backend's own for float32
+# (TF32 on recent NVIDIA GPUs, bf16 passes on TPUs, float32 on the CPU), "highest" full float32, "bfloat16"
+# inputs rounded to bfloat16 with float32 accumulation (the accelerators' fast units; the same numbers on
+# the CPU). A certificate evaluates its costs at a precision whose error :meth:`Geometry.cost_error`
+# bounds (:meth:`Geometry.certified`): "highest", or off the CPU "bfloat16x3", three bfloat16 products
+# whose sum is float32's product to ~1e-4 at a third of the bf16 units' rate (5-15x "highest"'s on GPUs).
+
+#: The precisions a geometry's products run at: the solve's (:data:`COST_PRECISIONS`) and the certificate's.
+PRECISIONS = (*COST_PRECISIONS, "bfloat16x3")
+#: The relative error of rounding to bfloat16 (8 significant bits), float64 -> float32 -> bfloat16 included.
+BFLOAT16_UNIT = 2.0**-8 * (1.0 + 2.0**-15)
 
 
 def _normalise_rows(z: jax.Array) -> jax.Array:
     return z / jnp.linalg.norm(z, axis=-1, keepdims=True)
 
 
-def _inner(x: jax.Array, y: jax.Array, precision: str) -> jax.Array:
-    """(bx, by) inner products x y^T at one of :data:`~puaudit_jax.ot.settings.COST_PRECISIONS`, in x's dtype."""
-    if precision == "bfloat16":  # products of bf16 values are exact in float32: only the sums round
-        xb, yb = _bfloat16_values(x), _bfloat16_values(y)
-        if jax.default_backend() == "cpu":  # XLA:CPU has no fast bf16 product: the float32 one, same numbers
-            return jnp.dot(xb, yb.T)
-        bf16 = jnp.bfloat16  # the accelerators' bf16 units, accumulating in float32
-        return jnp.dot(xb.astype(bf16), yb.astype(bf16).T, preferred_element_type=x.dtype)
-    return jnp.dot(x, y.T, precision=None if precision == "default" else jax.lax.Precision.HIGHEST)
+def _on_fast_units() -> bool:
+    """Whether products run on an accelerator's bf16 units (XLA:CPU has none: its float32 product, same numbers)."""
+    return jax.default_backend() != "cpu"
 
 
 def _bfloat16_values(z: jax.Array) -> jax.Array:
@@ -70,9 +70,94 @@ def _bfloat16_values(z: jax.Array) -> jax.Array:
     return jax.lax.bitcast_convert_type(bits, jnp.float32).astype(z.dtype)
 
 
-def _sqeuclidean(x: jax.Array, y: jax.Array, precision: str = "default") -> jax.Array:
-    sq = jnp.sum(x * x, axis=-1)[:, None] + jnp.sum(y * y, axis=-1)[None, :] - 2.0 * _inner(x, y, precision)
-    return jnp.maximum(sq, 0.0)
+def _operand(z: jax.Array, precision: str, side: str) -> jax.Array:
+    """Points ``z`` (b, d) as the products at ``precision`` take them (prepared once per pass, not per block).
+
+    "bfloat16": rounded to bfloat16. "bfloat16x3": split as z = hi + lo + rest, hi and lo bfloat16 and
+    ``|rest| <= 2^-16 |z|`` (z - hi is exact in float32), laid out as [hi | hi | lo] for the rows and
+    [hi | lo | hi] for the columns (``side``), so one product of width 3 d is hi hi' + hi lo' + lo hi'.
+    Both as bfloat16 arrays on the accelerators, as float32 values on the CPU. Other precisions: z.
+    """
+    if precision not in ("bfloat16", "bfloat16x3"):
+        return z
+    hi = _bfloat16_values(z)
+    if precision == "bfloat16x3":
+        lo = _bfloat16_values(z - hi)
+        hi = jnp.concatenate((hi, hi, lo) if side == "rows" else (hi, lo, hi), axis=-1)
+    return hi.astype(jnp.bfloat16) if _on_fast_units() else hi
+
+
+def _product(xo: jax.Array, yo: jax.Array, precision: str, dtype) -> jax.Array:
+    """(bx, by) inner products of :func:`_operand`'s operands, in ``dtype``.
+
+    bfloat16 operands run on the bf16 units, accumulating in ``dtype``: their products are exact, only the
+    sums round. Others at ``precision`` ("highest" or the backend's default).
+    """
+    if xo.dtype == jnp.bfloat16:
+        return jnp.dot(xo, yo.T, preferred_element_type=dtype)
+    return jnp.dot(xo, yo.T, precision=jax.lax.Precision.HIGHEST if precision == "highest" else None)
+
+
+def _gamma(k: int, dtype) -> float:
+    """Higham's gamma(k) = k u / (1 - k u), u the unit roundoff of ``dtype``."""
+    u = float(jnp.finfo(dtype).eps) / 2
+    return k * u / (1.0 - k * u)
+
+
+def _product_error(precision: str, d: int, dtype) -> tuple[float, float]:
+    """(inputs, sums): bounds on a product x.y's error from rounding its inputs and from its float sums, per X Y.
+
+    :func:`cost_error_bound` has the terms; ``d`` the dimension, ``dtype`` the accumulation's.
+    """
+    e = BFLOAT16_UNIT
+    if precision == "bfloat16":
+        return e * (2 + e), _gamma(d, dtype) * (1 + e) ** 2
+    if precision == "bfloat16x3":
+        return e * e * (3 + 4 * e + 2 * e * e), _gamma(3 * d, dtype) * (1 + e) ** 2 * (1 + 2 * e)
+    return 0.0, _gamma(d, dtype)
+
+
+def cost_error_bound(kind: str, precision: str, d: int, norm_x, norm_y, dtype) -> jax.Array:
+    """A bound on ``|C_ij - C*_ij|``: the cost as computed at ``precision`` against exact arithmetic.
+
+    For points of at most the norms given (scalars). With u the unit roundoff of ``dtype``, e that of
+    bfloat16 (:data:`BFLOAT16_UNIT`) and ``gamma(k) = k u / (1 - k u)`` (the float sum of k terms is off by at
+    most gamma(k - 1) times the sum of their magnitudes, in any order: Higham, Accuracy and Stability of
+    Numerical Algorithms, 2002, Lemma 3.4 and Sec. 3.1), a product x.y of norms X, Y is off by at most
+
+    - "highest" (and "default" on the CPU, whose float32 product is float32's): gamma(d) X Y;
+    - "bfloat16": the rounding of both inputs, e (2 + e) X Y, and the sum, gamma(d) (1 + e)^2 X Y;
+    - "bfloat16x3": the dropped terms hi rest' + lo lo' + lo rest' + rest y, e^2 (3 + 4 e + 2 e^2) X Y, and
+      the sum of 3 d terms, gamma(3 d) (1 + e)^2 (1 + 2 e) X Y;
+
+    plus ``4 d tiny (1 + X) (1 + Y)`` for parts and products flushed to zero below float32's smallest normal.
+    The cosine cost adds the rounding of ``1 - x.y``; the squared Euclidean cost doubles the product's
+    and adds the norms' sums and the two additions, ``gamma(d + 2) (X + Y)^2``. The norms themselves are
+    divided by ``1 - gamma(d + 2)`` (float sums of squares and a square root: they may be that much short).
+
+    Args:
+        kind: "cosine" or "sqeuclidean".
+        precision: one of :data:`PRECISIONS`; "default" only on the CPU.
+        d: the points' dimension.
+        norm_x: the largest row norm of x (a scalar, as computed in ``dtype``).
+        norm_y: the largest row norm of y.
+        dtype: the costs' float dtype.
+
+    Returns:
+        The bound, a scalar in cost units.
+
+    Raises:
+        ValueError: "default" off the CPU (the backend's default precision has no known error).
+    """
+    if precision == "default" and _on_fast_units():
+        raise ValueError(f"the {jax.default_backend()} backend's default precision has no known error bound: "
+                         "certify at 'highest' or 'bfloat16x3' (Geometry.certified)")  # fmt: skip
+    x, y = (norm / (1 - _gamma(d + 2, dtype)) for norm in (norm_x, norm_y))
+    flushed = 4 * d * float(jnp.finfo(jnp.float32).tiny) * (1 + x) * (1 + y)
+    product = sum(_product_error(precision, d, dtype)) * x * y + flushed
+    if kind == "cosine":
+        return product + _gamma(1, dtype) * (1 + x * y + product)
+    return 2 * product * (1 + _gamma(2, dtype)) + _gamma(d + 2, dtype) * (x + y) ** 2
 
 
 @jax.tree_util.register_dataclass
@@ -89,7 +174,7 @@ class Geometry:
       fn: pairwise cost callable for ``kind == "callable"``.
       block_size: rows/columns per block when the matrix is not materialised.
       split: mesh axes splitting the rows / columns (inside ``shard_map``); default: none.
-      precision: one of :data:`~puaudit_jax.ot.settings.COST_PRECISIONS`, the products behind the point costs.
+      precision: one of :data:`PRECISIONS`, the products behind the point costs.
     """
 
     x: jax.Array | None
@@ -129,8 +214,8 @@ class Geometry:
             block_size: rows/columns per block; None materialises the (n, m) matrix.
             split: mesh axes splitting the rows / columns (inside ``shard_map``).
             normalised: the rows are unit vectors already (cosine cost only).
-            precision: one of :data:`~puaudit_jax.ot.settings.COST_PRECISIONS`: the products behind the
-                cosine and squared Euclidean costs (a callable cost computes its own).
+            precision: one of :data:`PRECISIONS`: the products behind the cosine and squared Euclidean
+                costs (a callable cost computes its own).
 
         Returns:
             The :class:`Geometry`.
@@ -138,8 +223,8 @@ class Geometry:
         Raises:
             ValueError: an unknown cost name or precision.
         """
-        if precision not in COST_PRECISIONS:
-            raise ValueError(f"cost precision must be one of {', '.join(COST_PRECISIONS)}; got {precision!r}")
+        if precision not in PRECISIONS:
+            raise ValueError(f"cost precision must be one of {', '.join(PRECISIONS)}; got {precision!r}")
         if callable(cost):
             kind, fn = "callable", cost
         elif cost in ("cosine", "sqeuclidean"):
@@ -176,26 +261,70 @@ class Geometry:
         """Whether C is computed block by block (no materialised matrix)."""
         return self.matrix is None
 
-    def exact(self) -> Geometry:
-        """This geometry with its point costs at "highest" precision (itself when they are already, or given).
+    def certified(self, precision: str = "auto") -> Geometry:
+        """This geometry with its point costs at a precision a certificate evaluates (:meth:`cost_error`).
 
-        What a certificate evaluates: its bounds then hold for the true costs, not for the rounded ones
-        a faster precision solved with. A materialised matrix is computed again.
+        A certificate's bounds then hold for the exact costs of the points, not for the rounded ones a
+        faster precision solved with. A materialised matrix is computed again; a given matrix or a
+        callable cost is the problem itself (returned as it is).
+
+        Args:
+            precision: "highest", "bfloat16x3", or "auto": "bfloat16x3" for float32 points off the CPU
+                (the bf16 units: 5-15x float32's rate on GPUs, 2x TPUs' "highest"), else "highest".
+
+        Returns:
+            The :class:`Geometry` at that precision (itself when it is already).
+
+        Raises:
+            ValueError: another precision.
         """
-        if self.precision == "highest" or self.kind in ("matrix", "callable"):
+        if precision == "auto":
+            float32 = self.x is not None and self.x.dtype == jnp.float32
+            precision = "bfloat16x3" if float32 and _on_fast_units() else "highest"
+        if precision not in ("highest", "bfloat16x3"):
+            raise ValueError(f"a certificate's precision is 'highest', 'bfloat16x3' or 'auto'; got {precision!r}")
+        if self.precision == precision or self.kind in ("matrix", "callable"):
             return self
-        geom = dataclasses.replace(self, precision="highest", matrix=None)
+        geom = dataclasses.replace(self, precision=precision, matrix=None)
         return geom if self.is_blocked else dataclasses.replace(geom, matrix=geom.cost_block(self.x, self.y))
 
-    def cost_block(self, xb: jax.Array, yb: jax.Array) -> jax.Array:
-        """(bx, by) costs between row blocks of x and y (their products at :attr:`precision`)."""
+    def cost_error(self) -> jax.Array:
+        """A bound on ``|C_ij - C*_ij|`` over all entries: the costs as computed, against exact arithmetic.
+
+        On the geometry's points (normalised for the cosine cost), at its :attr:`precision`
+        (:func:`cost_error_bound`; one pass over the points for their norms). 0 for a given matrix or a
+        callable cost: those costs are the problem.
+
+        Returns:
+            The bound, a scalar in cost units (of the whole problem when split).
+
+        Raises:
+            ValueError: precision "default" off the CPU.
+        """
+        if self.kind in ("matrix", "callable"):
+            return jnp.zeros((), self.dtype)
+        norm_x, norm_y = (jnp.sqrt(self.split.max(jnp.max(jnp.sum(z * z, axis=-1)), side))
+                          for z, side in ((self.x, "rows"), (self.y, "cols")))  # fmt: skip
+        return cost_error_bound(self.kind, self.precision, self.x.shape[1], norm_x, norm_y, self.dtype)
+
+    def _operands(self, xb: jax.Array, yb: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """Row blocks of x and y as the products at :attr:`precision` take them (:func:`_operand`)."""
+        return _operand(xb, self.precision, "rows"), _operand(yb, self.precision, "cols")
+
+    def _costs(self, xb: jax.Array, yb: jax.Array, xo: jax.Array, yo: jax.Array) -> jax.Array:
+        """(bx, by) costs between row blocks xb, yb of x and y, from their operands xo, yo (:meth:`_operands`)."""
         if self.kind == "cosine":
-            return 1.0 - _inner(xb, yb, self.precision)
+            return 1.0 - _product(xo, yo, self.precision, self.dtype)
         if self.kind == "sqeuclidean":
-            return _sqeuclidean(xb, yb, self.precision)
+            norms = jnp.sum(xb * xb, axis=-1)[:, None] + jnp.sum(yb * yb, axis=-1)[None, :]
+            return jnp.maximum(norms - 2.0 * _product(xo, yo, self.precision, self.dtype), 0.0)
         if self.kind == "callable":
             return self.fn(xb, yb)
         raise ValueError("a precomputed-matrix geometry has no point clouds")
+
+    def cost_block(self, xb: jax.Array, yb: jax.Array) -> jax.Array:
+        """(bx, by) costs between row blocks of x and y (their products at :attr:`precision`)."""
+        return self._costs(xb, yb, *self._operands(xb, yb))
 
     def cost_matrix(self) -> jax.Array:
         """The dense (n, m) cost matrix (builds it in blocked mode: O(n m) memory)."""
@@ -209,14 +338,18 @@ class Geometry:
         Each cost block has the reduced axis last.
 
         Blocks are read with dynamic slices inside a ``fori_loop``: slicing and reshaping the
-        point cloud into (blocks, block_size, d) would copy it at every call site.
+        point cloud into (blocks, block_size, d) would copy it at every call site. The other cloud's
+        operands (:func:`_operand`) are prepared once, before the loop.
         """
         pts, other = (self.x, self.y) if axis == 1 else (self.y, self.x)
         n, bs = pts.shape[0], self.block_size
         nb, rem = divmod(n, bs)
+        side, other_side = ("rows", "cols") if axis == 1 else ("cols", "rows")
+        other_op = _operand(other, self.precision, other_side)
 
         def one(p, ub):
-            c = self.cost_block(p, other) if axis == 1 else self.cost_block(other, p).T
+            po = _operand(p, self.precision, side)
+            c = self._costs(p, other, po, other_op) if axis == 1 else self._costs(other, p, other_op, po).T
             return body(c, ub)
 
         out = []
@@ -325,13 +458,13 @@ class Geometry:
         """The product C v, shape (n,), for v (m,) (summed over split columns).
 
         Dense: one pass over the matrix. Blocked cosine: ``C v = sum(v) - x (y^T v)``, two matrix-vector
-        products at full precision (of the points as :attr:`precision` rounds them), no pass over C.
-        Other blocked costs: one pass.
+        products at full precision of the products' operands at :attr:`precision` (:meth:`_operands`: the
+        same bilinear form as the blocks'), no pass over C. Other blocked costs: one pass.
         """
         if not self.is_blocked:
             local = self.matrix @ v
         elif self.kind == "cosine":
-            x, y = (_bfloat16_values(z) if self.precision == "bfloat16" else z for z in (self.x, self.y))
+            x, y = (z.astype(self.dtype) for z in self._operands(self.x, self.y))
             highest = jax.lax.Precision.HIGHEST
             local = jnp.sum(v) - jnp.dot(x, jnp.dot(v, y, precision=highest), precision=highest)
         else:

@@ -613,10 +613,11 @@ def with_certificate(prob: PartialProblem, out: SinkhornOutput) -> SinkhornOutpu
     """``out`` with the :class:`~puaudit_jax.ot.certificate.Certificate` of its potentials for ``prob``.
 
     Its own program: a solve without a certificate and one with it share the solve's. The certificate
-    evaluates the costs at "highest" precision (:meth:`~puaudit_jax.ot.geometry.Geometry.exact`): its
-    bounds hold for the true problem whatever precision the solve's products ran at.
+    evaluates the costs at a precision whose error it bounds ("highest", or "bfloat16x3" off the CPU:
+    :meth:`~puaudit_jax.ot.geometry.Geometry.certified`): its bounds hold for the exact costs whatever
+    precision the solve's products ran at.
     """
-    prob = dataclasses.replace(prob, geom=prob.geom.exact())
+    prob = dataclasses.replace(prob, geom=prob.geom.certified())
     cert = certify(prob, *(jax.lax.stop_gradient(p) for p in (out.f, out.g, out.fd, out.gd)), out.epsilon)
     return dataclasses.replace(out, certificate=cert)
 

@@ -70,7 +70,8 @@ class SolveOptions:
         sharded), at most ``MAX_GAP_ROUNDS`` solves; the solver certifies then whatever its ``certify``.
       cost_precision: the products x y^T behind a cosine or squared Euclidean cost computed from points
         during the solve (:data:`~puaudit_jax.ot.settings.COST_PRECISIONS`: "default", "highest",
-        "bfloat16"); one device only. The certificate always evaluates the costs at "highest", so its
+        "bfloat16"); one device only. The certificate evaluates the costs at a precision whose error it
+        bounds ("highest"; off the CPU "bfloat16x3": ``geometry.Geometry.certified``), so its
         gap also bounds what a faster precision cost.
       prepare: where the points are checked (NaN / inf, zero rows) and, for the cosine cost, scaled to unit
         rows (:data:`~puaudit_jax.ot.settings.PREPARE_ON`): "device" where the solve runs, as one jitted
@@ -425,7 +426,7 @@ def _solve_one_device(x, y, matrix, a, b, m, solver, cost, block_size, with_plan
     """The single-device Sinkhorn solve: (SinkhornOutput of numpy arrays, plan or None).
 
     ``init``: None or potentials (f, g, fd, gd) to start from; ``precision``: the cost's products during
-    the solve (the certificate's are "highest"). The certificate, when asked for, is a program of its
+    the solve (the certificate's: ``Geometry.certified``). The certificate, when asked for, is a program of its
     own, so the solve's serves both.
     """
     with jax.enable_x64(dtype == "float64"):
@@ -467,7 +468,7 @@ def _certified(x, y, matrix, a, b, m, out: SinkhornOutput, *, cost, block_size) 
     if matrix is not None:
         geom = Geometry.from_matrix(matrix)
     else:
-        geom = Geometry.from_points(x, y, cost, block_size=block_size, normalised=True, precision="highest")
+        geom = Geometry.from_points(x, y, cost, block_size=block_size, normalised=True).certified()
     return with_certificate(PartialProblem(geom, a, b, m), out)
 
 

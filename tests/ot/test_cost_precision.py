@@ -60,7 +60,7 @@ def test_the_certificate_evaluates_the_costs_at_full_precision():
     fast = PartialProblem(Geometry.from_points(x, y, normalised=True, precision="bfloat16"), a, b, m)
     full = PartialProblem(Geometry.from_points(x, y, normalised=True, precision="highest"), a, b, m)
     assert float(jnp.abs(fast.geom.cost_matrix() - full.geom.cost_matrix()).max()) > 1e-4
-    np.testing.assert_array_equal(fast.geom.exact().cost_matrix(), full.geom.cost_matrix())
+    np.testing.assert_array_equal(fast.geom.certified("highest").cost_matrix(), full.geom.cost_matrix())
     out = PartialSinkhorn(epsilon=0.05, certify=True)(fast)
     on_full = with_certificate(full, out).certificate
     for name in ("upper", "lower", "gap"):
@@ -93,16 +93,100 @@ def test_the_blocked_cost_matvec_equals_the_dense_product(precision):
     np.testing.assert_allclose(dense.cost_matvec(v), dense.matrix @ v, rtol=0, atol=1e-6)
 
 
-def test_the_accelerators_bfloat16_product_equals_the_cpus(monkeypatch):
-    """Off the CPU "bfloat16" multiplies bfloat16 arrays on the bf16 units, accumulating in float32: the same
-    numbers as the CPU's float32 product of the rounded values, up to the order of the float32 sums (a
-    bfloat16 result, 3 significant digits, would be 1e-3 off)."""
-    from puaudit_jax.ot.geometry import _inner
-
+@pytest.mark.parametrize("precision", ["bfloat16", "bfloat16x3"])
+def test_the_accelerators_products_equal_the_cpus(monkeypatch, precision):
+    """Off the CPU the bfloat16 operands are multiplied as bfloat16 arrays on the bf16 units, accumulating in
+    float32: the same numbers as the CPU's float32 product of the rounded values, up to the order of the float32
+    sums (a bfloat16 result, 3 significant digits, would be 1e-3 off; the split's lost low half 4e-3)."""
     rng = np.random.default_rng(4)
     x, y = (jnp.asarray(rng.normal(size=s).astype(np.float32)) for s in ((40, 96), (30, 96)))
-    cpu = _inner(x, y, "bfloat16")
+    cpu = Geometry.from_points(x, y, precision=precision).matrix
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
-    fast = _inner(x, y, "bfloat16")
-    assert fast.dtype == jnp.float32
-    np.testing.assert_allclose(fast, cpu, rtol=0, atol=1e-5)
+    fast = Geometry.from_points(x, y, precision=precision)
+    assert fast.matrix.dtype == jnp.float32 and fast._operands(x, y)[0].dtype == jnp.bfloat16
+    np.testing.assert_allclose(fast.matrix, cpu, rtol=0, atol=1e-5 if precision == "bfloat16" else 1e-6)
+
+
+def _adversarial(n: int, d: int, seed: int) -> np.ndarray:
+    """Rows whose every coordinate lies just past a bfloat16 rounding midpoint (all round up by ~2^-8 of
+    themselves, and their low halves by ~2^-8 of those), of positive sign: the roundings add up instead of
+    cancelling, the products' worst case."""
+    rng = np.random.default_rng(seed)
+    scale = 2.0 ** rng.integers(-6, -3, size=(n, d))
+    return (scale * (1 + 2.0**-8 + 2.0**-16 + 2.0**-20)).astype(np.float32)
+
+
+@pytest.mark.parametrize("kind", ["cosine", "sqeuclidean"])
+@pytest.mark.parametrize("precision", ["highest", "bfloat16", "bfloat16x3"])
+def test_the_cost_error_bounds_the_computed_costs(kind, precision):
+    """Against the costs of the same float32 points in float64: random and adversarial rows (roundings of one
+    sign), d 384 and 768. The bound is not vacuous: its float32 and split bounds are ~1e-4 (where a
+    bfloat16 rounding is 4e-3), and the adversarial rows' error reaches a tenth of it at "bfloat16"."""
+    rng = np.random.default_rng(7)
+    for d, (x, y) in [(384, (rng.normal(size=(50, 384)), rng.normal(size=(70, 384)))),
+                      (768, (_adversarial(50, 768, 1), _adversarial(70, 768, 2)))]:  # fmt: skip
+        x, y = unit_rows(x.astype(np.float32), y.astype(np.float32), kind) if kind == "cosine" else (x, y)
+        x, y = np.asarray(x, np.float32), np.asarray(y, np.float32)
+        geom = Geometry.from_points(jnp.asarray(x), jnp.asarray(y), kind, normalised=True, precision=precision)
+        x64, y64 = x.astype(np.float64), y.astype(np.float64)
+        if kind == "cosine":
+            exact = 1.0 - x64 @ y64.T
+        else:
+            exact = (x64**2).sum(1)[:, None] + (y64**2).sum(1)[None, :] - 2.0 * x64 @ y64.T
+        error, bound = np.abs(np.asarray(geom.matrix, np.float64) - exact).max(), float(geom.cost_error())
+        assert error <= bound, (d, error, bound)
+        if kind == "cosine":
+            assert bound < {"highest": 6e-5, "bfloat16": 1e-2, "bfloat16x3": 2.5e-4}[precision]
+            if precision == "bfloat16" and d == 768:
+                assert error > 0.1 * bound
+
+
+@pytest.mark.parametrize("precision", ["bfloat16", "bfloat16x3"])
+def test_the_rounding_of_the_inputs_is_bounded_and_reached(precision):
+    """The inputs' share of the bound alone (the products of the rounded operands summed in float64): it holds,
+    and the rows past rounding midpoints reach a quarter of it (its terms are not loose by more)."""
+    from puaudit_jax.ot.geometry import _operand, _product_error
+
+    x, y = _adversarial(20, 256, 5), _adversarial(30, 256, 6)
+    xo, yo = (
+        np.asarray(_operand(jnp.asarray(z), precision, side), np.float64) for z, side in ((x, "rows"), (y, "cols"))
+    )
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    norms = np.linalg.norm(x64, axis=1)[:, None] * np.linalg.norm(y64, axis=1)[None, :]
+    ratio = np.abs(xo @ yo.T - x64 @ y64.T) / (_product_error(precision, 256, np.float32)[0] * norms)
+    assert ratio.max() <= 1.0 and ratio.max() > 0.25
+
+
+def test_a_certificate_on_the_bfloat16_split_brackets_the_optimum_as_tightly():
+    """The certificate on accelerators ("bfloat16x3", run here on the CPU with the same numbers) from a solve's
+    potentials brackets the exact optimum, and its gap exceeds the "highest" one by at most its widening."""
+    x, y = unit_rows(*_cone(120, 200, d=96), "cosine")
+    a, b, m = jnp.full(120, 1 / 120), jnp.full(200, 1 / 200), jnp.asarray(0.6)
+    geom = Geometry.from_points(jnp.asarray(x), jnp.asarray(y), normalised=True)
+    out = PartialSinkhorn(epsilon=0.01, tol=1e-5)(PartialProblem(geom, a, b, m))
+    certs = {p: with_certificate(PartialProblem(geom.certified(p), a, b, m), out).certificate
+             for p in ("highest", "bfloat16x3")}  # fmt: skip
+    exact = solve_partial(np.asarray(x, np.float64), np.asarray(y, np.float64), 0.6,
+                          options=SolveOptions(method="exact", return_plan=False)).cost  # fmt: skip
+    split = certs["bfloat16x3"]
+    assert float(split.lower) <= exact <= float(split.upper)
+    widening = 2 * 0.6 * float(geom.certified("bfloat16x3").cost_error())
+    assert 0 < widening < 3e-4 and float(split.gap) <= float(certs["highest"].gap) + widening + 1e-6
+
+
+def test_the_certificate_widens_its_bounds_by_the_cost_error():
+    """All points equal, every coordinate just past a bfloat16 rounding midpoint: at "bfloat16" every computed
+    cost is too low by nearly the whole error bound (the bound is within 1 % of this worst case), every plan
+    of mass m is optimal, and the computed costs' own upper bound misses the exact optimum m C*; widened by
+    m times the cost error, the certificate brackets it."""
+    v = np.full((1, 60), 2.0**-3 * (1 + 2.0**-8 + 2.0**-16 + 2.0**-20), np.float32)
+    geom = Geometry.from_points(jnp.asarray(np.repeat(v, 30, 0)), jnp.asarray(np.repeat(v, 40, 0)),
+                                normalised=True, precision="bfloat16")  # fmt: skip
+    out = PartialSinkhorn(epsilon=0.01, certify=True)(
+        PartialProblem(geom, jnp.full(30, 1 / 30), jnp.full(40, 1 / 40), 0.5)
+    )
+    cert, delta = out.certificate, float(geom.cost_error())
+    exact_cost = 1.0 - float(v[0].astype(np.float64) @ v[0].astype(np.float64))
+    assert 0.99 * delta < exact_cost - float(geom.matrix[0, 0]) <= delta
+    assert float(cert.lower) <= 0.5 * exact_cost <= float(cert.upper)
+    assert float(cert.upper) - 0.5 * delta < 0.5 * exact_cost  # unwidened, the upper bound is below the optimum
