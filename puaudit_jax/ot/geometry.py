@@ -283,7 +283,9 @@ class Geometry:
             precision = "bfloat16x3" if float32 and _on_fast_units() else "highest"
         if precision not in ("highest", "bfloat16x3"):
             raise ValueError(f"a certificate's precision is 'highest', 'bfloat16x3' or 'auto'; got {precision!r}")
-        if self.precision == precision or self.kind in ("matrix", "callable"):
+        cpu_default = self.precision == "default" and not _on_fast_units()  # XLA:CPU's float32 product is float32's
+        same = self.precision == precision or (cpu_default and precision == "highest")
+        if same or self.kind in ("matrix", "callable"):
             return self
         geom = dataclasses.replace(self, precision=precision, matrix=None)
         return geom if self.is_blocked else dataclasses.replace(geom, matrix=geom.cost_block(self.x, self.y))

@@ -147,15 +147,15 @@ class Layout:
 # The per-device program
 
 
-def _geometry(x, y, matrix, cost, block_size, split) -> Geometry:
+def _geometry(x, y, matrix, cost, block_size, split, precision) -> Geometry:
     """One device's geometry; x, y rows normalised on the host already (``unit_rows``)."""
     if matrix is not None:
         return Geometry.from_matrix(matrix, split=split)
-    return Geometry.from_points(x, y, cost, block_size=block_size, split=split, normalised=True)
+    return Geometry.from_points(x, y, cost, block_size=block_size, split=split, normalised=True, precision=precision)
 
 
 def program(solver: PartialSinkhorn, layout: Layout, cost, block_size, with_plan: bool, points: bool,
-            warm: bool = False):  # fmt: skip
+            warm: bool = False, precision: str = "default"):  # fmt: skip
     """The jitted sharded solve: ``jit(shard_map(one device's solve))`` over ``layout.mesh``, cached.
 
     Its first argument is the solver (a pytree: its numbers are arguments, so one program serves every
@@ -172,23 +172,27 @@ def program(solver: PartialSinkhorn, layout: Layout, cost, block_size, with_plan
         points: True: the program takes (x (N, d), y (K, d), a (N,), b (K,), m ()); False:
             (matrix (N, K), a (N,), b (K,), m ()).
         warm: four more arguments, the potentials (f (N,), g (K,), fd (), gd ()) to start from.
+        precision: the cost's products during the solve (``SolveOptions.cost_precision``); the certificate
+            picks its own (``Geometry.certified``).
 
     Returns:
         A jitted function ``(solver, *arrays) -> (SinkhornOutput of global arrays, plan (N, K) or None)``;
         ``.lower(solver, *abstract args).compile()`` gives its per-device HLO and memory.
     """
-    return _program(jax.tree.structure(solver), solver.certify, layout, cost, block_size, with_plan, points, warm)
+    return _program(jax.tree.structure(solver), solver.certify, layout, cost, block_size, with_plan, points, warm,
+                    precision)  # fmt: skip
 
 
 @functools.lru_cache(maxsize=64)
-def _program(settings, certify: bool, layout: Layout, cost, block_size, with_plan: bool, points: bool, warm: bool):
+def _program(settings, certify: bool, layout: Layout, cost, block_size, with_plan: bool, points: bool, warm: bool,
+             precision: str):  # fmt: skip
     """:func:`program`, cached by the solver's static settings (its pytree structure), not its numbers."""
     split, sp = layout.split, layout.specs
 
     def run(solver, *args):
         args, init = (args[:-4], args[-4:]) if warm else (args, None)
         (x, y, a, b, m), matrix = (args, None) if points else ((None, None, *args[1:]), args[0])
-        geom = _geometry(x, y, matrix, cost, block_size, split)
+        geom = _geometry(x, y, matrix, cost, block_size, split, precision)
         out = solver(PartialProblem(geom, a, b, m), init=init)
         return out, (geom.plan(out.f, out.g, out.epsilon) if with_plan else None)
 
@@ -252,6 +256,7 @@ def solve(
     with_plan: bool = False,
     dtype="float32",
     init=None,
+    precision: str = "default",
 ):
     """Solve one problem over the devices of ``layout`` (numpy in, numpy out).
 
@@ -273,6 +278,7 @@ def solve(
       dtype: "float32" or "float64".
       init: None or potentials (f (n,), g (k,), fd, gd) to start from (a returned output's:
         ``gap_tol`` rounds); padded with -inf, the potential of a zero-weight point.
+      precision: the products behind a cost from points during the solve (``SolveOptions.cost_precision``).
 
     Returns:
       (SinkhornOutput of numpy arrays, plan (n, k) or None), padding removed.
@@ -298,7 +304,7 @@ def solve(
             args += (place(pad(f, (0, N - n)), layout, sp["a"]), place(pad(g, (0, K - k)), layout, sp["b"]),
                      jnp.asarray(fd), jnp.asarray(gd))  # fmt: skip
         run = program(solver, layout, None if matrix is not None else cost, block_size, with_plan, matrix is None,
-                      init is not None)  # fmt: skip
+                      init is not None, precision)  # fmt: skip
         out, plan = run(solver, *args)
         out = jax.tree.map(_to_host, out)
         plan = None if plan is None else _to_host(plan)[:n, :k]
@@ -321,6 +327,7 @@ def solve_process_local(
     cost="cosine",
     block_size: int | None = None,
     dtype="float32",
+    precision: str = "default",
 ):
     """A cluster solve where each process holds only its share of U.
 
@@ -340,6 +347,7 @@ def solve_process_local(
             :func:`~puaudit_jax.ot.solve_partial`.
         block_size: rows/columns per block when the cost matrix is not materialised (None: materialised).
         dtype: the solve's dtype, "float32" or "float64".
+        precision: the products behind the cost during the solve, as ``SolveOptions.cost_precision``.
 
     Returns:
         (SinkhornOutput with f, row_mass of all n rows and g, col_mass of this process's k_i rows;
@@ -374,7 +382,7 @@ def solve_process_local(
             local(b_p, sp["b"], share * n_proc),
             jnp.asarray(m, jd),
         )
-        out, _ = program(solver, layout, cost, block_size, False, True)(solver, *args)
+        out, _ = program(solver, layout, cost, block_size, False, True, precision=precision)(solver, *args)
         # U's outputs stay where they are (this process's share); the rest is whole on every process
         fields = {f.name: getattr(out, f.name) for f in dataclasses.fields(out)}
         own = {name: _local_rows(fields.pop(name))[: len(y_local)] for name in ("g", "col_mass")}

@@ -70,7 +70,7 @@ class SolveOptions:
         sharded), at most ``MAX_GAP_ROUNDS`` solves; the solver certifies then whatever its ``certify``.
       cost_precision: the products x y^T behind a cosine or squared Euclidean cost computed from points
         during the solve (:data:`~puaudit_jax.ot.settings.COST_PRECISIONS`: "default", "highest",
-        "bfloat16"); one device only. The certificate evaluates the costs at a precision whose error it
+        "bfloat16"), on one device or a mesh. The certificate evaluates the costs at a precision whose error it
         bounds ("highest"; off the CPU "bfloat16x3": ``geometry.Geometry.certified``), so its
         gap also bounds what a faster precision cost.
       prepare: where the points are checked (NaN / inf, zero rows) and, for the cosine cost, scaled to unit
@@ -339,9 +339,6 @@ def solve_partial(
     solver, options = _configs("solve_partial", solver, options, deprecated)
     method, dtype = options.method, options.dtype
     layout = layout_for(mesh)
-    if layout is not None and options.cost_precision != "default":
-        raise ValueError(f"cost_precision={options.cost_precision!r} applies to one-device solves; "
-                         "leave it 'default' with a mesh")  # fmt: skip
     on_device = _prepare_on_device(options.prepare, layout, dtype, method, x, y)
     x, y, matrix, a, b, m = phase("validation", validate, x, y, m, a=a, b=b, cost=cost, dtype=np.float64,
                                   on_device=on_device)  # fmt: skip
@@ -406,7 +403,8 @@ def _sinkhorn(x, y, matrix, a, b, m, solver, options: SolveOptions, cost, layout
     def run(solver, init=None):
         if layout is not None:
             return sharded.solve(solver, x, y, a, b, m, layout, cost=cost, matrix=matrix, block_size=block,
-                                 with_plan=with_plan, dtype=dtype, init=init)  # fmt: skip
+                                 with_plan=with_plan, dtype=dtype, init=init,
+                                 precision=options.cost_precision)  # fmt: skip
         return _solve_one_device(x, y, matrix, a, b, m, solver, cost, block, with_plan, dtype, init,
                                  options.cost_precision)  # fmt: skip
 

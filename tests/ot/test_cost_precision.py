@@ -67,17 +67,65 @@ def test_the_certificate_evaluates_the_costs_at_full_precision():
         assert float(getattr(out.certificate, name)) == pytest.approx(float(getattr(on_full, name)), abs=1e-6)
 
 
+def test_the_certificate_precision_auto_is_highest_on_the_cpu_and_the_split_elsewhere(monkeypatch):
+    """On the CPU a "default" geometry is certified as it is (its float32 product is float32's: no second
+    matrix) and a "bfloat16" one at "highest"; off it float32 points get "bfloat16x3", float64 points and a
+    given matrix keep theirs."""
+    x, y = (jnp.asarray(z) for z in _cone(20, 30))
+    default, fast = Geometry.from_points(x, y), Geometry.from_points(x, y, precision="bfloat16")
+    assert default.certified() is default and fast.certified().precision == "highest"
+    np.testing.assert_array_equal(fast.certified().matrix, Geometry.from_points(x, y, precision="highest").matrix)
+    with pytest.raises(ValueError, match="'highest', 'bfloat16x3' or 'auto'"):
+        default.certified("bfloat16")
+    matrix = Geometry.from_matrix(default.matrix)
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert default.certified().precision == "bfloat16x3" and matrix.certified() is matrix
+    with jax.enable_x64(True):
+        wide = Geometry.from_points(x.astype(jnp.float64), y.astype(jnp.float64))
+        assert wide.certified().precision == "highest"
+    with pytest.raises(ValueError, match="default precision has no known error bound"):
+        default.cost_error()
+
+
 def test_a_bad_cost_precision_is_refused_by_name():
     with pytest.raises(ValueError, match="cost_precision"):
         SolveOptions(cost_precision="tf32")
     with pytest.raises(ValueError, match="cost precision must be one of default, highest, bfloat16"):
         Geometry.from_points(jnp.ones((2, 3)), jnp.ones((2, 3)), precision="half")
-    from puaudit_jax.ot.sharded import Layout
 
-    x, y = _cone(8, 12)
-    mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("u",))
-    with pytest.raises(ValueError, match="one-device solves"):
-        solve_partial(x, y, 0.5, options=SolveOptions(cost_precision="bfloat16"), mesh=Layout.of(mesh))
+
+_MESH_CODE = """
+import numpy as np
+from puaudit_runtime.mesh import make_mesh
+from puaudit_jax.ot import PartialSinkhorn, SolveOptions, solve_partial
+from tests.ot.test_cost_precision import _cone
+
+x, y = _cone(90, 150, d=32)
+solver = PartialSinkhorn(epsilon=0.02, certify=True)
+out = {}
+for name, mesh in (("single", None), ("2x2", make_mesh(4, "2x2"))):
+    for block in (None, 16):
+        options = SolveOptions(method="sinkhorn", return_plan=False, block_size=block, cost_precision="bfloat16")
+        r = solve_partial(x, y, 0.6, solver, options, mesh=mesh)
+        c = r.certificate
+        out[f"{name} {block}"] = dict(col=r.col_mass, it=r.iterations, cert=[c.upper, c.lower, c.gap])
+emit(out)
+"""
+
+
+def test_a_bfloat16_solve_on_a_mesh_equals_the_one_device_solve():
+    """On a 2 x 2 mesh of forced host devices (rows and columns split), dense and blocked: the same iterations,
+    masses and certificate as on one device (both at "bfloat16"), to float32's summation order: the dual
+    bound's quantile search compares float32 sums of the split rows' weights with m, and its lower bound moved by
+    2.4e-5 (1.2e-5 at "default", where the same happens)."""
+    from tests.multidevice import run_devices
+
+    res = run_devices(_MESH_CODE, 4, timeout=240)
+    for block in ("None", "16"):
+        one, split = res[f"single {block}"], res[f"2x2 {block}"]
+        assert abs(split["it"] - one["it"]) <= 1
+        np.testing.assert_allclose(split["col"], one["col"], atol=2e-6, rtol=0)
+        np.testing.assert_allclose(split["cert"], one["cert"], atol=5e-5, rtol=0)
 
 
 @pytest.mark.parametrize("precision", ["highest", "bfloat16"])
