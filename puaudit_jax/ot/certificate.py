@@ -38,7 +38,7 @@ Rounding. The costs are computed, not exact: with ``delta`` the geometry's bound
 (:meth:`~puaudit_jax.ot.geometry.Geometry.cost_error`; the float32 product's at "highest", or the
 bf16 units' three-product split), the plan's exact cost is at most ``upper + s delta`` (s its mass) and
 the dual point with lam - delta is feasible for C*, so the bounds are widened by ``m delta`` each
-(~1e-4 m at "bfloat16x3" and d 768, ~5e-5 m at "highest"). The rest, the sums of the plan's entries
+(~2e-4 m at "bfloat16x3" and d 768, ~5e-5 m at "highest"). The rest, the sums of the plan's entries
 and the dual's terms, is computed in the solver's dtype: in float32 exact up to ~1e-7 relative.
 
 Pure ``jax.numpy`` on the geometry's reductions: the same code runs dense, blocked, inside

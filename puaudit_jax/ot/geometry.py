@@ -42,7 +42,8 @@ COST_KINDS = ("cosine", "sqeuclidean", "callable", "matrix")
 # inputs rounded to bfloat16 with float32 accumulation (the accelerators' fast units; the same numbers on
 # the CPU). A certificate evaluates its costs at a precision whose error :meth:`Geometry.cost_error`
 # bounds (:meth:`Geometry.certified`): "highest", or off the CPU "bfloat16x3", three bfloat16 products
-# whose sum is float32's product to ~1e-4 at a third of the bf16 units' rate (5-15x "highest"'s on GPUs).
+# whose sum is float32's product to ~2e-4 at a third of the bf16 units' rate (about 6x "highest"'s on an
+# H200 by its rates; not measured yet).
 
 #: The precisions a geometry's products run at: the solve's (:data:`COST_PRECISIONS`) and the certificate's.
 PRECISIONS = (*COST_PRECISIONS, "bfloat16x3")
@@ -270,7 +271,7 @@ class Geometry:
 
         Args:
             precision: "highest", "bfloat16x3", or "auto": "bfloat16x3" for float32 points off the CPU
-                (the bf16 units: 5-15x float32's rate on GPUs, 2x TPUs' "highest"), else "highest".
+                (the bf16 units: about 6x "highest" on an H200 by its rates, 2x on TPUs), else "highest".
 
         Returns:
             The :class:`Geometry` at that precision (itself when it is already).
