@@ -437,9 +437,8 @@ def large_worker(spec: dict) -> dict:
     solves to tol 1e-4 with the certificate (``PartialSinkhorn(certify=True)``), each recorded phase by phase
     (``puaudit_runtime.phases``; the last one reported). The first certified solve of the process compiles
     the certificate's program (one for every precision: it evaluates the costs at ``Geometry.certified``'s),
-    so the first
-    precision runs up to ``certified`` of them (a second only while the worker's time, ``budget_s``, allows
-    it) and the others one.
+    so the first precision runs up to ``certified`` of them (a second only while the worker's time,
+    ``budget_s``, allows it) and the others one.
     """
     import jax
 

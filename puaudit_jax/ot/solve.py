@@ -465,8 +465,8 @@ def _certified(x, y, matrix, a, b, m, out: SinkhornOutput, *, cost, block_size) 
     """``out`` with its certificate, for the problem of points x, y (or of ``matrix`` when not None)."""
     if matrix is not None:
         geom = Geometry.from_matrix(matrix)
-    else:  # "highest" first: at "default" XLA:CPU ran this program ~10 % slower; elsewhere certified() replaces it
-        geom = Geometry.from_points(x, y, cost, block_size=block_size, normalised=True, precision="highest").certified()
+    else:  # "highest": at "default" XLA:CPU ran this program ~10 % slower; elsewhere with_certificate replaces it
+        geom = Geometry.from_points(x, y, cost, block_size=block_size, normalised=True, precision="highest")
     return with_certificate(PartialProblem(geom, a, b, m), out)
 
 
