@@ -4,7 +4,7 @@ Side-by-side comparisons, ratios printed, nothing asserted. Every configuration 
 particular number of (forced host CPU) devices runs in its own subprocess, since
 ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` must be set before JAX starts; the
 parent collects each child's result (``puaudit_runtime.launch``: ``run_python`` / ``run_cluster``,
-the child ``emit``s). Sections (each a flag; none given = all four):
+the child ``emit``s). Sections (each a flag; none given = all five):
 
   --memory   XLA buffer assignment per device (``sharded.memory_per_device``, nothing runs) of
              the compiled solve at a fixed problem for D = 1, 2, 4, 8 devices, dense (scaling)
@@ -23,6 +23,9 @@ the child ``emit``s). Sections (each a flag; none given = all four):
              core each, a non-scalar gloo all-reduce waits about one scheduler tick (~4 ms at
              HZ=250) on this machine, since the process's transport and compute threads share
              the core.
+  --prepare  where a 2-device solve's time goes (``puaudit_runtime.phases``): float32 points as numpy
+             prepared on the host, as numpy prepared on the devices, and as JAX arrays ("auto": on
+             the devices, never copied to the host), with the time before the solve against the host's.
   --comm     bytes exchanged by collectives, counted from the compiled sharded program's HLO
              by ``puaudit_runtime.hlo.comm_summary`` (per solver iteration, in the
              stable-fallback branches, per epoch, once per solve), on a 1-D mesh of 4 and a
@@ -460,10 +463,46 @@ def comm_worker(spec: dict) -> dict:
     return dict(rows=rows)
 
 
+# ----------------------------------------------------------------------------- preparation
+#: ``--prepare``'s inputs: (name, kind of points, ``SolveOptions.prepare``).
+PREPARE_RUNS = (("numpy, host", "numpy", "host"), ("numpy, device", "numpy", "device"), ("jax, auto", "jax", "auto"))
+#: The phases of ``solve_partial`` that run before the solve: the host's share on the host path.
+PREPARE_PHASES = ("validation", "transfer", "normalisation")
+
+
+def prepare_worker(spec: dict) -> dict:
+    """Phase tables of steady sharded solves (U split over every device) for each of :data:`PREPARE_RUNS`."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from puaudit_jax.ot import PartialSinkhorn, SolveOptions, solve_partial
+    from puaudit_runtime.phases import recording
+
+    rng = np.random.default_rng(0)
+    n, k, d = spec["n"], spec["k"], spec["d"]
+    x, y = (rng.normal(size=(rows, d)).astype(np.float32) for rows in (n, k))
+    mesh = _mesh(jax.devices())
+    solver = PartialSinkhorn(epsilon=EPS, tol=1e-4, certify=False)
+    rows = []
+    for name, kind, prepare in PREPARE_RUNS:
+        points = (jnp.asarray(x), jnp.asarray(y)) if kind == "jax" else (x, y)
+        options = SolveOptions(method="sinkhorn", prepare=prepare)
+        solve_partial(*points, M, solver, options, mesh=mesh)  # compiles
+        tables = []
+        for _ in range(spec["repeats"]):
+            with recording() as table:
+                result = solve_partial(*points, M, solver, options, mesh=mesh)
+            tables.append(dict(table.seconds))
+        phases = {p: float(np.median([t.get(p, 0.0) for t in tables])) for p in tables[0]}
+        rows.append(dict(name=name, phases=phases, cost=result.cost, iterations=result.iterations))
+    return dict(rows=rows, devices=len(jax.devices()))
+
+
 def worker(spec: dict) -> dict:
-    return dict(memory=memory_worker, solve=solve_worker, bandwidth=bandwidth_worker, comm=comm_worker)[spec["kind"]](
-        spec
-    )
+    kinds = dict(memory=memory_worker, solve=solve_worker, bandwidth=bandwidth_worker, comm=comm_worker,
+                 prepare=prepare_worker)  # fmt: skip
+    return kinds[spec["kind"]](spec)
 
 
 # ============================================================================ parent: sections
@@ -744,6 +783,35 @@ def section_comm(cfg) -> tuple[str, dict]:
     return "\n".join(lines), r
 
 
+def section_prepare(cfg) -> tuple[str, dict]:
+    out = []
+    for n, k in cfg.prepare_sizes:
+        spec = dict(kind="prepare", n=n, k=k, d=cfg.prepare_d, repeats=max(5, cfg.repeats))
+        r = run_worker(MODULE, spec, devices=2, cores=[0, 1], timeout=cfg.timeout)
+        out.append(dict(r, n=n, k=k))
+        print(f"  prepare {n}x{k}: " + (r.get("failed") or "done"), flush=True)
+    names = list(dict.fromkeys(p for r in out for row in r.get("rows", []) for p in row["phases"]))
+    lines = [
+        f"## Where a sharded solve's time goes: float32 points, d = {cfg.prepare_d}, U split over 2 forced devices "
+        f"(cores [0, 1]), eps = {EPS}, tol 1e-4, uncertified; medians of {max(5, cfg.repeats)} steady solves (ms)",
+        "",
+        "| n_P x n_U | points, prepare | " + " | ".join(names) + " | before the solve | / numpy, host | cost |",
+        "|---|---|" + "---|" * len(names) + "---|---|---|",
+    ]
+    for r in out:
+        if "failed" in r:
+            lines.append(f"| {r['n']}x{r['k']} | failed: {r['failed']} |")
+            continue
+        host = sum(r["rows"][0]["phases"].get(p, 0.0) for p in PREPARE_PHASES)
+        for row in r["rows"]:
+            before = sum(row["phases"].get(p, 0.0) for p in PREPARE_PHASES)
+            row["before_solve"], row["ratio"] = before, before / host if host else None
+            cells = " | ".join(f"{1e3 * row['phases'].get(p, 0.0):.1f}" for p in names)
+            lines.append(f"| {r['n']}x{r['k']} | {row['name']} | {cells} | {1e3 * before:.1f} | "
+                         f"{fmt(row['ratio'], '.2f')} | {row['cost']:.6f} |")  # fmt: skip
+    return "\n".join(lines), dict(rows=out)
+
+
 # ============================================================================ driver
 def _sizes(text: str) -> list:
     return [tuple(int(v) for v in s.split("x")) for s in text.split(",") if s]
@@ -772,6 +840,8 @@ def config(args) -> argparse.Namespace:
         cluster_size=_sizes(args.cluster_size or ("1000x8000" if q else "2000x40000"))[0],
         cluster_iters=10 if q else 200,
         cluster_unpinned=not args.no_cluster_unpinned,
+        prepare_sizes=_sizes(args.prepare_sizes or ("1000x8000" if q else "5000x5000,2000x20000")),
+        prepare_d=384 if q else 768,
         comm_sizes=_sizes(
             args.comm_sizes
             or ("1000x8000,2000x16000" if q else "1000x20000,2000x20000,4000x20000,2000x40000,2000x80000")
@@ -787,6 +857,9 @@ def main(argv=None):
     ap.add_argument("--time", action="store_true", help="time per iteration, 1 vs 2 devices / cores")
     ap.add_argument("--cluster", action="store_true", help="2-process cluster vs 1 process with 2 devices")
     ap.add_argument("--comm", action="store_true", help="collective bytes per iteration from the HLO")
+    ap.add_argument("--prepare", action="store_true", help="phase tables of a 2-device solve, by where the points "
+                    "are prepared")  # fmt: skip
+    ap.add_argument("--prepare-sizes", default=None, help="--prepare: n_Pxn_U,... (default 5000x5000,2000x20000)")
     ap.add_argument("--quick", action="store_true", help="small sizes (all sections in a few minutes)")
     ap.add_argument("--d", type=int, default=384, help="point dimension")
     ap.add_argument("--block-size", type=int, default=256, help="blocked mode's block size")
@@ -806,12 +879,9 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if serve_worker(args, worker):
         return
-    chosen = [s for s in ("memory", "time", "cluster", "comm") if getattr(args, s)] or [
-        "memory",
-        "time",
-        "cluster",
-        "comm",
-    ]
+    sections = dict(memory=section_memory, time=section_time, cluster=section_cluster, comm=section_comm,
+                    prepare=section_prepare)  # fmt: skip
+    chosen = [s for s in sections if getattr(args, s)] or list(sections)
     cfg = config(args)
     info = machine()
     print(machine_header(info, "bench_scale"), flush=True)
@@ -822,9 +892,7 @@ def main(argv=None):
         before = load_average()
         t0 = time.perf_counter()
         print(f"\n# section {name} (load {before})", flush=True)
-        table, data = dict(memory=section_memory, time=section_time, cluster=section_cluster, comm=section_comm)[name](
-            cfg
-        )
+        table, data = sections[name](cfg)
         after = load_average()
         wall = time.perf_counter() - t0
         print(

@@ -28,10 +28,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from puaudit_jax.ot.geometry import Geometry
-from puaudit_jax.ot.problem import PartialProblem, checked_mass, compiles_fast, unit_rows, validate
+from puaudit_jax.ot.problem import PartialProblem, checked_mass, compiles_fast, to_device, validate
 from puaudit_jax.ot.settings import check_settings, replace_deprecated
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn
-from puaudit_jax.ot.solve import DEFAULT_SOLVER, SolveOptions, check_sqeuclidean_range, nonfinite_error
+from puaudit_jax.ot.solve import DEFAULT_SOLVER, SolveOptions, nonfinite_error, prepare_on_device, prepared_points
 from puaudit_runtime.jit import jit
 
 #: ``solve_mass_path``'s solver: ``solve_partial``'s (:class:`PartialSinkhorn`'s defaults, certified),
@@ -75,7 +75,7 @@ class MassPath:
     when=lambda x, y, a, b, ms, *_, **__: compiles_fast(x.shape[0], y.shape[0], solves=ms.shape[0]),
 )
 def _path(x, y, a, b, ms, solver: PartialSinkhorn, *, cost, warm: bool):
-    geom = Geometry.from_points(x, y, cost, normalised=True)  # rows: unit_rows on the host
+    geom = Geometry.from_points(x, y, cost, normalised=True)  # rows: solve.prepared_points
 
     def one(pots, m):
         out = solver(PartialProblem(geom, a, b, m), init=pots if warm else None)
@@ -87,7 +87,8 @@ def _path(x, y, a, b, ms, solver: PartialSinkhorn, *, cost, warm: bool):
 
 
 def solve_mass_path(x, y, ms, solver: PartialSinkhorn = PATH_SOLVER, *, a=None, b=None, cost: str = "cosine",
-                    dtype: str = SolveOptions.dtype, warm_start: bool = True, **deprecated) -> MassPath:  # fmt: skip
+                    dtype: str = SolveOptions.dtype, warm_start: bool = True, prepare: str = SolveOptions.prepare,
+                    **deprecated) -> MassPath:  # fmt: skip
     """Solve min <C, G> s.t. G 1 <= a, G^T 1 <= b, 1^T G 1 = m for every m in ``ms``, in one compiled call.
 
     The masses are solved in the order given (an increasing grid warm-starts best); dense cost only
@@ -106,6 +107,8 @@ def solve_mass_path(x, y, ms, solver: PartialSinkhorn = PATH_SOLVER, *, a=None, 
         dtype: "float32" or "float64" (the solve's precision; the default is ``SolveOptions.dtype``).
         warm_start: start each mass from the previous one's potentials; False solves every mass from
             scratch in the same compiled call.
+        prepare: where the points are checked and normalised, as ``SolveOptions.prepare`` ("auto": a JAX
+            array where it is, never copied to the host).
         **deprecated: ``epsilon=``, ``tol=``, ``max_iter=``, ``certify=``, ``relaxation=`` (the settings
             before ``solver``): mapped onto it with a DeprecationWarning, for one release.
 
@@ -114,13 +117,13 @@ def solve_mass_path(x, y, ms, solver: PartialSinkhorn = PATH_SOLVER, *, a=None, 
 
     Raises:
         ValueError: naming a bad m, point cloud or setting (``settings.check_settings``: dtype "float32" /
-            "float64", warm_start a boolean; cost not a matrix; the solver's when it is built); squared
+            "float64", warm_start a boolean, prepare; cost not a matrix; the solver's when it is built); squared
             distances that overflow ``dtype``; a solve that produced NaN or inf (an epsilon out of range).
     """
     if not isinstance(solver, PartialSinkhorn):
         raise TypeError(f"solve_mass_path: solver must be a PartialSinkhorn, got {type(solver).__name__}")
     solver = replace_deprecated("solve_mass_path", {"solver": solver}, deprecated)["solver"]
-    check_settings(dtype=dtype, warm_start=warm_start)
+    check_settings(dtype=dtype, warm_start=warm_start, prepare=prepare)
     if not (callable(cost) or isinstance(cost, str)):
         raise ValueError(f"cost must be 'cosine', 'sqeuclidean' or a callable (the path builds its cost from x, y); "
                          f"got {type(cost).__name__}")  # fmt: skip
@@ -129,14 +132,13 @@ def solve_mass_path(x, y, ms, solver: PartialSinkhorn = PATH_SOLVER, *, a=None, 
     ms = np.atleast_1d(np.asarray(ms, np.float64))
     if ms.ndim != 1 or len(ms) == 0:
         raise ValueError(f"ms must be a non-empty 1-D grid of masses, got shape {ms.shape}")
-    x_, y_, _, a_, b_, _ = validate(x, y, ms[0], a=a, b=b, cost=cost)  # the data once, then every mass
+    on_device = prepare_on_device(prepare, None, dtype, "sinkhorn", x, y)
+    x_, y_, _, a_, b_, _ = validate(x, y, ms[0], a=a, b=b, cost=cost, on_device=on_device)  # once for every mass
     ms = np.array([checked_mass(m, a_, b_) for m in ms])
-    x_, y_ = unit_rows(x_, y_, cost, dtype=np.float64 if dtype == "float64" else None)
-    if isinstance(cost, str) and cost == "sqeuclidean":
-        check_sqeuclidean_range(x_, y_, dtype)
+    x_, y_ = prepared_points(x_, y_, cost, dtype, on_device)
     with jax.enable_x64(dtype == "float64"):
         jd = jnp.dtype(dtype)
-        out = _path(*(np.asarray(v, jd) for v in (x_, y_, a_, b_, ms)), solver, cost=cost, warm=warm_start)
+        out = _path(*(to_device(v, jd) for v in (x_, y_, a_, b_, ms)), solver, cost=cost, warm=warm_start)
         out = jax.tree.map(np.asarray, out)
     bad = ~(np.isfinite(out.cost) & np.isfinite(out.col_mass).all(axis=1))
     if bad.any():  # no exact fallback on the path: an error, never a NaN row

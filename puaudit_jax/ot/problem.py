@@ -147,6 +147,25 @@ def _unit(name: str, z: np.ndarray, dtype) -> np.ndarray:
     return np.multiply(z, inv.astype(np.float32), dtype=np.float32)
 
 
+def to_device(value, dtype) -> jax.Array:
+    """``value`` (a JAX array, a numpy array or a number) as a device array of ``dtype``.
+
+    A host value is cast on the host and then transferred; only a JAX array of another dtype is cast on its
+    device. (``jnp.asarray(host_value, dtype)`` casts after the transfer: a program compiled per shape, two of
+    them on a solve's first call, each a fixed cost that an accelerator's compiler makes larger.)
+
+    Args:
+        value: the array or scalar.
+        dtype: the result's dtype (e.g. "float32").
+
+    Returns:
+        The device array (a JAX array of ``dtype`` is returned as it is).
+    """
+    if isinstance(value, jax.Array):
+        return value if value.dtype == dtype else value.astype(dtype)
+    return jax.device_put(np.asarray(value, dtype))
+
+
 def float32_points(x, y) -> bool:
     """Whether x and y are both float32 arrays (numpy or JAX): what :func:`checked_on_device` takes."""
     return all(getattr(z, "dtype", None) == np.float32 for z in (x, y))

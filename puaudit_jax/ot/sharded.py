@@ -9,7 +9,7 @@ into a local reduction plus a collective (``split.py``). Per iteration a device 
 O(n_P / D_rows + n_U / D_cols) floats (the K v and K^T u partial sums), never a block of the cost.
 
     Layout.of(mesh, rows=None, cols=None)       which mesh axes split which side
-    solve(solver, x, y, a, b, m, layout, ...)   numpy in, SinkhornOutput + plan (numpy) out
+    solve(solver, x, y, a, b, m, layout, ...)   SinkhornOutput (numpy) + plan (on the devices)
     solve_process_local(...)                    multi-process: each process passes its share of U
     reg_cost(solver, x, y, a, b, m, layout, ...) jittable and differentiable (envelope gradient)
     solve_batch(solver, xs, ys, m, mesh, ...)   a batch of problems split over the devices
@@ -34,11 +34,12 @@ from jax.sharding import PartitionSpec as P
 
 from puaudit_jax.ot.certificate import Certificate
 from puaudit_jax.ot.geometry import Geometry
-from puaudit_jax.ot.problem import PartialProblem, compiles_fast, pad_points, unit_rows
+from puaudit_jax.ot.problem import PartialProblem, compiles_fast, pad_points, to_device, unit_rows
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn, SinkhornOutput
 from puaudit_jax.ot.split import Split
 from puaudit_runtime.jit import jit
 from puaudit_runtime.mesh import COLS, ROWS, pad_to_multiple
+from puaudit_runtime.phases import phase
 
 
 @dataclasses.dataclass(frozen=True)
@@ -230,10 +231,42 @@ def place(arr: np.ndarray, layout: Layout, spec: P) -> jax.Array:
     return jax.make_array_from_callback(arr.shape, sharding, lambda idx: arr[idx])
 
 
+def placed_points(z, w: np.ndarray, size: int, layout: Layout, side: str, dtype) -> tuple[jax.Array, np.ndarray]:
+    """Points and their weights padded to ``size`` rows (``pad_points``), the points split as ``layout`` says.
+
+    Host points are padded on the host and each device receives its block (:func:`place`). A JAX array is padded
+    on its own device and moved from device to device: never copied to the host.
+
+    Args:
+        z: (n, d) points, numpy or a JAX array (``solve_partial``'s device preparation: a single-process mesh).
+        w: (n,) their weights (numpy).
+        size: the padded row count (a multiple of the devices that split ``side``).
+        layout: :class:`Layout`.
+        side: "x" (rows of the problem) or "y" (its columns): the entry of ``layout.specs``.
+        dtype: the points' dtype on the devices.
+
+    Returns:
+        (points (size, d) as a global array split over ``layout.mesh``, weights (size,) numpy, 0 on the padding).
+    """
+    if not isinstance(z, jax.Array):
+        z, w = pad_points(np.asarray(z), w, size)
+        return place(z.astype(dtype), layout, layout.specs[side]), w
+    extra = size - z.shape[0]
+    if extra or z.dtype != dtype:
+        z = _padded(z, extra=extra, dtype=np.dtype(dtype).name)
+    return jax.device_put(z, NamedSharding(layout.mesh, layout.specs[side])), np.pad(w, (0, extra))
+
+
+@functools.partial(jit, static_argnames=("extra", "dtype"))
+def _padded(z: jax.Array, *, extra: int, dtype: str) -> jax.Array:
+    """``pad_points`` on the device: ``extra`` copies of z[0] appended to z (n, d), cast to ``dtype``."""
+    return jnp.concatenate([z, jnp.repeat(z[:1], extra, 0)]).astype(dtype)
+
+
 def _to_host(arr: jax.Array) -> np.ndarray:
     """A global array -> numpy on every process (gathered across processes when needed)."""
     if arr.is_fully_addressable:
-        return np.asarray(arr)
+        return np.asarray(jax.device_get(arr))  # explicit: the transfer guard lets the results through
     return np.asarray(multihost_utils.process_allgather(arr, tiled=True))
 
 
@@ -258,14 +291,15 @@ def solve(
     init=None,
     precision: str = "default",
 ):
-    """Solve one problem over the devices of ``layout`` (numpy in, numpy out).
+    """Solve one problem over the devices of ``layout``.
 
-    The arrays are validated host arrays (``problem.validate``), held in full by every process.
+    The arrays are validated (``problem.validate``): host arrays held in full by every process, or, on a mesh of
+    one process's devices, points that are JAX arrays (``problem.checked_on_device``), which stay on the devices.
 
     Args:
       solver: the :class:`PartialSinkhorn` each device runs.
       x: (n, d) source points (None with ``matrix``); for the cosine cost, rows of unit norm
-        (``problem.unit_rows``, as ``solve_partial`` passes them).
+        (``problem.unit_rows`` or ``problem.checked_on_device``, as ``solve_partial`` passes them).
       y: (k, d) target points (None with ``matrix``), likewise.
       a: (n,) source weights.
       b: (k,) target weights.
@@ -281,34 +315,48 @@ def solve(
       precision: the products behind a cost from points during the solve (``SolveOptions.cost_precision``).
 
     Returns:
-      (SinkhornOutput of numpy arrays, plan (n, k) or None), padding removed.
+      (SinkhornOutput of numpy arrays, plan (n, k) or None), padding removed. The plan stays split over the
+      devices, copied to the host only when read, where one process holds them all; across processes it is
+      gathered to every process as numpy.
     """
+    n, k = matrix.shape if matrix is not None else (len(x), len(y))
+    with jax.enable_x64(dtype == "float64"):
+        args = phase("transfer", _arguments, x, y, matrix, a, b, m, init, layout, np.dtype(dtype))
+        run = program(solver, layout, None if matrix is not None else cost, block_size, with_plan, matrix is None,
+                      init is not None, precision)  # fmt: skip
+        out, plan = phase("iterations", run, solver, *args)
+        out = phase("host copies", jax.tree.map, _to_host, out)
+        plan = None if plan is None else _plan_rows(plan, n, k)
+    return _unpad(out, n, k), plan
+
+
+def _arguments(x, y, matrix, a, b, m, init, layout: Layout, jd: np.dtype) -> tuple:
+    """:func:`solve`'s arguments of :func:`program`, padded to the split counts and placed as ``layout.specs``."""
     n, k = matrix.shape if matrix is not None else (len(x), len(y))
     N, K = pad_to_multiple(n, layout.count("rows")), pad_to_multiple(k, layout.count("cols"))
     sp = layout.specs
-    with jax.enable_x64(dtype == "float64"):
-        jd = np.dtype(dtype)
-        if matrix is not None:
-            C = np.zeros((N, K), jd)
-            C[:n, :k] = matrix
-            a_p, b_p = np.pad(a, (0, N - n)).astype(jd), np.pad(b, (0, K - k)).astype(jd)
-            args = (place(C, layout, sp["matrix"]),)
-        else:
-            (x_p, a_p), (y_p, b_p) = pad_points(x, a, N), pad_points(y, b, K)
-            args = (place(x_p.astype(jd), layout, sp["x"]), place(y_p.astype(jd), layout, sp["y"]))
-            a_p, b_p = a_p.astype(jd), b_p.astype(jd)
-        args += (place(a_p, layout, sp["a"]), place(b_p, layout, sp["b"]), jnp.asarray(m, jd))
-        if init is not None:
-            f, g, fd, gd = (np.asarray(p, jd) for p in init)
-            pad = functools.partial(np.pad, mode="constant", constant_values=-np.inf)
-            args += (place(pad(f, (0, N - n)), layout, sp["a"]), place(pad(g, (0, K - k)), layout, sp["b"]),
-                     jnp.asarray(fd), jnp.asarray(gd))  # fmt: skip
-        run = program(solver, layout, None if matrix is not None else cost, block_size, with_plan, matrix is None,
-                      init is not None, precision)  # fmt: skip
-        out, plan = run(solver, *args)
-        out = jax.tree.map(_to_host, out)
-        plan = None if plan is None else _to_host(plan)[:n, :k]
-    return _unpad(out, n, k), plan
+    if matrix is not None:
+        C = np.zeros((N, K), jd)
+        C[:n, :k] = matrix
+        a_p, b_p = np.pad(a, (0, N - n)), np.pad(b, (0, K - k))
+        args = (place(C, layout, sp["matrix"]),)
+    else:
+        (x_p, a_p), (y_p, b_p) = placed_points(x, a, N, layout, "x", jd), placed_points(y, b, K, layout, "y", jd)
+        args = (x_p, y_p)
+    args += (place(a_p.astype(jd), layout, sp["a"]), place(b_p.astype(jd), layout, sp["b"]), to_device(m, jd))
+    if init is not None:
+        f, g, fd, gd = (np.asarray(p, jd) for p in init)
+        pad = functools.partial(np.pad, mode="constant", constant_values=-np.inf)
+        args += (place(pad(f, (0, N - n)), layout, sp["a"]), place(pad(g, (0, K - k)), layout, sp["b"]),
+                 jnp.asarray(fd), jnp.asarray(gd))  # fmt: skip
+    return args
+
+
+def _plan_rows(plan: jax.Array, n: int, k: int):
+    """The (n, k) plan without its padding: a device array where one process holds every block, else numpy."""
+    if not plan.is_fully_addressable:
+        return _to_host(plan)[:n, :k]
+    return plan if plan.shape == (n, k) else plan[:n, :k]
 
 
 def _unpad(out: SinkhornOutput, n: int, k: int) -> SinkhornOutput:
@@ -380,7 +428,7 @@ def solve_process_local(
             local(y_p, sp["y"], share * n_proc),
             place(a.astype(jd), layout, sp["a"]),
             local(b_p, sp["b"], share * n_proc),
-            jnp.asarray(m, jd),
+            to_device(m, jd),
         )
         out, _ = program(solver, layout, cost, block_size, False, True, precision=precision)(solver, *args)
         # U's outputs stay where they are (this process's share); the rest is whole on every process

@@ -19,7 +19,15 @@ from puaudit_jax.ot import exact as exact_lib
 from puaudit_jax.ot import sharded
 from puaudit_jax.ot.certificate import Certificate
 from puaudit_jax.ot.geometry import Geometry
-from puaudit_jax.ot.problem import PartialProblem, checked_on_device, compiles_fast, float32_points, unit_rows, validate
+from puaudit_jax.ot.problem import (
+    PartialProblem,
+    checked_on_device,
+    compiles_fast,
+    float32_points,
+    to_device,
+    unit_rows,
+    validate,
+)
 from puaudit_jax.ot.settings import check_fields, replace_deprecated
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn, SinkhornOutput, with_certificate
 from puaudit_runtime.jit import jit
@@ -76,7 +84,9 @@ class SolveOptions:
       prepare: where the points are checked (NaN / inf, zero rows) and, for the cosine cost, scaled to unit
         rows (:data:`~puaudit_jax.ot.settings.PREPARE_ON`): "device" where the solve runs, as one jitted
         pass (``problem.checked_on_device``; a JAX array is never copied to the host), for float32 points
-        solved in float32 on one device (others go to the host); "host" in numpy, norms accumulated in
+        solved in float32 on one device or on a mesh of one process's devices (there the pass runs where the
+        points are, a mesh's first device for numpy points, and ``sharded.placed_points`` pads them and moves
+        each device's block from device to device); others go to the host; "host" in numpy, norms accumulated in
         float64; "auto" (the default) the device for JAX arrays, and for numpy points on an accelerator
         from :data:`DEVICE_PREPARE_ELEMENTS` elements on; else the host. The device pass saves a copy of
         the points per solve (0.5-0.9x the host's time on this project's CPU) but its first call compiles
@@ -103,8 +113,9 @@ class PartialOTResult:
 
     Attributes:
       plan: (n, m) transport plan, or None when it was never materialised (blocked mode). From a
-        one-device Sinkhorn solve it is a JAX array on the solve's device, copied to the host only when
-        read (``np.asarray(result.plan)``); from a mesh or the exact solvers a numpy array.
+        Sinkhorn solve on one device, or on a mesh of one process's devices, it is a JAX array on the solve's
+        devices (split over a mesh as the cost was), copied to the host only when read
+        (``np.asarray(result.plan)``); from a cluster of processes or the exact solvers a numpy array.
       row_mass: (n,) G 1, mass sent by each source point (<= a).
       col_mass: (m,) G^T 1, mass received by each target point (<= b); PUAudit's score
         before normalisation (PUAudit §3.3, s_j).
@@ -339,19 +350,11 @@ def solve_partial(
     solver, options = _configs("solve_partial", solver, options, deprecated)
     method, dtype = options.method, options.dtype
     layout = layout_for(mesh)
-    on_device = _prepare_on_device(options.prepare, layout, dtype, method, x, y)
+    on_device = prepare_on_device(options.prepare, layout, dtype, method, x, y)
     x, y, matrix, a, b, m = phase("validation", validate, x, y, m, a=a, b=b, cost=cost, dtype=np.float64,
                                   on_device=on_device)  # fmt: skip
-    if matrix is None and on_device:
-        x, y = phase("transfer", jax.device_put, (x, y))
-        x, y, scale = phase("normalisation", checked_on_device, x, y, cost)
-        if isinstance(cost, str) and cost == "sqeuclidean":
-            check_sqeuclidean_scale(scale, x.shape[1], dtype)
-    elif matrix is None:  # on the host: float32 points stay float32 unless the solve is in float64
-        unit_dtype = np.float64 if dtype == "float64" or method == "exact" else None
-        x, y = phase("normalisation", unit_rows, x, y, cost, dtype=unit_dtype)
-        if isinstance(cost, str) and cost == "sqeuclidean":
-            check_sqeuclidean_range(x, y, "float64" if method == "exact" else dtype)
+    if matrix is None:
+        x, y = prepared_points(x, y, cost, "float64" if method == "exact" else dtype, on_device, layout)
     if method == "exact":
         return _exact(x, y, matrix, cost, a, b, m, options.exact_backend, options.return_plan, None)
     result, out = _sinkhorn(x, y, matrix, a, b, m, solver, options, cost, layout)
@@ -363,13 +366,66 @@ def solve_partial(
                           options.return_plan)  # fmt: skip
 
 
-def _prepare_on_device(prepare: str, layout, dtype: str, method: str, x, y) -> bool:
-    """Whether the points x, y (as given) are checked and normalised on the device (``SolveOptions.prepare``)."""
-    if prepare == "host" or layout is not None or dtype != "float32" or method == "exact" or not float32_points(x, y):
+def prepare_on_device(prepare: str, layout, dtype: str, method: str, x, y) -> bool:
+    """Whether the points x, y (as given) are checked and normalised on the device (``SolveOptions.prepare``).
+
+    Never across processes: each process then passes the full inputs, placed from its host (``sharded.place``).
+
+    Args:
+        prepare: ``SolveOptions.prepare`` ("auto", "device" or "host").
+        layout: None (one device) or the mesh's :class:`~puaudit_jax.ot.sharded.Layout`.
+        dtype: the solve's dtype ("float32" or "float64").
+        method: ``SolveOptions.method`` (the exact solver's points are float64, on the host).
+        x: (n, d) source points as given (numpy or a JAX array).
+        y: (k, d) target points as given.
+    """
+    if prepare == "host" or dtype != "float32" or method == "exact" or not float32_points(x, y):
+        return False
+    if layout is not None and not all(d.process_index == jax.process_index() for d in layout.mesh.devices.flat):
         return False
     if prepare == "device" or isinstance(x, jax.Array) or isinstance(y, jax.Array):
         return True
     return jax.default_backend() != "cpu" and np.size(x) + np.size(y) >= DEVICE_PREPARE_ELEMENTS
+
+
+def prepared_points(x, y, cost, dtype: str, on_device: bool, layout=None):
+    """Validated points (``problem.validate``) checked and, for the cosine cost, scaled to unit rows.
+
+    Where :func:`prepare_on_device` said: on the device (``problem.checked_on_device``, after
+    :func:`_transferred`), or on the host (``problem.unit_rows``: float32 points stay float32 unless the solve is
+    in float64). The squared Euclidean cost's range is checked for ``dtype`` either way.
+
+    Args:
+        x: (n, d) source points, as ``validate`` returned them.
+        y: (k, d) target points.
+        cost: the cost ("cosine", "sqeuclidean" or a callable).
+        dtype: the dtype the costs are computed in ("float32" or "float64"; the exact solvers': "float64").
+        on_device: :func:`prepare_on_device`'s answer.
+        layout: None (one device) or the mesh's :class:`~puaudit_jax.ot.sharded.Layout`.
+
+    Returns:
+        (x, y): device arrays with ``on_device``, else numpy arrays.
+
+    Raises:
+        ValueError: naming the cloud of a NaN / inf or a zero row, or squared distances out of ``dtype``'s range.
+    """
+    sqeuclidean = isinstance(cost, str) and cost == "sqeuclidean"
+    if on_device:
+        x, y = phase("transfer", _transferred, x, y, layout)
+        x, y, scale = phase("normalisation", checked_on_device, x, y, cost)
+        if sqeuclidean:
+            check_sqeuclidean_scale(scale, x.shape[1], dtype)
+        return x, y
+    x, y = phase("normalisation", unit_rows, x, y, cost, dtype=np.float64 if dtype == "float64" else None)
+    if sqeuclidean:
+        check_sqeuclidean_range(x, y, dtype)
+    return x, y
+
+
+def _transferred(x, y, layout) -> tuple[jax.Array, jax.Array]:
+    """Host points on the solve's device (a mesh's first: ``sharded.placed_points`` splits them); JAX arrays kept."""
+    device = None if layout is None else layout.mesh.devices.flat[0]
+    return tuple(z if isinstance(z, jax.Array) else jax.device_put(z, device) for z in (x, y))
 
 
 def _configs(entry: str, solver, options, deprecated: dict) -> tuple[PartialSinkhorn, SolveOptions]:
@@ -443,9 +499,12 @@ def _solve_one_device(x, y, matrix, a, b, m, solver, cost, block_size, with_plan
 
 
 def _on_device(dtype: str, *arrays):
-    """``arrays`` (None, numpy or JAX arrays, or a tuple of them) as device arrays of ``dtype``, None kept."""
-    cast = functools.partial(jnp.asarray, dtype=dtype)
-    return jax.tree.map(cast, arrays)
+    """``arrays`` (None, numpy or JAX arrays, or a tuple of them) as device arrays of ``dtype``, None kept.
+
+    Host values are cast on the host before they are transferred: cast on the device, the float64 weights
+    and the mass compiled two programs of their own on a solve's first call (``to_device``).
+    """
+    return jax.tree.map(functools.partial(to_device, dtype=dtype), arrays)
 
 
 def _on_host(out: SinkhornOutput, plan):
@@ -453,7 +512,7 @@ def _on_host(out: SinkhornOutput, plan):
 
     The plan stays a device array: copied to the host only if the caller reads it.
     """
-    return jax.tree.map(np.asarray, out), plan
+    return jax.device_get(out), plan
 
 
 def _certified_fast(x, y, matrix, *_, **__) -> bool:

@@ -226,8 +226,9 @@ def test_bad_points_raise_the_same_error_on_the_host_and_on_the_device(kwargs, m
 
 
 def test_float32_points_are_not_copied_to_the_host_to_be_checked():
-    """A JAX array passes validation untouched and is checked and normalised on its device: no implicit
-    device-to-host transfer (only the explicit read of a few scalars)."""
+    """A JAX array passes validation untouched (the same object) and is checked and normalised on its device: no
+    implicit device-to-host transfer, only the explicit read of a few scalars (the transfer guard bites on
+    accelerators only: a CPU array is host memory, so here the identity carries the test)."""
     import jax
 
     from puaudit_jax.ot.problem import checked_on_device, validate
@@ -289,10 +290,14 @@ def test_prepare_auto_keeps_jax_arrays_on_the_device_and_numpy_on_the_cpus_host(
 
 def test_prepare_auto_on_an_accelerator_takes_the_device_for_large_numpy_points(monkeypatch):
     """On an accelerator "auto" sends numpy points to the device pass once they are large enough to repay its
-    compilation (``DEVICE_PREPARE_ELEMENTS`` in all); a mesh, float64 or the exact solver always go to the host."""
+    compilation (``DEVICE_PREPARE_ELEMENTS`` in all); a mesh across processes, float64 or the exact solver always
+    go to the host."""
+    import types
+
     import jax
 
-    from puaudit_jax.ot.solve import DEVICE_PREPARE_ELEMENTS, _prepare_on_device
+    from puaudit_jax.ot.solve import DEVICE_PREPARE_ELEMENTS
+    from puaudit_jax.ot.solve import prepare_on_device as _prepare_on_device
 
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     half = -(-DEVICE_PREPARE_ELEMENTS // (2 * 768))  # rows per cloud that reach it
@@ -302,4 +307,11 @@ def test_prepare_auto_on_an_accelerator_takes_the_device_for_large_numpy_points(
     assert not _prepare_on_device("auto", None, "float64", "sinkhorn", large, large)
     assert not _prepare_on_device("auto", None, "float32", "exact", large, large)
     assert not _prepare_on_device("host", None, "float32", "sinkhorn", large, large)
-    assert not _prepare_on_device("device", object(), "float32", "sinkhorn", large, large)  # a layout: a mesh
+
+    def layout(*processes):  # a layout of a mesh whose devices belong to these processes
+        devices = np.array([types.SimpleNamespace(process_index=p) for p in processes])
+        return types.SimpleNamespace(mesh=types.SimpleNamespace(devices=devices))
+
+    here = jax.process_index()
+    assert _prepare_on_device("device", layout(here, here), "float32", "sinkhorn", large, large)
+    assert not _prepare_on_device("device", layout(here, here + 1), "float32", "sinkhorn", large, large)

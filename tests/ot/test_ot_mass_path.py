@@ -87,6 +87,7 @@ def test_bad_grids_are_named(clouds):
         (dict(dtype="float16"), r"dtype must be one of \('float32', 'float64'\)"),
         (dict(certify="no"), r"certify must be True or False"),
         (dict(warm_start=None), r"warm_start must be True or False"),
+        (dict(prepare="gpu"), r"prepare must be one of"),
         (dict(relaxation=0.5), r"relaxation must be 'auto' or a number in \[1, 2\)"),
         (dict(cost=np.ones((60, 90))), r"cost must be 'cosine', 'sqeuclidean' or a callable"),
     ],
@@ -121,6 +122,37 @@ def test_the_cosine_path_ignores_the_length_of_the_rows(clouds):
     )
     np.testing.assert_allclose(res.cost, ref.cost, atol=1e-9)
     np.testing.assert_allclose(res.col_mass, ref.col_mass, atol=1e-9)
+
+
+@pytest.mark.parametrize("cost", ["cosine", "sqeuclidean"])
+def test_jax_points_are_prepared_on_their_device_and_give_the_hosts_path(clouds, cost, monkeypatch):
+    """float32 JAX arrays are checked and normalised where they are (``prepare="auto"``): the device pass receives
+    the caller's arrays themselves, not host copies (the transfer guard, which bites on accelerators only, lets
+    just the explicit reads of results and of the check's scalars through); the path equals the host-prepared
+    one. A NaN is named as on the host."""
+    import jax
+    import jax.numpy as jnp
+
+    import puaudit_jax.ot.solve as solve_module
+
+    seen, real = [], solve_module.checked_on_device
+    monkeypatch.setattr(solve_module, "checked_on_device", lambda x, y, c: seen.append((x, y)) or real(x, y, c))
+    x, y = (z.astype(np.float32) * 3.0 for z in clouds)
+    solver = PartialSinkhorn(epsilon=0.02, tol=1e-5, certify=True, relaxation="auto")
+    ref = solve_mass_path(x, y, MASSES[:3], solver, cost=cost, prepare="host")
+    assert not seen
+    jx, jy = jnp.asarray(x), jnp.asarray(y)
+    with jax.transfer_guard_device_to_host("disallow"):
+        res = solve_mass_path(jx, jy, MASSES[:3], solver, cost=cost)
+    assert len(seen) == 1 and seen[0][0] is jx and seen[0][1] is jy
+    np.testing.assert_allclose(res.col_mass, ref.col_mass, atol=1e-6)
+    np.testing.assert_allclose(res.upper, ref.upper, atol=1e-6)
+    assert np.abs(res.iterations - ref.iterations).max() <= 1  # float32 rsqrt against float64 norms: last bits
+    bad = y.copy()
+    bad[4, 2] = np.inf
+    for points, prepare in ((bad, "host"), (bad, "device"), (jnp.asarray(bad), "auto")):
+        with pytest.raises(ValueError, match=r"y contains NaN or inf \(first at index \[4, 2\]\)"):
+            solve_mass_path(x, points, MASSES[:2], solver, cost=cost, prepare=prepare)
 
 
 def test_unsorted_repeated_and_full_masses_equal_lone_solves():

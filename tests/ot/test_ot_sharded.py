@@ -204,6 +204,68 @@ def test_bad_mesh_settings_are_named():
     assert "3x2" in err["shape"]
 
 
+_PREPARED = (
+    _PROBLEM
+    + """
+import jax, jax.numpy as jnp
+from puaudit_runtime.mesh import make_mesh
+from puaudit_jax.ot import PartialSinkhorn, SolveOptions, sharded, solve_partial
+
+placed, real = [], sharded.placed_points  # what reaches the placement: a host copy would arrive as numpy
+sharded.placed_points = lambda z, *args: placed.append(type(z).__name__) or real(z, *args)
+mesh = make_mesh(4, "2x2")
+solver = PartialSinkhorn(epsilon=0.05, tol=1e-6, certify=True)
+x32, y32 = X.astype(np.float32), Y.astype(np.float32)
+
+def run(x, y, prepare, cost="cosine", guard="allow"):
+    placed.clear()
+    with jax.transfer_guard_device_to_host(guard):  # it bites on accelerators only
+        r = solve_partial(x, y, 0.6, solver, SolveOptions(method="sinkhorn", prepare=prepare), cost=cost, mesh=mesh)
+    return dict(col=r.col_mass, cost=r.cost, upper=r.certificate.upper, it=r.iterations, placed=list(placed),
+                plan_type=type(r.plan).__name__, plan=np.asarray(r.plan),
+                plan_devices=len(r.plan.sharding.device_set) if isinstance(r.plan, jax.Array) else 0)
+
+def error(x, y, prepare):
+    try:
+        run(x, y, prepare)
+    except ValueError as e:
+        return str(e)
+
+jx, jy = jnp.asarray(x32), jnp.asarray(y32)
+bad = y32.copy(); bad[6, 1] = np.nan
+out = {cost: dict(host=run(x32, y32, "host", cost), device=run(x32, y32, "device", cost),
+                  jax=run(jx, jy, "auto", cost, guard="disallow")) for cost in ("cosine", "sqeuclidean")}
+out["errors"] = dict(host=error(x32, bad, "host"), device=error(x32, bad, "device"),
+                     jax=error(jx, jnp.asarray(bad), "auto"))
+emit(out)
+"""
+)
+
+
+def test_points_prepared_on_a_meshs_devices_equal_the_hosts_and_never_visit_the_host():
+    """On a 2 x 2 mesh of one process's devices, float32 points are checked, normalised and padded on the devices
+    (``prepare="device"``, and "auto" for JAX arrays), then split from device to device: the same solve as the
+    host's preparation (37 x 101: both sides padded), the same error for a NaN, no implicit device-to-host copy
+    of JAX inputs (they reach the placement as device arrays), and the plan left split over the four devices."""
+    res = run_devices(_PREPARED, 4, timeout=240)
+    for cost in ("cosine", "sqeuclidean"):
+        ref = res[cost]["host"]
+        assert ref["plan_type"] == "ArrayImpl" and ref["plan_devices"] == 4, ref["plan_type"]
+        assert ref["placed"] == ["ndarray", "ndarray"]
+        for kind in ("device", "jax"):
+            r = res[cost][kind]
+            assert r["placed"] == ["ArrayImpl", "ArrayImpl"], (cost, kind, r["placed"])
+            # unit rows from float32 rsqrt on the devices, from float64 norms on the host: the last bits differ,
+            # which can move the stopping test by one iteration
+            assert abs(r["it"] - ref["it"]) <= 1, f"{cost}, {kind}: {r['it']} vs {ref['it']} iterations"
+            np.testing.assert_allclose(r["col"], ref["col"], atol=1e-7, rtol=0, err_msg=f"{cost}, {kind}")
+            np.testing.assert_allclose(r["plan"], ref["plan"], atol=1e-7, rtol=0, err_msg=f"{cost}, {kind}")
+            assert abs(r["cost"] - ref["cost"]) < 1e-7 and abs(r["upper"] - ref["upper"]) < 1e-7, (cost, kind)
+            assert np.asarray(r["plan"]).shape == (37, 101) and r["plan_devices"] == 4
+    errors = res["errors"]
+    assert errors["host"] == errors["device"] == errors["jax"] == "y contains NaN or inf (first at index [6, 1])"
+
+
 _CLUSTER = (
     _PROBLEM
     + """
