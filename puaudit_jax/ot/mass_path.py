@@ -28,10 +28,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from puaudit_jax.ot.geometry import Geometry
-from puaudit_jax.ot.problem import PartialProblem, checked_mass, compiles_fast, to_device, validate
+from puaudit_jax.ot.problem import PartialProblem, checked_mass, compiles_fast, prepare_on_device, to_device, validate
 from puaudit_jax.ot.settings import check_settings, replace_deprecated
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn
-from puaudit_jax.ot.solve import DEFAULT_SOLVER, SolveOptions, nonfinite_error, prepare_on_device, prepared_points
+from puaudit_jax.ot.solve import DEFAULT_SOLVER, SolveOptions, nonfinite_error, prepared_points
 from puaudit_runtime.jit import jit
 
 #: ``solve_mass_path``'s solver: ``solve_partial``'s (:class:`PartialSinkhorn`'s defaults, certified),

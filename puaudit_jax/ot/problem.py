@@ -30,6 +30,12 @@ from puaudit_runtime.jit import jit
 FAST_COMPILE_CELLS = 2**22
 
 
+#: ``prepare="auto"`` on an accelerator: numpy points of at least this many elements in all are checked and
+#: normalised on the device. Below it the host's two passes and copy (about 30 ms at 2^24 float32 elements)
+#: cost less than the first call's compilation of the device pass, which a single solve would pay.
+DEVICE_PREPARE_ELEMENTS = 2**24
+
+
 def compiles_fast(n: int, k: int, solves: int = 1) -> bool:
     """Whether a program of ``solves`` (n, k) problems takes the fast-compile options (:data:`FAST_COMPILE_CELLS`).
 
@@ -126,21 +132,27 @@ def unit_rows(x: np.ndarray, y: np.ndarray, cost, dtype=None) -> tuple[np.ndarra
     Raises:
         ValueError: naming the first zero row of x or y (the cosine cost is undefined there).
     """
-    if not (isinstance(cost, str) and cost == "cosine"):
+    if not _is_cosine(cost):
         return x, y
     return _unit("x", x, dtype), _unit("y", y, dtype)
+
+
+def _is_cosine(cost) -> bool:
+    return isinstance(cost, str) and cost == "cosine"
+
+
+def _row_norms(z: np.ndarray) -> np.ndarray:
+    """(n,) float64 norms of the rows of z (n, d), accumulated in float64."""
+    return np.sqrt(np.einsum("ij,ij->i", z, z, dtype=np.float64))
 
 
 def _unit(name: str, z: np.ndarray, dtype) -> np.ndarray:
     z = np.asarray(z)
     out = np.dtype(dtype) if dtype is not None else (z.dtype if z.dtype in (np.float32, np.float64) else np.float64)
-    norms = np.sqrt(np.einsum("ij,ij->i", z, z, dtype=np.float64))
+    norms = _row_norms(z)
     zero = norms <= np.finfo(np.float64).tiny
     if zero.any():
-        raise ValueError(
-            f"{name} row {int(np.argmax(zero))} is a zero vector: the cosine cost is undefined "
-            f"({int(zero.sum())} zero rows)"
-        )
+        raise zero_row_error(name, PointFacts(True, int(zero.sum()), int(np.argmax(zero)), 0.0))
     inv = (1.0 / norms)[:, None]
     if out == np.float64 or z.dtype == np.float64:  # the product in float64 (1 / norm may leave float32's range)
         return np.multiply(z, inv, dtype=np.float64).astype(out, copy=False)
@@ -171,17 +183,141 @@ def float32_points(x, y) -> bool:
     return all(getattr(z, "dtype", None) == np.float32 for z in (x, y))
 
 
-def checked_on_device(x, y, cost) -> tuple[jax.Array, jax.Array, float]:
-    """float32 points checked on their device, and for the cosine cost scaled to unit rows there.
+def prepare_on_device(prepare: str, layout, dtype: str, method: str, x, y) -> bool:
+    """Whether the points x, y (as given) are checked and normalised on the device (``SolveOptions.prepare``).
+
+    Never across processes: each process then passes the full inputs, placed from its host (``sharded.place``).
+
+    Args:
+        prepare: ``SolveOptions.prepare`` ("auto", "device" or "host").
+        layout: None (one device) or the mesh's :class:`~puaudit_jax.ot.sharded.Layout`.
+        dtype: the solve's dtype ("float32" or "float64").
+        method: ``SolveOptions.method`` (the exact solver's points are float64, on the host).
+        x: (n, d) source points as given (numpy or a JAX array).
+        y: (k, d) target points as given.
+    """
+    if prepare == "host" or dtype != "float32" or method == "exact" or not float32_points(x, y):
+        return False
+    if layout is not None and not all(d.process_index == jax.process_index() for d in layout.mesh.devices.flat):
+        return False
+    if prepare == "device" or isinstance(x, jax.Array) or isinstance(y, jax.Array):
+        return True
+    return jax.default_backend() != "cpu" and np.size(x) + np.size(y) >= DEVICE_PREPARE_ELEMENTS
+
+
+def check_sqeuclidean_range(x: np.ndarray, y: np.ndarray, dtype) -> None:
+    """Raise ValueError when the squared distances would all vanish, or overflow, in ``dtype``.
+
+    Vanish: every cost would read 0 and the plan be arbitrary, though the points differ (e.g.
+    coordinates of 1e-30 in float32). Overflow: a squared distance would be inf (coordinates of 1e200).
+
+    Args:
+        x: source points, shape (n, d).
+        y: target points, shape (k, d).
+        dtype: the dtype the costs are computed in ("float32" or "float64").
+
+    Raises:
+        ValueError: the coordinates' magnitude (saying how to rescale).
+    """
+    check_sqeuclidean_scale(max(float(np.abs(x).max()), float(np.abs(y).max())), x.shape[1], dtype)
+
+
+def check_sqeuclidean_scale(scale: float, d: int, dtype) -> None:
+    """:func:`check_sqeuclidean_range` for points whose largest ``|coordinate|`` is ``scale``.
+
+    Args:
+        scale: the largest ``|coordinate|`` of both clouds.
+        d: the points' dimension.
+        dtype: the dtype the costs are computed in ("float32" or "float64").
+
+    Raises:
+        ValueError: the coordinates' magnitude (saying how to rescale).
+    """
+    if scale == 0:
+        return
+    info, digits = np.finfo(dtype), 2 * np.log10(scale)  # the squares' decimal exponent, without computing them
+    if digits < np.log10(info.tiny) + 3:
+        raise ValueError(
+            f"x, y: coordinates of magnitude {scale:.1e} give squared distances below the smallest normal "
+            f"{dtype} ({info.tiny:.1e}): every cost would read 0. Rescale the points, pass dtype='float64' "
+            "or method='exact'"
+        )
+    if digits + np.log10(4 * d) > np.log10(info.max):
+        raise ValueError(
+            f"x, y: coordinates of magnitude {scale:.1e} give squared distances above the largest {dtype} "
+            f"({info.max:.1e}): the costs would overflow. Rescale the points"
+            + (" or pass dtype='float64'" if np.dtype(dtype) != np.float64 else "")
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class PointFacts:
+    """What the check of one point cloud found (:func:`prepared_on_device`, :func:`host_facts`).
+
+    Attributes:
+        finite: no NaN or inf anywhere.
+        zero_rows: rows that are zero vectors (counted for the cosine cost only, else 0).
+        first_zero: the index of the first of them (0 when there is none).
+        scale: the largest ``|coordinate|`` (what the squared Euclidean cost's range check needs).
+    """
+
+    finite: bool
+    zero_rows: int
+    first_zero: int
+    scale: float
+
+
+def zero_row_error(name: str, facts: PointFacts) -> ValueError:
+    """The error of a cloud with zero rows under the cosine cost (``name``: "x", "y", ...)."""
+    return ValueError(f"{name} row {facts.first_zero} is a zero vector: the cosine cost is undefined "
+                      f"({facts.zero_rows} zero rows)")  # fmt: skip
+
+
+def host_facts(z: np.ndarray, cost) -> PointFacts:
+    """:class:`PointFacts` of a host cloud (n, d), by :func:`unit_rows`' criterion for a zero row (one pass)."""
+    z = np.asarray(z)
+    finite = bool(np.isfinite(z).all())
+    zero = _row_norms(z) <= np.finfo(np.float64).tiny if _is_cosine(cost) and finite else np.zeros(0, bool)
+    scale = float(np.abs(z).max()) if finite and z.size else 0.0
+    return PointFacts(finite, int(zero.sum()), int(np.argmax(zero)) if zero.any() else 0, scale)
+
+
+def prepared_on_device(x, y, cost) -> tuple[jax.Array, jax.Array, tuple[PointFacts, PointFacts]]:
+    """float32 points checked on their device, and for the cosine cost scaled to unit rows there; nothing raised.
 
     The host's O(n d) work (:func:`validate`'s NaN / inf check, :func:`unit_rows`' norms and scaling) as
     one jitted program over both clouds (each row's sum of squares and largest ``|value|``, a NaN or inf
-    showing in the latter, and the scaled rows); only a few scalars come back, to raise the same errors.
-    A JAX array stays on its device; a numpy array is transferred once, as it is. Where a row's sum of
-    squares leaves float32's safe range (coordinates of 1e20 or 1e-30) the rows are scaled again, each
-    first divided by the power of two of its largest ``|value|`` (exact), so that no norm overflows or
-    vanishes. One difference from the host: a row whose every coordinate is below float32's smallest
-    normal (1.2e-38) counts as a zero row (devices flush subnormals).
+    showing in the latter, and the scaled rows); only a few scalars come back. A JAX array stays on its
+    device; a numpy array is transferred once, as it is. Where a row's sum of squares leaves float32's safe
+    range (coordinates of 1e20 or 1e-30) the rows are scaled again, each first divided by the power of two of
+    its largest ``|value|`` (exact), so that no norm overflows or vanishes. One difference from the host: a
+    row whose every coordinate is below float32's smallest normal (1.2e-38) counts as a zero row (devices
+    flush subnormals).
+
+    Args:
+        x: (n, d) float32 source points (numpy or JAX), n >= 1, shapes checked by :func:`validate`.
+        y: (k, d) float32 target points, k >= 1.
+        cost: "cosine" scales the rows; any other cost leaves them as they are (checked only).
+
+    Returns:
+        (x, y, (facts of x, facts of y)): the points as device arrays (unit rows for the cosine cost, meaningful
+        only where the facts show no NaN / inf and no zero row), and what the check found
+        (:class:`PointFacts`).
+    """
+    unit = _is_cosine(cost)
+    x, y = jnp.asarray(x), jnp.asarray(y)
+    ux, uy, raw = _prepared(x, y, unit=unit, careful=False)
+    raw = jax.device_get(raw)  # a few scalars; the points stay where they are
+    facts = tuple(PointFacts(bool(f[0]), int(f[1]) if unit else 0, int(f[2]) if unit else 0, float(f[5]))
+                  for f in raw)  # fmt: skip
+    clean = all(f.finite and not f.zero_rows for f in facts)
+    if unit and clean and not all(_SAFE_SQUARES[0] <= f[3] and f[4] <= _SAFE_SQUARES[1] for f in raw):
+        ux, uy, _ = _prepared(x, y, unit=True, careful=True)
+    return ux, uy, facts
+
+
+def checked_on_device(x, y, cost) -> tuple[jax.Array, jax.Array, float]:
+    """:func:`prepared_on_device`, raising the host's errors (:func:`validate`, :func:`unit_rows`) word for word.
 
     Args:
         x: (n, d) float32 source points (numpy or JAX), shapes checked by :func:`validate`.
@@ -195,20 +331,15 @@ def checked_on_device(x, y, cost) -> tuple[jax.Array, jax.Array, float]:
     Raises:
         ValueError: naming the cloud and the first index of a NaN / inf, or (cosine) the first zero row.
     """
-    unit = isinstance(cost, str) and cost == "cosine"
     x, y = jnp.asarray(x), jnp.asarray(y)
-    ux, uy, facts = _prepared(x, y, unit=unit, careful=False)
-    facts = jax.device_get(facts)
-    for name, z, (finite, zero_rows, first_zero, *_) in (("x", x, facts[0]), ("y", y, facts[1])):
-        if not finite:
+    ux, uy, facts = prepared_on_device(x, y, cost)
+    for name, z, f in (("x", x, facts[0]), ("y", y, facts[1])):
+        if not f.finite:
             _, row, col, _ = jax.device_get(first_nonfinite(z))
             raise ValueError(f"{name} contains NaN or inf (first at index {[int(row), int(col)]})")
-        if unit and zero_rows:
-            raise ValueError(f"{name} row {int(first_zero)} is a zero vector: the cosine cost is undefined "
-                             f"({int(zero_rows)} zero rows)")  # fmt: skip
-    if unit and not all(_SAFE_SQUARES[0] <= f[3] and f[4] <= _SAFE_SQUARES[1] for f in facts):
-        ux, uy, _ = _prepared(x, y, unit=True, careful=True)
-    return ux, uy, float(max(facts[0][5], facts[1][5]))
+        if f.zero_rows:
+            raise zero_row_error(name, f)
+    return ux, uy, max(facts[0].scale, facts[1].scale)
 
 
 #: Row sums of squares in this range are normal float32 numbers whose reciprocal square root is exact to
@@ -218,7 +349,7 @@ _SAFE_SQUARES = (2.0**-100, 2.0**100)
 
 @functools.partial(jit, static_argnames=("unit", "careful"))  # one pass: XLA:CPU's fast-compile options always
 def _prepared(x: jax.Array, y: jax.Array, *, unit: bool, careful: bool):
-    """(x, y, facts): the program of :func:`checked_on_device`.
+    """(x, y, facts): the program of :func:`prepared_on_device`.
 
     The rows scaled to unit norm (``unit``; ``careful``: by a power of two first), and per cloud: all
     finite, zero rows, the first, the smallest and largest row sum of squares, the largest ``|value|``.

@@ -34,7 +34,20 @@ from jax.sharding import PartitionSpec as P
 
 from puaudit_jax.ot.certificate import Certificate
 from puaudit_jax.ot.geometry import Geometry
-from puaudit_jax.ot.problem import PartialProblem, compiles_fast, pad_points, to_device, unit_rows
+from puaudit_jax.ot.problem import (
+    PartialProblem,
+    PointFacts,
+    check_sqeuclidean_scale,
+    compiles_fast,
+    host_facts,
+    pad_points,
+    prepare_on_device,
+    prepared_on_device,
+    to_device,
+    unit_rows,
+    zero_row_error,
+)
+from puaudit_jax.ot.settings import check_settings
 from puaudit_jax.ot.sinkhorn import PartialSinkhorn, SinkhornOutput
 from puaudit_jax.ot.split import Split
 from puaudit_runtime.jit import jit
@@ -231,6 +244,27 @@ def place(arr: np.ndarray, layout: Layout, spec: P) -> jax.Array:
     return jax.make_array_from_callback(arr.shape, sharding, lambda idx: arr[idx])
 
 
+def padded_points(z, w: np.ndarray, size: int, dtype) -> tuple[np.ndarray | jax.Array, np.ndarray]:
+    """``pad_points`` of host or device points, cast to ``dtype``: a JAX array is padded and cast on its device.
+
+    Args:
+        z: (n, d) points, numpy or a JAX array.
+        w: (n,) their weights (numpy).
+        size: the padded row count (>= n).
+        dtype: the points' dtype.
+
+    Returns:
+        (points (size, d), numpy or a JAX array as ``z``, weights (size,) numpy, 0 on the padding).
+    """
+    if not isinstance(z, jax.Array):
+        z, w = pad_points(np.asarray(z), w, size)
+        return z.astype(dtype), w
+    extra = size - z.shape[0]
+    if extra or z.dtype != dtype:
+        z = _padded(z, extra=extra, dtype=np.dtype(dtype).name)
+    return z, np.pad(w, (0, extra))
+
+
 def placed_points(z, w: np.ndarray, size: int, layout: Layout, side: str, dtype) -> tuple[jax.Array, np.ndarray]:
     """Points and their weights padded to ``size`` rows (``pad_points``), the points split as ``layout`` says.
 
@@ -248,13 +282,10 @@ def placed_points(z, w: np.ndarray, size: int, layout: Layout, side: str, dtype)
     Returns:
         (points (size, d) as a global array split over ``layout.mesh``, weights (size,) numpy, 0 on the padding).
     """
-    if not isinstance(z, jax.Array):
-        z, w = pad_points(np.asarray(z), w, size)
-        return place(z.astype(dtype), layout, layout.specs[side]), w
-    extra = size - z.shape[0]
-    if extra or z.dtype != dtype:
-        z = _padded(z, extra=extra, dtype=np.dtype(dtype).name)
-    return jax.device_put(z, NamedSharding(layout.mesh, layout.specs[side])), np.pad(w, (0, extra))
+    z, w = padded_points(z, w, size, dtype)
+    if isinstance(z, jax.Array):
+        return jax.device_put(z, NamedSharding(layout.mesh, layout.specs[side])), w
+    return place(z, layout, layout.specs[side]), w
 
 
 @functools.partial(jit, static_argnames=("extra", "dtype"))
@@ -376,11 +407,14 @@ def solve_process_local(
     block_size: int | None = None,
     dtype="float32",
     precision: str = "default",
+    prepare: str = "auto",
 ):
     """A cluster solve where each process holds only its share of U.
 
     The columns axis of ``layout`` must span the processes, with the same number of devices on each;
-    every share is padded to the same size with zero-weight points.
+    every share is padded to the same size with zero-weight points. Every process checks its share (NaN /
+    inf; zero rows under the cosine cost; the squared Euclidean cost's range) and the processes agree on what
+    they found before any of them solves, so that a bad share is the same error on all of them.
 
     Args:
         solver: the Sinkhorn settings.
@@ -396,6 +430,9 @@ def solve_process_local(
         block_size: rows/columns per block when the cost matrix is not materialised (None: materialised).
         dtype: the solve's dtype, "float32" or "float64".
         precision: the products behind the cost during the solve, as ``SolveOptions.cost_precision``.
+        prepare: where each process checks and normalises its points, as ``SolveOptions.prepare``: float32
+            points solved in float32 on the process's first device ("auto": JAX arrays, which are then never
+            copied to the host), others on the host in float64.
 
     Returns:
         (SinkhornOutput with f, row_mass of all n rows and g, col_mass of this process's k_i rows;
@@ -404,16 +441,19 @@ def solve_process_local(
     Raises:
         ValueError: a process's share disagrees with the others' (the same error on every process).
     """
-    x, y_local = np.asarray(x, np.float64), np.asarray(y_local, np.float64)
+    check_settings(prepare=prepare)
+    x, y_local, facts = _checked_share(x, y_local, cost, dtype, prepare)
     a = np.full(len(x), 1.0 / len(x)) if a is None else np.asarray(a, np.float64)
     b_local = None if b_local is None else np.asarray(b_local, np.float64)
-    shares = _agree_on_shares(x, y_local, a, b_local, m, layout)
-    x, y_local = unit_rows(x, y_local, cost)
+    shares = _agree_on_shares(x, y_local, a, b_local, m, layout, facts, cost)
+    if isinstance(cost, str) and cost == "sqeuclidean":  # the same scale, so the same error, on every process
+        check_sqeuclidean_scale(float(shares[:, 8].max()), x.shape[1], dtype)
+    if not isinstance(x, jax.Array):
+        x, y_local = unit_rows(x, y_local, cost)
     n_proc = len(shares)
     if b_local is None:
         b_local = np.full(len(y_local), 1.0 / shares[:, 0].sum())
     share = pad_to_multiple(int(shares[:, 0].max()), layout.count("cols") // n_proc)
-    y_p, b_p = pad_points(y_local, b_local, share)
     sp = layout.specs
     with jax.enable_x64(dtype == "float64"):
         jd = np.dtype(dtype)
@@ -422,6 +462,8 @@ def solve_process_local(
             return jax.make_array_from_process_local_data(
                 NamedSharding(layout.mesh, spec), arr.astype(jd), (rows,) + arr.shape[1:]
             )
+
+        y_p, b_p = padded_points(y_local, b_local, share, jd)
 
         args = (
             place(x.astype(jd), layout, sp["x"]),
@@ -438,16 +480,40 @@ def solve_process_local(
     return SinkhornOutput(**whole, **own)
 
 
-def _agree_on_shares(x, y_local, a, b_local, m, layout: Layout) -> np.ndarray:
+def _checked_share(x, y_local, cost, dtype: str, prepare: str):
+    """A process's points and what their check found, with nothing raised: the processes agree first.
+
+    Returns (x, y_local, (facts of x, facts of y_local)) (:class:`~problem.PointFacts`; the agreement:
+    :func:`_agree_on_shares`). float32 points solved in float32 are checked where ``prepare`` says
+    (``problem.prepare_on_device``): on the process's first device, scaled there to unit rows for the cosine
+    cost; others become float64 numpy, checked on the host and normalised after the agreement. Points of
+    other shapes are left to the agreement to name.
+    """
+    shaped = (
+        all(np.ndim(z) == 2 and np.shape(z)[0] > 0 for z in (x, y_local)) and np.shape(x)[1] == np.shape(y_local)[1]
+    )
+    if shaped and prepare_on_device(prepare, None, dtype, "sinkhorn", x, y_local):
+        device = jax.local_devices()[0]
+        x, y_local = (z if isinstance(z, jax.Array) else jax.device_put(z, device) for z in (x, y_local))
+        x, y_local, facts = prepared_on_device(x, y_local, cost)
+        return x, y_local, facts
+    x, y_local = np.asarray(x, np.float64), np.asarray(y_local, np.float64)
+    facts = tuple(host_facts(z, cost) if shaped else PointFacts(True, 0, 0, 0.0) for z in (x, y_local))
+    return x, y_local, facts
+
+
+def _agree_on_shares(x, y_local, a, b_local, m, layout: Layout, facts, cost) -> np.ndarray:
     """Check every process's share of the problem on every process, after one all-gather.
 
     The all-gather collects each process's (rows of U, d, |b_i| (NaN: uniform weights), m, |a|,
-    finite); then the same checks run on every process, so that a bad share stops all of them with
-    the same ValueError instead of leaving the others waiting in the solve's collectives. Returns
-    (P, 6).
+    finite, zero rows of y_local and the first, the largest ``|coordinate|``, zero rows of x and the first);
+    then the same checks run on every process, so that a bad share stops all of them with the same ValueError
+    instead of leaving the others waiting in the solve's collectives. ``facts``: the
+    :class:`~problem.PointFacts` of x and y_local (:func:`_checked_share`). Returns (P, 11).
     """
+    fx, fy = facts
     b = np.full(len(y_local), np.nan) if b_local is None else b_local
-    finite = all(np.isfinite(z).all() for z in (x, y_local, a)) and (b_local is None or np.isfinite(b).all())
+    finite = fx.finite and fy.finite and np.isfinite(a).all() and (b_local is None or np.isfinite(b).all())
     ok = finite and len(b) == len(y_local)
     mine = np.array(
         [
@@ -457,6 +523,11 @@ def _agree_on_shares(x, y_local, a, b_local, m, layout: Layout) -> np.ndarray:
             float(m),
             a.sum(),
             float(ok),
+            fy.zero_rows,
+            fy.first_zero,
+            max(fx.scale, fy.scale),
+            fx.zero_rows,
+            fx.first_zero,
         ]
     )
     shares = np.asarray(multihost_utils.process_allgather(mine)).reshape(-1, len(mine))
@@ -482,6 +553,11 @@ def _agree_on_shares(x, y_local, a, b_local, m, layout: Layout) -> np.ndarray:
         )
     if np.isnan(shares[:, 2]).any() and not np.isnan(shares[:, 2]).all():
         problems.append("some processes pass b_local and others do not")
+    for p in np.flatnonzero(shares[:, 6] > 0):
+        zeros = PointFacts(True, int(shares[p, 6]), int(shares[p, 7]), 0.0)
+        problems.append(f"process {p}: {zero_row_error('y_local', zeros)}")
+    if shares[0, 9] > 0:
+        problems.append(str(zero_row_error("x", PointFacts(True, int(shares[0, 9]), int(shares[0, 10]), 0.0))))
     b_total = 1.0 if np.isnan(shares[:, 2]).all() else float(np.nansum(shares[:, 2]))
     cap = min(shares[0, 4], b_total)
     if not 0 < shares[0, 3] <= cap * (1 + 1e-12):

@@ -21,9 +21,11 @@ from puaudit_jax.ot.certificate import Certificate
 from puaudit_jax.ot.geometry import Geometry
 from puaudit_jax.ot.problem import (
     PartialProblem,
+    check_sqeuclidean_range,
+    check_sqeuclidean_scale,
     checked_on_device,
     compiles_fast,
-    float32_points,
+    prepare_on_device,
     to_device,
     unit_rows,
     validate,
@@ -43,10 +45,6 @@ HOST_MEMORY_BUDGET = 1 << 30
 #: "auto" on an accelerator: this share of the device's memory (the dense scaling mode holds the cost,
 #: its kernel and, with ``return_plan``, the plan: three matrices of the budget's size, and XLA's temporaries).
 DEVICE_MEMORY_SHARE = 0.25
-#: ``prepare="auto"`` on an accelerator: numpy points of at least this many elements in all are checked and
-#: normalised on the device. Below it the host's two passes and copy (about 30 ms at 2^24 float32 elements)
-#: cost less than the first call's compilation of the device pass, which a single solve would pay.
-DEVICE_PREPARE_ELEMENTS = 2**24
 #: ``gap_tol``: at most this many solves (epsilon / 4 each time: 4^5 ~ 1000x smaller at the last).
 MAX_GAP_ROUNDS = 6
 #: The exact solvers are dense float64; refuse to build more than this for a fallback.
@@ -88,9 +86,9 @@ class SolveOptions:
         points are, a mesh's first device for numpy points, and ``sharded.placed_points`` pads them and moves
         each device's block from device to device); others go to the host; "host" in numpy, norms accumulated in
         float64; "auto" (the default) the device for JAX arrays, and for numpy points on an accelerator
-        from :data:`DEVICE_PREPARE_ELEMENTS` elements on; else the host. The device pass saves a copy of
-        the points per solve (0.5-0.9x the host's time on this project's CPU) but its first call compiles
-        a program (0.15 s on the CPU), which a single small solve does not repay.
+        from :data:`~puaudit_jax.ot.problem.DEVICE_PREPARE_ELEMENTS` elements on; else the host. The device
+        pass saves a copy of the points per solve (0.5-0.9x the host's time on this project's CPU) but its first
+        call compiles a program (0.15 s on the CPU), which a single small solve does not repay.
     """
 
     method: str = "auto"
@@ -255,51 +253,6 @@ def _dense_cost_np(x, y, matrix, cost) -> np.ndarray:
         return np.asarray(geom.matrix)
 
 
-def check_sqeuclidean_range(x: np.ndarray, y: np.ndarray, dtype) -> None:
-    """Raise ValueError when the squared distances would all vanish, or overflow, in ``dtype``.
-
-    Vanish: every cost would read 0 and the plan be arbitrary, though the points differ (e.g.
-    coordinates of 1e-30 in float32). Overflow: a squared distance would be inf (coordinates of 1e200).
-
-    Args:
-        x: source points, shape (n, d).
-        y: target points, shape (k, d).
-        dtype: the dtype the costs are computed in ("float32" or "float64").
-
-    Raises:
-        ValueError: the coordinates' magnitude (saying how to rescale).
-    """
-    check_sqeuclidean_scale(max(float(np.abs(x).max()), float(np.abs(y).max())), x.shape[1], dtype)
-
-
-def check_sqeuclidean_scale(scale: float, d: int, dtype) -> None:
-    """:func:`check_sqeuclidean_range` for points whose largest ``|coordinate|`` is ``scale``.
-
-    Args:
-        scale: the largest ``|coordinate|`` of both clouds.
-        d: the points' dimension.
-        dtype: the dtype the costs are computed in ("float32" or "float64").
-
-    Raises:
-        ValueError: the coordinates' magnitude (saying how to rescale).
-    """
-    if scale == 0:
-        return
-    info, digits = np.finfo(dtype), 2 * np.log10(scale)  # the squares' decimal exponent, without computing them
-    if digits < np.log10(info.tiny) + 3:
-        raise ValueError(
-            f"x, y: coordinates of magnitude {scale:.1e} give squared distances below the smallest normal "
-            f"{dtype} ({info.tiny:.1e}): every cost would read 0. Rescale the points, pass dtype='float64' "
-            "or method='exact'"
-        )
-    if digits + np.log10(4 * d) > np.log10(info.max):
-        raise ValueError(
-            f"x, y: coordinates of magnitude {scale:.1e} give squared distances above the largest {dtype} "
-            f"({info.max:.1e}): the costs would overflow. Rescale the points"
-            + (" or pass dtype='float64'" if np.dtype(dtype) != np.float64 else "")
-        )
-
-
 def solve_partial(
     x,
     y,
@@ -364,28 +317,6 @@ def solve_partial(
         return result
     return _auto_fallback(result, out, x, y, matrix, cost, a, b, m, solver.tol, options.exact_backend,
                           options.return_plan)  # fmt: skip
-
-
-def prepare_on_device(prepare: str, layout, dtype: str, method: str, x, y) -> bool:
-    """Whether the points x, y (as given) are checked and normalised on the device (``SolveOptions.prepare``).
-
-    Never across processes: each process then passes the full inputs, placed from its host (``sharded.place``).
-
-    Args:
-        prepare: ``SolveOptions.prepare`` ("auto", "device" or "host").
-        layout: None (one device) or the mesh's :class:`~puaudit_jax.ot.sharded.Layout`.
-        dtype: the solve's dtype ("float32" or "float64").
-        method: ``SolveOptions.method`` (the exact solver's points are float64, on the host).
-        x: (n, d) source points as given (numpy or a JAX array).
-        y: (k, d) target points as given.
-    """
-    if prepare == "host" or dtype != "float32" or method == "exact" or not float32_points(x, y):
-        return False
-    if layout is not None and not all(d.process_index == jax.process_index() for d in layout.mesh.devices.flat):
-        return False
-    if prepare == "device" or isinstance(x, jax.Array) or isinstance(y, jax.Array):
-        return True
-    return jax.default_backend() != "cpu" and np.size(x) + np.size(y) >= DEVICE_PREPARE_ELEMENTS
 
 
 def prepared_points(x, y, cost, dtype: str, on_device: bool, layout=None):

@@ -296,8 +296,8 @@ def test_prepare_auto_on_an_accelerator_takes_the_device_for_large_numpy_points(
 
     import jax
 
-    from puaudit_jax.ot.solve import DEVICE_PREPARE_ELEMENTS
-    from puaudit_jax.ot.solve import prepare_on_device as _prepare_on_device
+    from puaudit_jax.ot.problem import DEVICE_PREPARE_ELEMENTS
+    from puaudit_jax.ot.problem import prepare_on_device as _prepare_on_device
 
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     half = -(-DEVICE_PREPARE_ELEMENTS // (2 * 768))  # rows per cloud that reach it

@@ -283,9 +283,18 @@ kw = dict(solver=PartialSinkhorn(epsilon=0.05, tol=1e-10, max_iter=3000, certify
 full = solve_partial(X, Y, 0.6, mesh="all", **kw)            # every process holds X and Y in full
 start, stop = process_rows(len(Y))                           # ... or only its share of U
 local = sharded.solve_process_local(solver, X, Y[start:stop], 0.6, Layout.of(make_mesh("all")), dtype="float64")
+# float32 shares: numpy (checked on the host) and JAX arrays (checked on the process's device)
+import jax.numpy as jnp
+on_device, real = [], sharded.prepared_on_device
+sharded.prepared_on_device = lambda x, y, c: on_device.append(type(y).__name__) or real(x, y, c)
+s32, x32, y32 = PartialSinkhorn(epsilon=0.05, tol=1e-6), X.astype(np.float32), Y[start:stop].astype(np.float32)
+host32 = sharded.solve_process_local(s32, x32, y32, 0.6, Layout.of(make_mesh("all")))
+dev32 = sharded.solve_process_local(s32, jnp.asarray(x32), jnp.asarray(y32), 0.6, Layout.of(make_mesh("all")))
 out = dict(rank=jax.process_index(), devices=len(jax.devices()), local_devices=jax.local_device_count(),
            col=full.col_mass, it=full.iterations, reg=full.reg_cost, start=start, stop=stop,
-           local_col=local.col_mass, local_row=local.row_mass, local_reg=local.reg_cost)
+           local_col=local.col_mass, local_row=local.row_mass, local_reg=local.reg_cost,
+           host32=dict(col=host32.col_mass, it=host32.iterations), dev32=dict(col=dev32.col_mass, it=dev32.iterations),
+           on_device=on_device)
 if jax.process_index() == 0:
     ref = solve_partial(X, Y, 0.6, **kw)
     out.update(ref_col=ref.col_mass, ref_it=ref.iterations, ref_reg=ref.reg_cost, ref_row=ref.row_mass)
@@ -311,6 +320,11 @@ def test_two_process_cluster_equals_one_process():
         )
         np.testing.assert_allclose(r["local_row"], ref["ref_row"], atol=1e-6, rtol=0)
         assert abs(r["reg"] - ref["ref_reg"]) < 1e-6 and abs(r["local_reg"] - ref["ref_reg"]) < 1e-6
+        # a float32 share given as JAX arrays is checked on the process's device (numpy stays on the CPU's host)
+        assert r["on_device"] == ["ArrayImpl"], r["on_device"]
+        assert abs(r["dev32"]["it"] - r["host32"]["it"]) <= 1  # float32 rsqrt against float64 norms: last bits
+        np.testing.assert_allclose(r["dev32"]["col"], r["host32"]["col"], atol=1e-7, rtol=0)
+        np.testing.assert_allclose(r["host32"]["col"], r["local_col"], atol=1e-5, rtol=0)
 
 
 _ONE_FAILS = (
@@ -354,13 +368,22 @@ initialize_cluster()
 from puaudit_jax.ot import Layout, PartialSinkhorn
 from puaudit_jax.ot import sharded
 
+import jax.numpy as jnp
 start, stop = process_rows(len(Y))
+one = jax.process_index() == 1
+zero = Y[start:stop].astype(np.float32); zero[2] = 0.0 if one else zero[2]
+nan = Y[start:stop].astype(np.float32); nan[3, 1] = np.nan if one else nan[3, 1]
+big = Y[start:stop] * (1e30 if not one else 1.0)
 errors = {}
 for name, kw in {"m differs": dict(m=0.6 if jax.process_index() == 0 else 0.5),
-                 "empty share": dict(m=0.6, y=Y[start:stop] if jax.process_index() == 0 else Y[:0])}.items():
+                 "empty share": dict(m=0.6, y=Y[start:stop] if jax.process_index() == 0 else Y[:0]),
+                 "zero row": dict(y=zero),                  # float32 numpy: checked on the host
+                 "zero row, device": dict(y=jnp.asarray(zero), x=jnp.asarray(X, jnp.float32)),
+                 "nan, device": dict(y=jnp.asarray(nan), x=jnp.asarray(X, jnp.float32)),
+                 "sqeuclidean overflow": dict(y=big, cost="sqeuclidean")}.items():
     try:
-        sharded.solve_process_local(PartialSinkhorn(), X, kw.get("y", Y[start:stop]), kw["m"],
-                                    Layout.of(make_mesh("all")))
+        sharded.solve_process_local(PartialSinkhorn(), kw.get("x", X), kw.get("y", Y[start:stop]), kw.get("m", 0.6),
+                                    Layout.of(make_mesh("all")), cost=kw.get("cost", "cosine"))
         errors[name] = None
     except ValueError as e:
         errors[name] = str(e)
@@ -370,8 +393,19 @@ emit(dict(rank=jax.process_index(), errors=errors))
 
 
 def test_process_local_shares_that_disagree_stop_every_process():
-    """A bad share on one process is the same ValueError on all of them (nobody waits in the solve)."""
+    """A bad share on one process is the same ValueError on all of them (nobody waits in the solve): shares that
+    disagree, and what the check of one process's points finds, on its host or its device (a zero row under the
+    cosine cost was raised by that process alone, which left the other in the solve's collectives)."""
     results = run_cluster(_LOCAL_BAD, 2, 1, timeout=240)
+    assert len(results) == 2
     for r in results:
-        assert "different m" in r["errors"]["m differs"], r
-        assert "processes [1] hold no rows of U" in r["errors"]["empty share"], r
+        errors = r["errors"]
+        assert "different m" in errors["m differs"], r
+        assert "processes [1] hold no rows of U" in errors["empty share"], r
+        for case in ("zero row", "zero row, device"):
+            assert "process 1: y_local row 2 is a zero vector: the cosine cost is undefined (1 zero rows)" in (
+                errors[case] or ""
+            ), (case, r)
+        assert "processes [1] pass non-finite values" in (errors["nan, device"] or ""), r
+        assert "above the largest float32" in (errors["sqeuclidean overflow"] or ""), r
+    assert results[0]["errors"] == results[1]["errors"]
