@@ -152,7 +152,7 @@ def _unit(name: str, z: np.ndarray, dtype) -> np.ndarray:
     norms = _row_norms(z)
     zero = norms <= np.finfo(np.float64).tiny
     if zero.any():
-        raise zero_row_error(name, PointFacts(True, int(zero.sum()), int(np.argmax(zero)), 0.0))
+        raise zero_row_error(name, int(np.argmax(zero)), int(zero.sum()))
     inv = (1.0 / norms)[:, None]
     if out == np.float64 or z.dtype == np.float64:  # the product in float64 (1 / norm may leave float32's range)
         return np.multiply(z, inv, dtype=np.float64).astype(out, copy=False)
@@ -267,10 +267,15 @@ class PointFacts:
     scale: float
 
 
-def zero_row_error(name: str, facts: PointFacts) -> ValueError:
-    """The error of a cloud with zero rows under the cosine cost (``name``: "x", "y", ...)."""
-    return ValueError(f"{name} row {facts.first_zero} is a zero vector: the cosine cost is undefined "
-                      f"({facts.zero_rows} zero rows)")  # fmt: skip
+def zero_row_error(name: str, first: int, count: int) -> ValueError:
+    """The error of a cloud with zero rows under the cosine cost.
+
+    Args:
+        name: the cloud as the caller knows it ("x", "y", "y_local", ...).
+        first: the index of its first zero row.
+        count: how many rows are zero.
+    """
+    return ValueError(f"{name} row {first} is a zero vector: the cosine cost is undefined ({count} zero rows)")
 
 
 def host_facts(z: np.ndarray, cost) -> PointFacts:
@@ -338,7 +343,7 @@ def checked_on_device(x, y, cost) -> tuple[jax.Array, jax.Array, float]:
             _, row, col, _ = jax.device_get(first_nonfinite(z))
             raise ValueError(f"{name} contains NaN or inf (first at index {[int(row), int(col)]})")
         if f.zero_rows:
-            raise zero_row_error(name, f)
+            raise zero_row_error(name, f.first_zero, f.zero_rows)
     return ux, uy, max(facts[0].scale, facts[1].scale)
 
 

@@ -554,10 +554,9 @@ def _agree_on_shares(x, y_local, a, b_local, m, layout: Layout, facts, cost) -> 
     if np.isnan(shares[:, 2]).any() and not np.isnan(shares[:, 2]).all():
         problems.append("some processes pass b_local and others do not")
     for p in np.flatnonzero(shares[:, 6] > 0):
-        zeros = PointFacts(True, int(shares[p, 6]), int(shares[p, 7]), 0.0)
-        problems.append(f"process {p}: {zero_row_error('y_local', zeros)}")
+        problems.append(f"process {p}: {zero_row_error('y_local', int(shares[p, 7]), int(shares[p, 6]))}")
     if shares[0, 9] > 0:
-        problems.append(str(zero_row_error("x", PointFacts(True, int(shares[0, 9]), int(shares[0, 10]), 0.0))))
+        problems.append(str(zero_row_error("x", int(shares[0, 10]), int(shares[0, 9]))))
     b_total = 1.0 if np.isnan(shares[:, 2]).all() else float(np.nansum(shares[:, 2]))
     cap = min(shares[0, 4], b_total)
     if not 0 < shares[0, 3] <= cap * (1 + 1e-12):
