@@ -322,7 +322,7 @@ def solve_partial(
 def prepared_points(x, y, cost, dtype: str, on_device: bool, layout=None):
     """Validated points (``problem.validate``) checked and, for the cosine cost, scaled to unit rows.
 
-    Where :func:`prepare_on_device` said: on the device (``problem.checked_on_device``, after
+    Where ``problem.prepare_on_device`` said: on the device (``problem.checked_on_device``, after
     :func:`_transferred`), or on the host (``problem.unit_rows``: float32 points stay float32 unless the solve is
     in float64). The squared Euclidean cost's range is checked for ``dtype`` either way.
 
@@ -331,7 +331,7 @@ def prepared_points(x, y, cost, dtype: str, on_device: bool, layout=None):
         y: (k, d) target points.
         cost: the cost ("cosine", "sqeuclidean" or a callable).
         dtype: the dtype the costs are computed in ("float32" or "float64"; the exact solvers': "float64").
-        on_device: :func:`prepare_on_device`'s answer.
+        on_device: ``problem.prepare_on_device``'s answer.
         layout: None (one device) or the mesh's :class:`~puaudit_jax.ot.sharded.Layout`.
 
     Returns:
