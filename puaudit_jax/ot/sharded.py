@@ -445,7 +445,7 @@ def solve_process_local(
     x, y_local, facts = _checked_share(x, y_local, cost, dtype, prepare)
     a = np.full(len(x), 1.0 / len(x)) if a is None else np.asarray(a, np.float64)
     b_local = None if b_local is None else np.asarray(b_local, np.float64)
-    shares = _agree_on_shares(x, y_local, a, b_local, m, layout, facts, cost)
+    shares = _agree_on_shares(x, y_local, a, b_local, m, layout, facts)
     if isinstance(cost, str) and cost == "sqeuclidean":  # the same scale, so the same error, on every process
         check_sqeuclidean_scale(float(shares[:, 8].max()), x.shape[1], dtype)
     if not isinstance(x, jax.Array):
@@ -498,11 +498,12 @@ def _checked_share(x, y_local, cost, dtype: str, prepare: str):
         x, y_local, facts = prepared_on_device(x, y_local, cost)
         return x, y_local, facts
     x, y_local = np.asarray(x, np.float64), np.asarray(y_local, np.float64)
-    facts = tuple(host_facts(z, cost) if shaped else PointFacts(True, 0, 0, 0.0) for z in (x, y_local))
+    facts = tuple(host_facts(z, cost) if z.ndim == 2 and len(z) else PointFacts(bool(np.isfinite(z).all()), 0, 0, 0.0)
+                  for z in (x, y_local))  # fmt: skip
     return x, y_local, facts
 
 
-def _agree_on_shares(x, y_local, a, b_local, m, layout: Layout, facts, cost) -> np.ndarray:
+def _agree_on_shares(x, y_local, a, b_local, m, layout: Layout, facts) -> np.ndarray:
     """Check every process's share of the problem on every process, after one all-gather.
 
     The all-gather collects each process's (rows of U, d, |b_i| (NaN: uniform weights), m, |a|,
