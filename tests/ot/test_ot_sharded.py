@@ -237,6 +237,10 @@ out = {cost: dict(host=run(x32, y32, "host", cost), device=run(x32, y32, "device
                   jax=run(jx, jy, "auto", cost, guard="disallow")) for cost in ("cosine", "sqeuclidean")}
 out["errors"] = dict(host=error(x32, bad, "host"), device=error(x32, bad, "device"),
                      jax=error(jx, jnp.asarray(bad), "auto"))
+# JAX arrays already split over the mesh (e.g. embeddings encoded on it): checked where they are
+from jax.sharding import NamedSharding, PartitionSpec as P
+split_y = jax.device_put(y32[:100], NamedSharding(mesh, P("u", None)))
+out["split"] = dict(host=run(x32, y32[:100], "host"), jax=run(jnp.asarray(x32), split_y, "auto"))
 emit(out)
 """
 )
@@ -264,6 +268,9 @@ def test_points_prepared_on_a_meshs_devices_equal_the_hosts_and_never_visit_the_
             assert np.asarray(r["plan"]).shape == (37, 101) and r["plan_devices"] == 4
     errors = res["errors"]
     assert errors["host"] == errors["device"] == errors["jax"] == "y contains NaN or inf (first at index [6, 1])"
+    split = res["split"]
+    assert split["jax"]["placed"] == ["ArrayImpl", "ArrayImpl"] and abs(split["jax"]["it"] - split["host"]["it"]) <= 1
+    np.testing.assert_allclose(split["jax"]["col"], split["host"]["col"], atol=1e-7, rtol=0)
 
 
 _CLUSTER = (
