@@ -178,6 +178,17 @@ def to_device(value, dtype) -> jax.Array:
     return jax.device_put(np.asarray(value, dtype))
 
 
+def device_points(x, y, device=None) -> tuple[jax.Array, jax.Array]:
+    """Points as device arrays: host arrays transferred, as they are, to ``device``; JAX arrays kept where they are.
+
+    Args:
+        x: (n, d) source points, numpy or a JAX array.
+        y: (k, d) target points.
+        device: where host points go (None: JAX's default device).
+    """
+    return tuple(z if isinstance(z, jax.Array) else jax.device_put(z, device) for z in (x, y))
+
+
 def float32_points(x, y) -> bool:
     """Whether x and y are both float32 arrays (numpy or JAX): what :func:`checked_on_device` takes."""
     return all(getattr(z, "dtype", None) == np.float32 for z in (x, y))

@@ -39,6 +39,7 @@ from puaudit_jax.ot.problem import (
     PointFacts,
     check_sqeuclidean_scale,
     compiles_fast,
+    device_points,
     host_facts,
     pad_points,
     prepare_on_device,
@@ -290,8 +291,11 @@ def placed_points(z, w: np.ndarray, size: int, layout: Layout, side: str, dtype)
 
 @functools.partial(jit, static_argnames=("extra", "dtype"))
 def _padded(z: jax.Array, *, extra: int, dtype: str) -> jax.Array:
-    """``pad_points`` on the device: ``extra`` copies of z[0] appended to z (n, d), cast to ``dtype``."""
-    return jnp.concatenate([z, jnp.repeat(z[:1], extra, 0)]).astype(dtype)
+    """``pad_points`` on the device: ``extra`` copies of z[0] appended to z (n, d), cast to ``dtype``.
+
+    The copies carry no gradient (:func:`reg_cost` pads inside ``jax.grad``): a padding point has no weight.
+    """
+    return jnp.concatenate([z, jax.lax.stop_gradient(jnp.repeat(z[:1], extra, 0))]).astype(dtype)
 
 
 def _to_host(arr: jax.Array) -> np.ndarray:
@@ -493,9 +497,7 @@ def _checked_share(x, y_local, cost, dtype: str, prepare: str):
         all(np.ndim(z) == 2 and np.shape(z)[0] > 0 for z in (x, y_local)) and np.shape(x)[1] == np.shape(y_local)[1]
     )
     if shaped and prepare_on_device(prepare, None, dtype, "sinkhorn", x, y_local):
-        device = jax.local_devices()[0]
-        x, y_local = (z if isinstance(z, jax.Array) else jax.device_put(z, device) for z in (x, y_local))
-        x, y_local, facts = prepared_on_device(x, y_local, cost)
+        x, y_local, facts = prepared_on_device(*device_points(x, y_local, jax.local_devices()[0]), cost)
         return x, y_local, facts
     x, y_local = np.asarray(x, np.float64), np.asarray(y_local, np.float64)
     facts = tuple(host_facts(z, cost) if z.ndim == 2 and len(z) else PointFacts(bool(np.isfinite(z).all()), 0, 0, 0.0)
@@ -599,12 +601,8 @@ def reg_cost(
     """
     n, k = x.shape[0], y.shape[0]
     N, K = pad_to_multiple(n, layout.count("rows")), pad_to_multiple(k, layout.count("cols"))
-
-    def pad(z, w, size):
-        z = jnp.concatenate([z, jax.lax.stop_gradient(jnp.repeat(z[:1], size - len(z), 0))])
-        return z, jnp.pad(w, (0, size - len(w)))
-
-    (x, a), (y, b) = pad(x, a, N), pad(y, b, K)
+    x, y = (_padded(z, extra=size - len(z), dtype=z.dtype.name) for z, size in ((x, N), (y, K)))
+    a, b = jnp.pad(a, (0, N - n)), jnp.pad(b, (0, K - k))
     sp = layout.specs
 
     def run(x, y, a, b, m):

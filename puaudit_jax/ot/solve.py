@@ -25,6 +25,7 @@ from puaudit_jax.ot.problem import (
     check_sqeuclidean_scale,
     checked_on_device,
     compiles_fast,
+    device_points,
     prepare_on_device,
     to_device,
     unit_rows,
@@ -323,7 +324,7 @@ def prepared_points(x, y, cost, dtype: str, on_device: bool, layout=None):
     """Validated points (``problem.validate``) checked and, for the cosine cost, scaled to unit rows.
 
     Where ``problem.prepare_on_device`` said: on the device (``problem.checked_on_device``, after
-    :func:`_transferred`), or on the host (``problem.unit_rows``: float32 points stay float32 unless the solve is
+    ``problem.device_points``), or on the host (``problem.unit_rows``: float32 points stay float32 unless the solve is
     in float64). The squared Euclidean cost's range is checked for ``dtype`` either way.
 
     Args:
@@ -342,7 +343,8 @@ def prepared_points(x, y, cost, dtype: str, on_device: bool, layout=None):
     """
     sqeuclidean = isinstance(cost, str) and cost == "sqeuclidean"
     if on_device:
-        x, y = phase("transfer", _transferred, x, y, layout)
+        # a mesh's first device: sharded.placed_points splits them from there
+        x, y = phase("transfer", device_points, x, y, None if layout is None else layout.mesh.devices.flat[0])
         x, y, scale = phase("normalisation", checked_on_device, x, y, cost)
         if sqeuclidean:
             check_sqeuclidean_scale(scale, x.shape[1], dtype)
@@ -351,12 +353,6 @@ def prepared_points(x, y, cost, dtype: str, on_device: bool, layout=None):
     if sqeuclidean:
         check_sqeuclidean_range(x, y, dtype)
     return x, y
-
-
-def _transferred(x, y, layout) -> tuple[jax.Array, jax.Array]:
-    """Host points on the solve's device (a mesh's first: ``sharded.placed_points`` splits them); JAX arrays kept."""
-    device = None if layout is None else layout.mesh.devices.flat[0]
-    return tuple(z if isinstance(z, jax.Array) else jax.device_put(z, device) for z in (x, y))
 
 
 def _configs(entry: str, solver, options, deprecated: dict) -> tuple[PartialSinkhorn, SolveOptions]:
